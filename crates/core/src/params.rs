@@ -1,0 +1,58 @@
+//! String key=value parameters for envs and agents (`--env-opt size=64`), with
+//! typed getters whose errors name the parameter.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// Parameters given to an env or agent factory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params(pub BTreeMap<String, String>);
+
+impl Params {
+    /// No parameters.
+    pub fn new() -> Params {
+        Params::default()
+    }
+
+    /// Parses `k=v,k=v` (empty string → no parameters).
+    pub fn parse(s: &str) -> Result<Params> {
+        let mut p = Params::new();
+        for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| Error::Param { name: part.into(), message: "expected key=value".into() })?;
+            p.0.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        Ok(p)
+    }
+
+    /// Sets a parameter (builder style).
+    pub fn with(mut self, k: &str, v: impl ToString) -> Params {
+        self.0.insert(k.into(), v.to_string());
+        self
+    }
+
+    /// The parameter parsed as `T`, or `default` when absent.
+    pub fn get<T: FromStr>(&self, name: &str, default: T) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.0.get(name) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|e: T::Err| Error::Param { name: name.into(), message: format!("`{v}`: {e}") }),
+        }
+    }
+
+    /// The raw string of a parameter.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// Fails on any key not in `known`, so typos do not pass silently.
+    pub fn expect_only(&self, known: &[&str]) -> Result<()> {
+        match self.0.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(k) => Err(Error::Param { name: k.clone(), message: format!("unknown parameter (known: {})", known.join(", ")) }),
+            None => Ok(()),
+        }
+    }
+}

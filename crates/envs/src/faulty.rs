@@ -1,0 +1,97 @@
+//! `Faulty-v0`: a tiny counting env that fails on purpose, for testing restarts
+//! and accounting. Each instance panics (or returns an error) on its N-th step
+//! call, counted across episodes, so a rebuilt instance works again for a while —
+//! like a simulator that crashes now and then. An episode whose seed is listed in
+//! `poison_seeds` fails every time, so it must end up given up, not lost.
+
+use rollway_core::{DType, Env, EnvEntry, EnvSpec, Error, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
+
+/// Registry entry.
+pub static ENTRY: EnvEntry = EnvEntry {
+    id: "Faulty-v0",
+    summary: "counting env that panics or errors on chosen step calls (for fault-injection tests)",
+    params: &[
+        ("length", "steps per episode (default 20)"),
+        ("panic_every", "panic on every N-th step call of an instance (0 = never)"),
+        ("error_every", "return an error on every N-th step call of an instance (0 = never)"),
+        ("poison_seeds", "`;`-separated episode seeds that always fail"),
+    ],
+    make,
+};
+
+fn make(p: &Params) -> Result<Box<dyn Env>> {
+    p.expect_only(&["length", "panic_every", "error_every", "poison_seeds"])?;
+    let poison = match p.raw("poison_seeds") {
+        None => vec![],
+        Some(s) => s
+            .split(';')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.parse().map_err(|e| Error::Param { name: "poison_seeds".into(), message: format!("`{x}`: {e}") }))
+            .collect::<Result<_>>()?,
+    };
+    Ok(Box::new(Faulty {
+        spec: EnvSpec {
+            id: ENTRY.id.into(),
+            observation_space: Space::boxed(DType::F32, &[1], 0.0, f32::MAX as f64)?,
+            action_space: Space::discrete(2, 0)?,
+            max_episode_steps: None,
+            render_fps: None,
+            reward_threshold: None,
+        },
+        length: p.get("length", 20)?,
+        panic_every: p.get("panic_every", 0)?,
+        error_every: p.get("error_every", 0)?,
+        poison,
+        calls: 0,
+        t: 0,
+        seed: 0,
+    }))
+}
+
+struct Faulty {
+    spec: EnvSpec,
+    length: u64,
+    panic_every: u64,
+    error_every: u64,
+    poison: Vec<u64>,
+    calls: u64,
+    t: u64,
+    seed: u64,
+}
+
+impl Env for Faulty {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    fn reset(&mut self, seed: Option<u64>, _options: Option<&Info>, mut obs: RowMut<'_>) -> Result<()> {
+        self.t = 0;
+        self.seed = seed.unwrap_or(0);
+        obs.leaf_mut::<f32>(0)[0] = 0.0;
+        Ok(())
+    }
+
+    fn step(&mut self, action: RowRef<'_>, mut obs: RowMut<'_>) -> Result<StepOutcome> {
+        self.calls += 1;
+        self.t += 1;
+        if self.panic_every > 0 && self.calls % self.panic_every == 0 {
+            panic!("Faulty-v0: injected panic on step call {}", self.calls);
+        }
+        if self.error_every > 0 && self.calls % self.error_every == 0 {
+            return Err(Error::Env { env: self.spec.id.clone(), message: format!("injected error on step call {}", self.calls) });
+        }
+        if self.poison.contains(&self.seed) && self.t == self.length / 2 {
+            panic!("Faulty-v0: poisoned seed {}", self.seed);
+        }
+        obs.leaf_mut::<f32>(0)[0] = self.t as f32;
+        // Reward depends on seed and action so that results are checkable across reruns.
+        let reward = (self.seed % 7) as f64 + action.discrete(0) as f64;
+        Ok(StepOutcome { reward, terminated: self.t >= self.length, truncated: false })
+    }
+
+    fn info(&self) -> Info {
+        let mut i = Info::new();
+        i.insert("t", self.t);
+        i
+    }
+}

@@ -1,0 +1,46 @@
+//! Built-in environments. Each env is one file plus one line in [`REGISTRY`].
+//!
+//! The classic-control envs reproduce Gymnasium 1.x exactly (dynamics, rewards,
+//! termination and time limits), checked against golden vectors produced by the
+//! real Gymnasium package (`tests/golden/`, made by `tests/golden/make_golden.py`).
+//!
+//! ```
+//! use rollway_core::{Layout, Params, Rows};
+//!
+//! let mut env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+//! let spec = env.spec().clone();
+//! let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+//! let (mut obs, mut act) = (Rows::new(ol.row_bytes(), 1), Rows::new(al.row_bytes(), 1));
+//! env.reset(Some(0), None, rollway_core::RowMut::new(&ol, obs.row_mut(0))).unwrap();
+//! act.row_mut(0).copy_from_slice(&1i64.to_ne_bytes());
+//! let out = env.step(rollway_core::RowRef::new(&al, act.row(0)), rollway_core::RowMut::new(&ol, obs.row_mut(0))).unwrap();
+//! assert_eq!(out.reward, 1.0);
+//! ```
+#![deny(missing_docs)]
+
+use rollway_core::{Env, EnvEntry, Error, Params, Result, TimeLimit};
+
+pub mod faulty;
+
+/// Every built-in env. Adding an env: write its file, add its `ENTRY` here.
+pub static REGISTRY: &[&EnvEntry] = &[
+    &faulty::ENTRY,
+];
+
+/// Looks up a registered env.
+pub fn find(id: &str) -> Result<&'static EnvEntry> {
+    REGISTRY.iter().copied().find(|e| e.id == id).ok_or_else(|| Error::Unknown {
+        what: "env",
+        name: id.into(),
+        known: REGISTRY.iter().map(|e| e.id).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Builds env `id` with `params`, wrapped in a `TimeLimit` when its spec has one.
+pub fn make(id: &str, params: &Params) -> Result<Box<dyn Env>> {
+    let env = (find(id)?.make)(params)?;
+    Ok(match env.spec().max_episode_steps {
+        Some(max) => Box::new(TimeLimit::new(env, max)),
+        None => env,
+    })
+}

@@ -1,0 +1,2 @@
+//! rollway-runner (under construction).
+#![deny(missing_docs)]
