@@ -12,12 +12,16 @@
 use rollway_core::{Agent, AgentEntry, EnvSpec, Error, Params, Result};
 
 pub mod constant;
+pub mod miner;
+pub mod faulty;
 pub mod random;
 
 /// Every built-in agent. Adding an agent: write its file, add its `ENTRY` here.
 pub static REGISTRY: &[&AgentEntry] = &[
     &random::ENTRY,
     &constant::ENTRY,
+    &faulty::ENTRY,
+    &miner::ENTRY,
 ];
 
 /// Looks up a registered agent.

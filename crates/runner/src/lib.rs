@@ -1,2 +1,69 @@
-//! rollway-runner (under construction).
+//! The rollway generator: parallel workers stepping envs, one central batched
+//! inference stage, fault tolerance with exact accounting, episode filters and a
+//! run summary — MineStudio's generator → filter → recorder pipeline, in Rust.
+//!
+//! Episode `i` of a run with seed `s` always gets the env seed
+//! `seed::episode_seed(s, i)` and its own agent random stream, so its actions,
+//! return and length do not depend on the worker count, batch sizes or mode.
+//!
+//! ```
+//! use rollway_runner::{filter, Generator, RunConfig, Target};
+//!
+//! let cfg = RunConfig { env: "Faulty-v0".into(), agent: "random".into(), target: Target::Episodes(10), ..Default::default() };
+//! let filters = vec![filter::parse("kind=length,min=20,label=full").unwrap()];
+//! let summary = Generator::new(cfg, filters).unwrap().run(&mut ()).unwrap();
+//! assert_eq!(summary.episodes, 10);
+//! assert_eq!(summary.labels["full"], 10);
+//! ```
 #![deny(missing_docs)]
+
+mod collect;
+mod config;
+pub mod episode;
+mod error;
+pub mod filter;
+mod generator;
+mod schedule;
+mod worker;
+
+use std::time::Duration;
+
+pub use collect::{Stat, Summary};
+pub use config::{Mode, RunConfig, Target};
+pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};
+pub use error::{Error, Result};
+pub use generator::Generator;
+
+/// Where a run is, for progress displays.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Episodes accounted for, in index order.
+    pub episodes: u64,
+    /// Steps in those episodes.
+    pub steps: u64,
+    /// The run's target.
+    pub target: Target,
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// Env and agent rebuilds so far.
+    pub restarts: u64,
+    /// Episodes given up so far.
+    pub given_up: u64,
+}
+
+/// Receives a run's episodes (in index order) and periodic progress.
+pub trait Observer {
+    /// A finished or given-up episode, labels applied.
+    fn on_episode(&mut self, _episode: EpisodeResult) {}
+    /// Called about ten times a second.
+    fn on_progress(&mut self, _progress: &Progress) {}
+}
+
+impl Observer for () {}
+
+/// Keeps every episode.
+impl Observer for Vec<EpisodeResult> {
+    fn on_episode(&mut self, episode: EpisodeResult) {
+        self.push(episode);
+    }
+}

@@ -1,0 +1,222 @@
+//! Folds finished episodes, in index order, into the run's summary.
+//!
+//! Episodes finish in any order; a small reorder buffer releases them by index so
+//! that statistics, labels and the step-target prefix never depend on scheduling.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::episode::{EpisodeResult, Fault, Status};
+use crate::filter::{self, EpisodeFilter};
+use crate::{Observer, Target};
+
+/// Mean, population standard deviation, min and max (0 when there is no data).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stat {
+    /// Mean.
+    pub mean: f64,
+    /// Population standard deviation (numpy's default).
+    pub std: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Welford's running mean and variance: stable over millions of episodes.
+#[derive(Default)]
+struct Running {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Running {
+    fn push(&mut self, x: f64) {
+        self.n += 1;
+        if self.n == 1 {
+            (self.min, self.max) = (x, x);
+        }
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    fn stat(&self) -> Stat {
+        if self.n == 0 {
+            return Stat::default();
+        }
+        Stat { mean: self.mean, std: (self.m2 / self.n as f64).sqrt(), min: self.min, max: self.max }
+    }
+}
+
+/// What a run did: the recorder's report (MineStudio's "yes rate" and more).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Env id.
+    pub env: String,
+    /// Agent name.
+    pub agent: String,
+    /// Run seed.
+    pub seed: u64,
+    /// `sync` or `async`.
+    pub mode: String,
+    /// Worker threads.
+    pub workers: usize,
+    /// Envs per worker.
+    pub envs_per_worker: usize,
+    /// Episodes completed (not counting given-up ones).
+    pub episodes: u64,
+    /// Steps in completed episodes.
+    pub steps: u64,
+    /// Episode attempts made: completed episodes plus failed attempts.
+    pub attempts: u64,
+    /// Env and agent rebuilds.
+    pub restarts: u64,
+    /// Episodes given up after every attempt failed (or with no worker left).
+    pub given_up: u64,
+    /// Indices of the given-up episodes.
+    pub given_up_episodes: Vec<u64>,
+    /// Episodes finished past a step target (the target is a prefix of indices).
+    pub discarded: u64,
+    /// Completed episodes that terminated.
+    pub terminated: u64,
+    /// Completed episodes that were truncated.
+    pub truncated: u64,
+    /// Label → number of episodes with it.
+    pub labels: BTreeMap<String, u64>,
+    /// Label → share of completed episodes with it.
+    pub label_rates: BTreeMap<String, f64>,
+    /// Episode returns.
+    #[serde(rename = "return")]
+    pub ret: Stat,
+    /// Episode lengths.
+    pub length: Stat,
+    /// Steps per second of wall time.
+    pub steps_per_sec: f64,
+    /// Episodes per second of wall time.
+    pub episodes_per_sec: f64,
+    /// Wall time of the run, seconds.
+    pub seconds: f64,
+    /// Failed attempts (the first 1000).
+    pub faults: Vec<Fault>,
+    /// Number of failed attempts.
+    pub failed_attempts: u64,
+}
+
+pub(crate) struct Collector<'a> {
+    target: Target,
+    filters: &'a [Box<dyn EpisodeFilter>],
+    observer: &'a mut dyn Observer,
+    pending: HashMap<u64, EpisodeResult>,
+    next: u64,
+    finished_steps: u64,
+    complete: bool,
+    ret: Running,
+    len: Running,
+    pub summary: Summary,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(target: Target, filters: &'a [Box<dyn EpisodeFilter>], observer: &'a mut dyn Observer) -> Self {
+        Collector {
+            target,
+            filters,
+            observer,
+            pending: HashMap::new(),
+            next: 0,
+            finished_steps: 0,
+            complete: false,
+            ret: Running::default(),
+            len: Running::default(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// Takes a finished episode; returns true once enough steps have finished (in
+    /// any order) that no fresh episode is needed for a step target.
+    pub fn add(&mut self, ep: EpisodeResult) -> bool {
+        self.finished_steps += ep.length;
+        if self.complete {
+            self.summary.discarded += 1;
+            return true;
+        }
+        self.pending.insert(ep.index, ep);
+        while let Some(ep) = self.pending.remove(&self.next) {
+            self.next += 1;
+            self.fold(ep);
+            if let Target::Steps(n) = self.target {
+                if self.summary.steps >= n {
+                    self.complete = true;
+                    self.summary.discarded += self.pending.len() as u64;
+                    self.pending.clear();
+                    break;
+                }
+            }
+        }
+        matches!(self.target, Target::Steps(n) if self.finished_steps >= n)
+    }
+
+    pub fn fault(&mut self, f: Fault) {
+        self.summary.failed_attempts += 1;
+        if self.summary.faults.len() < 1000 {
+            self.summary.faults.push(f);
+        }
+    }
+
+    fn fold(&mut self, mut ep: EpisodeResult) {
+        let s = &mut self.summary;
+        s.attempts += ep.attempt as u64;
+        if ep.status == Status::GivenUp {
+            s.given_up += 1;
+            s.given_up_episodes.push(ep.index);
+        } else {
+            filter::apply(self.filters, &mut ep);
+            s.episodes += 1;
+            s.steps += ep.length;
+            match ep.status {
+                Status::Terminated => s.terminated += 1,
+                _ => s.truncated += 1,
+            }
+            for l in &ep.labels {
+                *s.labels.entry(l.label.clone()).or_default() += 1;
+            }
+            self.ret.push(ep.ret);
+            self.len.push(ep.length as f64);
+        }
+        self.observer.on_episode(ep);
+    }
+
+    pub fn progress(&mut self, p: &crate::Progress) {
+        self.observer.on_progress(p);
+    }
+
+    /// Episodes folded so far (completed or given up).
+    pub fn folded(&self) -> u64 {
+        self.next
+    }
+
+    pub fn finish(mut self, seconds: f64) -> Summary {
+        // Whatever is still buffered arrived out of order after a gap that never
+        // filled (e.g. all workers gone); fold it rather than drop it.
+        let mut rest: Vec<_> = self.pending.drain().map(|(_, e)| e).collect();
+        rest.sort_by_key(|e| e.index);
+        for ep in rest {
+            self.fold(ep);
+        }
+        let s = &mut self.summary;
+        s.ret = self.ret.stat();
+        s.length = self.len.stat();
+        s.seconds = seconds;
+        s.steps_per_sec = s.steps as f64 / seconds.max(1e-9);
+        s.episodes_per_sec = s.episodes as f64 / seconds.max(1e-9);
+        let n = s.episodes.max(1) as f64;
+        s.label_rates = s.labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect();
+        self.summary
+    }
+}

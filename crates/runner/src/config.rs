@@ -1,0 +1,136 @@
+//! Run configuration: what to run, how many, how to batch, how to recover.
+
+use std::time::Duration;
+
+use rollway_core::Params;
+
+use crate::{Error, Result};
+
+/// When a run stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Exactly this many episodes, indices `0..n`.
+    Episodes(u64),
+    /// The shortest prefix of episodes `0..k` whose lengths add up to at least this
+    /// many steps. Defined on the prefix (not on "whatever finished first") so the
+    /// set of episodes does not depend on scheduling.
+    Steps(u64),
+}
+
+/// How the central inference stage forms batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Every round waits for all envs, like Gymnasium's `SyncVectorEnv`.
+    Sync,
+    /// Acts on whichever worker blocks are ready (EnvPool's async mode); each worker
+    /// keeps two blocks so it steps one while the other waits for actions.
+    Async,
+}
+
+/// Everything a run needs. Defaults are the CLI's defaults.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Registered env id.
+    pub env: String,
+    /// Env parameters.
+    pub env_params: Params,
+    /// Registered agent name.
+    pub agent: String,
+    /// Agent parameters.
+    pub agent_params: Params,
+    /// Worker threads.
+    pub workers: usize,
+    /// Envs owned by each worker.
+    pub envs_per_worker: usize,
+    /// When to stop.
+    pub target: Target,
+    /// Cut episodes at this many steps (recorded as truncated), on top of the env's own limit.
+    pub max_steps: Option<u64>,
+    /// Run seed; episode `i` gets `seed::episode_seed(seed, i)`.
+    pub seed: u64,
+    /// Batching mode.
+    pub mode: Mode,
+    /// Async: do not act on fewer envs than this unless `max_wait` has passed.
+    pub min_batch: usize,
+    /// Largest number of envs per agent call; `0` means all envs.
+    pub max_batch: usize,
+    /// Async: how long to wait for a batch to fill up to `max_batch`.
+    pub max_wait: Duration,
+    /// Env rebuilds allowed per worker (and agent rebuilds allowed in total).
+    pub max_restarts: u32,
+    /// Attempts per episode before it is given up.
+    pub max_attempts: u32,
+    /// First restart delay; doubles with each restart of the same worker, capped at 2 s.
+    pub restart_backoff: Duration,
+    /// Keep per-step data (observations, actions, rewards, flags) of each episode.
+    pub record_steps: bool,
+    /// Also keep the info dict of every step (costly for rich infos).
+    pub record_infos: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            env: "PixelMine-v0".into(),
+            env_params: Params::new(),
+            agent: "miner".into(),
+            agent_params: Params::new(),
+            workers: 2,
+            envs_per_worker: 8,
+            target: Target::Episodes(64),
+            max_steps: None,
+            seed: 0,
+            mode: Mode::Sync,
+            min_batch: 1,
+            max_batch: 0,
+            max_wait: Duration::ZERO,
+            max_restarts: 3,
+            max_attempts: 3,
+            restart_backoff: Duration::from_millis(10),
+            record_steps: false,
+            record_infos: false,
+        }
+    }
+}
+
+impl RunConfig {
+    /// Total env slots.
+    pub fn total_envs(&self) -> usize {
+        self.workers * self.envs_per_worker
+    }
+
+    /// Checks ranges and consistency; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field, message: &str| Err(Error::Config { field, message: message.into() });
+        if self.workers == 0 {
+            return bad("workers", "must be at least 1");
+        }
+        if self.envs_per_worker == 0 {
+            return bad("envs_per_worker", "must be at least 1");
+        }
+        if self.workers > 1024 {
+            return bad("workers", "more than 1024 worker threads is not supported");
+        }
+        match self.target {
+            Target::Episodes(0) => return bad("episodes", "must be at least 1"),
+            Target::Steps(0) => return bad("steps", "must be at least 1"),
+            _ => {}
+        }
+        if self.max_steps == Some(0) {
+            return bad("max_steps", "must be at least 1");
+        }
+        if self.min_batch == 0 {
+            return bad("batch", "min batch size must be at least 1");
+        }
+        if self.max_batch != 0 && self.min_batch > self.max_batch {
+            return bad("batch", &format!("min {} > max {}", self.min_batch, self.max_batch));
+        }
+        if self.max_attempts == 0 {
+            return bad("max_attempts", "must be at least 1");
+        }
+        if self.record_infos && !self.record_steps {
+            return bad("record_infos", "needs record_steps");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! What a finished episode looks like to filters, summaries and recorders.
+
+use rollway_core::Info;
+use serde::Serialize;
+
+/// How an episode ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The MDP reached a terminal state.
+    Terminated,
+    /// Cut off by the env's time limit or the run's `max_steps`.
+    Truncated,
+    /// Every attempt failed; no data. Counted, never dropped.
+    GivenUp,
+}
+
+/// A label an episode earned, and which filter gave it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Label {
+    /// Label name (MineStudio's default is `status`).
+    pub label: String,
+    /// The filter that gave it, as written by its `describe()`.
+    pub filter: String,
+}
+
+/// Per-step data of one episode, Gymnasium's convention: T+1 observations
+/// (the reset observation first), T actions, rewards and flags.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trajectory {
+    /// T+1 observation rows, back to back.
+    pub obs: Vec<u8>,
+    /// T action rows.
+    pub actions: Vec<u8>,
+    /// T rewards.
+    pub rewards: Vec<f64>,
+    /// T termination flags.
+    pub terminations: Vec<bool>,
+    /// T truncation flags.
+    pub truncations: Vec<bool>,
+    /// T+1 infos (reset info first) when infos are recorded, else empty.
+    pub infos: Vec<Info>,
+}
+
+/// One finished (or given-up) episode.
+#[derive(Clone, Debug, Serialize)]
+pub struct EpisodeResult {
+    /// Episode index in the run (`0..`).
+    pub index: u64,
+    /// The env seed it was reset with.
+    pub seed: u64,
+    /// Steps taken.
+    pub length: u64,
+    /// Sum of rewards.
+    #[serde(rename = "return")]
+    pub ret: f64,
+    /// How it ended.
+    pub status: Status,
+    /// Labels from filters.
+    pub labels: Vec<Label>,
+    /// The final info.
+    pub info: Info,
+    /// Worker that ran the final attempt.
+    pub worker: usize,
+    /// Attempt number of the final attempt (1 = first try).
+    pub attempt: u32,
+    /// Wall time of the final attempt, milliseconds.
+    pub wall_ms: f64,
+    /// The last failure, for given-up episodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Per-step data, when the run records steps.
+    #[serde(skip)]
+    pub trajectory: Option<Trajectory>,
+}
+
+impl EpisodeResult {
+    /// The fields that depend only on the run seed and episode index (not on
+    /// scheduling), as one JSON line: what determinism checks compare.
+    pub fn outcome_json(&self) -> String {
+        serde_json::json!({
+            "index": self.index,
+            "seed": self.seed,
+            "length": self.length,
+            "return": self.ret,
+            "status": self.status,
+            "labels": self.labels,
+            "info": self.info,
+        })
+        .to_string()
+    }
+}
+
+/// A failed attempt, kept for the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fault {
+    /// Episode index.
+    pub episode: u64,
+    /// Which attempt failed.
+    pub attempt: u32,
+    /// Worker it ran on (`None` for agent failures, which hit a batch).
+    pub worker: Option<usize>,
+    /// Panic message or error text.
+    pub error: String,
+}

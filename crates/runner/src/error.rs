@@ -1,0 +1,45 @@
+//! The one error type of `rollway-runner`.
+
+/// Why a run could not be set up or could not finish.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration field is out of range or inconsistent.
+    #[error("config field `{field}`: {message}")]
+    Config {
+        /// The field, as named in the TOML config and flags.
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A filter specification could not be parsed.
+    #[error("filter `{spec}`: {message}")]
+    Filter {
+        /// The filter as written.
+        spec: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Building the env or agent failed (bad id or parameters).
+    #[error(transparent)]
+    Core(#[from] rollway_core::Error),
+    /// The agent kept failing after all its restarts; the run cannot go on.
+    #[error("agent failed {restarts} times, more than max_restarts allows; last error: {last}")]
+    AgentGaveUp {
+        /// Restarts used.
+        restarts: u32,
+        /// The last failure.
+        last: String,
+    },
+    /// A worker thread could not be started or died outside the fault handling.
+    #[error("worker {worker}: {message}")]
+    Worker {
+        /// Worker index.
+        worker: usize,
+        /// What happened.
+        message: String,
+    },
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
