@@ -1,1 +1,107 @@
-fn main() {}
+//! `rollway`: flags → library calls. Exit codes: 0 ok, 1 the run failed,
+//! 2 usage or input error.
+
+mod args;
+mod progress;
+mod report;
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use rollway_runner::{filter, Generator};
+
+use args::{Cli, Command, RunArgs};
+
+/// An error in what the user gave us (exit 2), as opposed to a failed run (exit 1).
+#[derive(Debug)]
+struct InputError(anyhow::Error);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn input<T>(r: Result<T>) -> Result<T> {
+    r.map_err(|e| InputError(e).into())
+}
+
+fn main() -> ExitCode {
+    quiet_worker_panics();
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Run(a) => run(&a),
+        Command::Envs => {
+            print!("{}", report::list_envs());
+            Ok(true)
+        }
+        Command::Agents => {
+            print!("{}", report::list_agents());
+            Ok(true)
+        }
+    };
+    match res {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) if e.is::<InputError>() => {
+            eprintln!("rollway: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("rollway: run failed: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Env and agent panics are caught, counted and listed in the summary; a full
+/// panic banner for each would bury the progress output, so print one line for
+/// the first few (`ROLLWAY_SHOW_PANICS=1` restores Rust's default report).
+fn quiet_worker_panics() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SHOWN: AtomicUsize = AtomicUsize::new(0);
+    if std::env::var_os("ROLLWAY_SHOW_PANICS").is_some() {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let n = SHOWN.fetch_add(1, Ordering::Relaxed);
+        let what = info.payload().downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| info.payload().downcast_ref::<String>().cloned()).unwrap_or_default();
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        match n {
+            0..=4 => eprintln!("rollway: panic in {}: {what}{at}", std::thread::current().name().unwrap_or("a thread")),
+            5 => eprintln!("rollway: further panics not shown (ROLLWAY_SHOW_PANICS=1 shows all)"),
+            _ => {}
+        }
+    }));
+}
+
+/// Returns Ok(false) when the run finished but gave up episodes.
+fn run(a: &RunArgs) -> Result<bool> {
+    let job = input(a.resolve())?;
+    let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let generator = input(Generator::new(job.cfg, filters).map_err(Into::into))?;
+    let episodes_out = match &job.episodes_json {
+        Some(p) => Some(input(std::fs::File::create(p).with_context(|| format!("creating {}", p.display())))?),
+        None => None,
+    };
+    let mut display = progress::Display::new(generator.config().target, a.quiet, episodes_out);
+    let summary = generator.run(&mut display);
+    display.finish();
+    let summary = summary?;
+    if let Some(e) = display.write_error.take() {
+        return Err(e).context("writing --episodes-json");
+    }
+    print!("{}", report::summary_table(&summary));
+    if let Some(p) = &job.summary_json {
+        let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
+        std::fs::write(p, text + "\n").with_context(|| format!("writing summary to {}", p.display()))?;
+    }
+    if summary.given_up > 0 {
+        eprintln!("rollway: {} episode(s) given up after failed attempts; see the summary", summary.given_up);
+        return Ok(false);
+    }
+    Ok(true)
+}

@@ -1,0 +1,252 @@
+//! Command-line flags and the TOML config file, merged into a `RunConfig`
+//! (flags win over the file, the file wins over defaults).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rollway_core::Params;
+use rollway_runner::{Mode, RunConfig, Target};
+use serde::Deserialize;
+
+/// The default job's filter: MineStudio's diamond filter.
+pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
+
+#[derive(Parser)]
+#[command(name = "rollway", version, about = "Generate, filter and summarize RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
+labels them with filters and prints a summary.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
+then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Generate episodes and print a summary.
+    Run(Box<RunArgs>),
+    /// List built-in environments with their spaces.
+    Envs,
+    /// List built-in agents.
+    Agents,
+}
+
+#[derive(Clone, Copy, ValueEnum, Deserialize, Debug, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeArg {
+    /// Every step waits for all envs (Gymnasium SyncVectorEnv).
+    Sync,
+    /// Act on whichever envs are ready (EnvPool async).
+    Async,
+}
+
+#[derive(Args, Default)]
+#[command(after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
+rollway run --env PixelMine-v0 --env-opt size=64 --agent miner --episodes 200 --filter key=mine_block,val=diamond.*,num=1,label=diamond\n  \
+rollway run job.toml --summary-json summary.json")]
+pub struct RunArgs {
+    /// TOML config file (keys as the long flags, with `_`; `env_params`/`agent_params` tables; `filters` list).
+    pub config: Option<PathBuf>,
+    /// Environment id (see `rollway envs`). [default: PixelMine-v0]
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Environment parameter, `key=value` (repeatable, e.g. `--env-opt size=64`).
+    #[arg(long = "env-opt", value_name = "K=V")]
+    pub env_opt: Vec<String>,
+    /// Agent name (see `rollway agents`). [default: miner]
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Agent parameter, `key=value` (repeatable).
+    #[arg(long = "agent-opt", value_name = "K=V")]
+    pub agent_opt: Vec<String>,
+    /// Worker threads. [default: 2]
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Envs per worker. [default: 8]
+    #[arg(long)]
+    pub envs_per_worker: Option<usize>,
+    /// Stop after this many episodes. [default: 64]
+    #[arg(long, conflicts_with = "steps")]
+    pub episodes: Option<u64>,
+    /// Stop once the first episodes add up to this many steps.
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Cut episodes at this many steps (recorded as truncated).
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// Run seed: episode i always gets the same env seed and agent stream. [default: 0]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Batching mode. [default: sync]
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]
+    #[arg(long, value_name = "MIN:MAX")]
+    pub batch: Option<String>,
+    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`. [default: 0]
+    #[arg(long, value_name = "DURATION")]
+    pub max_wait: Option<String>,
+    /// Env rebuilds allowed per worker (agent rebuilds in total). [default: 3]
+    #[arg(long)]
+    pub max_restarts: Option<u32>,
+    /// Attempts per episode before it is given up. [default: 3]
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Label filter, e.g. `key=mine_block,val=diamond.*,num=1,label=diamond`,
+    /// `kind=return,min=100,label=good`, `kind=length,max=50,label=short` (repeatable).
+    /// [default with the default env: the diamond filter]
+    #[arg(long, value_name = "SPEC")]
+    pub filter: Vec<String>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub summary_json: Option<PathBuf>,
+    /// Write one JSON line per episode to this file.
+    #[arg(long, value_name = "FILE")]
+    pub episodes_json: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The TOML config file. Unknown keys are errors, so typos do not pass silently.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    env: Option<String>,
+    env_params: Option<toml::Table>,
+    agent: Option<String>,
+    agent_params: Option<toml::Table>,
+    workers: Option<usize>,
+    envs_per_worker: Option<usize>,
+    episodes: Option<u64>,
+    steps: Option<u64>,
+    max_steps: Option<u64>,
+    seed: Option<u64>,
+    mode: Option<ModeArg>,
+    batch: Option<String>,
+    max_wait: Option<String>,
+    max_restarts: Option<u32>,
+    max_attempts: Option<u32>,
+    filters: Option<Vec<String>>,
+    summary_json: Option<PathBuf>,
+    episodes_json: Option<PathBuf>,
+}
+
+/// A fully resolved `run` invocation.
+pub struct Job {
+    pub cfg: RunConfig,
+    pub filters: Vec<String>,
+    pub summary_json: Option<PathBuf>,
+    pub episodes_json: Option<PathBuf>,
+}
+
+fn table_params(t: Option<toml::Table>) -> Params {
+    let mut p = Params::new();
+    for (k, v) in t.unwrap_or_default() {
+        let s = match v {
+            toml::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        p.0.insert(k, s);
+    }
+    p
+}
+
+fn opt_params(base: Params, opts: &[String], flag: &str) -> Result<Params> {
+    let mut p = base;
+    for o in opts {
+        let (k, v) = o.split_once('=').with_context(|| format!("{flag} `{o}`: expected KEY=VALUE"))?;
+        p.0.insert(k.trim().into(), v.trim().into());
+    }
+    Ok(p)
+}
+
+/// Parses `500us`, `2ms`, `1.5s` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.trim().parse().with_context(|| format!("`{s}` is not a duration (try 500us, 2ms, 1s)"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        bail!("`{s}`: a duration must be a non-negative number");
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+fn parse_batch(s: &str) -> Result<(usize, usize)> {
+    let (a, b) = s.split_once(':').with_context(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
+    Ok((a.trim().parse().with_context(|| format!("`{a}` is not a count"))?, b.trim().parse().with_context(|| format!("`{b}` is not a count"))?))
+}
+
+impl RunArgs {
+    /// Reads the config file (if any) and applies the flags on top.
+    pub fn resolve(&self) -> Result<Job> {
+        let file: FileConfig = match &self.config {
+            None => FileConfig::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("config {}", path.display()))?
+            }
+        };
+        let d = RunConfig::default();
+        let env = self.env.clone().or(file.env).unwrap_or(d.env.clone());
+        let agent = self.agent.clone().or(file.agent).unwrap_or(d.agent.clone());
+        // A target flag replaces the file's target, whichever kind it is.
+        let target = match (self.episodes, self.steps, file.episodes, file.steps) {
+            (Some(e), _, _, _) => Target::Episodes(e),
+            (None, Some(s), _, _) => Target::Steps(s),
+            (None, None, Some(_), Some(_)) => bail!("config fields `episodes` and `steps`: give one target, not both"),
+            (None, None, Some(e), None) => Target::Episodes(e),
+            (None, None, None, Some(s)) => Target::Steps(s),
+            (None, None, None, None) => d.target,
+        };
+        let mode = match self.mode.or(file.mode) {
+            Some(ModeArg::Async) => Mode::Async,
+            _ => Mode::Sync,
+        };
+        let (min_batch, max_batch) = match self.batch.as_deref().or(file.batch.as_deref()) {
+            Some(b) => parse_batch(b).context("config field `batch`")?,
+            None => (d.min_batch, d.max_batch),
+        };
+        let max_wait = match self.max_wait.as_deref().or(file.max_wait.as_deref()) {
+            Some(w) => parse_duration(w).context("config field `max_wait`")?,
+            None => d.max_wait,
+        };
+        let filters = if !self.filter.is_empty() {
+            self.filter.clone()
+        } else if let Some(f) = file.filters {
+            f
+        } else if env == d.env {
+            vec![DEFAULT_FILTER.to_string()]
+        } else {
+            vec![]
+        };
+        let cfg = RunConfig {
+            env_params: opt_params(table_params(file.env_params), &self.env_opt, "--env-opt")?,
+            agent_params: opt_params(table_params(file.agent_params), &self.agent_opt, "--agent-opt")?,
+            env,
+            agent,
+            workers: self.workers.or(file.workers).unwrap_or(d.workers),
+            envs_per_worker: self.envs_per_worker.or(file.envs_per_worker).unwrap_or(d.envs_per_worker),
+            target,
+            max_steps: self.max_steps.or(file.max_steps),
+            seed: self.seed.or(file.seed).unwrap_or(d.seed),
+            mode,
+            min_batch,
+            max_batch,
+            max_wait,
+            max_restarts: self.max_restarts.or(file.max_restarts).unwrap_or(d.max_restarts),
+            max_attempts: self.max_attempts.or(file.max_attempts).unwrap_or(d.max_attempts),
+            ..d
+        };
+        Ok(Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json) })
+    }
+}

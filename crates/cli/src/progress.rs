@@ -1,0 +1,84 @@
+//! Live progress: an indicatif bar on a terminal, plain log lines otherwise.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rollway_runner::{EpisodeResult, Observer, Progress, Target};
+
+/// Shows progress and optionally streams episodes as JSON lines.
+pub struct Display {
+    bar: Option<ProgressBar>,
+    log_every: Option<Duration>,
+    last_log: Instant,
+    episodes_out: Option<std::io::BufWriter<std::fs::File>>,
+    pub write_error: Option<std::io::Error>,
+}
+
+impl Display {
+    pub fn new(target: Target, quiet: bool, episodes_out: Option<std::fs::File>) -> Display {
+        let tty = std::io::stderr().is_terminal();
+        let bar = (!quiet && tty).then(|| {
+            let (len, unit) = match target {
+                Target::Episodes(n) => (n, "episodes"),
+                Target::Steps(n) => (n, "steps"),
+            };
+            let pb = ProgressBar::new(len);
+            let tpl = format!("{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} {unit} {{msg}}");
+            pb.set_style(ProgressStyle::with_template(&tpl).expect("static template").progress_chars("=> "));
+            pb
+        });
+        let log_every = (!quiet && !tty).then_some(Duration::from_secs(2));
+        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None }
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+        if let Some(w) = &mut self.episodes_out {
+            if let Err(e) = w.flush() {
+                self.write_error.get_or_insert(e);
+            }
+        }
+    }
+}
+
+impl Observer for Display {
+    fn on_episode(&mut self, episode: EpisodeResult) {
+        if let Some(w) = &mut self.episodes_out {
+            let line = serde_json::to_string(&episode).expect("episode results serialize");
+            if let Err(e) = writeln!(w, "{line}") {
+                self.write_error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn on_progress(&mut self, p: &Progress) {
+        let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        let msg = format!("{} ep, {}/s steps{}", p.episodes, human(rate), if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() });
+        let pos = match p.target {
+            Target::Episodes(_) => p.episodes,
+            Target::Steps(_) => p.steps,
+        };
+        if let Some(b) = &self.bar {
+            b.set_position(pos);
+            b.set_message(msg);
+        } else if let Some(every) = self.log_every {
+            if self.last_log.elapsed() >= every {
+                self.last_log = Instant::now();
+                eprintln!("rollway: {:.1}s: {} steps, {msg}", p.elapsed.as_secs_f64(), p.steps);
+            }
+        }
+    }
+}
+
+/// `12.3M`, `4.5k`.
+pub fn human(x: f64) -> String {
+    match x {
+        x if x >= 1e9 => format!("{:.2}G", x / 1e9),
+        x if x >= 1e6 => format!("{:.2}M", x / 1e6),
+        x if x >= 1e3 => format!("{:.1}k", x / 1e3),
+        x => format!("{x:.1}"),
+    }
+}

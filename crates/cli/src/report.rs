@@ -1,0 +1,63 @@
+//! The end-of-run summary table and the `envs` / `agents` listings.
+
+use rollway_core::Layout;
+use rollway_runner::Summary;
+
+use crate::progress::human;
+
+pub fn summary_table(s: &Summary) -> String {
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| out.push_str(&format!("  {k:<18} {v}\n"));
+    row("env / agent", format!("{} / {}  (seed {}, {} mode, {}×{} envs)", s.env, s.agent, s.seed, s.mode, s.workers, s.envs_per_worker));
+    row("episodes", format!("{}  ({} terminated, {} truncated)", s.episodes, s.terminated, s.truncated));
+    row("steps", s.steps.to_string());
+    row("attempts", format!("{}  ({} failed, {} restarts)", s.attempts, s.failed_attempts, s.restarts));
+    if s.given_up > 0 {
+        let shown: Vec<String> = s.given_up_episodes.iter().take(20).map(u64::to_string).collect();
+        row("GIVEN UP", format!("{} episodes: {}{}", s.given_up, shown.join(", "), if s.given_up > 20 { ", …" } else { "" }));
+    }
+    if s.discarded > 0 {
+        row("discarded", format!("{} episodes past the step target", s.discarded));
+    }
+    let st = |x: &rollway_runner::Stat| format!("mean {:.3}  std {:.3}  min {:.3}  max {:.3}", x.mean, x.std, x.min, x.max);
+    row("return", st(&s.ret));
+    row("length", st(&s.length));
+    for (label, n) in &s.labels {
+        row(&format!("label {label}"), format!("{n} ({:.1}%)", 100.0 * s.label_rates[label]));
+    }
+    row("throughput", format!("{}/s steps, {}/s episodes, {:.2} s", human(s.steps_per_sec), human(s.episodes_per_sec), s.seconds));
+    out
+}
+
+pub fn list_envs() -> String {
+    let mut out = String::new();
+    for e in rollway_envs::REGISTRY {
+        out.push_str(&format!("{:<16} {}\n", e.id, e.summary));
+        match rollway_envs::make(e.id, &Default::default()) {
+            Ok(env) => {
+                let s = env.spec();
+                out.push_str(&format!("{:<16}   observation: {}\n", "", s.observation_space.describe()));
+                out.push_str(&format!("{:<16}   action:      {}\n", "", s.action_space.describe()));
+                let limit = s.max_episode_steps.map_or("none".into(), |m| m.to_string());
+                out.push_str(&format!("{:<16}   time limit:  {limit}, obs bytes/step: {}\n", "", Layout::of(&s.observation_space).row_bytes()));
+            }
+            Err(err) => out.push_str(&format!("{:<16}   (cannot build with defaults: {err})\n", "")),
+        }
+        for (k, help) in e.params {
+            out.push_str(&format!("{:<16}   --env-opt {k}=…  {help}\n", ""));
+        }
+    }
+    out
+}
+
+pub fn list_agents() -> String {
+    let mut out = String::new();
+    for a in rollway_agents::REGISTRY {
+        let envs = if a.envs.is_empty() { "any env".to_string() } else { a.envs.join(", ") };
+        out.push_str(&format!("{:<20} {}  [{envs}]\n", a.name, a.summary));
+        for (k, help) in a.params {
+            out.push_str(&format!("{:<20}   --agent-opt {k}=…  {help}\n", ""));
+        }
+    }
+    out
+}
