@@ -1,0 +1,142 @@
+//! Drives the real `rollway` binary on temp dirs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rollway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rollway")).args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn summary(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn default_job_runs_and_writes_the_summary_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let js = dir.path().join("s.json");
+    let o = rollway(&["run", "--episodes", "8", "--env-opt", "size=64", "--quiet", "--summary-json", js.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("label diamond") || stdout.contains("episodes"), "{stdout}");
+    let s = summary(&js);
+    for key in ["episodes", "steps", "attempts", "restarts", "given_up", "labels", "return", "length", "steps_per_sec", "episodes_per_sec", "seconds"] {
+        assert!(s.get(key).is_some(), "summary lacks `{key}`: {s}");
+    }
+    for key in ["mean", "std", "min", "max"] {
+        assert!(s["return"][key].is_number() && s["length"][key].is_number());
+    }
+    assert_eq!(s["episodes"], 8);
+    assert_eq!(s["env"], "PixelMine-v0");
+}
+
+#[test]
+fn toml_config_and_flags_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("job.toml");
+    std::fs::write(
+        &cfg,
+        "env = \"CartPole-v1\"\nagent = \"random\"\nworkers = 2\nenvs_per_worker = 4\nepisodes = 50\nfilters = [\"kind=length,min=30,label=long\"]\n",
+    )
+    .unwrap();
+    let js = dir.path().join("s.json");
+    // The flag overrides the file's episode target.
+    let o = rollway(&["run", cfg.to_str().unwrap(), "--episodes", "40", "--quiet", "--summary-json", js.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&js);
+    assert_eq!((s["episodes"].as_u64(), s["workers"].as_u64(), s["env"].as_str()), (Some(40), Some(2), Some("CartPole-v1")));
+    let long = s["labels"]["long"].as_u64().unwrap_or(0);
+    assert!(long > 0 && long < 40, "some but not all random CartPole episodes last 30 steps: {long}");
+}
+
+#[test]
+fn episodes_json_has_one_line_per_episode_with_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let ep = dir.path().join("eps.jsonl");
+    let o = rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "30", "--filter", "kind=return,min=20,label=ok", "-q", "--episodes-json", ep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&ep).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 30);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["index"], i as u64);
+        let labelled = l["labels"].as_array().unwrap().iter().any(|x| x["label"] == "ok" && x["filter"].as_str().unwrap().starts_with("return"));
+        assert_eq!(labelled, l["return"].as_f64().unwrap() >= 20.0);
+    }
+}
+
+#[test]
+fn bad_input_exits_2_and_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--workers", "0"], "workers"),
+        (vec!["run", "--env", "NoSuchEnv-v9"], "NoSuchEnv-v9"),
+        (vec!["run", "--agent", "nobody"], "nobody"),
+        (vec!["run", "--filter", "kind=info,val=x"], "key"),
+        (vec!["run", "--filter", "key=a,val=(unclosed"], "regex"),
+        (vec!["run", "--batch", "8:2"], "batch"),
+        (vec!["run", "--batch", "eight"], "batch"),
+        (vec!["run", "--max-wait", "soon"], "max_wait"),
+        (vec!["run", "--env-opt", "size=63"], "size"),
+        (vec!["run", "--env", "CartPole-v1", "--agent", "miner"], "miner"),
+        (vec!["run", "--env", "CartPole-v1", "--agent", "constant", "--agent-opt", "action=5"], "action"),
+        (vec!["run", "--episodes", "1", "--steps", "1"], "--steps"),
+        (vec!["run", "--no-such-flag"], "no-such-flag"),
+    ];
+    for (args, needle) in cases {
+        let o = rollway(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: error should mention `{needle}`: {}", stderr(&o));
+    }
+    let bad_toml = dir.path().join("bad.toml");
+    std::fs::write(&bad_toml, "env = \"CartPole-v1\"\nwokers = 2\n").unwrap();
+    let o = rollway(&["run", bad_toml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("wokers"), "{}", stderr(&o));
+    std::fs::write(&bad_toml, "episodes = \"many\"\n").unwrap();
+    let o = rollway(&["run", bad_toml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("episodes"), "{}", stderr(&o));
+    let o = rollway(&["run", dir.path().join("missing.toml").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn given_up_episodes_exit_1_and_are_reported() {
+    let seed3 = rollway_core::seed::episode_seed(0, 3).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let js = dir.path().join("s.json");
+    let poison = format!("poison_seeds={seed3}");
+    let o = rollway(&["run", "--env", "Faulty-v0", "--env-opt", &poison, "--agent", "random", "--episodes", "10", "-q", "--summary-json", js.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s = summary(&js);
+    assert_eq!(s["given_up"], 1);
+    assert_eq!(s["given_up_episodes"][0], 3);
+    assert_eq!(s["episodes"], 9);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("GIVEN UP"));
+}
+
+#[test]
+fn agent_that_cannot_recover_exits_1() {
+    let o = rollway(&["run", "--env", "Faulty-v0", "--agent", "faulty", "--agent-opt", "error_every=1", "--episodes", "50", "--max-attempts", "10", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("agent failed"), "{}", stderr(&o));
+}
+
+#[test]
+fn listings_show_registered_envs_and_agents() {
+    let o = rollway(&["envs"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for id in ["CartPole-v1", "MountainCar-v0", "Acrobot-v1", "Pendulum-v1", "PixelMine-v0"] {
+        assert!(out.contains(id), "envs lists {id}: {out}");
+    }
+    assert!(out.contains("Discrete(2)"));
+    let o = rollway(&["agents"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for name in ["random", "constant", "miner"] {
+        assert!(out.contains(name), "agents lists {name}");
+    }
+}
