@@ -11,15 +11,25 @@
 
 use rollway_core::{Agent, AgentEntry, EnvSpec, Error, Params, Result};
 
+pub mod acrobot_pump;
+pub mod cartpole_balance;
 pub mod constant;
 pub mod miner;
 pub mod faulty;
+pub mod mountaincar_energy;
+pub mod pendulum_swingup;
 pub mod random;
+#[cfg(test)]
+mod testutil;
 
 /// Every built-in agent. Adding an agent: write its file, add its `ENTRY` here.
 pub static REGISTRY: &[&AgentEntry] = &[
     &random::ENTRY,
     &constant::ENTRY,
+    &cartpole_balance::ENTRY,
+    &mountaincar_energy::ENTRY,
+    &acrobot_pump::ENTRY,
+    &pendulum_swingup::ENTRY,
     &faulty::ENTRY,
     &miner::ENTRY,
 ];

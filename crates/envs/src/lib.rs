@@ -20,11 +20,22 @@
 
 use rollway_core::{Env, EnvEntry, Error, Params, Result, TimeLimit};
 
+pub mod acrobot;
+pub mod cartpole;
+mod classic;
 pub mod faulty;
+pub mod mountain_car;
+pub mod pendulum;
+pub mod mine;
 
 /// Every built-in env. Adding an env: write its file, add its `ENTRY` here.
 pub static REGISTRY: &[&EnvEntry] = &[
+    &cartpole::ENTRY,
+    &mountain_car::ENTRY,
+    &acrobot::ENTRY,
+    &pendulum::ENTRY,
     &faulty::ENTRY,
+    &mine::ENTRY,
 ];
 
 /// Looks up a registered env.
