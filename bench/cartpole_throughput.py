@@ -441,7 +441,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "envpool_n": [64, 1024] if q else [16, 64, 256, 1024],
         "envpool_t": [1, 2],
         "rollway_workers": [2] if q else [1, 2],
-        "rollway_envs": [256, 1024] if q else [64, 256, 1024],
+        "rollway_envs": [1024, 4096] if q else [64, 256, 1024, 4096],
         "rollway_modes": ["sync", "async"],
         "rollway_s": 1.0 if q else 3.0,
     }

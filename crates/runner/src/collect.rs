@@ -3,7 +3,7 @@
 //! Episodes finish in any order; a small reorder buffer releases them by index so
 //! that statistics, labels and the step-target prefix never depend on scheduling.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -113,7 +113,8 @@ pub(crate) struct Collector<'a> {
     target: Target,
     filters: &'a [Box<dyn EpisodeFilter>],
     observer: &'a mut dyn Observer,
-    pending: HashMap<u64, EpisodeResult>,
+    /// Reorder buffer: slot `k` holds episode `next + k` once it has finished.
+    pending: VecDeque<Option<EpisodeResult>>,
     next: u64,
     finished_steps: u64,
     complete: bool,
@@ -128,7 +129,7 @@ impl<'a> Collector<'a> {
             target,
             filters,
             observer,
-            pending: HashMap::new(),
+            pending: VecDeque::new(),
             next: 0,
             finished_steps: 0,
             complete: false,
@@ -146,20 +147,38 @@ impl<'a> Collector<'a> {
             self.summary.discarded += 1;
             return true;
         }
-        self.pending.insert(ep.index, ep);
-        while let Some(ep) = self.pending.remove(&self.next) {
+        let k = (ep.index - self.next) as usize;
+        if self.pending.len() <= k {
+            self.pending.resize_with(k + 1, || None);
+        }
+        self.pending[k] = Some(ep);
+        while let Some(Some(_)) = self.pending.front() {
+            let ep = self.pending.pop_front().flatten().expect("front is Some");
             self.next += 1;
             self.fold(ep);
             if let Target::Steps(n) = self.target {
                 if self.summary.steps >= n {
                     self.complete = true;
-                    self.summary.discarded += self.pending.len() as u64;
+                    self.summary.discarded += self.pending.iter().flatten().count() as u64;
                     self.pending.clear();
                     break;
                 }
             }
         }
         matches!(self.target, Target::Steps(n) if self.finished_steps >= n)
+    }
+
+    /// Takes the episodes and faults a block carries; true as for [`Collector::add`].
+    pub fn take_from(&mut self, b: &mut crate::worker::AgentBlock) -> bool {
+        for f in b.faults.drain(..) {
+            self.fault(f);
+        }
+        b.restarts = 0;
+        let mut covered = false;
+        for ep in b.finished.drain(..) {
+            covered |= self.add(ep);
+        }
+        covered
     }
 
     pub fn fault(&mut self, f: Fault) {
@@ -204,8 +223,7 @@ impl<'a> Collector<'a> {
     pub fn finish(mut self, seconds: f64) -> Summary {
         // Whatever is still buffered arrived out of order after a gap that never
         // filled (e.g. all workers gone); fold it rather than drop it.
-        let mut rest: Vec<_> = self.pending.drain().map(|(_, e)| e).collect();
-        rest.sort_by_key(|e| e.index);
+        let rest: Vec<_> = self.pending.drain(..).flatten().collect();
         for ep in rest {
             self.fold(ep);
         }

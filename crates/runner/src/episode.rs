@@ -71,7 +71,7 @@ pub struct EpisodeResult {
     pub error: Option<String>,
     /// Per-step data, when the run records steps.
     #[serde(skip)]
-    pub trajectory: Option<Trajectory>,
+    pub trajectory: Option<Box<Trajectory>>,
 }
 
 impl EpisodeResult {

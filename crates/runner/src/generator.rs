@@ -132,15 +132,26 @@ impl Generator {
             } else {
                 tick
             };
-            match up_rx.recv_timeout(wait) {
-                Ok(Up::Ready(b)) => {
+            let msg = up_rx.recv_timeout(wait);
+            if let Ok(Up::Ready(b) | Up::Idle(b) | Up::Retired(b)) = &msg {
+                // Books first: what the block carries happened before its state changed.
+                restarts += b.restarts;
+            }
+            match msg {
+                Ok(Up::Ready(mut b)) => {
+                    if collector.take_from(&mut b) {
+                        sched.stop();
+                    }
                     if queued.is_empty() {
                         batch_since = Instant::now();
                     }
                     at[id(&b)] = Where::Queued;
                     queued.push(b);
                 }
-                Ok(Up::Idle(b)) => {
+                Ok(Up::Idle(mut b)) => {
+                    if collector.take_from(&mut b) {
+                        sched.stop();
+                    }
                     if sched.has_retries() {
                         let _ = downs[b.worker].send(Down::Wake(b));
                     } else {
@@ -148,7 +159,10 @@ impl Generator {
                         idle.push(b);
                     }
                 }
-                Ok(Up::Retired(b)) => {
+                Ok(Up::Retired(mut b)) => {
+                    if collector.take_from(&mut b) {
+                        sched.stop();
+                    }
                     at[id(&b)] = Where::Retired;
                     let w = b.worker;
                     idle.retain(|x| {
@@ -159,13 +173,6 @@ impl Generator {
                         !mine
                     });
                 }
-                Ok(Up::Episode(ep)) => {
-                    if collector.add(*ep) {
-                        sched.stop();
-                    }
-                }
-                Ok(Up::Fault(f)) => collector.fault(f),
-                Ok(Up::Restart) => restarts += 1,
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(w) = handles.iter().position(|h| h.is_finished()) {
                         if at.iter().enumerate().any(|(i, &s)| s == Where::Worker && i / per_worker == w) {

@@ -28,6 +28,13 @@ pub(crate) struct AgentBlock {
     pub rng: Vec<AgentRng>,
     /// Set by the central stage when the agent failed on this block.
     pub abort: Option<String>,
+    /// Episodes that ended since the block last went to the central stage. They
+    /// travel with the block so finishing an episode costs no message of its own.
+    pub finished: Vec<EpisodeResult>,
+    /// Failed attempts since then.
+    pub faults: Vec<Fault>,
+    /// Env rebuilds since then.
+    pub restarts: u64,
 }
 
 impl AgentBlock {
@@ -41,6 +48,9 @@ impl AgentBlock {
             memory: vec![Vec::new(); n],
             rng: (0..n).map(|_| seed::agent_rng(0)).collect(),
             abort: None,
+            finished: Vec::new(),
+            faults: Vec::new(),
+            restarts: 0,
         })
     }
 
@@ -57,9 +67,6 @@ pub(crate) enum Up {
     Idle(Box<AgentBlock>),
     /// The worker used up its restarts; this block is out of the run.
     Retired(Box<AgentBlock>),
-    Episode(Box<EpisodeResult>),
-    Fault(Fault),
-    Restart,
 }
 
 /// Central → worker.
@@ -87,7 +94,8 @@ struct Running {
     length: u64,
     ret: f64,
     started: Instant,
-    traj: Option<Trajectory>,
+    // Boxed: slots are scanned every step and most runs record nothing.
+    traj: Option<Box<Trajectory>>,
 }
 
 struct Worker {
@@ -140,12 +148,13 @@ pub(crate) fn run(mut ctx: WorkerCtx) {
 }
 
 impl Worker {
-    fn send(&mut self, b: Box<AgentBlock>) {
+    fn send(&mut self, mut b: Box<AgentBlock>) {
         let msg = if self.retired {
             for j in 0..b.len() {
                 if let Some(r) = self.slots[b.local][j].take() {
                     // Interrupted mid-episode: that attempt is spent; another worker retries.
-                    let next = self.after_failure(r.p, format!("worker {} retired after {} restarts", self.ctx.worker, self.restarts), None);
+                    let msg = format!("worker {} retired after {} restarts", self.ctx.worker, self.restarts);
+                    let next = self.after_failure(&mut b, r.p, msg, None);
                     if let Some(p) = next {
                         self.ctx.sched.requeue(p);
                     }
@@ -175,7 +184,7 @@ impl Worker {
             }
             if let Some(msg) = b.abort.clone() {
                 let r = self.slots[l][j].take().expect("slot is running");
-                let next = self.after_failure(r.p, format!("agent: {msg}"), None);
+                let next = self.after_failure(&mut b, r.p, format!("agent: {msg}"), None);
                 self.begin(&mut b, j, next);
                 continue;
             }
@@ -185,7 +194,7 @@ impl Worker {
                 Ok(out) => out,
                 Err(msg) => {
                     let r = self.slots[l][j].take().expect("slot is running");
-                    let next = self.after_failure(r.p, msg, Some((l, j)));
+                    let next = self.after_failure(&mut b, r.p, msg, Some((l, j)));
                     self.begin(&mut b, j, next);
                     continue;
                 }
@@ -206,7 +215,7 @@ impl Worker {
                 }
             }
             if out.terminated || truncated {
-                self.finish(l, j, if out.terminated { Status::Terminated } else { Status::Truncated });
+                self.finish(&mut b, j, if out.terminated { Status::Terminated } else { Status::Truncated });
                 self.begin(&mut b, j, None);
             } else {
                 b.first[j] = false;
@@ -236,7 +245,7 @@ impl Worker {
                     b.memory[j].clear();
                     b.rng[j] = seed::agent_rng(episode_seed);
                     let traj = self.ctx.cfg.record_steps.then(|| {
-                        let mut t = Trajectory { obs: b.obs.row(j).to_vec(), ..Default::default() };
+                        let mut t = Box::new(Trajectory { obs: b.obs.row(j).to_vec(), ..Default::default() });
                         if self.ctx.cfg.record_infos {
                             t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());
                         }
@@ -245,7 +254,7 @@ impl Worker {
                     self.slots[l][j] = Some(Running { p, seed: episode_seed, length: 0, ret: 0.0, started: Instant::now(), traj });
                     return;
                 }
-                Err(msg) => next = self.after_failure(p, msg, Some((l, j))),
+                Err(msg) => next = self.after_failure(b, p, msg, Some((l, j))),
             }
         }
     }
@@ -262,14 +271,15 @@ impl Worker {
 
     /// Records a failed attempt, drops the failed env (if any) so it is rebuilt,
     /// and says what to run next in its place: the retry, or nothing if given up.
-    fn after_failure(&mut self, p: Pending, msg: String, env_slot: Option<(usize, usize)>) -> Option<Pending> {
-        let _ = self.ctx.up.send(Up::Fault(Fault { episode: p.index, attempt: p.attempt, worker: Some(self.ctx.worker), error: msg.clone() }));
+    fn after_failure(&mut self, b: &mut AgentBlock, p: Pending, msg: String, env_slot: Option<(usize, usize)>) -> Option<Pending> {
+        b.faults.push(Fault { episode: p.index, attempt: p.attempt, worker: Some(self.ctx.worker), error: msg.clone() });
         if let Some((l, j)) = env_slot {
             self.envs[l][j] = None;
+            b.restarts += 1;
             self.restart();
         }
         if p.attempt >= self.ctx.cfg.max_attempts {
-            self.give_up(p, p.attempt, msg);
+            b.finished.push(given_up(self.ctx.cfg.seed, p.index, p.attempt, Some(self.ctx.worker), msg));
             return None;
         }
         Some(Pending { index: p.index, attempt: p.attempt + 1 })
@@ -277,7 +287,6 @@ impl Worker {
 
     fn restart(&mut self) {
         self.restarts += 1;
-        let _ = self.ctx.up.send(Up::Restart);
         if self.restarts > self.ctx.cfg.max_restarts {
             self.retired = true;
             return;
@@ -287,11 +296,8 @@ impl Worker {
         std::thread::sleep(Duration::from_secs_f64(base.min(2.0)));
     }
 
-    fn give_up(&self, p: Pending, attempts: u32, msg: String) {
-        let _ = self.ctx.up.send(Up::Episode(Box::new(given_up(self.ctx.cfg.seed, p.index, attempts, Some(self.ctx.worker), msg))));
-    }
-
-    fn finish(&mut self, l: usize, j: usize, status: Status) {
+    fn finish(&mut self, b: &mut AgentBlock, j: usize, status: Status) {
+        let l = b.local;
         let r = self.slots[l][j].take().expect("slot is running");
         let info = self.envs[l][j].as_ref().map(|e| guarded(|| Ok(e.info())).unwrap_or_default()).unwrap_or_default();
         let ep = EpisodeResult {
@@ -308,7 +314,7 @@ impl Worker {
             error: None,
             trajectory: r.traj,
         };
-        let _ = self.ctx.up.send(Up::Episode(Box::new(ep)));
+        b.finished.push(ep);
     }
 }
 
