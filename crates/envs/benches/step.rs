@@ -11,11 +11,7 @@ use rollway_core::{Env, Layout, Params, RowMut, RowRef, Rows};
 const STEPS: u64 = 10_000;
 
 fn bench_env(c: &mut Criterion, id: &str, params: &str, label: &str) {
-    // Envs another engineer has not registered yet are skipped, not failed.
-    let Ok(mut env) = rollway_envs::make(id, &Params::parse(params).unwrap()) else {
-        eprintln!("skipping {id}: not registered");
-        return;
-    };
+    let mut env = rollway_envs::make(id, &Params::parse(params).unwrap()).expect("built-in env");
     let spec = env.spec().clone();
     let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
     let mut obs = Rows::new(ol.row_bytes(), 1);
