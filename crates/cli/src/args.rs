@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The default job's filter: MineStudio's diamond filter.
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
@@ -30,9 +30,33 @@ pub enum Command {
     Envs,
     /// List built-in agents.
     Agents,
+    /// Show a dataset: counts, spaces, sizes, label rates, shards.
+    Inspect(DataArgs),
+    /// Check every committed episode of a dataset against its index (exit 1 on damage).
+    Verify(DataArgs),
+    /// Re-run filters on a dataset's episodes, replacing their labels (index only).
+    Relabel(RelabelArgs),
 }
 
-#[derive(Clone, Copy, ValueEnum, Deserialize, Debug, PartialEq)]
+#[derive(Args)]
+pub struct DataArgs {
+    /// The dataset directory.
+    pub dir: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct RelabelArgs {
+    /// The dataset directory.
+    pub dir: PathBuf,
+    /// Filter spec as for `rollway run --filter` (repeatable; none clears all labels).
+    #[arg(long, value_name = "SPEC")]
+    pub filter: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum, Deserialize, Serialize, Debug, PartialEq)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeArg {
     /// Every step waits for all envs (Gymnasium SyncVectorEnv).
@@ -107,12 +131,35 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Record the episodes into this dataset directory (created, or appended to when
+    /// it holds the same env). The default job records into ./rollway-data/.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue a killed recording run in DIR to its target (its config comes from the dataset).
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Do not record (the default job otherwise records into ./rollway-data/).
+    #[arg(long, conflicts_with_all = ["out", "resume"])]
+    pub no_record: bool,
+    /// Also record every step's info dict.
+    #[arg(long)]
+    pub record_infos: bool,
+    /// Commit a shard once this many steps are buffered. [default: 262144]
+    #[arg(long, value_name = "N")]
+    pub max_buffer_steps: Option<usize>,
+    /// Commit a shard once this many episodes are buffered.
+    #[arg(long, value_name = "N")]
+    pub max_buffer_episodes: Option<usize>,
+    /// How image observations are stored: lz4 (lossless) or raw. [default: lz4]
+    #[arg(long, value_name = "MEDIA")]
+    pub frame_media: Option<String>,
 }
 
 /// The TOML config file. Unknown keys are errors, so typos do not pass silently.
-#[derive(Deserialize, Default)]
+/// Recording runs store it (fully resolved) in the dataset, for `--resume`.
+#[derive(Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
-struct FileConfig {
+pub struct FileConfig {
     env: Option<String>,
     env_params: Option<toml::Table>,
     agent: Option<String>,
@@ -131,6 +178,10 @@ struct FileConfig {
     filters: Option<Vec<String>>,
     summary_json: Option<PathBuf>,
     episodes_json: Option<PathBuf>,
+    record_infos: Option<bool>,
+    max_buffer_steps: Option<usize>,
+    max_buffer_episodes: Option<usize>,
+    frame_media: Option<String>,
 }
 
 /// A fully resolved `run` invocation.
@@ -139,6 +190,51 @@ pub struct Job {
     pub filters: Vec<String>,
     pub summary_json: Option<PathBuf>,
     pub episodes_json: Option<PathBuf>,
+    pub writer: rollway_store::WriterConfig,
+    /// True when this is the built-in default job (no env, agent or config given).
+    pub is_default: bool,
+}
+
+impl Job {
+    /// The resolved configuration as a config file, stored in datasets for `--resume`.
+    pub fn to_file_config(&self) -> FileConfig {
+        let c = &self.cfg;
+        let table = |p: &Params| p.0.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect::<toml::Table>();
+        let (episodes, steps) = match c.target {
+            Target::Episodes(n) => (Some(n), None),
+            Target::Steps(n) => (None, Some(n)),
+        };
+        FileConfig {
+            env: Some(c.env.clone()),
+            env_params: Some(table(&c.env_params)),
+            agent: Some(c.agent.clone()),
+            agent_params: Some(table(&c.agent_params)),
+            workers: Some(c.workers),
+            envs_per_worker: Some(c.envs_per_worker),
+            episodes,
+            steps,
+            max_steps: c.max_steps,
+            seed: Some(c.seed),
+            mode: Some(if c.mode == Mode::Async { ModeArg::Async } else { ModeArg::Sync }),
+            batch: Some(format!("{}:{}", c.min_batch, c.max_batch)),
+            max_wait: Some(format!("{}us", c.max_wait.as_micros())),
+            max_restarts: Some(c.max_restarts),
+            max_attempts: Some(c.max_attempts),
+            filters: Some(self.filters.clone()),
+            summary_json: None,
+            episodes_json: None,
+            record_infos: Some(self.writer.record_infos),
+            max_buffer_steps: self.writer.max_buffer_steps,
+            max_buffer_episodes: self.writer.max_buffer_episodes,
+            frame_media: Some(self.writer.frame_media.clone()),
+        }
+    }
+}
+
+/// Resolves a stored config (from a dataset) as if it were a config file with no flags.
+pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
+    let file: FileConfig = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
+    RunArgs::default().resolve_with(file)
 }
 
 fn table_params(t: Option<toml::Table>) -> Params {
@@ -196,6 +292,11 @@ impl RunArgs {
                 toml::from_str(&text).with_context(|| format!("config {}", path.display()))?
             }
         };
+        self.resolve_with(file)
+    }
+
+    fn resolve_with(&self, file: FileConfig) -> Result<Job> {
+        let is_default = self.config.is_none() && self.env.is_none() && self.agent.is_none() && file.env.is_none() && file.agent.is_none();
         let d = RunConfig::default();
         let env = self.env.clone().or(file.env).unwrap_or(d.env.clone());
         let agent = self.agent.clone().or(file.agent).unwrap_or(d.agent.clone());
@@ -247,6 +348,17 @@ impl RunArgs {
             max_attempts: self.max_attempts.or(file.max_attempts).unwrap_or(d.max_attempts),
             ..d
         };
-        Ok(Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json) })
+        let wd = rollway_store::WriterConfig::default();
+        let writer = rollway_store::WriterConfig {
+            record_infos: self.record_infos || file.record_infos.unwrap_or(false),
+            max_buffer_steps: self.max_buffer_steps.or(file.max_buffer_steps).or(wd.max_buffer_steps),
+            max_buffer_episodes: self.max_buffer_episodes.or(file.max_buffer_episodes),
+            frame_media: self.frame_media.clone().or(file.frame_media).unwrap_or(wd.frame_media.clone()),
+            ..wd
+        };
+        if rollway_store::frames::media(&writer.frame_media).is_none() {
+            bail!("config field `frame_media`: `{}` is not one of raw, lz4", writer.frame_media);
+        }
+        Ok(Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json), writer, is_default })
     }
 }

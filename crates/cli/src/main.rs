@@ -2,6 +2,7 @@
 //! 2 usage or input error.
 
 mod args;
+mod data;
 mod progress;
 mod report;
 
@@ -15,7 +16,7 @@ use args::{Cli, Command, RunArgs};
 
 /// An error in what the user gave us (exit 2), as opposed to a failed run (exit 1).
 #[derive(Debug)]
-struct InputError(anyhow::Error);
+pub(crate) struct InputError(pub(crate) anyhow::Error);
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -25,7 +26,7 @@ impl std::fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-fn input<T>(r: Result<T>) -> Result<T> {
+pub(crate) fn input<T>(r: Result<T>) -> Result<T> {
     r.map_err(|e| InputError(e).into())
 }
 
@@ -42,6 +43,9 @@ fn main() -> ExitCode {
             print!("{}", report::list_agents());
             Ok(true)
         }
+        Command::Inspect(a) => data::inspect(&a),
+        Command::Verify(a) => data::verify(&a),
+        Command::Relabel(a) => data::relabel(&a),
     };
     match res {
         Ok(true) => ExitCode::SUCCESS,
@@ -80,21 +84,64 @@ fn quiet_worker_panics() {
 
 /// Returns Ok(false) when the run finished but gave up episodes.
 fn run(a: &RunArgs) -> Result<bool> {
-    let job = input(a.resolve())?;
+    let (mut job, out, resume) = match &a.resume {
+        Some(dir) => {
+            let ds = input(rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display())))?;
+            let run = input(ds.metadata().runs.last().cloned().context("the dataset has no run to resume"))?;
+            (input(args::resolve_stored(&run.config))?, Some(dir.clone()), true)
+        }
+        None => {
+            let job = input(a.resolve())?;
+            let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| data::fresh_dir(&job.cfg.env)));
+            (job, out, false)
+        }
+    };
+    if out.is_some() {
+        job.cfg.record_steps = true;
+        job.cfg.record_infos = job.writer.record_infos;
+    }
     let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
-    let generator = input(Generator::new(job.cfg, filters).map_err(Into::into))?;
+    let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
+    let writer = match &out {
+        None => None,
+        Some(dir) if resume => {
+            let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone()).map_err(Into::into))?;
+            job.cfg.start_index = point.next_index;
+            job.cfg.start_steps = point.steps;
+            if !a.quiet {
+                eprintln!("rollway: resuming run {} in {}: {} episodes ({} steps) already committed", point.run.run, dir.display(), point.episodes, point.steps);
+            }
+            Some(w)
+        }
+        Some(_) => None,
+    };
+    let generator = input(Generator::new(job.cfg.clone(), filters).map_err(Into::into))?;
+    let writer = match (&out, writer) {
+        (Some(dir), None) => {
+            let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
+            Some(input(w.with_context(|| format!("--out {}", dir.display())))?)
+        }
+        (_, w) => w,
+    };
     let episodes_out = match &job.episodes_json {
         Some(p) => Some(input(std::fs::File::create(p).with_context(|| format!("creating {}", p.display())))?),
         None => None,
     };
     let mut display = progress::Display::new(generator.config().target, a.quiet, episodes_out);
+    display.writer = writer;
     let summary = generator.run(&mut display);
     display.finish();
+    // Commit what the run produced even when it failed part-way: it is all valid.
+    let written = display.writer.take().map(|w| w.finish()).transpose();
     let summary = summary?;
+    let written = written.context("committing the dataset")?;
     if let Some(e) = display.write_error.take() {
         return Err(e).context("writing --episodes-json");
     }
     print!("{}", report::summary_table(&summary));
+    if let (Some(dir), Some(w)) = (&out, &written) {
+        println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards, w.bytes as f64 / 1e6);
+    }
     if let Some(p) = &job.summary_json {
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
         std::fs::write(p, text + "\n").with_context(|| format!("writing summary to {}", p.display()))?;

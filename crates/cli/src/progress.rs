@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rollway_runner::{EpisodeResult, Observer, Progress, Target};
+use rollway_runner::{EpisodeResult, Observer, Progress, SinkError, Target};
 
 /// Shows progress and optionally streams episodes as JSON lines.
 pub struct Display {
@@ -13,6 +13,8 @@ pub struct Display {
     last_log: Instant,
     episodes_out: Option<std::io::BufWriter<std::fs::File>>,
     pub write_error: Option<std::io::Error>,
+    /// Where recorded episodes go, if the run records.
+    pub writer: Option<rollway_store::DatasetWriter>,
 }
 
 impl Display {
@@ -29,7 +31,7 @@ impl Display {
             pb
         });
         let log_every = (!quiet && !tty).then_some(Duration::from_secs(2));
-        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None }
+        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None, writer: None }
     }
 
     pub fn finish(&mut self) {
@@ -45,13 +47,15 @@ impl Display {
 }
 
 impl Observer for Display {
-    fn on_episode(&mut self, episode: EpisodeResult) {
+    fn on_episode(&mut self, episode: EpisodeResult) -> Result<(), SinkError> {
         if let Some(w) = &mut self.episodes_out {
             let line = serde_json::to_string(&episode).expect("episode results serialize");
-            if let Err(e) = writeln!(w, "{line}") {
-                self.write_error.get_or_insert(e);
-            }
+            writeln!(w, "{line}").map_err(|e| format!("writing --episodes-json: {e}"))?;
         }
+        if let Some(w) = &self.writer {
+            w.write(episode)?;
+        }
+        Ok(())
     }
 
     fn on_progress(&mut self, p: &Progress) {

@@ -21,6 +21,7 @@
 pub mod agent;
 pub mod dtype;
 pub mod env;
+pub mod episode;
 mod error;
 pub mod info;
 pub mod layout;
@@ -34,6 +35,7 @@ pub mod value;
 pub use agent::{ActBatch, Agent, AgentRng, AgentRow, Memory, Segment};
 pub use dtype::DType;
 pub use env::{Env, EnvSpec, StepOutcome, TimeLimit};
+pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};
 pub use error::{Error, Result};
 pub use info::Info;
 pub use layout::{Layout, Leaf, LeafKind, RowMut, RowRef, Rows};

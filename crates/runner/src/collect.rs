@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::episode::{EpisodeResult, Fault, Status};
+use rollway_core::episode::{EpisodeResult, Fault, Status};
 use crate::filter::{self, EpisodeFilter};
 use crate::{Observer, Target};
 
@@ -116,25 +116,31 @@ pub(crate) struct Collector<'a> {
     /// Reorder buffer: slot `k` holds episode `next + k` once it has finished.
     pending: VecDeque<Option<EpisodeResult>>,
     next: u64,
+    /// Steps of episodes done before this run started (resume), for the step target.
+    prior_steps: u64,
     finished_steps: u64,
     complete: bool,
     ret: Running,
     len: Running,
+    /// The first error the observer returned; the run stops on it.
+    pub sink_error: Option<crate::SinkError>,
     pub summary: Summary,
 }
 
 impl<'a> Collector<'a> {
-    pub fn new(target: Target, filters: &'a [Box<dyn EpisodeFilter>], observer: &'a mut dyn Observer) -> Self {
+    pub fn new(target: Target, start: u64, prior_steps: u64, filters: &'a [Box<dyn EpisodeFilter>], observer: &'a mut dyn Observer) -> Self {
         Collector {
             target,
             filters,
             observer,
             pending: VecDeque::new(),
-            next: 0,
-            finished_steps: 0,
+            next: start,
+            prior_steps,
+            finished_steps: prior_steps,
             complete: false,
             ret: Running::default(),
             len: Running::default(),
+            sink_error: None,
             summary: Summary::default(),
         }
     }
@@ -157,7 +163,7 @@ impl<'a> Collector<'a> {
             self.next += 1;
             self.fold(ep);
             if let Target::Steps(n) = self.target {
-                if self.summary.steps >= n {
+                if self.prior_steps + self.summary.steps >= n {
                     self.complete = true;
                     self.summary.discarded += self.pending.iter().flatten().count() as u64;
                     self.pending.clear();
@@ -208,14 +214,23 @@ impl<'a> Collector<'a> {
             self.ret.push(ep.ret);
             self.len.push(ep.length as f64);
         }
-        self.observer.on_episode(ep);
+        if self.sink_error.is_none() {
+            if let Err(e) = self.observer.on_episode(ep) {
+                self.sink_error = Some(e);
+            }
+        }
     }
 
     pub fn progress(&mut self, p: &crate::Progress) {
         self.observer.on_progress(p);
     }
 
-    /// Episodes folded so far (completed or given up).
+    /// Steps folded so far, counting resumed ones.
+    pub fn steps_so_far(&self) -> u64 {
+        self.prior_steps + self.summary.steps
+    }
+
+    /// Episodes folded so far (completed or given up), counting resumed ones.
     pub fn folded(&self) -> u64 {
         self.next
     }

@@ -66,6 +66,10 @@ pub struct RunConfig {
     pub record_steps: bool,
     /// Also keep the info dict of every step (costly for rich infos).
     pub record_infos: bool,
+    /// Resume: episodes `0..start_index` are already done (e.g. committed to a dataset).
+    pub start_index: u64,
+    /// Resume: steps in those episodes, counted towards a step target.
+    pub start_steps: u64,
 }
 
 impl Default for RunConfig {
@@ -89,6 +93,8 @@ impl Default for RunConfig {
             restart_backoff: Duration::from_millis(10),
             record_steps: false,
             record_infos: false,
+            start_index: 0,
+            start_steps: 0,
         }
     }
 }
@@ -127,6 +133,11 @@ impl RunConfig {
         }
         if self.max_attempts == 0 {
             return bad("max_attempts", "must be at least 1");
+        }
+        if let Target::Episodes(n) = self.target {
+            if self.start_index > n {
+                return bad("episodes", &format!("{} episodes are already done, more than the target {n}", self.start_index));
+            }
         }
         if self.record_infos && !self.record_steps {
             return bad("record_infos", "needs record_steps");

@@ -31,6 +31,9 @@ pub enum Error {
         /// The last failure.
         last: String,
     },
+    /// The observer (e.g. the dataset writer) failed; the run stopped.
+    #[error("recording failed: {0}")]
+    Sink(crate::SinkError),
     /// A worker thread could not be started or died outside the fault handling.
     #[error("worker {worker}: {message}")]
     Worker {

@@ -56,10 +56,13 @@ impl Generator {
         let cfg = &self.cfg;
         let ol = Arc::new(Layout::of(&self.spec.observation_space));
         let al = Arc::new(Layout::of(&self.spec.action_space));
-        let sched = Arc::new(Schedule::new(match cfg.target {
+        let sched = Arc::new(Schedule::new(cfg.start_index, match cfg.target {
             Target::Episodes(n) => n,
             Target::Steps(_) => u64::MAX,
         }));
+        if matches!(cfg.target, Target::Steps(n) if cfg.start_steps >= n) {
+            sched.stop();
+        }
         // Two blocks per worker in async mode so a worker steps one while the other waits.
         let per_worker = if cfg.mode == Mode::Async && cfg.envs_per_worker >= 2 { 2 } else { 1 };
         let (up_tx, up_rx) = unbounded::<Up>();
@@ -80,7 +83,7 @@ impl Generator {
         drop(up_tx);
 
         let mut agent = self.build_agent()?;
-        let mut collector = Collector::new(cfg.target, &self.filters, observer);
+        let mut collector = Collector::new(cfg.target, cfg.start_index, cfg.start_steps, &self.filters, observer);
         let mut at = vec![Where::Worker; cfg.workers * per_worker];
         let id = |b: &AgentBlock| b.worker * per_worker + b.local;
         let (mut queued, mut idle): (Vec<Box<AgentBlock>>, Vec<Box<AgentBlock>>) = (Vec::new(), Vec::new());
@@ -91,6 +94,11 @@ impl Generator {
         let tick = Duration::from_millis(100);
 
         loop {
+            if let Some(e) = collector.sink_error.take() {
+                drop(downs);
+                handles.into_iter().for_each(|h| drop(h.join()));
+                return Err(Error::Sink(e));
+            }
             let at_worker = at.iter().filter(|&&w| w == Where::Worker).count();
             if at_worker == 0 && queued.is_empty() {
                 if sched.has_retries() && !idle.is_empty() {
@@ -201,6 +209,9 @@ impl Generator {
         for h in handles {
             let _ = h.join();
         }
+        if let Some(e) = collector.sink_error.take() {
+            return Err(Error::Sink(e));
+        }
         let mut s = collector.finish(started.elapsed().as_secs_f64());
         s.restarts = restarts;
         s.env = self.spec.id.clone();
@@ -223,7 +234,7 @@ impl Generator {
 fn collector_progress(c: &mut Collector<'_>, cfg: &RunConfig, started: Instant, restarts: u64) {
     let p = Progress {
         episodes: c.folded(),
-        steps: c.summary.steps,
+        steps: c.steps_so_far(),
         target: cfg.target,
         elapsed: started.elapsed(),
         restarts,

@@ -19,7 +19,6 @@
 
 mod collect;
 mod config;
-pub mod episode;
 mod error;
 pub mod filter;
 mod generator;
@@ -30,7 +29,7 @@ use std::time::Duration;
 
 pub use collect::{Stat, Summary};
 pub use config::{Mode, RunConfig, Target};
-pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};
+pub use rollway_core::episode::{self, EpisodeResult, Fault, Label, Status, Trajectory};
 pub use error::{Error, Result};
 pub use generator::Generator;
 
@@ -51,10 +50,15 @@ pub struct Progress {
     pub given_up: u64,
 }
 
+/// Why an observer refused an episode (e.g. the dataset writer hit a disk error).
+pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Receives a run's episodes (in index order) and periodic progress.
 pub trait Observer {
-    /// A finished or given-up episode, labels applied.
-    fn on_episode(&mut self, _episode: EpisodeResult) {}
+    /// A finished or given-up episode, labels applied. An error stops the run.
+    fn on_episode(&mut self, _episode: EpisodeResult) -> std::result::Result<(), SinkError> {
+        Ok(())
+    }
     /// Called about ten times a second.
     fn on_progress(&mut self, _progress: &Progress) {}
 }
@@ -63,7 +67,8 @@ impl Observer for () {}
 
 /// Keeps every episode.
 impl Observer for Vec<EpisodeResult> {
-    fn on_episode(&mut self, episode: EpisodeResult) {
+    fn on_episode(&mut self, episode: EpisodeResult) -> std::result::Result<(), SinkError> {
         self.push(episode);
+        Ok(())
     }
 }

@@ -23,9 +23,9 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// Hands out indices `0..limit`.
-    pub fn new(limit: u64) -> Schedule {
-        Schedule { next: AtomicU64::new(0), limit, stop: AtomicBool::new(false), retry: Mutex::new(VecDeque::new()), retry_len: AtomicUsize::new(0) }
+    /// Hands out indices `start..limit`.
+    pub fn new(start: u64, limit: u64) -> Schedule {
+        Schedule { next: AtomicU64::new(start), limit, stop: AtomicBool::new(false), retry: Mutex::new(VecDeque::new()), retry_len: AtomicUsize::new(0) }
     }
 
     /// The next episode to run, retries before fresh ones; `None` when there is nothing left.
@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn retries_come_first_and_limit_holds() {
-        let s = Schedule::new(2);
+        let s = Schedule::new(0, 2);
         assert_eq!(s.take(), Some(Pending { index: 0, attempt: 1 }));
         s.requeue(Pending { index: 0, attempt: 2 });
         assert_eq!(s.take(), Some(Pending { index: 0, attempt: 2 }));
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn stop_halts_fresh_but_not_retries() {
-        let s = Schedule::new(10);
+        let s = Schedule::new(0, 10);
         s.stop();
         assert_eq!(s.take(), None);
         s.requeue(Pending { index: 3, attempt: 2 });

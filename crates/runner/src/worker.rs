@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use rollway_core::{seed, AgentRng, Env, Info, Layout, Memory, RowMut, RowRef, Rows};
 
-use crate::episode::{EpisodeResult, Fault, Status, Trajectory};
+use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
 use crate::schedule::{Pending, Schedule};
 use crate::RunConfig;
 

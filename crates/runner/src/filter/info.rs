@@ -9,7 +9,7 @@ use regex::Regex;
 use rollway_core::Params;
 
 use super::{EpisodeFilter, FilterEntry};
-use crate::episode::EpisodeResult;
+use rollway_core::episode::EpisodeResult;
 
 /// Registry entry.
 pub static ENTRY: FilterEntry = FilterEntry {

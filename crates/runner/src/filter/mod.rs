@@ -6,7 +6,7 @@
 
 use rollway_core::Params;
 
-use crate::episode::EpisodeResult;
+use rollway_core::episode::EpisodeResult;
 use crate::{Error, Result};
 
 mod info;
@@ -65,7 +65,7 @@ pub fn apply(filters: &[Box<dyn EpisodeFilter>], episode: &mut EpisodeResult) {
     episode.labels.clear();
     for f in filters {
         if f.check(episode) && !episode.labels.iter().any(|l| l.label == f.label()) {
-            episode.labels.push(crate::episode::Label { label: f.label().to_string(), filter: f.describe() });
+            episode.labels.push(rollway_core::Label { label: f.label().to_string(), filter: f.describe() });
         }
     }
 }

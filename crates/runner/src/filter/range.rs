@@ -4,7 +4,7 @@
 use rollway_core::Params;
 
 use super::{EpisodeFilter, FilterEntry};
-use crate::episode::EpisodeResult;
+use rollway_core::episode::EpisodeResult;
 
 /// Registry entry for `kind=return`.
 pub static RETURN: FilterEntry = FilterEntry { kind: "return", summary: "episode return within [min, max]", keys: &["min", "max"], make: make_return };

@@ -1,10 +1,10 @@
 //! What a finished episode looks like to filters, summaries and recorders.
 
-use rollway_core::Info;
-use serde::Serialize;
+use crate::Info;
+use serde::{Deserialize, Serialize};
 
 /// How an episode ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The MDP reached a terminal state.
@@ -16,7 +16,7 @@ pub enum Status {
 }
 
 /// A label an episode earned, and which filter gave it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Label {
     /// Label name (MineStudio's default is `status`).
     pub label: String,
@@ -43,7 +43,7 @@ pub struct Trajectory {
 }
 
 /// One finished (or given-up) episode.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EpisodeResult {
     /// Episode index in the run (`0..`).
     pub index: u64,
@@ -67,7 +67,7 @@ pub struct EpisodeResult {
     /// Wall time of the final attempt, milliseconds.
     pub wall_ms: f64,
     /// The last failure, for given-up episodes.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Per-step data, when the run records steps.
     #[serde(skip)]
@@ -92,7 +92,7 @@ impl EpisodeResult {
 }
 
 /// A failed attempt, kept for the summary.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Fault {
     /// Episode index.
     pub episode: u64,

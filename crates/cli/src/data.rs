@@ -1,0 +1,139 @@
+//! `inspect`, `verify`, `relabel`: dataset commands, flags → `rollway_store` calls.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rollway_core::{EpisodeResult, Space, Status};
+use rollway_runner::filter;
+use rollway_store::{Dataset, IndexEntry};
+
+use crate::args::{DataArgs, RelabelArgs};
+use crate::input;
+
+/// `rollway-data/<env>-NNN`, the first that does not exist yet.
+pub fn fresh_dir(env: &str) -> PathBuf {
+    let base = Path::new("rollway-data");
+    (0..).map(|i| base.join(format!("{env}-{i:03}"))).find(|p| !p.exists()).expect("some name is free")
+}
+
+fn open(dir: &Path) -> Result<Dataset> {
+    input(Dataset::open(dir).with_context(|| format!("opening {}", dir.display())))
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten().map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        }).sum()
+    })
+}
+
+pub fn inspect(a: &DataArgs) -> Result<bool> {
+    let ds = open(&a.dir)?;
+    let m = ds.metadata();
+    let done: Vec<&IndexEntry> = ds.select(|_| true).collect();
+    let given_up = ds.episodes().filter(|e| e.status == Status::GivenUp).count();
+    let steps: u64 = done.iter().map(|e| e.length).sum();
+    let mut labels: BTreeMap<String, u64> = BTreeMap::new();
+    for e in &done {
+        for l in &e.labels {
+            *labels.entry(l.label.clone()).or_default() += 1;
+        }
+    }
+    let bytes = dir_bytes(&a.dir);
+    let shards: Vec<serde_json::Value> = ds
+        .shards()
+        .iter()
+        .map(|s| {
+            let steps: u64 = s.episodes.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum();
+            serde_json::json!({"shard": s.shard, "episodes": s.episodes.len(), "steps": steps, "rows": s.rows, "parquet_bytes": s.parquet_bytes})
+        })
+        .collect();
+    let n = done.len().max(1) as f64;
+    if a.json {
+        let v = serde_json::json!({
+            "path": a.dir, "format_version": m.format_version, "env": m.env.id,
+            "observation_space": serde_json::from_str::<serde_json::Value>(&m.env.observation_space).ok(),
+            "action_space": serde_json::from_str::<serde_json::Value>(&m.env.action_space).ok(),
+            "runs": m.runs.len(), "episodes": done.len(), "given_up": given_up, "steps": steps,
+            "labels": labels, "label_rates": labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect::<BTreeMap<_, _>>(),
+            "bytes": bytes, "bytes_per_step": bytes as f64 / steps.max(1) as f64, "frame_keys": m.frame_keys, "frame_media": m.frame_media, "shards": shards,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
+        return Ok(true);
+    }
+    let (obs, act) = input(m.env.spaces().map_err(Into::into))?;
+    let row = |k: &str, v: String| println!("  {k:<14} {v}");
+    row("dataset", format!("{} (rollway format v{})", a.dir.display(), m.format_version));
+    row("env", m.env.id.clone());
+    row("observation", Space::describe(&obs));
+    row("action", Space::describe(&act));
+    for r in &m.runs {
+        row(&format!("run {}", r.run), format!("agent {}, seed {}, first episode id {}", r.agent, r.seed, r.first_episode_id));
+    }
+    row("episodes", format!("{} committed{}", done.len(), if given_up > 0 { format!(" ({given_up} given up, no data)") } else { String::new() }));
+    row("steps", steps.to_string());
+    for (k, v) in &labels {
+        row(&format!("label {k}"), format!("{v} ({:.1}%)", 100.0 * *v as f64 / n));
+    }
+    row("size", format!("{:.2} MB, {:.1} bytes/step, frames: {} ({})", bytes as f64 / 1e6, bytes as f64 / steps.max(1) as f64, m.frame_keys.join(", "), m.frame_media));
+    println!("\n  {:>6} {:>9} {:>10} {:>10} {:>12}", "shard", "episodes", "steps", "rows", "parquet");
+    for s in &shards {
+        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+        println!("  {:>6} {:>9} {:>10} {:>10} {:>12}", n("shard"), n("episodes"), n("steps"), n("rows"), n("parquet_bytes"));
+    }
+    Ok(true)
+}
+
+pub fn verify(a: &DataArgs) -> Result<bool> {
+    let ds = open(&a.dir)?;
+    let report = rollway_store::verify(&ds);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("json serializes"));
+    } else if report.problems.is_empty() {
+        println!("ok: {} episodes ({} steps) in {} shards verified", report.episodes, report.steps, report.shards);
+    } else {
+        println!("DAMAGED: {} problem(s) in {} ({} episodes checked)", report.problems.len(), a.dir.display(), report.episodes);
+        for p in &report.problems {
+            let ep = p.episode.map_or(String::new(), |e| format!(" episode {e}"));
+            println!("  shard {}{ep}: {}", p.shard, p.message);
+        }
+    }
+    Ok(report.problems.is_empty())
+}
+
+pub fn relabel(a: &RelabelArgs) -> Result<bool> {
+    let filters = input(a.filter.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let changed = rollway_store::rewrite_index(&a.dir, |e| {
+        if e.status == Status::GivenUp {
+            return false;
+        }
+        // Filters look at what the index keeps of an episode: final info, return, length.
+        let mut ep = EpisodeResult {
+            index: e.run_index,
+            seed: e.seed,
+            length: e.length,
+            ret: e.ret,
+            status: e.status,
+            labels: vec![],
+            info: e.info.clone(),
+            worker: e.worker,
+            attempt: e.attempt,
+            wall_ms: e.wall_ms,
+            error: None,
+            trajectory: None,
+        };
+        filter::apply(&filters, &mut ep);
+        let changed = ep.labels != e.labels;
+        e.labels = ep.labels;
+        changed
+    });
+    let changed = changed.map_err(|e| match e {
+        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => crate::InputError(e.into()).into(),
+        other => anyhow::Error::from(other),
+    })?;
+    println!("relabelled: {changed} episode(s) changed labels");
+    Ok(true)
+}

@@ -1,0 +1,195 @@
+//! Episodes ↔ Arrow columns. One row per observation (T+1 per episode,
+//! Gymnasium's convention); the action, reward and flags of the last row are null.
+//! Leaves with a shape become fixed-size lists, so pyarrow/pandas/polars/DuckDB
+//! read every column without knowing rollway.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, Array as _, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_buffer::{Buffer, NullBuffer};
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use rollway_core::{Array, DType, EpisodeResult, Info, Layout, Leaf};
+
+use crate::format::{column_name, is_frame_leaf};
+use crate::{Error, Result};
+
+fn arrow_type(d: DType) -> DataType {
+    match d {
+        DType::Bool => DataType::Boolean,
+        DType::U8 => DataType::UInt8,
+        DType::I8 => DataType::Int8,
+        DType::U16 => DataType::UInt16,
+        DType::I16 => DataType::Int16,
+        DType::U32 => DataType::UInt32,
+        DType::I32 => DataType::Int32,
+        DType::U64 => DataType::UInt64,
+        DType::I64 => DataType::Int64,
+        DType::F32 => DataType::Float32,
+        DType::F64 => DataType::Float64,
+    }
+}
+
+fn leaf_field(name: String, leaf: &Leaf, nullable: bool) -> Field {
+    let meta = [("rollway:shape".to_string(), format!("{:?}", leaf.shape)), ("rollway:dtype".to_string(), leaf.dtype.name().to_string())];
+    let dt = if leaf.shape.is_empty() {
+        arrow_type(leaf.dtype)
+    } else {
+        DataType::FixedSizeList(Arc::new(Field::new("item", arrow_type(leaf.dtype), false)), leaf.len() as i32)
+    };
+    Field::new(name, dt, nullable).with_metadata(meta.into_iter().collect::<std::collections::HashMap<String, String>>())
+}
+
+/// The column plan of a dataset.
+pub struct Columns {
+    /// Observation layout.
+    pub obs: Layout,
+    /// Action layout.
+    pub act: Layout,
+    /// Whether per-step infos are stored.
+    pub infos: bool,
+    /// The Arrow schema of every shard.
+    pub schema: SchemaRef,
+}
+
+impl Columns {
+    /// The plan for these layouts.
+    pub fn new(obs: Layout, act: Layout, infos: bool) -> Columns {
+        let mut fields = vec![Field::new("episode_id", DataType::Int64, false), Field::new("step", DataType::Int64, false)];
+        for leaf in obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
+            fields.push(leaf_field(column_name("observations", leaf), leaf, false));
+        }
+        for leaf in act.leaves() {
+            fields.push(leaf_field(column_name("actions", leaf), leaf, true));
+        }
+        fields.push(Field::new("rewards", DataType::Float64, true));
+        fields.push(Field::new("terminations", DataType::Boolean, true));
+        fields.push(Field::new("truncations", DataType::Boolean, true));
+        if infos {
+            fields.push(Field::new("infos", DataType::Utf8, true));
+        }
+        let schema = Arc::new(Schema::new(fields).with_metadata([("rollway:format_version".to_string(), crate::FORMAT_VERSION.to_string())].into_iter().collect::<std::collections::HashMap<String, String>>()));
+        Columns { obs, act, infos, schema }
+    }
+
+    /// Builds one shard's batch; `ids[i]` is the dataset episode id of `episodes[i]`.
+    pub fn batch(&self, episodes: &[&EpisodeResult], ids: &[u64]) -> Result<RecordBatch> {
+        let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
+        let mut last = Vec::with_capacity(rows);
+        let (mut eid, mut step) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        for (e, &id) in episodes.iter().zip(ids) {
+            for t in 0..=e.length {
+                eid.push(id as i64);
+                step.push(t as i64);
+                last.push(t == e.length);
+            }
+        }
+        // Null where a row is an episode's final observation: it has no action.
+        let valid = NullBuffer::from(last.iter().map(|&l| !l).collect::<Vec<bool>>());
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(eid)), Arc::new(Int64Array::from(step))];
+        let (ob, ab) = (self.obs.row_bytes(), self.act.row_bytes());
+        for leaf in self.obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
+            let mut bytes = Vec::with_capacity(rows * leaf.bytes());
+            for e in episodes {
+                let t = traj(e)?;
+                for row in t.obs.chunks_exact(ob) {
+                    bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
+                }
+            }
+            cols.push(leaf_array(leaf, bytes, rows, None)?);
+        }
+        for leaf in self.act.leaves() {
+            let mut bytes = Vec::with_capacity(rows * leaf.bytes());
+            for e in episodes {
+                for row in traj(e)?.actions.chunks_exact(ab) {
+                    bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
+                }
+                bytes.resize(bytes.len() + leaf.bytes(), 0);
+            }
+            cols.push(leaf_array(leaf, bytes, rows, Some(valid.clone()))?);
+        }
+        let mut rewards = Vec::with_capacity(rows);
+        let (mut term, mut trunc) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        for e in episodes {
+            let t = traj(e)?;
+            rewards.extend(t.rewards.iter().map(|&r| Some(r)));
+            rewards.push(None);
+            term.extend(t.terminations.iter().map(|&x| Some(x)));
+            term.push(None);
+            trunc.extend(t.truncations.iter().map(|&x| Some(x)));
+            trunc.push(None);
+        }
+        cols.push(Arc::new(Float64Array::from(rewards)));
+        cols.push(Arc::new(BooleanArray::from(term)));
+        cols.push(Arc::new(BooleanArray::from(trunc)));
+        if self.infos {
+            let mut infos: Vec<Option<String>> = Vec::with_capacity(rows);
+            for e in episodes {
+                let t = traj(e)?;
+                infos.extend((0..=e.length as usize).map(|i| t.infos.get(i).map(Info::to_json)));
+            }
+            cols.push(Arc::new(StringArray::from(infos)));
+        }
+        RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
+    }
+}
+
+/// An episode's trajectory, checked for Gymnasium's T+1 / T shape.
+pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
+    let t = e.trajectory.as_deref().ok_or_else(|| Error::BadEpisode { episode: e.index, message: "no per-step data (run with record_steps)".into() })?;
+    let n = e.length as usize;
+    if t.rewards.len() != n || t.terminations.len() != n || t.truncations.len() != n {
+        return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
+    }
+    Ok(t)
+}
+
+fn leaf_array(leaf: &Leaf, bytes: Vec<u8>, rows: usize, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let n = leaf.len();
+    let child = if leaf.dtype == DType::Bool {
+        BooleanArray::from(bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>()).into_data()
+    } else {
+        ArrayData::builder(arrow_type(leaf.dtype)).len(rows * n).add_buffer(Buffer::from_vec(bytes)).build().map_err(corrupt_build)?
+    };
+    let data = if leaf.shape.is_empty() {
+        child.into_builder().nulls(nulls).build().map_err(corrupt_build)?
+    } else {
+        let dt = DataType::FixedSizeList(Arc::new(Field::new("item", arrow_type(leaf.dtype), false)), n as i32);
+        ArrayData::builder(dt).len(rows).add_child_data(child).nulls(nulls).build().map_err(corrupt_build)?
+    };
+    Ok(make_array(data))
+}
+
+fn corrupt_build(e: arrow_schema::ArrowError) -> Error {
+    Error::BadEpisode { episode: 0, message: format!("building columns: {e}") }
+}
+
+/// Copies rows of a leaf column out as native bytes (`leaf.bytes()` per row).
+pub(crate) fn leaf_bytes(col: &dyn arrow_array::Array, leaf: &Leaf, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    let data = col.to_data();
+    let (values, offset) = if leaf.shape.is_empty() {
+        (data.clone(), data.offset())
+    } else {
+        let child = data.child_data().first().ok_or("list column without values")?.clone();
+        let off = data.offset() * leaf.len() + child.offset();
+        (child, off)
+    };
+    let n = col.len() * leaf.len();
+    if leaf.dtype == DType::Bool {
+        let arr = BooleanArray::from(values);
+        out.extend((offset..offset + n).map(|i| arr.values().value(i) as u8));
+        return Ok(());
+    }
+    let size = leaf.dtype.size();
+    let buf = values.buffers().first().ok_or("column without data buffer")?;
+    let bytes = buf.as_slice().get(offset * size..(offset + n) * size).ok_or("column shorter than its length")?;
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+/// An `Array` of shape `[rows, ...leaf.shape]`.
+pub(crate) fn stacked(leaf: &Leaf, rows: usize, data: Vec<u8>) -> Array {
+    let mut shape = vec![rows];
+    shape.extend_from_slice(&leaf.shape);
+    Array { dtype: leaf.dtype, shape, data }
+}

@@ -1,0 +1,40 @@
+//! rollway's episode dataset: Parquet step shards that pyarrow, pandas, polars and
+//! DuckDB read directly, image frames in sidecar files, and a per-shard index whose
+//! atomic rename is the commit point — so a crash at any instant leaves every
+//! committed episode readable, and the dataset can be read while it is written.
+//! The format is described in FORMAT.md.
+//!
+//! ```
+//! use rollway_core::{Params, EpisodeResult};
+//! use rollway_store::{Dataset, DatasetWriter, WriterConfig};
+//! # let dir = tempfile::tempdir().unwrap();
+//! let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+//! let writer = DatasetWriter::create(dir.path(), env.spec(), "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+//! let mut collector = rollway_store::Collector::new(env, writer);
+//! collector.reset(Some(1)).unwrap();
+//! for _ in 0..10 {
+//!     collector.step_discrete(1).unwrap();
+//! }
+//! collector.close().unwrap(); // the unfinished episode is truncated and committed
+//! let ds = Dataset::open(dir.path()).unwrap();
+//! let ep = ds.read_episode(0).unwrap();
+//! assert_eq!(ep.rewards.len(), 10);
+//! assert!(ep.truncations[9]);
+//! ```
+#![deny(missing_docs)]
+
+mod collector;
+mod columns;
+mod error;
+pub mod format;
+pub mod frames;
+mod reader;
+mod verify;
+mod writer;
+
+pub use collector::Collector;
+pub use error::{Error, Result};
+pub use format::{IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
+pub use reader::{Dataset, EpisodeData};
+pub use verify::{verify, Problem, VerifyReport};
+pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig};

@@ -1,0 +1,409 @@
+//! The dataset writer: a thread that takes finished episodes through a bounded
+//! queue, buffers them, and commits them shard by shard.
+//!
+//! Commit protocol (FORMAT.md): a shard's Parquet and frame files are written under
+//! `.tmp/`, fsynced and renamed into place; then its index file is written the same
+//! way. The index rename is the commit point: an episode exists once its shard's
+//! index file does. Anything else found on open is debris from a crash and removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
+
+use crate::columns::{traj, Columns};
+use crate::error::IoContext;
+use crate::format::{self, is_frame_leaf, sync_dir, write_atomic, EnvInfo, FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex};
+use crate::frames::{self, FrameMedia};
+use crate::reader::{load_shard_indexes, recover};
+use crate::{Error, Result};
+
+/// How much the writer holds in memory and how it queues.
+#[derive(Clone, Debug)]
+pub struct WriterConfig {
+    /// Commit once this many steps are buffered.
+    pub max_buffer_steps: Option<usize>,
+    /// Commit once this many episodes are buffered.
+    pub max_buffer_episodes: Option<usize>,
+    /// Commit once this many bytes of step data are buffered.
+    pub max_buffer_bytes: usize,
+    /// Commit at least this often while episodes arrive, so a slow run still commits.
+    pub max_buffer_age: Duration,
+    /// Episodes that may wait in the queue before `write` blocks (backpressure).
+    pub queue: usize,
+    /// Store per-step infos (a JSON column).
+    pub record_infos: bool,
+    /// Frame media for a new dataset (`lz4` or `raw`); an existing dataset keeps its own.
+    pub frame_media: String,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            max_buffer_steps: Some(262_144),
+            max_buffer_episodes: None,
+            max_buffer_bytes: 256 << 20,
+            max_buffer_age: Duration::from_secs(5),
+            queue: 256,
+            record_infos: false,
+            frame_media: "lz4".into(),
+        }
+    }
+}
+
+/// What a run needs to know to continue a killed run.
+#[derive(Clone, Debug)]
+pub struct ResumePoint {
+    /// The run being continued.
+    pub run: RunInfo,
+    /// Run index of the first episode not committed.
+    pub next_index: u64,
+    /// Committed episodes of the run (completed or given up).
+    pub episodes: u64,
+    /// Steps in those episodes.
+    pub steps: u64,
+}
+
+/// Totals of a writer's session.
+#[derive(Clone, Debug, Default)]
+pub struct WriteStats {
+    /// Shards committed.
+    pub shards: u64,
+    /// Episodes committed.
+    pub episodes: u64,
+    /// Steps committed.
+    pub steps: u64,
+    /// Bytes written (Parquet + frames).
+    pub bytes: u64,
+}
+
+enum Msg {
+    Episode(EpisodeResult),
+    Flush(Sender<Result<()>>),
+}
+
+/// Writes episodes into a dataset directory from any thread.
+pub struct DatasetWriter {
+    tx: Option<Sender<Msg>>,
+    handle: Option<JoinHandle<Result<WriteStats>>>,
+    failed: Arc<Mutex<Option<String>>>,
+    run: RunInfo,
+    root: PathBuf,
+}
+
+/// The open, locked dataset a writer works on.
+struct Opened {
+    paths: Paths,
+    meta: Option<Metadata>,
+    lock: std::fs::File,
+    next_shard: u32,
+    entries: Vec<IndexEntry>,
+}
+
+fn open_locked(dir: &Path) -> Result<Opened> {
+    std::fs::create_dir_all(dir).io("creating", dir)?;
+    let paths = Paths::new(dir);
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(paths.lock()).io("opening", &paths.lock())?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: dir.to_path_buf() }),
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io { op: "locking", path: paths.lock(), source: e }),
+    }
+    let meta = if paths.metadata().exists() {
+        Some(crate::reader::read_metadata(&paths)?)
+    } else {
+        let stray = std::fs::read_dir(dir).io("listing", dir)?.filter_map(|e| e.ok()).any(|e| !e.file_name().to_string_lossy().starts_with('.'));
+        if stray {
+            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("it has files but no {}", format::METADATA) });
+        }
+        None
+    };
+    for d in [paths.tmp(), paths.steps_dir(), paths.index_dir()] {
+        std::fs::create_dir_all(&d).io("creating", &d)?;
+    }
+    recover(&paths, meta.as_ref())?;
+    let shards = load_shard_indexes(&paths)?;
+    let next_shard = shards.last().map_or(0, |s| s.shard + 1);
+    let entries = shards.into_iter().flat_map(|s| s.episodes).collect();
+    Ok(Opened { paths, meta, lock, next_shard, entries })
+}
+
+impl DatasetWriter {
+    /// Creates a dataset at `dir`, or appends a new run to the one there (same env
+    /// and spaces required). `config` describes the run for `resume`.
+    pub fn create(dir: &Path, spec: &EnvSpec, agent: &str, seed: u64, config: serde_json::Value, cfg: WriterConfig) -> Result<DatasetWriter> {
+        if frames::media(&cfg.frame_media).is_none() {
+            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("unknown frame media `{}` (known: raw, lz4)", cfg.frame_media) });
+        }
+        let o = open_locked(dir)?;
+        let env = EnvInfo::of(spec);
+        let obs = Layout::of(&spec.observation_space);
+        let mut meta = match o.meta.clone() {
+            Some(m) => {
+                if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
+                    return Err(Error::Mismatch { path: dir.to_path_buf(), message: format!("it holds {} with other spaces than {}", m.env.id, env.id) });
+                }
+                m
+            }
+            None => Metadata { format: "rollway".into(), format_version: format::FORMAT_VERSION, env, frame_keys: format::frame_keys(&obs), frame_media: cfg.frame_media.clone(), runs: vec![] },
+        };
+        let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
+        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config };
+        meta.runs.push(run.clone());
+        write_atomic(&o.paths.metadata(), &o.paths.tmp(), &serde_json::to_vec_pretty(&meta).expect("metadata serializes"))?;
+        Self::start(o, meta, run, cfg)
+    }
+
+    /// Reopens a dataset to continue its last run where the committed episodes end.
+    pub fn resume(dir: &Path, cfg: WriterConfig) -> Result<(DatasetWriter, ResumePoint)> {
+        let o = open_locked(dir)?;
+        let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "nothing to resume".into() })?;
+        let run = meta.runs.last().cloned().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "no run recorded".into() })?;
+        let mut mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run.run).collect();
+        mine.sort_by_key(|e| e.run_index);
+        // Commits happen in run-index order, so the committed episodes are a prefix.
+        if let Some((i, e)) = mine.iter().enumerate().find(|(i, e)| e.run_index != *i as u64) {
+            return Err(Error::Corrupt { path: o.paths.index_dir(), message: format!("run {} has episode {} at position {i}: not a prefix", run.run, e.run_index) });
+        }
+        let point = ResumePoint {
+            run: run.clone(),
+            next_index: mine.len() as u64,
+            episodes: mine.len() as u64,
+            steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
+        };
+        Ok((Self::start(o, meta, run, cfg)?, point))
+    }
+
+    fn start(o: Opened, meta: Metadata, run: RunInfo, cfg: WriterConfig) -> Result<DatasetWriter> {
+        let (obs, act) = meta.env.spaces()?;
+        let media = frames::media(&meta.frame_media).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
+        let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
+        let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
+        let failed = Arc::new(Mutex::new(None));
+        let mut shard = Shards { paths: o.paths.clone(), columns, media, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), _lock: o.lock };
+        let flag = failed.clone();
+        let root = o.paths.root.clone();
+        let handle = std::thread::Builder::new()
+            .name("rollway-writer".into())
+            .spawn(move || {
+                let res = shard.serve(rx, &cfg);
+                if let Err(e) = &res {
+                    *flag.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                }
+                res.map(|()| shard.stats)
+            })
+            .io("starting writer thread", &root)?;
+        Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root })
+    }
+
+    /// The run being written.
+    pub fn run(&self) -> &RunInfo {
+        &self.run
+    }
+
+    /// The dataset directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn gone(&self) -> Error {
+        Error::WriterGone(self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "writer thread ended".into()))
+    }
+
+    /// Queues an episode (its `index` is its run index); blocks while the queue is full.
+    pub fn write(&self, episode: EpisodeResult) -> Result<()> {
+        if episode.status != Status::GivenUp {
+            traj(&episode)?;
+        }
+        let tx = self.tx.as_ref().expect("open until finish");
+        tx.send(Msg::Episode(episode)).map_err(|_| self.gone())
+    }
+
+    /// Commits everything queued so far.
+    pub fn flush(&self) -> Result<()> {
+        let (rtx, rrx) = bounded(1);
+        let tx = self.tx.as_ref().expect("open until finish");
+        tx.send(Msg::Flush(rtx)).map_err(|_| self.gone())?;
+        rrx.recv().map_err(|_| self.gone())?
+    }
+
+    /// Commits what is left and stops the writer.
+    pub fn finish(mut self) -> Result<WriteStats> {
+        drop(self.tx.take());
+        let h = self.handle.take().expect("joined once");
+        h.join().map_err(|_| Error::WriterGone("writer thread panicked".into()))?
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+struct Shards {
+    paths: Paths,
+    columns: Columns,
+    media: &'static dyn FrameMedia,
+    next: u32,
+    run: RunInfo,
+    stats: WriteStats,
+    _lock: std::fs::File,
+}
+
+impl Shards {
+    fn serve(&mut self, rx: crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
+        let mut buf: Vec<EpisodeResult> = Vec::new();
+        let (mut steps, mut bytes) = (0usize, 0usize);
+        let mut oldest = Instant::now();
+        loop {
+            let wait = if buf.is_empty() { Duration::from_secs(3600) } else { cfg.max_buffer_age.saturating_sub(oldest.elapsed()) };
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Episode(ep)) => {
+                    if buf.is_empty() {
+                        oldest = Instant::now();
+                    }
+                    steps += ep.length as usize;
+                    bytes += ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
+                    buf.push(ep);
+                    let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m) || cfg.max_buffer_episodes.is_some_and(|m| buf.len() >= m) || bytes >= cfg.max_buffer_bytes;
+                    if full {
+                        self.commit(&mut buf)?;
+                        (steps, bytes) = (0, 0);
+                    }
+                }
+                Ok(Msg::Flush(reply)) => {
+                    let r = self.commit(&mut buf);
+                    (steps, bytes) = (0, 0);
+                    let failed = r.as_ref().err().map(|e| Error::WriterGone(e.to_string()));
+                    let _ = reply.send(r);
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.commit(&mut buf)?;
+                    (steps, bytes) = (0, 0);
+                }
+                Err(RecvTimeoutError::Disconnected) => return self.commit(&mut buf),
+            }
+        }
+    }
+
+    /// Writes and commits one shard holding `buf`'s episodes.
+    fn commit(&mut self, buf: &mut Vec<EpisodeResult>) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let n = self.next;
+        let tmp = self.paths.tmp();
+        let with_data: Vec<&EpisodeResult> = buf.iter().filter(|e| e.status != Status::GivenUp).collect();
+        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
+        let batch = self.columns.batch(&with_data, &ids)?;
+        let pq_tmp = tmp.join(format!("shard-{n:06}.parquet.partial"));
+        let file = std::fs::File::create(&pq_tmp).io("creating", &pq_tmp)?;
+        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+        let mut w = ArrowWriter::try_new(file, self.columns.schema.clone(), Some(props)).map_err(|e| parquet_err(&pq_tmp, e))?;
+        w.write(&batch).map_err(|e| parquet_err(&pq_tmp, e))?;
+        let file = w.into_inner().map_err(|e| parquet_err(&pq_tmp, e))?;
+        file.sync_all().io("syncing", &pq_tmp)?;
+        let parquet_bytes = file.metadata().io("reading size of", &pq_tmp)?.len();
+        drop(file);
+        let mut committed: Vec<(PathBuf, PathBuf)> = vec![(pq_tmp, self.paths.shard(n))];
+        self.stats.bytes += parquet_bytes;
+        let ob = self.columns.obs.row_bytes();
+        for leaf in self.columns.obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
+            let key = format::column_name("observations", leaf);
+            let path = tmp.join(format!("frames-{}-{n:06}.partial", key.replace('/', ".")));
+            let mut fw = self.media.writer(&path, leaf.bytes())?;
+            for e in &with_data {
+                for row in traj(e)?.obs.chunks_exact(ob) {
+                    fw.append(&row[leaf.offset..leaf.offset + leaf.bytes()])?;
+                }
+            }
+            self.stats.bytes += fw.finish()?;
+            let dir = self.paths.frames_dir(&key);
+            std::fs::create_dir_all(&dir).io("creating", &dir)?;
+            committed.push((path, self.paths.frames(&key, n, self.media.ext())));
+        }
+        for (from, to) in &committed {
+            std::fs::rename(from, to).io("renaming into", to)?;
+        }
+        for (_, to) in &committed {
+            sync_dir(to.parent().unwrap_or(Path::new(".")))?;
+        }
+        let keys: Vec<String> = self.columns.obs.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| format::column_name("observations", l)).collect();
+        let mut row = 0u64;
+        let episodes = buf
+            .drain(..)
+            .map(|e| {
+                let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
+                let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
+                let entry = IndexEntry {
+                    episode_id: self.run.first_episode_id + e.index,
+                    run: self.run.run,
+                    run_index: e.index,
+                    seed: e.seed,
+                    shard: n,
+                    row_start: row,
+                    rows,
+                    length: e.length,
+                    ret: e.ret,
+                    status: e.status,
+                    labels: e.labels,
+                    info: e.info,
+                    worker: e.worker,
+                    attempt: e.attempt,
+                    wall_ms: e.wall_ms,
+                    error: e.error,
+                    frames,
+                };
+                row += rows;
+                entry
+            })
+            .collect::<Vec<_>>();
+        let index = ShardIndex { shard: n, rows: row, parquet_bytes, episodes };
+        // The commit point: once this rename is durable, the shard's episodes exist.
+        write_atomic(&self.paths.shard_index(n), &tmp, &serde_json::to_vec(&index).expect("index serializes"))?;
+        self.stats.shards += 1;
+        self.stats.episodes += index.episodes.len() as u64;
+        self.stats.steps += index.episodes.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum::<u64>();
+        self.next += 1;
+        Ok(())
+    }
+}
+
+fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
+    Error::Parquet { path: path.to_path_buf(), message: e.to_string() }
+}
+
+
+/// Rewrites the index under the writer lock, letting `edit` change each entry's
+/// labels (or other index-only fields); each index file is replaced atomically.
+/// Returns how many entries `edit` reported as changed.
+pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) -> Result<u64> {
+    let o = open_locked(dir)?;
+    if o.meta.is_none() {
+        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
+    }
+    let mut changed = 0;
+    for mut shard in load_shard_indexes(&o.paths)? {
+        let before = changed;
+        for e in &mut shard.episodes {
+            changed += u64::from(edit(e));
+        }
+        if changed != before {
+            write_atomic(&o.paths.shard_index(shard.shard), &o.paths.tmp(), &serde_json::to_vec(&shard).expect("index serializes"))?;
+        }
+    }
+    Ok(changed)
+}
