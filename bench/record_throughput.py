@@ -481,15 +481,16 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
     for system, why in skipped:
         L.append(f"| {system} | — | skipped: {why} | | | | | |")
     L.append("")
+    others = [c for c in cases if c.reps and not c.key.startswith("rollway")]
     L.append("rollway / this = rollway's whole-process record rate at "
              f"{a.steps:,} steps ÷ that system's record rate"
              + (f" (with rollway's in-process `steps_per_sec`, {fmt_rate(ref_in)}: "
-                + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate)}" for c in cases
-                            if c.reps and not c.key.startswith("rollway")) + ")"
-                if ref_in else "") + ". "
+                + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate)}" for c in others) + ")"
+                if ref_in and others else "") + ". "
              "Read-back: Minari = `minari.load_dataset(id)` + `iterate_episodes()` touching "
              "observations/actions/rewards; rollway = `pyarrow.parquet.read_table` of every "
-             "`steps/shard-*.parquet`, all columns materialised as numpy.")
+             "committed `steps/shard-*.parquet`, all columns materialised as numpy. Read-back "
+             "steps/s counts transitions.")
     L.append("")
 
     rw = [c for c in cases if c.key.startswith("rollway") and c.reps]

@@ -12,8 +12,8 @@
 //! let writer = DatasetWriter::create(dir.path(), env.spec(), "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
 //! let mut collector = rollway_store::Collector::new(env, writer);
 //! collector.reset(Some(1)).unwrap();
-//! for _ in 0..10 {
-//!     collector.step_discrete(1).unwrap();
+//! for i in 0..10 {
+//!     collector.step_discrete(i % 2).unwrap(); // alternate so the pole stays up
 //! }
 //! collector.close().unwrap(); // the unfinished episode is truncated and committed
 //! let ds = Dataset::open(dir.path()).unwrap();

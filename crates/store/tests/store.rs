@@ -1,0 +1,301 @@
+//! Dataset round trips, Minari collector semantics, appends, resume points,
+//! crash debris and damaged files.
+
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rollway_core::{EnvSpec, EpisodeResult, Info, Layout, Params, RowMut, RowRef, Rows, Status, Trajectory};
+use rollway_store::{Collector, Dataset, DatasetWriter, Error, WriterConfig};
+
+/// Runs `n` random episodes of `env_id` by hand, returning what was recorded.
+fn episodes(env_id: &str, params: &str, n: u64, max_len: u64) -> (EnvSpec, Vec<EpisodeResult>) {
+    let mut env = rollway_envs::make(env_id, &Params::parse(params).unwrap()).unwrap();
+    let spec = env.spec().clone();
+    let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+    let (mut obs, mut act) = (Rows::new(ol.row_bytes(), 1), Rows::new(al.row_bytes(), 1));
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
+    let mut out = Vec::new();
+    for i in 0..n {
+        env.reset(Some(i), None, RowMut::new(&ol, obs.row_mut(0))).unwrap();
+        let mut t = Trajectory { obs: obs.row(0).to_vec(), infos: vec![env.info()], ..Default::default() };
+        let mut status = Status::Truncated;
+        for k in 0..max_len {
+            al.sample_row(&mut rng, act.row_mut(0));
+            let o = env.step(RowRef::new(&al, act.row(0)), RowMut::new(&ol, obs.row_mut(0))).unwrap();
+            t.obs.extend_from_slice(obs.row(0));
+            t.actions.extend_from_slice(act.row(0));
+            t.rewards.push(o.reward);
+            t.terminations.push(o.terminated);
+            t.truncations.push(o.truncated || (k + 1 == max_len && !o.terminated));
+            t.infos.push(env.info());
+            if o.terminated || o.truncated || k + 1 == max_len {
+                status = if o.terminated { Status::Terminated } else { Status::Truncated };
+                break;
+            }
+        }
+        let length = t.rewards.len() as u64;
+        out.push(EpisodeResult {
+            index: i,
+            seed: i,
+            length,
+            ret: t.rewards.iter().sum(),
+            status,
+            labels: vec![],
+            info: t.infos.last().cloned().unwrap(),
+            worker: 0,
+            attempt: 1,
+            wall_ms: 0.0,
+            error: None,
+            trajectory: Some(Box::new(t)),
+        });
+    }
+    (spec, out)
+}
+
+fn write_all(dir: &Path, spec: &EnvSpec, eps: &[EpisodeResult], cfg: WriterConfig) {
+    let w = DatasetWriter::create(dir, spec, "random", 0, serde_json::json!({"k": 1}), cfg).unwrap();
+    for e in eps {
+        w.write(e.clone()).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Every recorded value comes back bit for bit, for flat and Dict (with frames) spaces.
+fn assert_round_trip(env: &str, params: &str, media: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes(env, params, 7, 60);
+    write_all(dir.path(), &spec, &eps, WriterConfig { max_buffer_episodes: Some(3), record_infos: true, frame_media: media.into(), ..Default::default() });
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert_eq!(ds.shards().len(), 3, "7 episodes, 3 per shard");
+    let ol = Layout::of(&spec.observation_space);
+    let al = Layout::of(&spec.action_space);
+    for e in &eps {
+        let got = ds.read_episode(e.index).unwrap();
+        let t = e.trajectory.as_ref().unwrap();
+        assert_eq!(got.rewards, t.rewards);
+        assert_eq!(got.terminations, t.terminations);
+        assert_eq!(got.truncations, t.truncations);
+        assert_eq!(got.infos.as_ref().unwrap(), &t.infos);
+        assert_eq!(got.entry.ret, e.ret);
+        for (li, leaf) in ol.leaves().iter().enumerate() {
+            let want: Vec<u8> = t.obs.chunks_exact(ol.row_bytes()).flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec()).collect();
+            assert_eq!(got.observations[li].1.data, want, "observation leaf {}", leaf.path);
+            assert_eq!(got.observations[li].1.shape[0] as u64, e.length + 1);
+        }
+        for (li, leaf) in al.leaves().iter().enumerate() {
+            let want: Vec<u8> = t.actions.chunks_exact(al.row_bytes()).flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec()).collect();
+            assert_eq!(got.actions[li].1.data, want);
+        }
+    }
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
+
+#[test]
+fn cartpole_round_trips() {
+    assert_round_trip("CartPole-v1", "", "raw");
+}
+
+#[test]
+fn pendulum_box_actions_round_trip() {
+    assert_round_trip("Pendulum-v1", "", "raw");
+}
+
+#[test]
+fn pixel_frames_round_trip_raw_and_lz4() {
+    assert_round_trip("PixelMine-v0", "size=32,max_steps=50", "raw");
+    assert_round_trip("PixelMine-v0", "size=32,max_steps=50", "lz4");
+}
+
+#[test]
+fn collector_truncates_on_reset_and_runs_callbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+    let w = DatasetWriter::create(dir.path(), env.spec(), "manual", 0, serde_json::json!({}), WriterConfig { record_infos: true, ..Default::default() }).unwrap();
+    let mut c = Collector::new(env, w)
+        .with_step_callback(Box::new(|out, info| info.insert("r", out.reward)))
+        .with_episode_callback(Box::new(|ep| {
+            let mut i = Info::new();
+            i.insert("steps", ep.length);
+            i
+        }));
+    c.reset(Some(5)).unwrap();
+    for _ in 0..3 {
+        c.step_discrete(0).unwrap();
+    }
+    c.reset(Some(6)).unwrap(); // auto-truncates the 3-step episode
+    c.reset(None).unwrap(); // an empty episode is not recorded
+    let mut n = 0;
+    while !c.step_discrete(1).unwrap().terminated {
+        n += 1;
+    }
+    c.save().unwrap();
+    assert!(Dataset::open(dir.path()).is_ok(), "readable while the collector is open");
+    c.close().unwrap();
+    let ds = Dataset::open(dir.path()).unwrap();
+    let e0 = ds.read_episode(0).unwrap();
+    assert_eq!((e0.entry.length, e0.entry.status, e0.entry.seed), (3, Status::Truncated, 5));
+    assert_eq!(e0.truncations, [false, false, true]);
+    assert_eq!(e0.entry.info.get_path("episode_metadata/steps").and_then(|v| v.as_u64()), Some(3));
+    assert_eq!(e0.infos.unwrap()[1].get("r").and_then(|v| v.as_f64()), Some(1.0));
+    let e1 = ds.read_episode(1).unwrap();
+    assert_eq!(e1.entry.status, Status::Terminated);
+    assert_eq!(e1.entry.length, n + 1);
+    assert_ne!(e1.entry.seed, 6, "the unseeded reset drew a fresh seed, recorded");
+}
+
+#[test]
+fn given_up_episodes_are_committed_without_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, mut eps) = episodes("CartPole-v1", "", 3, 30);
+    eps[1] = EpisodeResult { status: Status::GivenUp, length: 0, ret: 0.0, trajectory: None, error: Some("boom".into()), ..eps[1].clone() };
+    write_all(dir.path(), &spec, &eps, WriterConfig::default());
+    let ds = Dataset::open(dir.path()).unwrap();
+    let all: Vec<_> = ds.episodes().map(|e| (e.episode_id, e.status, e.rows)).collect();
+    assert_eq!(all[1], (1, Status::GivenUp, 0));
+    assert_eq!(ds.select(|_| true).count(), 2);
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
+
+#[test]
+fn append_continues_ids_and_mismatch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 4, 30);
+    write_all(dir.path(), &spec, &eps, WriterConfig::default());
+    write_all(dir.path(), &spec, &eps[..2], WriterConfig::default());
+    let ds = Dataset::open(dir.path()).unwrap();
+    let ids: Vec<u64> = ds.episodes().map(|e| e.episode_id).collect();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(ds.metadata().runs.len(), 2);
+    assert_eq!(ds.metadata().runs[1].first_episode_id, 4);
+    let other = rollway_envs::make("MountainCar-v0", &Params::new()).unwrap();
+    match DatasetWriter::create(dir.path(), other.spec(), "random", 0, serde_json::json!({}), WriterConfig::default()) {
+        Err(Error::Mismatch { message, .. }) => assert!(message.contains("CartPole-v1"), "{message}"),
+        other => panic!("expected a mismatch error, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn resume_point_is_the_committed_prefix_of_the_last_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 5, 30);
+    write_all(dir.path(), &spec, &eps[..3], WriterConfig::default());
+    let (w, point) = DatasetWriter::resume(dir.path(), WriterConfig::default()).unwrap();
+    assert_eq!((point.next_index, point.episodes), (3, 3));
+    assert_eq!(point.steps, eps[..3].iter().map(|e| e.length).sum::<u64>());
+    assert_eq!(point.run.config, serde_json::json!({"k": 1}));
+    for e in &eps[3..] {
+        w.write(e.clone()).unwrap();
+    }
+    w.finish().unwrap();
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert_eq!(ds.episodes().map(|e| e.run_index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert_eq!(ds.metadata().runs.len(), 1, "resume continues the run, it does not add one");
+}
+
+#[test]
+fn reader_sees_committed_episodes_while_writing_and_a_second_writer_is_locked_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 4, 30);
+    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    w.write(eps[0].clone()).unwrap();
+    w.flush().unwrap();
+    w.write(eps[1].clone()).unwrap(); // queued, not committed
+    let mut ds = Dataset::open(dir.path()).unwrap();
+    assert_eq!(ds.episodes().count(), 1);
+    assert!(matches!(DatasetWriter::create(dir.path(), &spec, "x", 0, serde_json::json!({}), WriterConfig::default()), Err(Error::Locked { .. })));
+    w.flush().unwrap();
+    ds.refresh().unwrap();
+    assert_eq!(ds.episodes().count(), 2);
+    assert_eq!(ds.read_episode(1).unwrap().rewards, eps[1].trajectory.as_ref().unwrap().rewards);
+    w.finish().unwrap();
+}
+
+#[test]
+fn crash_debris_is_ignored_then_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 2, 30);
+    write_all(dir.path(), &spec, &eps, WriterConfig::default());
+    // What a crash mid-commit leaves: a half-written temp file and a data file whose index never landed.
+    std::fs::write(dir.path().join(".tmp/shard-000001.parquet.partial"), b"half").unwrap();
+    std::fs::copy(dir.path().join("steps/shard-000000.parquet"), dir.path().join("steps/shard-000001.parquet")).unwrap();
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert_eq!(ds.episodes().count(), 2);
+    assert!(!dir.path().join("steps/shard-000001.parquet").exists(), "orphan shard removed");
+    assert!(!dir.path().join(".tmp/shard-000001.parquet.partial").exists());
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
+
+#[test]
+fn vanished_output_dir_gives_a_clear_error_and_keeps_committed_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 3, 30);
+    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    w.write(eps[0].clone()).unwrap();
+    w.flush().unwrap();
+    // Like a full or revoked disk: the next commit cannot create its files.
+    std::fs::remove_dir_all(dir.path().join(".tmp")).unwrap();
+    w.write(eps[1].clone()).unwrap();
+    let err = w.flush().unwrap_err().to_string();
+    assert!(err.contains(".tmp"), "the error names the path: {err}");
+    assert!(w.write(eps[2].clone()).is_err(), "the writer stays stopped");
+    drop(w);
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert_eq!(ds.episodes().count(), 1);
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
+
+#[test]
+fn not_a_dataset_and_newer_formats_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(Dataset::open(dir.path()), Err(Error::NotADataset { .. })));
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let (spec, _) = episodes("CartPole-v1", "", 1, 5);
+    assert!(matches!(DatasetWriter::create(dir.path(), &spec, "x", 0, serde_json::json!({}), WriterConfig::default()), Err(Error::NotADataset { .. })), "never write into a foreign directory");
+    let d2 = tempfile::tempdir().unwrap();
+    write_all(d2.path(), &spec, &[], WriterConfig::default());
+    let meta = d2.path().join("rollway.json");
+    let text = std::fs::read_to_string(&meta).unwrap().replace("\"format_version\": 1", "\"format_version\": 99");
+    std::fs::write(&meta, text).unwrap();
+    assert!(matches!(Dataset::open(d2.path()), Err(Error::NotADataset { message, .. }) if message.contains("99")));
+}
+
+/// Damaged bytes anywhere give typed errors or verify problems — never a panic.
+#[test]
+fn mutated_files_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("PixelMine-v0", "size=16,max_steps=20", 3, 20);
+    write_all(dir.path(), &spec, &eps, WriterConfig::default());
+    let files = ["steps/shard-000000.parquet", "index/shard-000000.json", "rollway.json", "frames/observations.rgb/shard-000000.lz4"];
+    let pristine: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(dir.path().join(f)).unwrap()).collect();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
+    for round in 0..300 {
+        let k = round % files.len();
+        let mut bytes = pristine[k].clone();
+        match rng.random_range(0..3) {
+            0 => {
+                let n = rng.random_range(0..bytes.len());
+                bytes.truncate(n);
+            }
+            1 => {
+                for _ in 0..rng.random_range(1..8) {
+                    let i = rng.random_range(0..bytes.len());
+                    bytes[i] = rng.random();
+                }
+            }
+            _ => {
+                bytes.drain(rng.random_range(0..bytes.len() / 2)..bytes.len() / 2);
+            }
+        }
+        std::fs::write(dir.path().join(files[k]), &bytes).unwrap();
+        let outcome = std::panic::catch_unwind(|| {
+            if let Ok(ds) = Dataset::open(dir.path()) {
+                let _ = rollway_store::verify(&ds);
+                for id in 0..3 {
+                    let _ = ds.read_episode(id);
+                }
+            }
+        });
+        assert!(outcome.is_ok(), "panic on {} mutated in round {round}", files[k]);
+        std::fs::write(dir.path().join(files[k]), &pristine[k]).unwrap();
+    }
+}
