@@ -245,7 +245,19 @@ impl Worker {
                     b.memory[j].clear();
                     b.rng[j] = seed::agent_rng(episode_seed);
                     let traj = self.ctx.cfg.record_steps.then(|| {
-                        let mut t = Box::new(Trajectory { obs: b.obs.row(j).to_vec(), ..Default::default() });
+                        // Sized for a typical episode up front, so recording does not grow by reallocation.
+                        let cap = 64;
+                        let (ob, ab) = (b.obs.row_bytes(), b.act.row_bytes());
+                        let mut obs = Vec::with_capacity(ob * (cap + 1));
+                        obs.extend_from_slice(b.obs.row(j));
+                        let mut t = Box::new(Trajectory {
+                            obs,
+                            actions: Vec::with_capacity(ab * cap),
+                            rewards: Vec::with_capacity(cap),
+                            terminations: Vec::with_capacity(cap),
+                            truncations: Vec::with_capacity(cap),
+                            infos: Vec::new(),
+                        });
                         if self.ctx.cfg.record_infos {
                             t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());
                         }

@@ -116,8 +116,10 @@ pub struct IndexEntry {
     /// How it ended.
     pub status: Status,
     /// Labels, with the filter that gave each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<Label>,
     /// Final info (filters read it; `relabel` re-runs them on it).
+    #[serde(default, skip_serializing_if = "Info::is_empty")]
     pub info: Info,
     /// Worker that ran it.
     pub worker: usize,
@@ -129,7 +131,7 @@ pub struct IndexEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Frame locations by frame key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub frames: std::collections::BTreeMap<String, FrameRef>,
 }
 
