@@ -75,13 +75,13 @@ pub struct RunArgs {
     /// Environment id (see `rollway envs`). [default: PixelMine-v0]
     #[arg(long)]
     pub env: Option<String>,
-    /// Environment parameter, `key=value` (repeatable, e.g. `--env-opt size=64`).
+    /// Environment parameters, `key=value[,key=value…]` (repeatable, e.g. `--env-opt size=64`).
     #[arg(long = "env-opt", value_name = "K=V")]
     pub env_opt: Vec<String>,
     /// Agent name (see `rollway agents`). [default: miner]
     #[arg(long)]
     pub agent: Option<String>,
-    /// Agent parameter, `key=value` (repeatable).
+    /// Agent parameters, `key=value[,key=value…]` (repeatable).
     #[arg(long = "agent-opt", value_name = "K=V")]
     pub agent_opt: Vec<String>,
     /// Worker threads. [default: 2]
@@ -252,8 +252,9 @@ fn table_params(t: Option<toml::Table>) -> Params {
 fn opt_params(base: Params, opts: &[String], flag: &str) -> Result<Params> {
     let mut p = base;
     for o in opts {
-        let (k, v) = o.split_once('=').with_context(|| format!("{flag} `{o}`: expected KEY=VALUE"))?;
-        p.0.insert(k.trim().into(), v.trim().into());
+        // Each flag takes `k=v` or several as `k=v,k=v`.
+        let more = Params::parse(o).with_context(|| format!("{flag} `{o}`: expected KEY=VALUE[,KEY=VALUE…]"))?;
+        p.0.extend(more.0);
     }
     Ok(p)
 }

@@ -16,10 +16,25 @@ impl Params {
         Params::default()
     }
 
-    /// Parses `k=v,k=v` (empty string → no parameters).
+    /// Parses `k=v,k=v` (empty string → no parameters). Commas inside brackets
+    /// belong to the value, so `action=[0.5,1]` is one parameter.
     pub fn parse(s: &str) -> Result<Params> {
         let mut p = Params::new();
-        for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let mut parts = Vec::new();
+        let (mut depth, mut start) = (0i32, 0);
+        for (i, c) in s.char_indices() {
+            match c {
+                '[' | '{' | '(' => depth += 1,
+                ']' | '}' | ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&s[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&s[start..]);
+        for part in parts.into_iter().map(str::trim).filter(|x| !x.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| Error::Param { name: part.into(), message: "expected key=value".into() })?;
             p.0.insert(k.trim().to_string(), v.trim().to_string());
         }
@@ -54,5 +69,18 @@ impl Params {
             Some(k) => Err(Error::Param { name: k.clone(), message: format!("unknown parameter (known: {})", known.join(", ")) }),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commas_inside_brackets_stay_in_the_value() {
+        let p = Params::parse("action=[0.5,1], size=64").unwrap();
+        assert_eq!(p.raw("action"), Some("[0.5,1]"));
+        assert_eq!(p.get("size", 0u32).unwrap(), 64);
+        assert!(Params::parse("novalue").is_err());
     }
 }
