@@ -273,7 +273,7 @@ def rollway_supports_out(binary: str) -> tuple[bool, str]:
 
 def rollway_cmd(binary: str, a, steps: int, out_dir: str, summary: str) -> list[str]:
     return [binary, "run", "--env", ENV_ID, "--agent", "random",
-            "--workers", str(a.rollway_workers), "--envs-per-worker", str(a.rollway_envs),
+            "--workers", str(a.rollway_workers), "--envs-per-worker", str(a.rollway_envs), "--mode", a.rollway_mode,
             "--steps", str(steps), "--seed", str(a.seed),
             "--out", out_dir, "--quiet", "--summary-json", summary]
 
@@ -367,7 +367,7 @@ def rollway_once(binary: str, steps: int, a, verify: bool) -> Rep:
 
 
 def bench_rollway(binary: str, steps: int, key: str, a) -> Case:
-    case = Case(f"rollway `run --out` (W={a.rollway_workers} E={a.rollway_envs})", key, steps)
+    case = Case(f"rollway `run --out` (W={a.rollway_workers} E={a.rollway_envs} {a.rollway_mode})", key, steps)
     import numpy  # noqa: F401  (import outside the timed read-back)
     import pyarrow.parquet  # noqa: F401
     if key == "rollway":  # untimed warm-up run (binary in page cache, pyarrow reader init)
@@ -506,7 +506,7 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
                      f"{c.bytes_per_step:.1f} | {fmt_secs(c.read_s)} | {fmt_secs(c.verify_s)} | "
                      f"{fmt_rate(c.verify_rate)} |")
         L += ["", f"Command: `rollway run --env {ENV_ID} --agent random --workers "
-              f"{a.rollway_workers} --envs-per-worker {a.rollway_envs} --steps S --seed {a.seed} "
+              f"{a.rollway_workers} --envs-per-worker {a.rollway_envs} --mode {a.rollway_mode} --steps S --seed {a.seed} "
               "--out DIR --quiet --summary-json S.json`; whole-process = `steps` / wall time of "
               "that process (process start, env construction, generating, writing and "
               "committing shards); `rollway verify DIR` is timed as a whole process too.", ""]
@@ -557,7 +557,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--skip", default="", help="comma list to skip: minari,rollway,rollway-big")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rollway-workers", type=int, default=2)
-    p.add_argument("--rollway-envs", type=int, default=16, help="rollway --envs-per-worker")
+    p.add_argument("--rollway-envs", type=int, default=256, help="rollway --envs-per-worker")
+    p.add_argument("--rollway-mode", default="async", choices=["sync", "async"], help="rollway --mode")
     p.add_argument("--no-verify", action="store_true", help="don't time `rollway verify DIR`")
     p.add_argument("--rollway-timeout", type=float, default=300.0, help="seconds before a rollway process is killed")
     p.add_argument("--tmpdir", help="where the temp dataset dirs go (default: the system temp dir)")

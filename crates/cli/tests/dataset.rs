@@ -1,0 +1,79 @@
+//! `run --out` appends, `inspect --json`, `verify`, `relabel`, and bad output paths.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rollway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rollway")).args(args).output().expect("binary runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn inspect(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(&rollway(&["inspect", dir.to_str().unwrap(), "--json"]))).unwrap()
+}
+
+#[test]
+fn record_append_inspect_relabel_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cp");
+    let d = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "50", "--out", d, "-q", "--filter", "kind=length,min=20,label=long"];
+        args.extend_from_slice(extra);
+        rollway(&args)
+    };
+    ok(&run(&[]));
+    let s = inspect(&dir);
+    assert_eq!(s["episodes"], 50);
+    let long = s["labels"]["long"].as_u64().unwrap();
+    assert!(long > 0 && long < 50);
+    // Same env again: appended as a second run with fresh episode ids.
+    ok(&run(&["--seed", "1"]));
+    let s = inspect(&dir);
+    assert_eq!((s["episodes"].as_u64(), s["runs"].as_u64()), (Some(100), Some(2)));
+    assert!(s["steps"].as_u64().unwrap() > 100 && s["bytes"].as_u64().unwrap() > 0);
+    // Another env: refused, exit 2, nothing touched.
+    let o = rollway(&["run", "--env", "MountainCar-v0", "--agent", "random", "--episodes", "2", "--out", d, "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("CartPole-v1"));
+    assert_eq!(inspect(&dir)["episodes"], 100);
+    // Relabel rewrites labels in the index only.
+    assert!(ok(&rollway(&["relabel", d, "--filter", "kind=length,max=15,label=short"])).contains("changed"));
+    let s = inspect(&dir);
+    assert!(s["labels"].get("long").is_none());
+    assert!(s["labels"]["short"].as_u64().unwrap() > 0);
+    assert!(ok(&rollway(&["verify", d])).starts_with("ok"));
+    // Damage one shard: verify reports it precisely and exits 1.
+    let shard = dir.join("steps/shard-000000.parquet");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 100);
+    std::fs::write(&shard, bytes).unwrap();
+    let o = rollway(&["verify", d]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("DAMAGED") && out.contains("shard 0"), "{out}");
+}
+
+#[test]
+fn unusable_output_paths_are_input_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("plain.txt");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("ds");
+    let o = rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "3", "--out", under_file.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("plain.txt"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A directory with other files in it is not taken over.
+    let o = rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "3", "--out", tmp.path().to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(std::fs::read_to_string(&file).unwrap() == "x");
+    let o = rollway(&["inspect", tmp.path().join("nothing").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = rollway(&["run", "--resume", tmp.path().join("nothing").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}
