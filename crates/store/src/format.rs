@@ -80,6 +80,21 @@ pub struct Metadata {
     pub frame_media: String,
     /// Every run, oldest first.
     pub runs: Vec<RunInfo>,
+    /// Committed totals when a writer last closed cleanly (informational: the
+    /// index is the source of truth, and a killed writer leaves these behind).
+    #[serde(default)]
+    pub counts: Counts,
+}
+
+/// Totals recorded in the metadata.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Committed episodes (given-up ones included).
+    pub episodes: u64,
+    /// Steps in committed episodes.
+    pub steps: u64,
+    /// Committed shards.
+    pub shards: u64,
 }
 
 /// Where an episode's frames are, for one frame key.

@@ -151,7 +151,7 @@ impl DatasetWriter {
                 }
                 m
             }
-            None => Metadata { format: "rollway".into(), format_version: format::FORMAT_VERSION, env, frame_keys: format::frame_keys(&obs), frame_media: cfg.frame_media.clone(), runs: vec![] },
+            None => Metadata { format: "rollway".into(), format_version: format::FORMAT_VERSION, env, frame_keys: format::frame_keys(&obs), frame_media: cfg.frame_media.clone(), runs: vec![], counts: Default::default() },
         };
         let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
         let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config };
@@ -294,9 +294,24 @@ impl Shards {
                     self.commit(&mut buf)?;
                     (steps, bytes) = (0, 0);
                 }
-                Err(RecvTimeoutError::Disconnected) => return self.commit(&mut buf),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.commit(&mut buf)?;
+                    return self.write_counts();
+                }
             }
         }
+    }
+
+    /// Refreshes the informational totals in `rollway.json` on a clean close.
+    fn write_counts(&self) -> Result<()> {
+        let mut meta = crate::reader::read_metadata(&self.paths)?;
+        let shards = load_shard_indexes(&self.paths)?;
+        meta.counts = format::Counts {
+            episodes: shards.iter().map(|s| s.episodes.len() as u64).sum(),
+            steps: shards.iter().flat_map(|s| &s.episodes).filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
+            shards: shards.len() as u64,
+        };
+        write_atomic(&self.paths.metadata(), &self.paths.tmp(), &serde_json::to_vec_pretty(&meta).expect("metadata serializes"))
     }
 
     /// Writes and commits one shard holding `buf`'s episodes.
