@@ -29,14 +29,8 @@ Progress goes to stderr; the markdown report goes to stdout (and to ``--out``).
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
 import os
-import platform
-import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,11 +38,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-ENV_ID = "CartPole-v1"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
+from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
+                      fmt_spread, load_summary, log, machine_note, module_versions, parse_list,
+                      resolve_binary, run_proc, write_report)
 
 
 # --------------------------------------------------------------------------- results
@@ -68,22 +61,7 @@ class Result:
 
     @property
     def spread(self) -> str:
-        return f"{fmt_rate(min(self.rates))} – {fmt_rate(max(self.rates))}"
-
-
-def fmt_rate(x: float) -> str:
-    if x >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if x >= 1e3:
-        return f"{x / 1e3:.1f}k"
-    return f"{x:.0f}"
-
-
-def fmt_ratio(num: Optional[float], den: float) -> str:
-    if num is None or den <= 0:
-        return "n/a"
-    r = num / den
-    return f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
+        return fmt_spread(self.rates)
 
 
 # --------------------------------------------------------------------------- timing core
@@ -210,34 +188,14 @@ def rollway_cmd(binary: str, w: int, e: int, steps: int, mode: str, out_json: st
             "--mode", mode, "--seed", "0", "--summary-json", out_json]
 
 
-class RollwayError(RuntimeError):
-    pass
-
-
 def rollway_once(binary: str, w: int, e: int, steps: int, mode: str,
                  timeout: float) -> tuple[dict, float]:
     """Run rollway once; return (summary JSON, whole-process wall seconds)."""
     with tempfile.TemporaryDirectory(prefix="rollway-bench-") as d:
         out_json = os.path.join(d, "summary.json")
         cmd = rollway_cmd(binary, w, e, steps, mode, out_json)
-        t = time.perf_counter()
-        try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise RollwayError(f"timed out after {timeout:.0f}s: {shlex.join(cmd)}") from exc
-        wall = time.perf_counter() - t
-        if p.returncode != 0:
-            tail = (p.stderr or p.stdout).decode(errors="replace").strip()[-800:]
-            raise RollwayError(f"exit {p.returncode}: {shlex.join(cmd)}\n{tail}")
-        try:
-            with open(out_json) as f:
-                summary = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise RollwayError(f"no/invalid summary JSON from {shlex.join(cmd)}: {exc}") from exc
-    for key in ("steps", "seconds", "steps_per_sec"):
-        if key not in summary:
-            raise RollwayError(f"summary JSON lacks {key!r}: {summary}")
+        wall = run_proc(cmd, timeout)
+        summary = load_summary(out_json, cmd, ("steps", "seconds", "steps_per_sec"))
     return summary, wall
 
 
@@ -276,59 +234,19 @@ def bench_rollway(binary: str, configs: list[tuple[int, int, str]], a) -> list[R
         results.append(r)
         log(f"  rollway {cfg}: {fmt_rate(r.median)} steps/s in-process, "
             f"{fmt_rate(statistics.median(whole))} steps/s whole-process "
-            f"(S={steps:,}, {fmt_rate(min(inproc))} – {fmt_rate(max(inproc))}, "
+            f"(S={steps:,}, {fmt_spread(inproc)}, "
             f"overhead {r.extra['overhead'] * 1000:.0f} ms)")
     return results
-
-
-def resolve_binary(path: str) -> Optional[str]:
-    cand = path if os.path.isabs(path) else os.path.abspath(path)
-    if os.path.isfile(cand) and os.access(cand, os.X_OK):
-        return cand
-    return None
 
 
 # --------------------------------------------------------------------------- machine note
 
 
-def machine_note(binary: Optional[str], load_start: tuple, load_end: tuple) -> list[str]:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    vers = {}
-    for mod in ("gymnasium", "envpool", "numpy"):
-        try:
-            vers[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001
-            vers[mod] = "not installed"
-    rv = "not found (skipped)"
-    if binary:
-        try:
-            rv = subprocess.run([binary, "--version"], capture_output=True, timeout=10,
-                                text=True).stdout.strip() or "?"
-        except Exception:  # noqa: BLE001
-            rv = "?"
-        rv = f"{rv} (`{binary}`)"
-    return [
-        f"- Date: {_dt.datetime.now().isoformat(timespec='seconds')}",
-        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable by this process)",
-        f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
-        f"- Load average (1/5/15 min) at start: {'/'.join(f'{x:.2f}' for x in load_start)}; "
-        f"at end: {'/'.join(f'{x:.2f}' for x in load_end)}",
-        f"- Python {platform.python_version()}; gymnasium {vers['gymnasium']}; "
-        f"envpool {vers['envpool']}; numpy {vers['numpy']}",
-        f"- rollway: {rv}",
-    ]
+def cartpole_machine_note(binary: Optional[str], load_start: tuple, load_end: tuple) -> list[str]:
+    vers = module_versions(("gymnasium", "envpool", "numpy"))
+    return machine_note(binary, load_start, load_end,
+                        packages=f"gymnasium {vers['gymnasium']}; envpool {vers['envpool']}; "
+                                 f"numpy {vers['numpy']}")
 
 
 # --------------------------------------------------------------------------- report
@@ -404,17 +322,9 @@ def render(results: list[Result], rw: list[Result], note: list[str], a, elapsed:
 # --------------------------------------------------------------------------- main
 
 
-def parse_list(s: str, typ=int) -> list:
-    return [typ(x) for x in s.split(",") if x.strip()]
-
-
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rollway", default="target/release/rollway", help="path to the rollway CLI binary")
-    p.add_argument("--quick", action="store_true", help="fewer configs and shorter repetitions (~1 min)")
-    p.add_argument("--out", help="also write the markdown report to this file")
-    p.add_argument("--reps", type=int, default=3, help="timed repetitions per config (median is reported)")
+    p = common_parser(__doc__, quick_help="fewer configs and shorter repetitions (~1 min)",
+                      reps_help="timed repetitions per config (median is reported)")
     p.add_argument("--skip", default="", help="comma list of peers to skip: gym-sync,gym-async,gym-numpy,envpool,rollway")
     p.add_argument("--gym-sync-n", type=parse_list, help="N values for Gymnasium SyncVectorEnv")
     p.add_argument("--gym-async-n", type=parse_list, help="N values for Gymnasium AsyncVectorEnv")
@@ -515,13 +425,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             rw = bench_rollway(binary, configs, a)
 
     elapsed = time.perf_counter() - t_start
-    note = machine_note(binary, load_start, os.getloadavg())
-    report = render(results, rw, note, a, elapsed)
-    print(report)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(report + "\n")
-        log(f"wrote {a.out}")
+    note = cartpole_machine_note(binary, load_start, os.getloadavg())
+    write_report(render(results, rw, note, a, elapsed) + "\n", a.out)
     return 0
 
 

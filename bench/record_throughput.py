@@ -36,13 +36,8 @@ JSON's in-process ``steps_per_sec`` is reported next to it. Medians of ``--reps`
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import glob
-import json
 import os
-import platform
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -53,31 +48,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
-ENV_ID = "CartPole-v1"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
+from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
+                      fmt_spread, load_summary, log, machine_note, module_versions, parse_list,
+                      resolve_binary, run_proc, write_report)
 
 # --------------------------------------------------------------------------- helpers
-
-
-def fmt_rate(x: Optional[float]) -> str:
-    if x is None:
-        return "n/a"
-    if x >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if x >= 1e3:
-        return f"{x / 1e3:.1f}k"
-    return f"{x:.0f}"
-
-
-def fmt_ratio(num: Optional[float], den: Optional[float]) -> str:
-    if num is None or den is None or den <= 0:
-        return "n/a"
-    r = num / den
-    return f"{r:,.0f}×" if r >= 100 else (f"{r:.1f}×" if r >= 10 else f"{r:.2f}×")
 
 
 def fmt_secs(x: Optional[float]) -> str:
@@ -131,9 +107,6 @@ class Case:
     @property
     def rate(self) -> Optional[float]:
         return med([r.steps / r.record_s for r in self.reps])
-
-    def spread(self, vals: list[float]) -> str:
-        return f"{fmt_rate(min(vals))} – {fmt_rate(max(vals))}" if vals else "n/a"
 
     @property
     def rates(self) -> list[float]:
@@ -247,17 +220,6 @@ def bench_minari(fmt: str, steps: int, a) -> Case:
 # --------------------------------------------------------------------------- rollway
 
 
-class RollwayError(RuntimeError):
-    pass
-
-
-def resolve_binary(path: str) -> Optional[str]:
-    cand = path if os.path.isabs(path) else os.path.abspath(path)
-    if os.path.isfile(cand) and os.access(cand, os.X_OK):
-        return cand
-    return None
-
-
 def rollway_supports_out(binary: str) -> tuple[bool, str]:
     try:
         p = subprocess.run([binary, "run", "--help"], capture_output=True, text=True, timeout=30)
@@ -276,20 +238,6 @@ def rollway_cmd(binary: str, a, steps: int, out_dir: str, summary: str) -> list[
             "--workers", str(a.rollway_workers), "--envs-per-worker", str(a.rollway_envs), "--mode", a.rollway_mode,
             "--steps", str(steps), "--seed", str(a.seed),
             "--out", out_dir, "--quiet", "--summary-json", summary]
-
-
-def run_proc(cmd: list[str], timeout: float) -> float:
-    t = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise RollwayError(f"timed out after {timeout:.0f}s: {shlex.join(cmd)}") from exc
-    wall = time.perf_counter() - t
-    if p.returncode != 0:
-        tail = (p.stderr or p.stdout).decode(errors="replace").strip()[-800:]
-        raise RollwayError(f"exit {p.returncode}: {shlex.join(cmd)}\n{tail}")
-    return wall
 
 
 def read_rollway_parquet(out_dir: str) -> int:
@@ -334,14 +282,7 @@ def rollway_once(binary: str, steps: int, a, verify: bool) -> Rep:
         summary_path = os.path.join(parent, "summary.json")
         cmd = rollway_cmd(binary, a, steps, out_dir, summary_path)
         wall = run_proc(cmd, a.rollway_timeout)
-        try:
-            with open(summary_path) as f:
-                summary = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise RollwayError(f"no/invalid summary JSON from {shlex.join(cmd)}: {exc}") from exc
-        for k in ("steps", "steps_per_sec"):
-            if k not in summary:
-                raise RollwayError(f"summary JSON lacks {k!r}: {summary}")
+        summary = load_summary(summary_path, cmd, ("steps", "steps_per_sec"))
         n_steps = int(summary["steps"])
         if not os.path.isdir(out_dir):
             raise RollwayError(f"`rollway run --out {out_dir}` wrote no dataset directory")
@@ -395,57 +336,26 @@ def bench_rollway(binary: str, steps: int, key: str, a) -> Case:
 # --------------------------------------------------------------------------- machine note
 
 
-def machine_note(binary: Optional[str], rollway_state: str, load_start: tuple,
-                 load_end: tuple) -> list[str]:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    vers = {}
-    for mod in ("gymnasium", "minari", "h5py", "pyarrow", "numpy", "jax"):
-        try:
-            vers[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001
-            vers[mod] = "not installed"
+def record_machine_note(binary: Optional[str], rollway_state: str, load_start: tuple,
+                        load_end: tuple) -> list[str]:
+    vers = module_versions(("gymnasium", "minari", "h5py", "pyarrow", "numpy", "jax"))
     try:
         import h5py
         hdf5 = h5py.version.hdf5_version
     except Exception:  # noqa: BLE001
         hdf5 = "?"
-    rv = "not found (skipped)"
-    if binary:
-        try:
-            rv = subprocess.run([binary, "--version"], capture_output=True, timeout=10,
-                                text=True).stdout.strip() or "?"
-        except Exception:  # noqa: BLE001
-            rv = "?"
-        rv = f"{rv} (`{binary}`)" + (f" — {rollway_state}" if rollway_state else "")
     tmp = None
     try:
         tmp = tempfile.gettempdir()
     except Exception:  # noqa: BLE001
         pass
-    return [
-        f"- Date: {_dt.datetime.now().isoformat(timespec='seconds')}",
-        f"- CPU: {cpu}; {os.cpu_count()} logical cores ({usable} usable by this process)",
-        f"- OS: {platform.system()} {platform.release()} ({platform.machine()}); "
-        f"datasets written under `{tmp}`",
-        f"- Load average (1/5/15 min) at start: {'/'.join(f'{x:.2f}' for x in load_start)}; "
-        f"at end: {'/'.join(f'{x:.2f}' for x in load_end)}",
-        f"- Python {platform.python_version()}; gymnasium {vers['gymnasium']}; "
-        f"minari {vers['minari']} (needs jax {vers['jax']} for `DataCollector`); "
-        f"h5py {vers['h5py']} (HDF5 {hdf5}); pyarrow {vers['pyarrow']}; numpy {vers['numpy']}",
-        f"- rollway: {rv}",
-    ]
+    return machine_note(
+        binary, load_start, load_end,
+        packages=f"gymnasium {vers['gymnasium']}; "
+                 f"minari {vers['minari']} (needs jax {vers['jax']} for `DataCollector`); "
+                 f"h5py {vers['h5py']} (HDF5 {hdf5}); pyarrow {vers['pyarrow']}; numpy {vers['numpy']}",
+        os_extra=f"; datasets written under `{tmp}`",
+        rollway_extra=f" — {rollway_state}" if rollway_state else "")
 
 
 # --------------------------------------------------------------------------- report
@@ -474,8 +384,8 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
             L.append(f"| {c.system} | {c.target_steps:,} | failed | | | | | |")
             continue
         ratio = "1.00× (reference)" if c is ref else (
-            "—" if c.key.startswith("rollway") else fmt_ratio(ref_rate, c.rate))
-        L.append(f"| {c.system} | {c.steps:,} | {fmt_rate(c.rate)} | {c.spread(c.rates)} | "
+            "—" if c.key.startswith("rollway") else fmt_ratio(ref_rate, c.rate, whole_from=100))
+        L.append(f"| {c.system} | {c.steps:,} | {fmt_rate(c.rate)} | {fmt_spread(c.rates)} | "
                  f"{ratio} | {c.bytes_per_step:.1f} | {fmt_secs(c.read_s)} | "
                  f"{fmt_rate(c.read_rate)} |")
     for system, why in skipped:
@@ -485,7 +395,7 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
     L.append("rollway / this = rollway's whole-process record rate at "
              f"{a.steps:,} steps ÷ that system's record rate"
              + (f" (with rollway's in-process `steps_per_sec`, {fmt_rate(ref_in)}: "
-                + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate)}" for c in others) + ")"
+                + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate, whole_from=100)}" for c in others) + ")"
                 if ref_in and others else "") + ". "
              "Read-back: Minari = `minari.load_dataset(id)` + `iterate_episodes()` touching "
              "observations/actions/rewards; rollway = `pyarrow.parquet.read_table` of every "
@@ -539,13 +449,9 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--rollway", default="target/release/rollway", help="path to the rollway CLI binary")
-    p.add_argument("--quick", action="store_true",
-                   help="fast run (~1 min): 10k steps (hdf5, rollway), 2k arrow steps, 1M big rollway steps")
-    p.add_argument("--out", help="also write the markdown report to this file")
-    p.add_argument("--reps", type=int, default=3, help="repetitions per system (median is reported)")
+    p = common_parser(__doc__, quick_help="fast run (~1 min): 10k steps (hdf5, rollway), 2k arrow "
+                                          "steps, 1M big rollway steps",
+                      reps_help="repetitions per system (median is reported)")
     p.add_argument("--steps", type=int, help="steps for Minari hdf5 and rollway (default 100000; --quick 10000)")
     p.add_argument("--arrow-steps", type=int,
                    help="steps for Minari arrow/parquet, whose cost is quadratic in episodes "
@@ -574,8 +480,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if a.tmpdir:
         os.makedirs(a.tmpdir, exist_ok=True)
         tempfile.tempdir = a.tmpdir
-    skip = {s.strip() for s in a.skip.split(",") if s.strip()}
-    formats = [f.strip() for f in a.minari_formats.split(",") if f.strip()]
+    skip = set(parse_list(a.skip, str))
+    formats = parse_list(a.minari_formats, str)
 
     warnings.filterwarnings("ignore")  # Minari warns about missing author/permalink/eval_env
     skipped: list[tuple[str, str]] = []
@@ -625,13 +531,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     # Report order: Minari first, then rollway.
     cases.sort(key=lambda c: (c.key.startswith("rollway"), c.key == "rollway-big"))
     elapsed = time.perf_counter() - t_start
-    note = machine_note(binary, rollway_state, load_start, os.getloadavg())
-    report = render(cases, note, a, elapsed, skipped)
-    print(report, end="")
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(report)
-        log(f"wrote {a.out}")
+    note = record_machine_note(binary, rollway_state, load_start, os.getloadavg())
+    write_report(render(cases, note, a, elapsed, skipped), a.out)
     return 0
 
 

@@ -36,6 +36,57 @@ pub enum Command {
     Verify(DataArgs),
     /// Re-run filters on a dataset's episodes, replacing their labels (index only).
     Relabel(RelabelArgs),
+    /// Iterate training batches from a dataset and report loader throughput.
+    Load(LoadArgs),
+}
+
+#[derive(Args)]
+#[command(after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json")]
+pub struct LoadArgs {
+    /// The dataset directory.
+    pub dir: PathBuf,
+    /// Steps per window (0 = whole episodes, padded to the longest).
+    #[arg(long, default_value_t = 16)]
+    pub clip: usize,
+    /// Steps between window starts.
+    #[arg(long, default_value_t = 1)]
+    pub stride: usize,
+    /// Windows per batch.
+    #[arg(long, default_value_t = 256)]
+    pub batch: usize,
+    /// Epochs to iterate.
+    #[arg(long, default_value_t = 1)]
+    pub epochs: u64,
+    /// Take windows running past an episode end too, padded (with a mask).
+    #[arg(long)]
+    pub pad: bool,
+    /// Keep dataset order instead of shuffling.
+    #[arg(long)]
+    pub no_shuffle: bool,
+    /// Sample windows with replacement.
+    #[arg(long)]
+    pub replacement: bool,
+    /// Shuffle seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Data-parallel rank of this process.
+    #[arg(long, default_value_t = 0)]
+    pub rank: usize,
+    /// Number of data-parallel ranks.
+    #[arg(long, default_value_t = 1)]
+    pub world_size: usize,
+    /// Threads assembling batches.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Batches prepared ahead.
+    #[arg(long, default_value_t = 4)]
+    pub prefetch: usize,
+    /// Only episodes with this label (repeatable: any of them).
+    #[arg(long)]
+    pub label: Vec<String>,
+    /// Print JSON: {"windows", "windows_per_sec", "mb_per_sec", ...}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -8,7 +8,7 @@ use rollway_core::{EpisodeResult, Space, Status};
 use rollway_runner::filter;
 use rollway_store::{Dataset, IndexEntry};
 
-use crate::args::{DataArgs, RelabelArgs};
+use crate::args::{DataArgs, LoadArgs, RelabelArgs};
 use crate::input;
 
 /// `rollway-data/<env>-NNN`, the first that does not exist yet.
@@ -135,5 +135,57 @@ pub fn relabel(a: &RelabelArgs) -> Result<bool> {
         other => anyhow::Error::from(other),
     })?;
     println!("relabelled: {changed} episode(s) changed labels");
+    Ok(true)
+}
+
+pub fn load(a: &LoadArgs) -> Result<bool> {
+    let ds = open(&a.dir)?;
+    let cfg = rollway_loader::LoaderConfig {
+        clip_len: a.clip,
+        stride: a.stride,
+        pad: a.pad,
+        batch_size: a.batch,
+        shuffle: !a.no_shuffle,
+        replacement: a.replacement,
+        seed: a.seed,
+        rank: a.rank,
+        world_size: a.world_size,
+        prefetch_batches: a.prefetch,
+        threads: a.threads,
+        drop_last: false,
+        select: rollway_loader::Selection { labels: a.label.clone(), ..Default::default() },
+    };
+    let opened = std::time::Instant::now();
+    let mut loader = input(rollway_loader::Loader::new(&ds, cfg).map_err(Into::into))?;
+    let setup = opened.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let (mut windows, mut bytes, mut batches) = (0u64, 0u64, 0u64);
+    for _ in 0..a.epochs {
+        while let Some(b) = loader.next_batch()? {
+            windows += b.len() as u64;
+            bytes += b.bytes() as u64;
+            batches += 1;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let v = serde_json::json!({
+        "windows": windows, "batches": batches, "epochs": a.epochs, "clip": loader.clip_len(),
+        "windows_per_sec": windows as f64 / secs, "mb_per_sec": bytes as f64 / 1e6 / secs,
+        "bytes": bytes, "seconds": secs, "setup_seconds": setup,
+        "episodes": loader.episodes().len(), "windows_per_epoch": loader.num_windows(),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
+    } else {
+        println!(
+            "  loaded {windows} windows of {} steps in {batches} batches over {} epoch(s): {}/s windows, {:.0} MB/s ({:.2} s, setup {:.2} s)",
+            loader.clip_len(),
+            a.epochs,
+            crate::progress::human(windows as f64 / secs),
+            bytes as f64 / 1e6 / secs,
+            secs,
+            setup
+        );
+    }
     Ok(true)
 }

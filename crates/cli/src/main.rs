@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => data::inspect(&a),
         Command::Verify(a) => data::verify(&a),
         Command::Relabel(a) => data::relabel(&a),
+        Command::Load(a) => data::load(&a),
     };
     match res {
         Ok(true) => ExitCode::SUCCESS,

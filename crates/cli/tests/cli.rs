@@ -19,8 +19,16 @@ fn summary(path: &Path) -> serde_json::Value {
 fn default_job_runs_and_writes_the_summary_keys() {
     let dir = tempfile::tempdir().unwrap();
     let js = dir.path().join("s.json");
-    let o = rollway(&["run", "--episodes", "8", "--env-opt", "size=64", "--quiet", "--summary-json", js.to_str().unwrap()]);
+    // The default job records into ./rollway-data/ of the working directory.
+    let o = Command::new(env!("CARGO_BIN_EXE_rollway"))
+        .args(["run", "--episodes", "8", "--env-opt", "size=64", "--quiet", "--summary-json", js.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+    let ds = rollway_store::Dataset::open(&dir.path().join("rollway-data/PixelMine-v0-000")).unwrap();
+    assert_eq!(ds.episodes().count(), 8, "the default job recorded its episodes");
+    assert!(rollway_store::verify(&ds).problems.is_empty());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("label diamond") || stdout.contains("episodes"), "{stdout}");
     let s = summary(&js);

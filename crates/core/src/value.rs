@@ -16,6 +16,13 @@ pub struct Array {
     pub data: Vec<u8>,
 }
 
+/// An empty uint8 array (shape `[0]`), e.g. a buffer before its first use.
+impl Default for Array {
+    fn default() -> Self {
+        Array { dtype: DType::U8, shape: vec![0], data: Vec::new() }
+    }
+}
+
 impl Array {
     /// An all-zero array.
     pub fn zeros(dtype: DType, shape: &[usize]) -> Array {

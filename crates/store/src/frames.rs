@@ -30,6 +30,68 @@ pub trait FrameMedia: Send + Sync {
     fn read(&self, path: &Path, frame_bytes: usize, start: u64, count: u64, out: &mut Vec<u8>) -> Result<()>;
     /// Checks that frames `start..start+count` are present (cheaply, without decoding everything).
     fn check(&self, path: &Path, frame_bytes: usize, start: u64, count: u64) -> Result<()>;
+    /// Opens a shard's frame file for random access from many threads.
+    fn open(&self, path: &Path, frame_bytes: usize) -> Result<Box<dyn FrameShard>>;
+}
+
+/// Random access to one shard's frames (positional reads: shareable across threads).
+pub trait FrameShard: Send + Sync {
+    /// Number of frames.
+    fn len(&self) -> u64;
+    /// True when there are no frames.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Decodes frame `i` into `out` (`frame_bytes` long).
+    fn frame(&self, i: u64, out: &mut [u8]) -> Result<()>;
+}
+
+struct RawShard {
+    file: File,
+    path: std::path::PathBuf,
+    frame_bytes: usize,
+    n: u64,
+}
+
+impl FrameShard for RawShard {
+    fn len(&self) -> u64 {
+        self.n
+    }
+    fn frame(&self, i: u64, out: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if i >= self.n {
+            return Err(Error::Corrupt { path: self.path.clone(), message: format!("frame {i} of {}", self.n) });
+        }
+        self.file.read_exact_at(out, i * self.frame_bytes as u64).io("reading", &self.path)
+    }
+}
+
+struct Lz4Shard {
+    file: File,
+    path: std::path::PathBuf,
+    offsets: Vec<u64>,
+    frame_bytes: usize,
+}
+
+impl FrameShard for Lz4Shard {
+    fn len(&self) -> u64 {
+        self.offsets.len() as u64 - 1
+    }
+    fn frame(&self, i: u64, out: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if i >= self.len() {
+            return Err(Error::Corrupt { path: self.path.clone(), message: format!("frame {i} of {}", self.len()) });
+        }
+        let (a, b) = (self.offsets[i as usize], self.offsets[i as usize + 1]);
+        // Compressed frames are small; a per-call buffer keeps this `&self` and thread-safe.
+        let mut comp = vec![0u8; (b - a) as usize];
+        self.file.read_exact_at(&mut comp, a).io("reading", &self.path)?;
+        let got = lz4_flex::block::decompress_into(&comp, out).map_err(|e| Error::Corrupt { path: self.path.clone(), message: format!("frame {i}: {e}") })?;
+        if got != self.frame_bytes {
+            return Err(Error::Corrupt { path: self.path.clone(), message: format!("frame {i} decodes to {got} bytes") });
+        }
+        Ok(())
+    }
 }
 
 /// Looks up a frame media by name.
@@ -79,6 +141,11 @@ impl FrameMedia for Raw {
         let n = out.len();
         out.resize(n + count as usize * frame_bytes, 0);
         f.read_exact(&mut out[n..]).io("reading", path)
+    }
+    fn open(&self, path: &Path, frame_bytes: usize) -> Result<Box<dyn FrameShard>> {
+        let file = File::open(path).io("opening", path)?;
+        let len = file.metadata().io("opening", path)?.len();
+        Ok(Box::new(RawShard { file, path: path.to_path_buf(), frame_bytes, n: len / frame_bytes.max(1) as u64 }))
     }
     fn check(&self, path: &Path, frame_bytes: usize, start: u64, count: u64) -> Result<()> {
         let len = std::fs::metadata(path).io("opening", path)?.len();
@@ -185,6 +252,10 @@ impl FrameMedia for Lz4 {
     fn check(&self, path: &Path, _frame_bytes: usize, start: u64, count: u64) -> Result<()> {
         let offs = Self::offsets(path)?;
         self.check_offsets(path, &offs, start, count)
+    }
+    fn open(&self, path: &Path, frame_bytes: usize) -> Result<Box<dyn FrameShard>> {
+        let offsets = Self::offsets(path)?;
+        Ok(Box::new(Lz4Shard { file: File::open(path).io("opening", path)?, path: path.to_path_buf(), offsets, frame_bytes }))
     }
 }
 

@@ -35,6 +35,6 @@ mod writer;
 pub use collector::Collector;
 pub use error::{Error, Result};
 pub use format::{IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
-pub use reader::{Dataset, EpisodeData};
+pub use reader::{Dataset, EpisodeData, ShardColumns};
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig};

@@ -33,6 +33,21 @@ pub struct EpisodeData {
     pub infos: Option<Vec<Info>>,
 }
 
+/// A shard's columns as native bytes, row-major per leaf (nulls as zeros).
+#[derive(Clone, Debug, Default)]
+pub struct ShardColumns {
+    /// One buffer per observation leaf (empty for frame leaves).
+    pub observations: Vec<Vec<u8>>,
+    /// One buffer per action leaf.
+    pub actions: Vec<Vec<u8>>,
+    /// Rewards.
+    pub rewards: Vec<f64>,
+    /// Termination flags (0/1).
+    pub terminations: Vec<u8>,
+    /// Truncation flags (0/1).
+    pub truncations: Vec<u8>,
+}
+
 /// An open dataset.
 pub struct Dataset {
     paths: Paths,
@@ -256,6 +271,45 @@ impl Dataset {
             actions,
             infos,
         })
+    }
+
+    /// Every row of shard `n`, column by column, as native bytes: what a loader
+    /// keeps in memory. Frame leaves are left out (open them with [`Dataset::open_frames`]).
+    pub fn shard_columns(&self, n: u32) -> Result<ShardColumns> {
+        let idx = self.shards.iter().find(|s| s.shard == n).ok_or(Error::NoEpisode(u64::MAX))?;
+        let batch = self.read_rows(n, 0, idx.rows)?;
+        let path = self.paths.shard(n);
+        let corrupt = |m: String| Error::Corrupt { path: path.clone(), message: m };
+        let col = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| corrupt(format!("no column `{name}`")));
+        let mut out = ShardColumns::default();
+        for leaf in self.obs.leaves() {
+            let mut bytes = Vec::new();
+            if !is_frame_leaf(leaf) {
+                leaf_bytes(col(&column_name("observations", leaf))?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
+            }
+            out.observations.push(bytes);
+        }
+        for leaf in self.act.leaves() {
+            let mut bytes = Vec::new();
+            leaf_bytes(col(&column_name("actions", leaf))?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
+            out.actions.push(bytes);
+        }
+        let r = col("rewards")?;
+        let r = r.as_any().downcast_ref::<Float64Array>().ok_or_else(|| corrupt("rewards are not float64".into()))?;
+        out.rewards = (0..r.len()).map(|i| if r.is_null(i) { 0.0 } else { r.value(i) }).collect();
+        for (name, dst) in [("terminations", &mut out.terminations), ("truncations", &mut out.truncations)] {
+            let c = col(name)?;
+            let b = c.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| corrupt(format!("{name} are not bool")))?;
+            *dst = (0..b.len()).map(|i| (!b.is_null(i) && b.value(i)) as u8).collect();
+        }
+        Ok(out)
+    }
+
+    /// Opens a shard's frames for a frame key, for random access.
+    pub fn open_frames(&self, key: &str, shard: u32) -> Result<Box<dyn frames::FrameShard>> {
+        let leaf = self.obs.leaves().iter().find(|l| column_name("observations", l) == key).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("no frame key `{key}`") })?;
+        let media = frames::media(&self.meta.frame_media).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("unknown frame media `{}`", self.meta.frame_media) })?;
+        media.open(&self.frames_path(key, shard), leaf.bytes())
     }
 
     /// The frames file of a shard for a key.

@@ -1,0 +1,189 @@
+"""Helpers shared by the bench scripts (cartpole_throughput.py, record_throughput.py,
+load_throughput.py).
+
+Formatting of rates/ratios for the markdown reports, the common command-line options,
+running the rollway CLI as a timed subprocess and reading its ``--summary-json``, the
+machine note at the top of each report, and writing the report out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from typing import Iterable, Optional
+
+ENV_ID = "CartPole-v1"
+
+
+def log(msg: str) -> None:
+    """Progress goes to stderr (the report goes to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt_rate(x: Optional[float]) -> str:
+    if x is None:
+        return "n/a"
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:.0f}"
+
+
+def fmt_ratio(num: Optional[float], den: Optional[float], *,
+              whole_from: Optional[float] = None) -> str:
+    """`num / den` as "N×": two decimals below 10, one from 10 on, and (when `whole_from`
+    is given) none, with thousands separators, from `whole_from` on. "n/a" when either
+    side is missing or `den` <= 0."""
+    if num is None or den is None or den <= 0:
+        return "n/a"
+    r = num / den
+    if whole_from is not None and r >= whole_from:
+        return f"{r:,.0f}×"
+    return f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
+
+
+def fmt_spread(vals: list[float]) -> str:
+    """"min – max" of some rates; "n/a" when there are none."""
+    return f"{fmt_rate(min(vals))} – {fmt_rate(max(vals))}" if vals else "n/a"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_list(s: str, typ=int) -> list:
+    """Comma list → list of `typ` (blank items dropped, items stripped)."""
+    return [typ(x.strip()) for x in s.split(",") if x.strip()]
+
+
+def common_parser(doc: str, *, quick_help: str, reps_help: str) -> argparse.ArgumentParser:
+    """Parser with the options every bench script has: --rollway, --quick, --out, --reps."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--rollway", default="target/release/rollway", help="path to the rollway CLI binary")
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.add_argument("--out", help="also write the markdown report to this file")
+    p.add_argument("--reps", type=int, default=3, help=reps_help)
+    return p
+
+
+def write_report(report: str, out: Optional[str]) -> None:
+    """`report` as is to stdout and, when `out` is given, to that file."""
+    print(report, end="")
+    if out:
+        with open(out, "w") as f:
+            f.write(report)
+        log(f"wrote {out}")
+
+
+# --------------------------------------------------------------------------- rollway process
+
+
+class RollwayError(RuntimeError):
+    pass
+
+
+def resolve_binary(path: str) -> Optional[str]:
+    """Absolute path of the rollway binary, or None when it is not an executable file."""
+    cand = path if os.path.isabs(path) else os.path.abspath(path)
+    if os.path.isfile(cand) and os.access(cand, os.X_OK):
+        return cand
+    return None
+
+
+def run_proc(cmd: list[str], timeout: float) -> float:
+    """Run `cmd` (output captured); return its wall seconds. RollwayError on a timeout or a
+    non-zero exit (with the tail of its output)."""
+    t = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise RollwayError(f"timed out after {timeout:.0f}s: {shlex.join(cmd)}") from exc
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        tail = (p.stderr or p.stdout).decode(errors="replace").strip()[-800:]
+        raise RollwayError(f"exit {p.returncode}: {shlex.join(cmd)}\n{tail}")
+    return wall
+
+
+def load_summary(path: str, cmd: list[str], keys: Iterable[str]) -> dict:
+    """The `--summary-json` file `cmd` wrote at `path`; RollwayError when it is missing,
+    invalid or lacks one of `keys`."""
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise RollwayError(f"no/invalid summary JSON from {shlex.join(cmd)}: {exc}") from exc
+    for key in keys:
+        if key not in summary:
+            raise RollwayError(f"summary JSON lacks {key!r}: {summary}")
+    return summary
+
+
+# --------------------------------------------------------------------------- machine note
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def usable_cores() -> Optional[int]:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count()
+
+
+def module_versions(mods: Iterable[str]) -> dict[str, str]:
+    vers = {}
+    for mod in mods:
+        try:
+            vers[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001
+            vers[mod] = "not installed"
+    return vers
+
+
+def rollway_version(binary: str) -> str:
+    try:
+        return subprocess.run([binary, "--version"], capture_output=True, timeout=10,
+                              text=True).stdout.strip() or "?"
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def machine_note(binary: Optional[str], load_start: tuple, load_end: tuple, *, packages: str,
+                 os_extra: str = "", rollway_extra: str = "") -> list[str]:
+    """The report's machine lines. `packages` follows "Python X.Y.Z; " on its line,
+    `os_extra` is appended to the OS line, `rollway_extra` to the rollway line when a
+    binary was found."""
+    rv = "not found (skipped)"
+    if binary:
+        rv = f"{rollway_version(binary)} (`{binary}`){rollway_extra}"
+    return [
+        f"- Date: {_dt.datetime.now().isoformat(timespec='seconds')}",
+        f"- CPU: {cpu_model()}; {os.cpu_count()} logical cores ({usable_cores()} usable by this process)",
+        f"- OS: {platform.system()} {platform.release()} ({platform.machine()}){os_extra}",
+        f"- Load average (1/5/15 min) at start: {'/'.join(f'{x:.2f}' for x in load_start)}; "
+        f"at end: {'/'.join(f'{x:.2f}' for x in load_end)}",
+        f"- Python {platform.python_version()}; {packages}",
+        f"- rollway: {rv}",
+    ]

@@ -1,0 +1,179 @@
+//! Coverage, resume equivalence, rank sharding, padding, `first` flags and equality
+//! of loaded values with what was recorded.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use rollway_core::{Array, Params, Value};
+use rollway_loader::{Batch, Loader, LoaderConfig, LoaderState, Selection};
+use rollway_store::{Collector, Dataset, DatasetWriter, WriterConfig};
+
+/// Episodes of varied lengths, several shards.
+fn cartpole(dir: &Path) {
+    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+    let w = DatasetWriter::create(dir, env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(5), ..Default::default() }).unwrap();
+    let mut c = Collector::new(env, w);
+    for s in 0..23u64 {
+        c.reset(Some(s)).unwrap();
+        let mut t = 0i64;
+        // Alternating keeps the pole up for a while; pushing one way ends it: lengths vary.
+        while !c.step_discrete(if t < 10 + s as i64 { t % 2 } else { 1 }).unwrap().terminated {
+            t += 1;
+        }
+    }
+    c.close().unwrap();
+}
+
+fn keys(b: &Batch) -> Vec<(i64, i64)> {
+    i64s(&b.episode_id).into_iter().zip(i64s(&b.step)).collect()
+}
+
+fn i64s(a: &Array) -> Vec<i64> {
+    assert_eq!(a.dtype, rollway_core::DType::I64);
+    a.data.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
+}
+
+fn epoch(l: &mut Loader) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    while let Some(b) = l.next_batch().unwrap() {
+        out.extend(keys(b));
+    }
+    out
+}
+
+fn cfg(batch: usize) -> LoaderConfig {
+    LoaderConfig { clip_len: 6, stride: 3, batch_size: batch, threads: 3, prefetch_batches: 2, seed: 5, ..Default::default() }
+}
+
+#[test]
+fn every_window_exactly_once_per_epoch_and_epochs_differ() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    let mut l = Loader::open(d.path(), cfg(7)).unwrap();
+    let all: BTreeSet<(i64, i64)> = l.windows().iter().map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64)).collect();
+    assert_eq!(all.len(), l.num_windows());
+    let e0 = epoch(&mut l);
+    assert_eq!(e0.len(), l.num_windows());
+    assert_eq!(e0.iter().copied().collect::<BTreeSet<_>>(), all);
+    let e1 = epoch(&mut l);
+    assert_eq!(e1.iter().copied().collect::<BTreeSet<_>>(), all);
+    assert_ne!(e0, e1, "a new epoch is a new shuffle");
+    assert_eq!(l.state(), LoaderState { epoch: 2, batches: 0 });
+    // Windows never cross an episode's end without padding.
+    for w in l.windows() {
+        assert!(w.start as usize + 6 <= l.episodes()[w.episode as usize].length);
+    }
+}
+
+#[test]
+fn interrupted_and_restored_equals_uninterrupted() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    let mut a = Loader::open(d.path(), cfg(4)).unwrap();
+    let _ = epoch(&mut a);
+    let full = epoch(&mut a); // epoch 1
+    let mut b = Loader::open(d.path(), cfg(4)).unwrap();
+    b.restore(LoaderState { epoch: 1, batches: 0 });
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        seen.extend(keys(b.next_batch().unwrap().unwrap()));
+    }
+    let saved = b.state();
+    assert_eq!(saved, LoaderState { epoch: 1, batches: 5 });
+    drop(b);
+    let mut c = Loader::open(d.path(), cfg(4)).unwrap();
+    c.restore(saved);
+    seen.extend(epoch(&mut c));
+    assert_eq!(seen, full);
+}
+
+#[test]
+fn ranks_are_disjoint_and_cover_the_epoch() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    let n = Loader::open(d.path(), cfg(5)).unwrap().num_windows();
+    let mut union = Vec::new();
+    for rank in 0..3 {
+        let mut l = Loader::open(d.path(), LoaderConfig { rank, world_size: 3, ..cfg(5) }).unwrap();
+        union.extend(epoch(&mut l));
+    }
+    let set: BTreeSet<_> = union.iter().copied().collect();
+    assert_eq!((union.len(), set.len()), (n, n));
+    assert!(Loader::open(d.path(), LoaderConfig { rank: 3, world_size: 3, ..cfg(5) }).is_err());
+}
+
+#[test]
+fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    let ds = Dataset::open(d.path()).unwrap();
+    let mut l = Loader::new(&ds, LoaderConfig { clip_len: 8, stride: 8, pad: true, batch_size: 3, ..Default::default() }).unwrap();
+    let mut checked = 0;
+    let mut padded = 0;
+    while let Some(b) = l.next_batch().unwrap() {
+        let (ids, steps) = (i64s(&b.episode_id), i64s(&b.step));
+        for (wi, (&id, &s)) in ids.iter().zip(&steps).enumerate() {
+            let ep = ds.read_episode(id as u64).unwrap();
+            let (s, t) = (s as usize, ep.rewards.len());
+            for k in 0..8 {
+                let i = wi * 8 + k;
+                let real = s + k < t;
+                assert_eq!(b.mask.data[i] == 1, real);
+                assert_eq!(b.first.data[i] == 1, s + k == 0);
+                let obs = &b.observations[0].1.data[i * 16..(i + 1) * 16];
+                let act = &b.actions[0].1.data[i * 8..(i + 1) * 8];
+                let rew = f64::from_ne_bytes(b.rewards.data[i * 8..(i + 1) * 8].try_into().unwrap());
+                if real {
+                    assert_eq!(obs, &ep.observations[0].1.data[(s + k) * 16..(s + k + 1) * 16]);
+                    assert_eq!(act, &ep.actions[0].1.data[(s + k) * 8..(s + k + 1) * 8]);
+                    assert_eq!(rew, ep.rewards[s + k]);
+                    assert_eq!(b.terminated.data[i] == 1, ep.terminations[s + k]);
+                } else {
+                    padded += 1;
+                    assert!(obs.iter().chain(act).all(|&x| x == 0) && rew == 0.0, "padding is zeroed");
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, l.num_windows());
+    assert!(padded > 0);
+}
+
+#[test]
+fn frames_whole_episodes_replacement_and_selection() {
+    let d = tempfile::tempdir().unwrap();
+    let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=9").unwrap()).unwrap();
+    let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(2), ..Default::default() }).unwrap();
+    let mut c = Collector::new(env, w);
+    for s in 0..5u64 {
+        c.reset(Some(s)).unwrap();
+        for a in 0..(5 + s as i64) {
+            c.step(&Value::Array(Array::scalar_i64(1 + a % 5))).unwrap();
+        }
+    }
+    c.close().unwrap();
+    let ds = Dataset::open(d.path()).unwrap();
+    // Whole episodes: one window each, padded to the longest; rgb frames decoded from LZ4.
+    let mut l = Loader::new(&ds, LoaderConfig { clip_len: 0, batch_size: 2, shuffle: false, ..Default::default() }).unwrap();
+    assert_eq!((l.num_windows(), l.clip_len()), (5, 9));
+    let rgb_bytes = 16 * 16 * 3;
+    let mut n = 0;
+    while let Some(b) = l.next_batch().unwrap() {
+        let (name, rgb) = &b.observations[1];
+        assert_eq!(name, "observations/rgb");
+        assert_eq!(rgb.shape, [b.len(), 9, 16, 16, 3]);
+        for (wi, &id) in i64s(&b.episode_id).iter().enumerate() {
+            let ep = ds.read_episode(id as u64).unwrap();
+            let t = ep.rewards.len();
+            let want = &ep.observations[1].1.data[..t * rgb_bytes];
+            assert_eq!(&rgb.data[wi * 9 * rgb_bytes..wi * 9 * rgb_bytes + t * rgb_bytes], want);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 5);
+    let mut r = Loader::new(&ds, LoaderConfig { clip_len: 3, batch_size: 4, replacement: true, ..Default::default() }).unwrap();
+    assert_eq!(epoch(&mut r).len(), r.num_windows());
+    let only_long = Loader::new(&ds, LoaderConfig { clip_len: 3, select: Selection { min_length: Some(8), ..Default::default() }, ..Default::default() }).unwrap();
+    assert!(only_long.episodes().iter().all(|e| e.length >= 8) && only_long.episodes().len() == 2);
+}
