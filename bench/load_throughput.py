@@ -12,7 +12,7 @@ per second each loader delivers in batches of ``--batch`` (default 256):
   (obs float32 [N,4], actions int64, rewards float64, terminations, truncations), the
   valid window starts built from the index JSON, shuffled with ``np.random.default_rng``
   and every batch gathered with ``np.take(arr, idx[:, None] + arange(clip), axis=0)`` into
-  [256, 16, ...] arrays; one full epoch (shuffle included) per repetition.
+  [256, 16, ...] arrays; ``--epochs`` full epochs (shuffle included) per repetition.
 * TorchRL: ``ReplayBuffer(storage=LazyTensorStorage(N), sampler=SliceSampler(slice_len=16,
   traj_key="episode", cache_values=True, strict_length=True), batch_size=256*16)`` filled
   with a TensorDict of the same transitions; ``rb.sample()`` timed over as many batches
@@ -209,6 +209,11 @@ def bytes_per_window(d: Data, clip: int) -> int:
                    + d.terminations.itemsize + d.truncations.itemsize)
 
 
+def bytes_per_window_default(clip: int) -> int:
+    """CartPole: obs 4×f32 + action i64 + reward f64 + 2 bools per step."""
+    return clip * (16 + 8 + 8 + 1 + 1)
+
+
 def bench_numpy(d: Data, starts, a) -> Result:
     import numpy as np
 
@@ -220,8 +225,12 @@ def bench_numpy(d: Data, starts, a) -> Result:
         raise RuntimeError("window index crosses an episode end (bug in window_starts)")
     rng = np.random.default_rng(a.seed)
     numpy_epoch(d, starts[: max(a.batch * 20, 1)], a.clip, a.batch, rng)  # warm-up
-    for i in range(a.reps):
-        n, secs, _ = numpy_epoch(d, starts, a.clip, a.batch, rng)
+    for i in range(a.reps):  # a rep = --epochs shuffled epochs, the same work as rollway's
+        n = secs = 0
+        for _ in range(a.epochs):
+            n_e, s_e, _ = numpy_epoch(d, starts, a.clip, a.batch, rng)
+            n += n_e
+            secs += s_e
         res.rates.append(n / secs)
         res.windows.append(n)
         res.seconds.append(secs)
@@ -534,7 +543,7 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
         if r.error and not r.rates:
             L.append(f"| {r.system} | skipped | {r.error.splitlines()[0]} | | |")
             continue
-        ratio = "1.00× (reference)" if r is rw else fmt_ratio(ref, r.rate)
+        ratio = "1.00× (reference)" if r is rw else fmt_ratio(ref, r.rate, whole_from=100)
         L.append(f"| {r.system} | {fmt_rate(r.rate)} | {fmt_spread(r.rates)} | "
                  f"{int(statistics.median(r.windows)):,} | {ratio} |")
     L.append("")
@@ -562,7 +571,11 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
                  f"{fmt_rate(med(rw.extra['wall_rates']))} windows/s; JSON `windows` = "
                  f"{int(statistics.median(rw.windows)):,} for `--epochs {a.epochs}` "
                  f"(one epoch here = {info['windows']:,}); implied "
-                 f"{'n/a' if bpw is None else f'{bpw:,.0f}'} bytes/window. Last JSON: `{json.dumps(js)}`")
+                 f"{'n/a' if bpw is None else f'{bpw:,.0f}'} bytes/window (numpy's five fields: "
+                 f"{bytes_per_window_default(a.clip)}); JSON `setup_seconds` (not in its rate) "
+                 f"{fmt_secs(js['setup_seconds']) if isinstance(js.get('setup_seconds'), (int, float)) else 'n/a'}; "
+                 "rollway assembles batches on its default `--threads` (2 in this build), the numpy "
+                 f"and TorchRL loops run on one core. Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
     else:
         why = rw.error.splitlines()[0] if rw and rw.error else "not run"
         L.append(f"**Bandwidth:** rollway not measured ({why}); `np.copyto` memcpy "
@@ -575,8 +588,8 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
     if np_r:
         bpw = np_r.extra["bytes_per_window"]
         L.append(f"- numpy gather: pyarrow read + numpy conversion of the shards took "
-                 f"{fmt_secs(info.get('load_s'))} (not in the rate); each rep = `rng.permutation` of "
-                 f"the window starts + one full epoch of `np.take` gathers of obs/actions/rewards/"
+                 f"{fmt_secs(info.get('load_s'))} (not in the rate); each rep = {a.epochs} epochs (as "
+                 f"rollway's `--epochs`), each `rng.permutation` of the window starts + a full pass of `np.take` gathers of obs/actions/rewards/"
                  f"terminations/truncations into [{a.batch},{a.clip},…] arrays ({bpw} bytes/window "
                  f"→ {np_r.rate * bpw / 1e6:,.0f} MB/s at the median rate).")
     tr = next((r for r in results if r.key == "torchrl"), None)
@@ -617,13 +630,13 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = common_parser(__doc__, quick_help="fast run (~1 min): same 300k-step data, 20k-step Minari "
-                                          "dataset, 1 s Minari box, TorchRL capped at 2 s, 1 rollway epoch",
+                                          "dataset, 1 s Minari box, TorchRL capped at 2 s, 3 rollway epochs",
                       reps_help="repetitions per system (median is reported)")
     p.add_argument("--steps", type=int, default=300_000, help="steps in the rollway dataset")
     p.add_argument("--dataset", help="use this existing rollway dataset dir instead of making one")
     p.add_argument("--clip", type=int, default=16, help="window length in steps")
     p.add_argument("--batch", type=int, default=256, help="windows per batch")
-    p.add_argument("--epochs", type=int, help="rollway load --epochs (default 3; --quick 1)")
+    p.add_argument("--epochs", type=int, help="rollway load --epochs (default 10; --quick 3)")
     p.add_argument("--minari-steps", type=int,
                    help="steps in the Minari dataset (default --steps; --quick 20000)")
     p.add_argument("--minari-s", type=float, help="seconds per Minari repetition (default 3; --quick 1)")
@@ -639,7 +652,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--tmpdir", help="where the temp dataset dirs go (default: the system temp dir)")
     a = p.parse_args(argv)
     if a.epochs is None:
-        a.epochs = 1 if a.quick else 3
+        a.epochs = 3 if a.quick else 10
     if a.minari_steps is None:
         a.minari_steps = 20_000 if a.quick else a.steps
     if a.torchrl_max_s is None:
