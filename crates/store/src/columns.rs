@@ -75,6 +75,8 @@ impl Columns {
     /// Builds one shard's batch; `ids[i]` is the dataset episode id of `episodes[i]`.
     pub fn batch(&self, episodes: &[&EpisodeResult], ids: &[u64]) -> Result<RecordBatch> {
         let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
+        // Checked once here; every column below walks these.
+        let trajs = episodes.iter().map(|e| traj(e)).collect::<Result<Vec<_>>>()?;
         let mut last = Vec::with_capacity(rows);
         let (mut eid, mut step) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         for (e, &id) in episodes.iter().zip(ids) {
@@ -90,8 +92,7 @@ impl Columns {
         let (ob, ab) = (self.obs.row_bytes(), self.act.row_bytes());
         for leaf in self.obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
             let mut bytes = Vec::with_capacity(rows * leaf.bytes());
-            for e in episodes {
-                let t = traj(e)?;
+            for t in &trajs {
                 for row in t.obs.chunks_exact(ob) {
                     bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
                 }
@@ -100,8 +101,8 @@ impl Columns {
         }
         for leaf in self.act.leaves() {
             let mut bytes = Vec::with_capacity(rows * leaf.bytes());
-            for e in episodes {
-                for row in traj(e)?.actions.chunks_exact(ab) {
+            for t in &trajs {
+                for row in t.actions.chunks_exact(ab) {
                     bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
                 }
                 bytes.resize(bytes.len() + leaf.bytes(), 0);
@@ -110,8 +111,7 @@ impl Columns {
         }
         let mut rewards = Vec::with_capacity(rows);
         let (mut term, mut trunc) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-        for e in episodes {
-            let t = traj(e)?;
+        for t in &trajs {
             rewards.extend(t.rewards.iter().map(|&r| Some(r)));
             rewards.push(None);
             term.extend(t.terminations.iter().map(|&x| Some(x)));
@@ -124,8 +124,7 @@ impl Columns {
         cols.push(Arc::new(BooleanArray::from(trunc)));
         if self.infos {
             let mut infos: Vec<Option<String>> = Vec::with_capacity(rows);
-            for e in episodes {
-                let t = traj(e)?;
+            for (e, t) in episodes.iter().zip(&trajs) {
                 infos.extend((0..=e.length as usize).map(|i| t.infos.get(i).map(Info::to_json)));
             }
             cols.push(Arc::new(StringArray::from(infos)));

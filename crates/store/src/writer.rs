@@ -186,7 +186,7 @@ impl DatasetWriter {
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
-        let mut shard = Shards { paths: o.paths.clone(), columns, media, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), _lock: o.lock };
+        let mut shard = Shards { paths: o.paths.clone(), columns, media, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
         let flag = failed.clone();
         let root = o.paths.root.clone();
         let handle = std::thread::Builder::new()
@@ -216,8 +216,16 @@ impl DatasetWriter {
         Error::WriterGone(self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "writer thread ended".into()))
     }
 
+    fn check_alive(&self) -> Result<()> {
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            Some(m) => Err(Error::WriterGone(m)),
+            None => Ok(()),
+        }
+    }
+
     /// Queues an episode (its `index` is its run index); blocks while the queue is full.
     pub fn write(&self, episode: EpisodeResult) -> Result<()> {
+        self.check_alive()?;
         if episode.status != Status::GivenUp {
             traj(&episode)?;
         }
@@ -227,6 +235,7 @@ impl DatasetWriter {
 
     /// Commits everything queued so far.
     pub fn flush(&self) -> Result<()> {
+        self.check_alive()?;
         let (rtx, rrx) = bounded(1);
         let tx = self.tx.as_ref().expect("open until finish");
         tx.send(Msg::Flush(rtx)).map_err(|_| self.gone())?;
@@ -257,6 +266,9 @@ struct Shards {
     next: u32,
     run: RunInfo,
     stats: WriteStats,
+    /// Shared with the handle: set before a failed flush is answered, so a writer that
+    /// reported an error refuses every later episode instead of queueing it.
+    failed: Arc<Mutex<Option<String>>>,
     _lock: std::fs::File,
 }
 
@@ -284,6 +296,9 @@ impl Shards {
                 Ok(Msg::Flush(reply)) => {
                     let r = self.commit(&mut buf);
                     (steps, bytes) = (0, 0);
+                    if let Err(e) = &r {
+                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    }
                     let failed = r.as_ref().err().map(|e| Error::WriterGone(e.to_string()));
                     let _ = reply.send(r);
                     if let Some(e) = failed {
