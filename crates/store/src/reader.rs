@@ -225,36 +225,32 @@ impl Dataset {
         let batch = self.read_rows(entry.shard, entry.row_start, entry.rows)?;
         let path = self.paths.shard(entry.shard);
         let corrupt = |m: String| Error::Corrupt { path: path.clone(), message: format!("episode {id}: {m}") };
-        let col = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| corrupt(format!("no column `{name}`")));
+        let cols = self.columns_of(&batch, &path).map_err(|e| match e {
+            Error::Corrupt { message, .. } => corrupt(message),
+            other => other,
+        })?;
         let (t1, t) = (entry.rows as usize, entry.length as usize);
         let mut observations = Vec::new();
-        for leaf in self.obs.leaves() {
+        for (leaf, mut bytes) in self.obs.leaves().iter().zip(cols.observations) {
             let name = column_name("observations", leaf);
-            let mut bytes = Vec::with_capacity(t1 * leaf.bytes());
             if is_frame_leaf(leaf) {
                 let media = frames::media(&self.meta.frame_media).ok_or_else(|| corrupt(format!("unknown frame media {}", self.meta.frame_media)))?;
                 let fr = entry.frames.get(&name).ok_or_else(|| corrupt(format!("no frames for `{name}`")))?;
                 media.read(&self.paths.frames(&name, entry.shard, media.ext()), leaf.bytes(), fr.start, fr.count, &mut bytes)?;
-            } else {
-                leaf_bytes(col(&name)?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
             }
             observations.push((name, stacked(leaf, t1, bytes)));
         }
-        let mut actions = Vec::new();
-        for leaf in self.act.leaves() {
-            let name = column_name("actions", leaf);
-            let mut bytes = Vec::with_capacity(t1 * leaf.bytes());
-            leaf_bytes(col(&name)?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
-            bytes.truncate(t * leaf.bytes());
-            actions.push((name, stacked(leaf, t, bytes)));
-        }
-        let rewards = col("rewards")?;
-        let rewards = rewards.as_any().downcast_ref::<Float64Array>().ok_or_else(|| corrupt("rewards are not float64".into()))?;
-        let flags = |name: &str| -> Result<Vec<bool>> {
-            let c = col(name)?;
-            let b = c.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| corrupt(format!("{name} are not bool")))?;
-            Ok((0..t).map(|i| b.value(i)).collect())
-        };
+        let actions = self
+            .act
+            .leaves()
+            .iter()
+            .zip(cols.actions)
+            .map(|(leaf, mut bytes)| {
+                // The final observation row has no action.
+                bytes.truncate(t * leaf.bytes());
+                (column_name("actions", leaf), stacked(leaf, t, bytes))
+            })
+            .collect();
         let infos = match batch.column_by_name("infos") {
             None => None,
             Some(c) => {
@@ -262,10 +258,11 @@ impl Dataset {
                 Some((0..t1).map(|i| if s.is_null(i) { Ok(Info::new()) } else { serde_json::from_str(s.value(i)).map_err(|e| corrupt(format!("info row {i}: {e}"))) }).collect::<Result<_>>()?)
             }
         };
+        let flags = |v: &[u8]| v[..t].iter().map(|&x| x != 0).collect();
         Ok(EpisodeData {
-            rewards: (0..t).map(|i| rewards.value(i)).collect(),
-            terminations: flags("terminations")?,
-            truncations: flags("truncations")?,
+            rewards: cols.rewards[..t].to_vec(),
+            terminations: flags(&cols.terminations),
+            truncations: flags(&cols.truncations),
             entry,
             observations,
             actions,
@@ -278,8 +275,12 @@ impl Dataset {
     pub fn shard_columns(&self, n: u32) -> Result<ShardColumns> {
         let idx = self.shards.iter().find(|s| s.shard == n).ok_or(Error::NoEpisode(u64::MAX))?;
         let batch = self.read_rows(n, 0, idx.rows)?;
-        let path = self.paths.shard(n);
-        let corrupt = |m: String| Error::Corrupt { path: path.clone(), message: m };
+        self.columns_of(&batch, &self.paths.shard(n))
+    }
+
+    /// A batch's columns as native bytes (frame leaves empty, nulls as zeros).
+    fn columns_of(&self, batch: &RecordBatch, path: &Path) -> Result<ShardColumns> {
+        let corrupt = |m: String| Error::Corrupt { path: path.to_path_buf(), message: m };
         let col = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| corrupt(format!("no column `{name}`")));
         let mut out = ShardColumns::default();
         for leaf in self.obs.leaves() {
