@@ -353,6 +353,7 @@ impl Shards {
         let mut committed: Vec<(PathBuf, PathBuf)> = vec![(pq_tmp, self.paths.shard(n))];
         self.stats.bytes += parquet_bytes;
         let ob = self.columns.obs.row_bytes();
+        let mut keys = Vec::new();
         for leaf in self.columns.obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
             let key = format::column_name("observations", leaf);
             let path = tmp.join(format!("frames-{}-{n:06}.partial", key.replace('/', ".")));
@@ -366,6 +367,7 @@ impl Shards {
             let dir = self.paths.frames_dir(&key);
             std::fs::create_dir_all(&dir).io("creating", &dir)?;
             committed.push((path, self.paths.frames(&key, n, self.media.ext())));
+            keys.push(key);
         }
         for (from, to) in &committed {
             std::fs::rename(from, to).io("renaming into", to)?;
@@ -373,7 +375,6 @@ impl Shards {
         for (_, to) in &committed {
             sync_dir(to.parent().unwrap_or(Path::new(".")))?;
         }
-        let keys: Vec<String> = self.columns.obs.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| format::column_name("observations", l)).collect();
         let mut row = 0u64;
         let episodes = buf
             .drain(..)
