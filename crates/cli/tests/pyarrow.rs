@@ -1,23 +1,14 @@
 //! Issue 3 bar: pyarrow reads every step shard with the documented schema.
-//! CI sets ROLLWAY_REQUIRE_PYARROW=1 (and ROLLWAY_PYTHON to a venv with pyarrow);
+//! CI sets ROLLWAY_REQUIRE_PEERS=1 (and ROLLWAY_PYTHON to a venv with the peers);
 //! elsewhere the check is skipped, loudly, when pyarrow is not installed.
+
+mod common;
 
 use std::process::Command;
 
-fn python() -> Option<String> {
-    let py = std::env::var("ROLLWAY_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&py).args(["-c", "import pyarrow"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return Some(py);
-    }
-    assert!(std::env::var_os("ROLLWAY_REQUIRE_PYARROW").is_none(), "ROLLWAY_REQUIRE_PYARROW is set but `{py}` cannot import pyarrow");
-    eprintln!("SKIPPED: pyarrow is not importable by `{py}`; set ROLLWAY_PYTHON to a Python that has it");
-    None
-}
-
 #[test]
 fn pyarrow_reads_every_shard_with_the_documented_schema() {
-    let Some(py) = python() else { return };
+    let Some(py) = common::peer_python(&["pyarrow"]) else { return };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/python/check_parquet.py");
     let tmp = tempfile::tempdir().unwrap();
     let jobs: [&[&str]; 3] = [

@@ -1,0 +1,56 @@
+//! Shared helpers for the integration tests that check our output with the real
+//! Python peers (pyarrow, minari, PyAV, Pillow). CI sets `ROLLWAY_PYTHON` to a venv
+//! that has them all and `ROLLWAY_REQUIRE_PEERS=1`, which turns a missing peer into a
+//! failure; elsewhere such a check is skipped, loudly.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+/// A Python that can import every module in `modules`, or `None` (test skipped).
+pub fn peer_python(modules: &[&str]) -> Option<String> {
+    let py = std::env::var("ROLLWAY_PYTHON").unwrap_or_else(|_| "python3".into());
+    let imports = format!("import {}", modules.join(", "));
+    let ok = Command::new(&py).args(["-c", &imports]).output().is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(py);
+    }
+    assert!(std::env::var_os("ROLLWAY_REQUIRE_PEERS").is_none(), "ROLLWAY_REQUIRE_PEERS is set but `{py}` cannot `{imports}`");
+    eprintln!("SKIPPED: `{py}` cannot `{imports}`; set ROLLWAY_PYTHON to a Python that has them (tests/python/requirements.txt)");
+    None
+}
+
+/// Path of a script in `tests/python/`.
+pub fn script(name: &str) -> String {
+    format!("{}/../../tests/python/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `py script args…` and panics with its output when it fails.
+pub fn run_script(py: &str, name: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let mut c = Command::new(py);
+    c.arg(script(name));
+    for a in args {
+        c.arg(a);
+    }
+    let o = c.output().unwrap();
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{name} {:?} failed:\n{out}", args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>());
+    out
+}
+
+/// Runs the `rollway` binary and panics with its stderr when it fails.
+pub fn rollway(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rollway"));
+    for a in args {
+        c.arg(a);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "rollway {:?}: {}", args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// True when `p` exists.
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

@@ -1,0 +1,68 @@
+//! Image codecs for rollway's frame stores: H.264 in mp4 through FFmpeg's libraries
+//! (libx264 to encode, libavcodec to decode, libavformat for mp4) and JPEG through
+//! libjpeg-turbo. The store decides where bytes go; this crate only turns frames into
+//! bytes and back.
+//!
+//! ```
+//! use rollway_media::h264::{decode_range, encode, Decoder, H264Options};
+//! // Eight 16×16 RGB frames, a gradient that moves.
+//! let frames: Vec<Vec<u8>> = (0..8u8).map(|t| (0..16 * 16 * 3).map(|i| (i as u8).wrapping_add(t * 8)).collect()).collect();
+//! let enc = encode(frames.iter().map(|f| f.as_slice()), 16, 16, &H264Options::default())?;
+//! assert_eq!(enc.packets.len(), 8); // one packet per frame, none dropped
+//! let mut dec = Decoder::new(&enc.extradata, 16, 16)?;
+//! let mut got = Vec::new();
+//! decode_range(&mut dec, &enc.packets, 3, 6, &mut |i, rgb| { got.push((i, rgb.len())); Ok(()) })?;
+//! assert_eq!(got, vec![(3, 768), (4, 768), (5, 768)]);
+//! # Ok::<(), rollway_media::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod h264;
+pub mod jpeg;
+pub mod mp4;
+
+use std::path::PathBuf;
+use std::sync::Once;
+
+/// What can go wrong turning frames into bytes and back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The codec library refused or failed.
+    #[error("codec error: {0}")]
+    Codec(String),
+    /// The frames cannot be stored this way (odd size, channel count…).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// A media file could not be written or read.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Result with this crate's error.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// PSNR in dB between two equally long byte images (∞ when equal).
+pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len(), "psnr of differently sized images");
+    let se: f64 = a.iter().zip(b).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum();
+    if se == 0.0 {
+        return f64::INFINITY;
+    }
+    10.0 * (255.0f64 * 255.0 / (se / a.len() as f64)).log10()
+}
+
+pub(crate) fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = ffmpeg_next::init();
+        // libx264 and the muxer talk on stderr at INFO level; errors surface as values.
+        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Error);
+    });
+}
