@@ -62,7 +62,8 @@ pub(crate) fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = ffmpeg_next::init();
-        // libx264 and the muxer talk on stderr at INFO level; errors surface as values.
-        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Error);
+        // libx264, the demuxer and the decoder talk on stderr; every failure reaches the
+        // caller as an error value with its path, so their chatter is noise.
+        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Fatal);
     });
 }

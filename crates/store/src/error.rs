@@ -48,6 +48,12 @@ pub enum Error {
         /// What differs.
         message: String,
     },
+    /// Frames cannot be stored with the chosen media (odd size for H.264, channels…).
+    #[error("frame media: {0}")]
+    Unsupported(String),
+    /// Encoding frames failed.
+    #[error("encoding frames: {0}")]
+    Encode(String),
     /// Another process is writing the dataset.
     #[error("{path} is being written by another process (lock held)")]
     Locked {

@@ -236,7 +236,7 @@ impl Dataset {
             if is_frame_leaf(leaf) {
                 let media = frames::media(&self.meta.frame_media).ok_or_else(|| corrupt(format!("unknown frame media {}", self.meta.frame_media)))?;
                 let fr = entry.frames.get(&name).ok_or_else(|| corrupt(format!("no frames for `{name}`")))?;
-                media.read(&self.paths.frames(&name, entry.shard, media.ext()), leaf.bytes(), fr.start, fr.count, &mut bytes)?;
+                media.read(&self.paths.frames(&name, entry.shard, media.ext()), &frames::Geom::of(leaf), fr.start, fr.count, &mut bytes)?;
             }
             observations.push((name, stacked(leaf, t1, bytes)));
         }
@@ -310,7 +310,7 @@ impl Dataset {
     pub fn open_frames(&self, key: &str, shard: u32) -> Result<Box<dyn frames::FrameShard>> {
         let leaf = self.obs.leaves().iter().find(|l| column_name("observations", l) == key).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("no frame key `{key}`") })?;
         let media = frames::media(&self.meta.frame_media).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("unknown frame media `{}`", self.meta.frame_media) })?;
-        media.open(&self.frames_path(key, shard), leaf.bytes())
+        media.open(&self.frames_path(key, shard), &frames::Geom::of(leaf))
     }
 
     /// The frames file of a shard for a key.

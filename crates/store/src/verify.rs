@@ -42,6 +42,7 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
         r.shards += 1;
         let n = shard.shard;
         let mut bad = |episode: Option<u64>, message: String| r.problems.push(Problem { shard: n, episode, message });
+        let mut opened: std::collections::HashMap<String, std::result::Result<Box<dyn frames::FrameShard>, String>> = Default::default();
         let path = ds.paths().shard(n);
         match std::fs::metadata(&path) {
             Ok(m) if m.len() != shard.parquet_bytes => bad(None, format!("{} is {} bytes, the index says {}", path.display(), m.len(), shard.parquet_bytes)),
@@ -109,18 +110,24 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
                     bad(id, format!("final step flags do not say {:?}", e.status));
                 }
             }
-            if let Some(media) = frames::media(&ds.metadata().frame_media) {
-                for leaf in ds.obs_layout().leaves().iter().filter(|l| is_frame_leaf(l)) {
-                    let key = crate::format::column_name("observations", leaf);
-                    match e.frames.get(&key) {
-                        None => bad(id, format!("no frames recorded for {key}")),
-                        Some(f) if f.count != e.rows => bad(id, format!("{} frames for {} observations", f.count, e.rows)),
-                        Some(f) => {
-                            // Decode, not just locate: a frame that does not decode is damage.
-                            frame_buf.clear();
-                            if let Err(err) = media.read(&ds.frames_path(&key, n), leaf.bytes(), f.start, f.count, &mut frame_buf) {
-                                bad(id, err.to_string());
+            for leaf in ds.obs_layout().leaves().iter().filter(|l| is_frame_leaf(l)) {
+                let key = crate::format::column_name("observations", leaf);
+                match e.frames.get(&key) {
+                    None => bad(id, format!("no frames recorded for {key}")),
+                    Some(f) if f.count != e.rows => bad(id, format!("{} frames for {} observations", f.count, e.rows)),
+                    Some(f) => {
+                        // Opened once per shard and key: a video file is demuxed once, not per episode.
+                        let shard_frames = opened.entry(key.clone()).or_insert_with(|| ds.open_frames(&key, n).map_err(|e| e.to_string()));
+                        // Decode, not just locate: a frame that does not decode is damage.
+                        let res = match shard_frames {
+                            Ok(fs) => {
+                                frame_buf.resize(f.count as usize * leaf.bytes(), 0);
+                                fs.frames(f.start, &mut frame_buf, leaf.bytes()).map_err(|e| e.to_string())
                             }
+                            Err(m) => Err(m.clone()),
+                        };
+                        if let Err(err) = res {
+                            bad(id, err);
                         }
                     }
                 }

@@ -20,7 +20,7 @@ use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
 use crate::columns::{traj, Columns};
 use crate::error::IoContext;
 use crate::format::{self, is_frame_leaf, sync_dir, write_atomic, EnvInfo, FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex};
-use crate::frames::{self, FrameMedia};
+use crate::frames::{self, Encoded, FrameMedia, FrameOptions, Geom};
 use crate::reader::{load_shard_indexes, recover};
 use crate::{Error, Result};
 
@@ -39,8 +39,12 @@ pub struct WriterConfig {
     pub queue: usize,
     /// Store per-step infos (a JSON column).
     pub record_infos: bool,
-    /// Frame media for a new dataset (`lz4` or `raw`); an existing dataset keeps its own.
+    /// Frame media for a new dataset (`lz4`, `raw`, `jpeg`, `h264`); an existing dataset keeps its own.
     pub frame_media: String,
+    /// Encoder settings for `jpeg` and `h264`.
+    pub frame_options: FrameOptions,
+    /// Threads encoding frames (episodes in parallel); 0 = one per core.
+    pub encode_threads: usize,
 }
 
 impl Default for WriterConfig {
@@ -53,6 +57,8 @@ impl Default for WriterConfig {
             queue: 256,
             record_infos: false,
             frame_media: "lz4".into(),
+            frame_options: FrameOptions::default(),
+            encode_threads: 0,
         }
     }
 }
@@ -138,12 +144,13 @@ impl DatasetWriter {
     /// Creates a dataset at `dir`, or appends a new run to the one there (same env
     /// and spaces required). `config` describes the run for `resume`.
     pub fn create(dir: &Path, spec: &EnvSpec, agent: &str, seed: u64, config: serde_json::Value, cfg: WriterConfig) -> Result<DatasetWriter> {
-        if frames::media(&cfg.frame_media).is_none() {
-            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("unknown frame media `{}` (known: raw, lz4)", cfg.frame_media) });
+        let media = frames::media(&cfg.frame_media).ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("unknown frame media `{}` (known: {})", cfg.frame_media, frames::MEDIA_NAMES) })?;
+        let obs = Layout::of(&spec.observation_space);
+        for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
+            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{}: {e}", format::column_name("observations", leaf))))?;
         }
         let o = open_locked(dir)?;
         let env = EnvInfo::of(spec);
-        let obs = Layout::of(&spec.observation_space);
         let mut meta = match o.meta.clone() {
             Some(m) => {
                 if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
@@ -182,11 +189,14 @@ impl DatasetWriter {
 
     fn start(o: Opened, meta: Metadata, run: RunInfo, cfg: WriterConfig) -> Result<DatasetWriter> {
         let (obs, act) = meta.env.spaces()?;
-        let media = frames::media(&meta.frame_media).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
+        let media = frames::media_with(&meta.frame_media, &cfg.frame_options).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
+        let obs_layout = Layout::of(&obs);
+        let frame_leaves: Vec<FrameLeaf> = obs_layout.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| FrameLeaf { key: format::column_name("observations", l), offset: l.offset, geom: Geom::of(l) }).collect();
+        let pool = if frame_leaves.is_empty() { None } else { Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?) };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
-        let mut shard = Shards { paths: o.paths.clone(), columns, media, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
+        let mut shard = Shards { paths: o.paths.clone(), columns, media, frame_leaves, pool, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
         let flag = failed.clone();
         let root = o.paths.root.clone();
         let handle = std::thread::Builder::new()
@@ -262,7 +272,9 @@ impl Drop for DatasetWriter {
 struct Shards {
     paths: Paths,
     columns: Columns,
-    media: &'static dyn FrameMedia,
+    media: Arc<dyn FrameMedia>,
+    frame_leaves: Vec<FrameLeaf>,
+    pool: Option<EncoderPool>,
     next: u32,
     run: RunInfo,
     stats: WriteStats,
@@ -274,7 +286,7 @@ struct Shards {
 
 impl Shards {
     fn serve(&mut self, rx: crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
-        let mut buf: Vec<EpisodeResult> = Vec::new();
+        let mut buf: Vec<Pending> = Vec::new();
         let (mut steps, mut bytes) = (0usize, 0usize);
         let mut oldest = Instant::now();
         loop {
@@ -286,7 +298,7 @@ impl Shards {
                     }
                     steps += ep.length as usize;
                     bytes += ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
-                    buf.push(ep);
+                    buf.push(self.submit(ep));
                     let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m) || cfg.max_buffer_episodes.is_some_and(|m| buf.len() >= m) || bytes >= cfg.max_buffer_bytes;
                     if full {
                         self.commit(&mut buf)?;
@@ -330,13 +342,32 @@ impl Shards {
     }
 
     /// Writes and commits one shard holding `buf`'s episodes.
-    fn commit(&mut self, buf: &mut Vec<EpisodeResult>) -> Result<()> {
+    /// Starts encoding an arriving episode's frames on the pool, one job per frame key.
+    fn submit(&self, ep: EpisodeResult) -> Pending {
+        let ep = Arc::new(ep);
+        let mut frames = Vec::new();
+        if let (Some(pool), true) = (&self.pool, ep.status != Status::GivenUp) {
+            let ob = self.columns.obs.row_bytes();
+            for leaf in &self.frame_leaves {
+                let (tx, rx) = bounded(1);
+                let (ep, media, leaf) = (ep.clone(), self.media.clone(), leaf.clone());
+                pool.run(Box::new(move || {
+                    let r = traj(&ep).and_then(|t| media.encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom));
+                    let _ = tx.send(r);
+                }));
+                frames.push(rx);
+            }
+        }
+        Pending { ep, frames }
+    }
+
+    fn commit(&mut self, buf: &mut Vec<Pending>) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
         let n = self.next;
         let tmp = self.paths.tmp();
-        let with_data: Vec<&EpisodeResult> = buf.iter().filter(|e| e.status != Status::GivenUp).collect();
+        let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
         let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
         let batch = self.columns.batch(&with_data, &ids)?;
         let pq_tmp = tmp.join(format!("shard-{n:06}.parquet.partial"));
@@ -352,18 +383,15 @@ impl Shards {
         drop(file);
         let mut committed: Vec<(PathBuf, PathBuf)> = vec![(pq_tmp, self.paths.shard(n))];
         self.stats.bytes += parquet_bytes;
-        let ob = self.columns.obs.row_bytes();
         let mut keys = Vec::new();
-        for leaf in self.columns.obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
-            let key = format::column_name("observations", leaf);
+        for (k, leaf) in self.frame_leaves.iter().enumerate() {
+            let key = leaf.key.clone();
             let path = tmp.join(format!("frames-{}-{n:06}.partial", key.replace('/', ".")));
-            let mut fw = self.media.writer(&path, leaf.bytes())?;
-            for e in &with_data {
-                for row in traj(e)?.obs.chunks_exact(ob) {
-                    fw.append(&row[leaf.offset..leaf.offset + leaf.bytes()])?;
-                }
+            let mut encoded: Vec<Encoded> = Vec::with_capacity(buf.len());
+            for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
+                encoded.push(p.frames[k].recv().map_err(|_| Error::Encode("an encoder thread died".into()))??);
             }
-            self.stats.bytes += fw.finish()?;
+            self.stats.bytes += self.media.write(&path, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
             let dir = self.paths.frames_dir(&key);
             std::fs::create_dir_all(&dir).io("creating", &dir)?;
             committed.push((path, self.paths.frames(&key, n, self.media.ext())));
@@ -378,7 +406,9 @@ impl Shards {
         let mut row = 0u64;
         let episodes = buf
             .drain(..)
-            .map(|e| {
+            .map(|p| {
+                // Encoder jobs may still hold their clone for a moment after answering.
+                let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
                 let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
                 let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
                 let entry = IndexEntry {
@@ -439,4 +469,61 @@ pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) 
         }
     }
     Ok(changed)
+}
+
+/// An episode waiting in the buffer, with its frame encodings under way.
+struct Pending {
+    ep: Arc<EpisodeResult>,
+    /// One per frame key, in `frame_leaves` order (empty for given-up episodes).
+    frames: Vec<crossbeam_channel::Receiver<Result<Encoded>>>,
+}
+
+#[derive(Clone)]
+struct FrameLeaf {
+    key: String,
+    offset: usize,
+    geom: Geom,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads that encode frames off the writer thread, episodes in parallel. Jobs in
+/// flight are bounded by the writer's buffer, which is bounded by its limits.
+struct EncoderPool {
+    tx: Option<Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl EncoderPool {
+    fn start(threads: usize, root: &Path) -> Result<EncoderPool> {
+        let n = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+        let mut handles = Vec::new();
+        for i in 0..n {
+            let rx = rx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("rollway-encode-{i}"))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        job();
+                    }
+                })
+                .io("starting encoder thread", root)?;
+            handles.push(h);
+        }
+        Ok(EncoderPool { tx: Some(tx), threads: handles })
+    }
+
+    fn run(&self, job: Job) {
+        let _ = self.tx.as_ref().expect("open until dropped").send(job);
+    }
+}
+
+impl Drop for EncoderPool {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
 }

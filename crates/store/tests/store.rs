@@ -1,64 +1,12 @@
 //! Dataset round trips, Minari collector semantics, appends, resume points,
 //! crash debris and damaged files.
 
-use std::path::Path;
+mod common;
 
+use common::{episodes, write_all};
 use rand::{Rng, SeedableRng};
-use rollway_core::{EnvSpec, EpisodeResult, Info, Layout, Params, RowMut, RowRef, Rows, Status, Trajectory};
+use rollway_core::{EpisodeResult, Info, Layout, Params, Status};
 use rollway_store::{Collector, Dataset, DatasetWriter, Error, WriterConfig};
-
-/// Runs `n` random episodes of `env_id` by hand, returning what was recorded.
-fn episodes(env_id: &str, params: &str, n: u64, max_len: u64) -> (EnvSpec, Vec<EpisodeResult>) {
-    let mut env = rollway_envs::make(env_id, &Params::parse(params).unwrap()).unwrap();
-    let spec = env.spec().clone();
-    let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
-    let (mut obs, mut act) = (Rows::new(ol.row_bytes(), 1), Rows::new(al.row_bytes(), 1));
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
-    let mut out = Vec::new();
-    for i in 0..n {
-        env.reset(Some(i), None, RowMut::new(&ol, obs.row_mut(0))).unwrap();
-        let mut t = Trajectory { obs: obs.row(0).to_vec(), infos: vec![env.info()], ..Default::default() };
-        let mut status = Status::Truncated;
-        for k in 0..max_len {
-            al.sample_row(&mut rng, act.row_mut(0));
-            let o = env.step(RowRef::new(&al, act.row(0)), RowMut::new(&ol, obs.row_mut(0))).unwrap();
-            t.obs.extend_from_slice(obs.row(0));
-            t.actions.extend_from_slice(act.row(0));
-            t.rewards.push(o.reward);
-            t.terminations.push(o.terminated);
-            t.truncations.push(o.truncated || (k + 1 == max_len && !o.terminated));
-            t.infos.push(env.info());
-            if o.terminated || o.truncated || k + 1 == max_len {
-                status = if o.terminated { Status::Terminated } else { Status::Truncated };
-                break;
-            }
-        }
-        let length = t.rewards.len() as u64;
-        out.push(EpisodeResult {
-            index: i,
-            seed: i,
-            length,
-            ret: t.rewards.iter().sum(),
-            status,
-            labels: vec![],
-            info: t.infos.last().cloned().unwrap(),
-            worker: 0,
-            attempt: 1,
-            wall_ms: 0.0,
-            error: None,
-            trajectory: Some(Box::new(t)),
-        });
-    }
-    (spec, out)
-}
-
-fn write_all(dir: &Path, spec: &EnvSpec, eps: &[EpisodeResult], cfg: WriterConfig) {
-    let w = DatasetWriter::create(dir, spec, "random", 0, serde_json::json!({"k": 1}), cfg).unwrap();
-    for e in eps {
-        w.write(e.clone()).unwrap();
-    }
-    w.finish().unwrap();
-}
 
 /// Every recorded value comes back bit for bit, for flat and Dict (with frames) spaces.
 fn assert_round_trip(env: &str, params: &str, media: &str) {
