@@ -13,9 +13,10 @@ use ff::{Dictionary, Rational};
 
 use crate::{init, Error, Result};
 
-/// Encoder settings. The defaults beat PyAV's default libx264 settings (preset medium,
-/// CRF 23) on bytes per frame and PSNR for rendered frames, at a fraction of the time
-/// (bench/RESULTS.md); `keyint` bounds how far a loader decodes to reach a frame.
+/// Encoder settings. The defaults aim at PyAV's default libx264 output (preset medium,
+/// CRF 23, keyframes every 250) in bytes per frame and PSNR at a fraction of the time
+/// (bench/RESULTS.md). `keyint` trades size for random access: keyframes cost most of
+/// the bytes of rendered frames, and a loader decodes up to `keyint` frames to reach one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct H264Options {
     /// Constant rate factor (0–51, lower = better quality). x264's default is 23.
@@ -32,7 +33,7 @@ pub struct H264Options {
 
 impl Default for H264Options {
     fn default() -> Self {
-        H264Options { crf: 23.0, preset: "fast".into(), keyint: 32, fps: 30, x264_params: String::new() }
+        H264Options { crf: 23.0, preset: "fast".into(), keyint: 128, fps: 30, x264_params: String::new() }
     }
 }
 
