@@ -52,24 +52,44 @@ impl Batch {
 
     /// Bytes of data in all fields.
     pub fn bytes(&self) -> usize {
-        let fields = [&self.rewards, &self.terminated, &self.truncated, &self.first, &self.mask, &self.episode_id, &self.step];
-        self.observations.iter().chain(&self.actions).map(|(_, a)| a.data.len()).sum::<usize>() + fields.iter().map(|a| a.data.len()).sum::<usize>()
+        let fields = [
+            &self.rewards,
+            &self.terminated,
+            &self.truncated,
+            &self.first,
+            &self.mask,
+            &self.episode_id,
+            &self.step,
+        ];
+        self.observations
+            .iter()
+            .chain(&self.actions)
+            .map(|(_, a)| a.data.len())
+            .sum::<usize>()
+            + fields.iter().map(|a| a.data.len()).sum::<usize>()
     }
 
     fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize) {
         let leaf_shape = |leaf: &rollway_core::Leaf| [vec![b, l], leaf.shape.clone()].concat();
-        self.observations.resize_with(obs.leaves().len(), Default::default);
+        self.observations
+            .resize_with(obs.leaves().len(), Default::default);
         for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
             slot.0 = column_name("observations", leaf);
             reshape(&mut slot.1, leaf.dtype, leaf_shape(leaf));
         }
-        self.actions.resize_with(act.leaves().len(), Default::default);
+        self.actions
+            .resize_with(act.leaves().len(), Default::default);
         for (slot, leaf) in self.actions.iter_mut().zip(act.leaves()) {
             slot.0 = column_name("actions", leaf);
             reshape(&mut slot.1, leaf.dtype, leaf_shape(leaf));
         }
         reshape(&mut self.rewards, DType::F64, vec![b, l]);
-        for a in [&mut self.terminated, &mut self.truncated, &mut self.first, &mut self.mask] {
+        for a in [
+            &mut self.terminated,
+            &mut self.truncated,
+            &mut self.first,
+            &mut self.mask,
+        ] {
             reshape(a, DType::Bool, vec![b, l]);
         }
         reshape(&mut self.episode_id, DType::I64, vec![b]);
@@ -79,7 +99,15 @@ impl Batch {
 
 /// Copies `n` rows of `bytes`-wide data starting at row `src` into slot `dst` (zeroing `l - n` pad rows).
 #[inline(always)]
-fn copy_rows(col: &[u8], bytes: usize, src: usize, n: usize, l: usize, out: &mut [u8], window: usize) {
+fn copy_rows(
+    col: &[u8],
+    bytes: usize,
+    src: usize,
+    n: usize,
+    l: usize,
+    out: &mut [u8],
+    window: usize,
+) {
     let d = window * l * bytes;
     out[d..d + n * bytes].copy_from_slice(&col[src * bytes..(src + n) * bytes]);
     if n < l {
@@ -115,13 +143,27 @@ fn prefetch_line<T>(p: *const T) {
 const PREFETCH_AHEAD: usize = 8;
 
 /// Fills `b` with the windows `ids` (indices into `windows`), each `l` steps.
-pub(crate) fn fill(t: &Table, windows: &[Window], ids: &[u32], l: usize, index: u64, b: &mut Batch) -> Result<()> {
+pub(crate) fn fill(
+    t: &Table,
+    windows: &[Window],
+    ids: &[u32],
+    l: usize,
+    index: u64,
+    b: &mut Batch,
+) -> Result<()> {
     b.index = index;
     b.shape_for(&t.obs, &t.act, ids.len(), l);
     // Numeric fields as (source column, row width, destination), resolved once per batch.
-    let mut numeric: Vec<(&[u8], usize, &mut [u8])> = Vec::with_capacity(t.obs_cols.len() + t.act_cols.len() + 3);
+    let mut numeric: Vec<(&[u8], usize, &mut [u8])> =
+        Vec::with_capacity(t.obs_cols.len() + t.act_cols.len() + 3);
     let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
-    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(b.observations.iter_mut()).enumerate() {
+    for (li, (leaf, slot)) in t
+        .obs
+        .leaves()
+        .iter()
+        .zip(b.observations.iter_mut())
+        .enumerate()
+    {
         if is_frame_leaf(leaf) {
             frame_fields.push((li, leaf.bytes(), &mut slot.1.data[..]));
         } else {
@@ -166,15 +208,10 @@ pub(crate) fn fill(t: &Table, windows: &[Window], ids: &[u32], l: usize, index: 
         for (col, bytes, out) in numeric.iter_mut() {
             copy_rows(col, *bytes, src, n, l, out, wi);
         }
-        for (li, fb, out) in frame_fields.iter_mut() {
-            let shard = t.frames[e.shard][*li].as_ref().expect("frame leaves have frame files");
-            // The window's frames are contiguous in the batch: one ranged read (one
-            // keyframe seek for video) fills them.
-            let d = wi * l * *fb;
-            shard.frames(e.frame_start + start as u64, &mut out[d..d + n * *fb], *fb)?;
-            out[(wi * l + n) * *fb..(wi + 1) * l * *fb].fill(0);
-        }
-        let (first, mask) = (&mut b.first.data[wi * l..(wi + 1) * l], &mut b.mask.data[wi * l..(wi + 1) * l]);
+        let (first, mask) = (
+            &mut b.first.data[wi * l..(wi + 1) * l],
+            &mut b.mask.data[wi * l..(wi + 1) * l],
+        );
         first.fill(0);
         if let Some(f) = first.first_mut() {
             *f = (start == 0) as u8;
@@ -183,6 +220,33 @@ pub(crate) fn fill(t: &Table, windows: &[Window], ids: &[u32], l: usize, index: 
         mask[n..].fill(0);
         b.episode_id.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(e.id as i64).to_ne_bytes());
         b.step.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(start as i64).to_ne_bytes());
+    }
+    if frame_fields.is_empty() {
+        return Ok(());
+    }
+    // Frames are decoded in file order, whatever the shuffled order of the batch: a
+    // video decoder then mostly continues forward instead of seeking back to a
+    // keyframe for every window. Each window still lands in its own slot.
+    let mut order: Vec<(usize, u64, usize)> = ids
+        .iter()
+        .enumerate()
+        .map(|(wi, &id)| {
+            let (e, start, _) = span(id);
+            (e.shard, e.frame_start + start as u64, wi)
+        })
+        .collect();
+    order.sort_unstable();
+    for &(_, _, wi) in &order {
+        let (e, start, n) = span(ids[wi]);
+        for (li, fb, out) in frame_fields.iter_mut() {
+            let shard = t.frames[e.shard][*li]
+                .as_ref()
+                .expect("frame leaves have frame files");
+            // The window's frames are contiguous in the batch: one ranged read fills them.
+            let d = wi * l * *fb;
+            shard.frames(e.frame_start + start as u64, &mut out[d..d + n * *fb], *fb)?;
+            out[(wi * l + n) * *fb..(wi + 1) * l * *fb].fill(0);
+        }
     }
     Ok(())
 }

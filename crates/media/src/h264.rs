@@ -150,6 +150,19 @@ pub struct Decoder {
     rgb: VFrame,
     width: usize,
     height: usize,
+    /// Where [`decode_range`] left off, so a later range can continue instead of
+    /// seeking back to a keyframe.
+    cursor: Option<Cursor>,
+}
+
+/// A decoder's position in a packet list: packets `..next` were fed since keyframe
+/// `key`, frames before `done` were handed out or skipped, `held` were decoded but
+/// not wanted yet.
+struct Cursor {
+    key: usize,
+    next: usize,
+    done: i64,
+    held: std::collections::VecDeque<(i64, Vec<u8>)>,
 }
 
 impl Decoder {
@@ -175,12 +188,20 @@ impl Decoder {
         ctx.set_threading(codec::threading::Config { kind: codec::threading::Type::None, count: 1, ..Default::default() });
         let dec = ctx.decoder().video().map_err(ff_err("opening the H.264 decoder"))?;
         let scaler = scaling::Context::get(Pixel::YUV420P, width as u32, height as u32, Pixel::RGB24, width as u32, height as u32, scaling::Flags::BILINEAR).map_err(ff_err("creating the YUV→RGB converter"))?;
-        Ok(Decoder { dec, scaler, yuv: VFrame::empty(), rgb: VFrame::new(Pixel::RGB24, width as u32, height as u32), width, height })
+        Ok(Decoder { dec, scaler, yuv: VFrame::empty(), rgb: VFrame::new(Pixel::RGB24, width as u32, height as u32), width, height, cursor: None })
     }
 
     /// Starts over (before feeding packets from a keyframe).
     pub fn reset(&mut self) {
         self.dec.flush();
+        self.cursor = None;
+    }
+
+    /// The first frame a continued [`decode_range`] could still deliver (`None`
+    /// when it would start from a keyframe): lets a pool pick the decoder that is
+    /// already closest before a wanted range.
+    pub fn position(&self) -> Option<i64> {
+        self.cursor.as_ref().map(|c| c.done)
     }
 
     /// Feeds one packet; calls `sink(pts, rgb)` for every frame that comes out.
@@ -221,14 +242,23 @@ impl Decoder {
 }
 
 /// Decodes frames `from..to` (presentation indices) of a stream whose packets are
-/// `packets` (decode order), starting at the last keyframe at or before `from`.
-/// `sink(i, rgb)` receives each wanted frame in order.
+/// `packets` (decode order), and hands each to `sink(i, rgb)` in order. It continues
+/// from where the previous call on this decoder stopped when that is on the way
+/// (same packets, later frames, same GOP run); otherwise it starts at the last
+/// keyframe at or before `from`. Frames decoded past `to` are kept for the next call.
 pub fn decode_range(dec: &mut Decoder, packets: &[Packet], from: i64, to: i64, sink: &mut dyn FnMut(i64, &[u8]) -> Result<()>) -> Result<()> {
-    let start = packets.iter().rposition(|p| p.key && p.pts <= from).ok_or_else(|| Error::Codec(format!("no keyframe at or before frame {from}")))?;
-    dec.reset();
+    let key = packets.iter().rposition(|p| p.key && p.pts <= from).ok_or_else(|| Error::Codec(format!("no keyframe at or before frame {from}")))?;
+    let resume = dec.cursor.as_ref().is_some_and(|c| c.done <= from && c.key <= key && c.next <= packets.len() && (c.next > key || c.key == key));
+    if !resume {
+        dec.dec.flush();
+        dec.cursor = Some(Cursor { key, next: key, done: 0, held: Default::default() });
+    }
+    let mut cur = dec.cursor.take().expect("set above");
     let next = std::cell::Cell::new(from);
-    let mut keep = |pts: i64, rgb: &[u8]| -> Result<()> {
-        if pts >= from && pts < to {
+    let mut take = |pts: i64, rgb: &[u8], held: &mut std::collections::VecDeque<(i64, Vec<u8>)>| -> Result<()> {
+        if pts >= to {
+            held.push_back((pts, rgb.to_vec()));
+        } else if pts >= from {
             if pts != next.get() {
                 return Err(Error::Codec(format!("decoded frame {pts} where frame {} was due", next.get())));
             }
@@ -237,24 +267,45 @@ pub fn decode_range(dec: &mut Decoder, packets: &[Packet], from: i64, to: i64, s
         }
         Ok(())
     };
-    for p in &packets[start..] {
-        dec.feed(p, &mut keep)?;
-        // A closed GOP: once a keyframe past the range comes, everything wanted is out
-        // (after the frames the decoder still holds).
-        if next.get() >= to {
-            break;
+    let result = (|| -> Result<()> {
+        let mut held = std::mem::take(&mut cur.held);
+        while let Some((pts, rgb)) = held.pop_front() {
+            take(pts, &rgb, &mut cur.held)?;
         }
-        if p.key && p.pts >= to && !std::ptr::eq(p, &packets[start]) {
-            break;
+        while next.get() < to && cur.next < packets.len() {
+            let mut fresh = std::collections::VecDeque::new();
+            dec.feed(&packets[cur.next], &mut |pts, rgb| {
+                fresh.push_back((pts, rgb.to_vec()));
+                Ok(())
+            })?;
+            cur.next += 1;
+            while let Some((pts, rgb)) = fresh.pop_front() {
+                take(pts, &rgb, &mut cur.held)?;
+            }
         }
+        if next.get() < to {
+            // The end of the stream: the decoder gives up the frames it still holds.
+            let mut rest = Vec::new();
+            dec.finish(&mut |pts, rgb| {
+                rest.push((pts, rgb.to_vec()));
+                Ok(())
+            })?;
+            for (pts, rgb) in rest {
+                take(pts, &rgb, &mut cur.held)?;
+            }
+            cur.next = usize::MAX; // drained: only a restart can go on
+        }
+        if next.get() != to {
+            return Err(Error::Codec(format!("frames {}..{to} are missing from the stream", next.get())));
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) if cur.next != usize::MAX => {
+            cur.done = to;
+            dec.cursor = Some(cur);
+        }
+        _ => dec.reset(),
     }
-    if next.get() < to {
-        dec.finish(&mut keep)?;
-    } else {
-        dec.reset();
-    }
-    if next.get() != to {
-        return Err(Error::Codec(format!("frames {}..{to} are missing from the stream", next.get())));
-    }
-    Ok(())
+    result
 }

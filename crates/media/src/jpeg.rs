@@ -39,7 +39,20 @@ impl Encoder {
 
 /// Decodes one JPEG into `out` (`height × width × channels` bytes), checking its size.
 pub fn decode(jpeg: &[u8], width: usize, height: usize, channels: usize, out: &mut [u8]) -> Result<()> {
-    let mut d = Decompressor::new().map_err(|e| Error::Codec(format!("libjpeg-turbo: {e}")))?;
+    thread_local! {
+        // One handle per thread: creating one costs about as much as decoding a small frame.
+        static DECOMPRESSOR: std::cell::RefCell<Option<Decompressor>> = const { std::cell::RefCell::new(None) };
+    }
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Decompressor::new().map_err(|e| Error::Codec(format!("libjpeg-turbo: {e}")))?);
+        }
+        decode_with(slot.as_mut().expect("just set"), jpeg, width, height, channels, out)
+    })
+}
+
+fn decode_with(d: &mut Decompressor, jpeg: &[u8], width: usize, height: usize, channels: usize, out: &mut [u8]) -> Result<()> {
     let h = d.read_header(jpeg).map_err(|e| Error::Codec(format!("JPEG header: {e}")))?;
     if h.width != width || h.height != height {
         return Err(Error::Codec(format!("JPEG is {}×{}, expected {width}×{height}", h.width, h.height)));

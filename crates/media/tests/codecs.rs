@@ -59,6 +59,22 @@ fn h264_keeps_every_frame_and_decodes_any_range_frame_accurately() {
         // Decoding from a keyframe gives the very same pixels as decoding from the start.
         assert_eq!(got, whole[from as usize..to as usize].to_vec(), "range {from}..{to}");
     }
+    // Ranges in increasing order continue where the last one stopped (gaps, GOP
+    // boundaries and the stream's end included) and still give the same pixels.
+    let mut at = 0i64;
+    for (k, gap) in [0i64, 3, 0, 25, 1, 0, 51].iter().enumerate() {
+        let from = at + gap;
+        let to = (from + 7 + k as i64).min(150);
+        let mut got = Vec::new();
+        decode_range(&mut dec, &enc.packets, from, to, &mut |i, rgb| {
+            got.push((i, rgb.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, whole[from as usize..to as usize].to_vec(), "continued range {from}..{to}");
+        at = to;
+    }
+    assert_eq!(at, 150, "the last range reached the end of the stream");
 }
 
 #[test]

@@ -98,10 +98,15 @@ struct H264Shard {
 }
 
 impl H264Shard {
-    fn decoder(&self) -> Result<Owned> {
-        if let Some(d) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(d);
+    /// An idle decoder, preferring the one that stopped closest before `from` (it can
+    /// continue instead of seeking back to a keyframe).
+    fn decoder(&self, from: i64) -> Result<Owned> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let best = idle.iter().enumerate().max_by_key(|(_, d)| d.0.position().filter(|&p| p <= from).map_or(i64::MIN, |p| p)).map(|(i, _)| i);
+        if let Some(i) = best {
+            return Ok(idle.swap_remove(i));
         }
+        drop(idle);
         Decoder::new(&self.video.extradata, self.geom.width, self.geom.height).map(Owned).map_err(|e| codec_err(&self.path, e))
     }
 }
@@ -116,7 +121,7 @@ impl FrameShard for H264Shard {
     fn frames(&self, start: u64, out: &mut [u8], frame_bytes: usize) -> Result<()> {
         let count = (out.len() / frame_bytes.max(1)) as u64;
         check_count(&self.path, &self.video, start, count)?;
-        let mut d = self.decoder()?;
+        let mut d = self.decoder(start as i64)?;
         let mut k = 0usize;
         let r = decode_range(&mut d.0, &self.video.packets, start as i64, (start + count) as i64, &mut |_, rgb| {
             out[k * frame_bytes..(k + 1) * frame_bytes].copy_from_slice(rgb);
