@@ -38,6 +38,119 @@ pub enum Command {
     Relabel(RelabelArgs),
     /// Iterate training batches from a dataset and report loader throughput.
     Load(LoadArgs),
+    /// Export a dataset to another tool's format (Minari HDF5, LeRobot v3.0).
+    #[command(long_about = EXPORT_ABOUT)]
+    Export(ExportArgs),
+    /// Import another tool's dataset (Minari HDF5, LeRobot v3.0) as a new rollway dataset.
+    #[command(long_about = IMPORT_ABOUT)]
+    Import(ImportArgs),
+}
+
+const EXPORT_ABOUT: &str = "Export a rollway dataset to another tool's format.\n\n\
+--to minari writes a Minari 0.5 dataset: OUT is the Minari dataset's own directory, \
+$MINARI_DATASETS_PATH/<dataset id> (e.g. ~/.minari/datasets/cartpole/random-v0); OUT/data/main_data.hdf5 \
+and OUT/data/metadata.json are written there, and `minari.load_dataset(\"cartpole/random-v0\")` reads them. \
+The dataset id defaults to OUT's last two path components (OUT's path below $MINARI_DATASETS_PATH when it is \
+inside). Episodes keep rollway's id order as episode_0, episode_1, …; given-up episodes have no data and are \
+left out. Observations are T+1 rows per T steps in both formats; images are stored raw.\n\n\
+--to lerobot writes a LeRobot v3.0 dataset rooted at OUT: meta/ (info.json, stats.json, tasks.parquet, \
+episodes/), data/chunk-000/file-000.parquet (one row per frame, many episodes per file) and one H.264 mp4 per \
+image observation under videos/observation.images.<key>/. The lone non-image observation becomes \
+observation.state, the action `action`, rewards next.reward, terminations next.done and next.terminated, \
+truncations next.truncated. Each episode gets T+1 frames: the last holds the final observation, with a zero \
+action, reward 0 and rollway.final_observation = true, so `rollway import lerobot` restores the dataset exactly \
+(images within H.264's loss). Timestamps are frame_index / --fps.";
+
+const IMPORT_ABOUT: &str = "Import another tool's dataset as a new rollway dataset.\n\n\
+minari PATH: PATH is a Minari dataset directory (the one holding data/, e.g. \
+~/.minari/datasets/cartpole/random-v0) or its data/ directory. Spaces come from metadata.json; episodes are \
+read in episode_0, episode_1, … order with their seeds. The env id is the env_spec's id (else the dataset \
+id), the agent is algorithm_name (else `minari`). Numeric infos are imported; JPEG-encoded images are not \
+(save with jpeg_encoding=False). OUTDIR must not exist (or be empty); on any error nothing is left there.\n\n\
+lerobot PATH: PATH is a LeRobot v3.0 dataset root (holding meta/info.json). A rollway export comes back exactly \
+(spaces, seeds, statuses and final observations from meta/rollway.json). Any other dataset maps its \
+observation.* features (1-D numeric, and H.264 videos as uint8 frames) to a Dict observation space and \
+action/action.* to the action space; each frame is a step, the last observation repeats, and flags come from \
+next.done (or next.terminated/next.truncated). Other features are skipped and listed. v2.x datasets must be \
+converted first; AV1 videos (LeRobot's default codec) must be re-encoded to H.264.";
+
+/// Formats `rollway export --to` writes.
+#[derive(Clone, Copy, ValueEnum, Debug, PartialEq)]
+pub enum ExportFormat {
+    /// Minari 0.5 HDF5: `minari.load_dataset` reads it, images raw (lossless).
+    Minari,
+    /// LeRobot v3.0: Parquet frames, H.264 mp4 videos and meta/ tables; `LeRobotDataset` loads it.
+    Lerobot,
+}
+
+/// Formats `rollway import` reads.
+#[derive(Clone, Copy, ValueEnum, Debug, PartialEq)]
+pub enum ImportFormat {
+    /// A Minari 0.5 HDF5 dataset, e.g. recorded with `minari.DataCollector`.
+    Minari,
+    /// A LeRobot v3.0 dataset directory (meta/info.json, data/, H.264 videos/).
+    Lerobot,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "EXAMPLES:\n  rollway export data/cartpole --to minari ~/.minari/datasets/cartpole/random-v0\n  \
+rollway export data/mine --to minari out/mine/miner-v0 --dataset-id mine/miner-v0 --force\n  \
+rollway export data/mine --to lerobot out/mine-lerobot --fps 20 --task \"mine diamonds\""
+)]
+pub struct ExportArgs {
+    /// The rollway dataset directory.
+    pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub to: ExportFormat,
+    /// Output directory (minari: the dataset's own directory, which gets `data/`; lerobot: the dataset root).
+    pub out: PathBuf,
+    /// Minari dataset id, `(namespace/)name-vN` [default: from OUT's path].
+    #[arg(long, value_name = "ID")]
+    pub dataset_id: Option<String>,
+    /// Replace an existing export at OUT (atomically: the old one stays until the new one is complete).
+    #[arg(long)]
+    pub force: bool,
+    /// Author recorded in the dataset's metadata.
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Description recorded in the dataset's metadata [default: names the source dataset].
+    #[arg(long)]
+    pub description: Option<String>,
+    /// lerobot: frames per second; timestamps are frame_index / FPS. [default: 30]
+    #[arg(long, value_name = "FPS")]
+    pub fps: Option<u32>,
+    /// lerobot: the task of every episode. [default: the env id]
+    #[arg(long)]
+    pub task: Option<String>,
+    /// lerobot: `robot_type` in meta/info.json. [default: null]
+    #[arg(long, value_name = "TYPE")]
+    pub robot_type: Option<String>,
+    /// lerobot: H.264 constant rate factor, 0–51, lower is better quality. [default: 23]
+    #[arg(long, value_name = "CRF")]
+    pub crf: Option<f32>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "EXAMPLES:\n  rollway import minari ~/.minari/datasets/cartpole/random-v0 data/cartpole-minari\n  \
+rollway import lerobot out/mine-lerobot data/mine-back\n  rollway inspect data/cartpole-minari"
+)]
+pub struct ImportArgs {
+    /// Input format.
+    #[arg(value_enum)]
+    pub format: ImportFormat,
+    /// The dataset to import (minari: its directory or its data/ directory; lerobot: its root).
+    pub path: PathBuf,
+    /// The rollway dataset directory to create.
+    pub outdir: PathBuf,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args)]
@@ -201,9 +314,29 @@ pub struct RunArgs {
     /// Commit a shard once this many episodes are buffered.
     #[arg(long, value_name = "N")]
     pub max_buffer_episodes: Option<usize>,
-    /// How image observations are stored: lz4 (lossless) or raw. [default: lz4]
-    #[arg(long, value_name = "MEDIA")]
+    /// How image observations are stored: lz4 (lossless, fastest), raw, jpeg, or
+    /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it). [default: lz4]
+    #[arg(long, visible_alias = "image-media", value_name = "MEDIA")]
     pub frame_media: Option<String>,
+    /// h264: constant rate factor, 0–51, lower is better quality. [default: 23]
+    #[arg(long, value_name = "CRF")]
+    pub crf: Option<f32>,
+    /// h264: x264 preset, ultrafast … veryslow. [default: fast]
+    #[arg(long, value_name = "PRESET")]
+    pub preset: Option<String>,
+    /// h264: at most this many frames between keyframes; a loader decodes at most
+    /// this many extra frames to reach any window. [default: 128]
+    #[arg(long, value_name = "N")]
+    pub keyint: Option<u32>,
+    /// h264: frames per second in the mp4 (timestamps = frame / fps). [default: 30]
+    #[arg(long, value_name = "FPS")]
+    pub fps: Option<u32>,
+    /// jpeg: quality, 1–100. [default: 95]
+    #[arg(long, value_name = "Q")]
+    pub jpeg_quality: Option<u8>,
+    /// h264: extra x264 options, `key=value:key=value` (as ffmpeg's -x264-params).
+    #[arg(long, value_name = "OPTS")]
+    pub x264_params: Option<String>,
 }
 
 /// The TOML config file. Unknown keys are errors, so typos do not pass silently.
@@ -233,6 +366,12 @@ pub struct FileConfig {
     max_buffer_steps: Option<usize>,
     max_buffer_episodes: Option<usize>,
     frame_media: Option<String>,
+    crf: Option<f32>,
+    preset: Option<String>,
+    keyint: Option<u32>,
+    fps: Option<u32>,
+    jpeg_quality: Option<u8>,
+    x264_params: Option<String>,
 }
 
 /// A fully resolved `run` invocation.
@@ -278,6 +417,12 @@ impl Job {
             max_buffer_steps: self.writer.max_buffer_steps,
             max_buffer_episodes: self.writer.max_buffer_episodes,
             frame_media: Some(self.writer.frame_media.clone()),
+            crf: Some(self.writer.frame_options.h264.crf),
+            preset: Some(self.writer.frame_options.h264.preset.clone()),
+            keyint: Some(self.writer.frame_options.h264.keyint),
+            fps: Some(self.writer.frame_options.h264.fps),
+            jpeg_quality: Some(self.writer.frame_options.jpeg_quality),
+            x264_params: Some(self.writer.frame_options.h264.x264_params.clone()),
         }
     }
 }
@@ -406,10 +551,35 @@ impl RunArgs {
             max_buffer_steps: self.max_buffer_steps.or(file.max_buffer_steps).or(wd.max_buffer_steps),
             max_buffer_episodes: self.max_buffer_episodes.or(file.max_buffer_episodes),
             frame_media: self.frame_media.clone().or(file.frame_media).unwrap_or(wd.frame_media.clone()),
+            frame_options: {
+                let (d, h) = (&wd.frame_options, &wd.frame_options.h264);
+                let h264 = rollway_store::frames::H264Options {
+                    crf: self.crf.or(file.crf).unwrap_or(h.crf),
+                    preset: self.preset.clone().or(file.preset).unwrap_or(h.preset.clone()),
+                    keyint: self.keyint.or(file.keyint).unwrap_or(h.keyint),
+                    fps: self.fps.or(file.fps).unwrap_or(h.fps),
+                    x264_params: self.x264_params.clone().or(file.x264_params).unwrap_or(h.x264_params.clone()),
+                };
+                rollway_store::frames::FrameOptions { jpeg_quality: self.jpeg_quality.or(file.jpeg_quality).unwrap_or(d.jpeg_quality), h264 }
+            },
             ..wd
         };
         if rollway_store::frames::media(&writer.frame_media).is_none() {
-            bail!("config field `frame_media`: `{}` is not one of raw, lz4", writer.frame_media);
+            bail!("config field `frame_media`: `{}` is not one of {}", writer.frame_media, rollway_store::frames::MEDIA_NAMES);
+        }
+        let h = &writer.frame_options.h264;
+        if !(0.0..=51.0).contains(&h.crf) {
+            bail!("config field `crf`: {} is outside 0–51", h.crf);
+        }
+        if h.keyint == 0 || h.fps == 0 {
+            bail!("config fields `keyint` and `fps` must be at least 1");
+        }
+        const PRESETS: [&str; 10] = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"];
+        if !PRESETS.contains(&h.preset.as_str()) {
+            bail!("config field `preset`: `{}` is not one of {}", h.preset, PRESETS.join(", "));
+        }
+        if !(1..=100).contains(&writer.frame_options.jpeg_quality) {
+            bail!("config field `jpeg_quality`: {} is outside 1–100", writer.frame_options.jpeg_quality);
         }
         Ok(Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json), writer, is_default })
     }

@@ -3,6 +3,7 @@
 
 mod args;
 mod data;
+mod interop;
 mod progress;
 mod report;
 
@@ -47,6 +48,8 @@ fn main() -> ExitCode {
         Command::Verify(a) => data::verify(&a),
         Command::Relabel(a) => data::relabel(&a),
         Command::Load(a) => data::load(&a),
+        Command::Export(a) => interop::export(&a),
+        Command::Import(a) => interop::import(&a),
     };
     match res {
         Ok(true) => ExitCode::SUCCESS,

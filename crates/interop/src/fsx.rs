@@ -1,0 +1,101 @@
+//! Build-then-rename: outputs are assembled in a hidden sibling directory and
+//! renamed into place, so an interrupted export or import never leaves a half
+//! dataset where a reader would find it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::error::IoContext;
+use crate::Result;
+
+/// A directory being filled; removed on drop unless committed.
+pub(crate) struct Staging {
+    path: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    /// Creates `parent/.<name>.partial-<pid>`; a leftover of that name can only be
+    /// debris of a dead process that had our pid, so it is removed.
+    pub(crate) fn new(parent: &Path, name: &str) -> Result<Staging> {
+        let path = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        if path.exists() {
+            std::fs::remove_dir_all(&path).io("removing stale", &path)?;
+        }
+        std::fs::create_dir_all(&path).io("creating", &path)?;
+        Ok(Staging { path, done: false })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the directory to `dest` (which must not exist, or be an empty
+    /// directory) and makes the rename durable.
+    pub(crate) fn commit(mut self, dest: &Path) -> Result<()> {
+        sync_tree(&self.path)?;
+        std::fs::rename(&self.path, dest).io("renaming into", dest)?;
+        self.done = true;
+        sync_dir(dest.parent().unwrap_or(Path::new(".")))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// fsyncs a directory so renames and creations inside it survive a crash.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).io("syncing directory", dir)
+}
+
+/// fsyncs every file and directory under `dir` (HDF5 and the store close their
+/// files without a guaranteed fsync; the rename must not outrun the data).
+fn sync_tree(dir: &Path) -> Result<()> {
+    for e in std::fs::read_dir(dir).io("listing", dir)? {
+        let p = e.io("listing", dir)?.path();
+        if p.is_dir() {
+            sync_tree(&p)?;
+        } else {
+            File::open(&p).and_then(|f| f.sync_all()).io("syncing", &p)?;
+        }
+    }
+    sync_dir(dir)
+}
+
+/// Total bytes of the files under `dir`.
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten()
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+                _ => e.metadata().map_or(0, |m| m.len()),
+            })
+            .sum()
+    })
+}
+
+/// Moves `staging` to `dest`, replacing a directory there (an overwrite): the old
+/// one is moved aside first and restored if the rename fails.
+pub(crate) fn replace_dir(staging: Staging, dest: &Path) -> Result<()> {
+    if !dest.exists() {
+        return staging.commit(dest);
+    }
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    let name = dest.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+    if old.exists() {
+        std::fs::remove_dir_all(&old).io("removing stale", &old)?;
+    }
+    std::fs::rename(dest, &old).io("moving aside", dest)?;
+    if let Err(e) = staging.commit(dest) {
+        let _ = std::fs::rename(&old, dest);
+        return Err(e);
+    }
+    std::fs::remove_dir_all(&old).io("removing the replaced", &old)?;
+    sync_dir(parent)
+}

@@ -1,0 +1,449 @@
+//! rollway dataset → LeRobot v3.0 directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use rollway_core::DType;
+use rollway_media::h264::{self, Encoded, H264Options};
+use rollway_store::{Dataset, EpisodeData};
+use serde_json::{json, Map, Value as Json};
+
+use super::arrowx::{self, Writer};
+use super::meta::{self, EpisodeMeta, RollwayMeta};
+use super::plan::{Col, Plan};
+use super::stats::{self, Stats};
+use super::{ExportOptions, ExportReport, CODEBASE_VERSION, FINAL_OBSERVATION};
+use crate::error::IoContext;
+use crate::fsx::{self, Staging};
+use crate::{Error, Result};
+
+/// Exports the rollway dataset at `src` as the LeRobot v3.0 dataset directory `out`.
+///
+/// Episodes with data are written in episode-id order as `episode_index` 0, 1, …;
+/// given-up episodes are left out. Everything is built in a hidden sibling of
+/// `out` and renamed into place when complete, so a failed export leaves nothing
+/// (and an existing `out` replaced with `force` stays intact on failure).
+/// `progress(done, total)` is called after each episode.
+pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
+    let bad_opt = |m: &str| Err(Error::Unsupported { path: out.to_path_buf(), message: m.into() });
+    if opts.fps == 0 || opts.chunks_size == 0 || opts.data_file_size_in_mb == 0 || opts.video_file_size_in_mb == 0 || opts.episodes_per_file == Some(0) {
+        return bad_opt("fps, chunks_size, file sizes and episodes_per_file must be positive");
+    }
+    if !(0.0..=51.0).contains(&opts.crf) || opts.keyint == 0 {
+        return bad_opt("crf must be in 0..=51 and keyint positive");
+    }
+    let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
+    if out.exists() && (!opts.force || !out.is_dir()) {
+        let hint = if out.is_dir() { "pass --force to replace it" } else { "it is not a directory" };
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: hint.into() });
+    }
+    let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
+    let plan = Plan::new(&obs, &act, None).map_err(|message| Error::Unsupported { path: src.to_path_buf(), message })?;
+    let out_abs = std::path::absolute(out).io("resolving", out)?;
+    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "export into a named directory".into() });
+    };
+    std::fs::create_dir_all(parent).io("creating", parent)?;
+    let staging = Staging::new(parent, &name.to_string_lossy())?;
+    let mut report = Exporter::new(&ds, src, staging.path(), opts, plan)?.run(progress)?;
+    report.out = out.to_path_buf();
+    report.bytes = fsx::dir_bytes(staging.path());
+    fsx::replace_dir(staging, &out_abs)?;
+    Ok(report)
+}
+
+/// The mp4 file being filled for one video key.
+struct VideoFile {
+    col: Col,
+    at: (u64, u64),
+    pending: Vec<Encoded>,
+    frames: u64,
+    bytes: u64,
+    files: u64,
+}
+
+/// The data file being filled.
+struct DataFile {
+    w: Writer,
+    path: PathBuf,
+    frames: u64,
+    episodes: u64,
+}
+
+/// One row of `meta/episodes/…parquet`.
+struct EpisodeRow {
+    length: u64,
+    data: (u64, u64),
+    from: u64,
+    videos: Vec<((u64, u64), f64, f64)>,
+    stats: Vec<Stats>,
+}
+
+struct Exporter<'a> {
+    ds: &'a Dataset,
+    src: &'a Path,
+    root: &'a Path,
+    opts: &'a ExportOptions,
+    plan: Plan,
+    task: String,
+    reward: DType,
+    infos: bool,
+    schema: SchemaRef,
+    /// Names of the stats features, in the order of `EpisodeRow::stats`.
+    stat_names: Vec<String>,
+    data: Option<DataFile>,
+    data_at: (u64, u64),
+    data_files: u64,
+    videos: Vec<VideoFile>,
+    rows: Vec<EpisodeRow>,
+    frames: u64,
+}
+
+fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
+    if at.1 + 1 >= chunks {
+        (at.0 + 1, 0)
+    } else {
+        (at.0, at.1 + 1)
+    }
+}
+
+impl<'a> Exporter<'a> {
+    fn new(ds: &'a Dataset, src: &'a Path, root: &'a Path, opts: &'a ExportOptions, plan: Plan) -> Result<Exporter<'a>> {
+        let store = |source| Error::Store { path: src.to_path_buf(), source };
+        // Rewards are float32 by LeRobot's convention, unless that would change one.
+        let mut reward = DType::F32;
+        for s in ds.shards() {
+            if ds.shard_columns(s.shard).map_err(store)?.rewards.iter().any(|&r| (r as f32) as f64 != r && !r.is_nan()) {
+                reward = DType::F64;
+                break;
+            }
+        }
+        // Every shard of a dataset has the same columns; the first row says whether infos are kept.
+        let infos = match ds.shards().first() {
+            Some(s) => ds.read_rows(s.shard, 0, s.rows.min(1)).map_err(store)?.column_by_name("infos").is_some(),
+            None => false,
+        };
+        let mut fields: Vec<Field> = Vec::new();
+        let mut stat_names = Vec::new();
+        for c in plan.obs.iter().filter(|c| c.video.is_none()).chain(&plan.act) {
+            fields.push(Field::new(&c.name, arrowx::feature_type(c.dtype, c.len), false));
+        }
+        fields.push(Field::new("next.reward", arrowx::arrow_type(reward), false));
+        for f in ["next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION] {
+            fields.push(Field::new(f, DataType::Boolean, false));
+        }
+        stat_names.extend(fields.iter().map(|f| f.name().clone()));
+        if infos {
+            fields.push(Field::new("rollway.info", DataType::Utf8, true));
+        }
+        for (name, dtype) in meta::DEFAULTS {
+            fields.push(Field::new(name, if dtype == "float32" { DataType::Float32 } else { DataType::Int64 }, false));
+            stat_names.push(name.to_string());
+        }
+        stat_names.extend(plan.videos().map(|c| c.name.clone()));
+        let videos = plan.videos().map(|c| VideoFile { col: c.clone(), at: (0, 0), pending: vec![], frames: 0, bytes: 0, files: 0 }).collect();
+        Ok(Exporter {
+            ds,
+            src,
+            root,
+            opts,
+            task: opts.task.clone().unwrap_or_else(|| ds.metadata().env.id.clone()),
+            reward,
+            infos,
+            schema: Arc::new(Schema::new(fields)),
+            stat_names,
+            plan,
+            data: None,
+            data_at: (0, 0),
+            data_files: 0,
+            videos,
+            rows: vec![],
+            frames: 0,
+        })
+    }
+
+    fn run(mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
+        let mut ids: Vec<u64> = self.ds.select(|_| true).map(|e| e.episode_id).collect();
+        ids.sort_unstable();
+        if ids.is_empty() {
+            return Err(Error::Unsupported { path: self.src.to_path_buf(), message: "it has no episodes with data to export".into() });
+        }
+        let total = ids.len() as u64;
+        let mut episodes = Vec::with_capacity(ids.len());
+        let mut steps = 0;
+        for (k, &id) in ids.iter().enumerate() {
+            let ep = self.ds.read_episode(id).map_err(|source| Error::Store { path: self.src.to_path_buf(), source })?;
+            steps += ep.entry.length;
+            self.episode(k as u64, &ep)?;
+            let e = &ep.entry;
+            episodes.push(EpisodeMeta { episode_id: e.episode_id, seed: e.seed, steps: e.length, status: e.status, labels: e.labels.clone(), info: e.info.clone() });
+            progress(k as u64 + 1, total);
+        }
+        self.close_data()?;
+        for v in 0..self.videos.len() {
+            self.flush_video(v)?;
+        }
+        self.write_meta(episodes)?;
+        Ok(ExportReport {
+            out: PathBuf::new(),
+            episodes: total,
+            steps,
+            frames: self.frames,
+            given_up: self.ds.episodes().count() as u64 - total,
+            data_files: self.data_files,
+            video_files: self.videos.iter().map(|v| v.files).sum(),
+            video_keys: self.videos.iter().map(|v| v.col.name.clone()).collect(),
+            bytes: 0,
+        })
+    }
+
+    /// Writes one episode's T+1 frames: its data rows, its video frames, its stats.
+    fn episode(&mut self, k: u64, ep: &EpisodeData) -> Result<()> {
+        let t = ep.entry.length as usize;
+        let n = t + 1;
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        let mut stats: Vec<Stats> = Vec::new();
+        let mut add = |cols: &mut Vec<ArrayRef>, dtype: DType, len: usize, bytes: &[u8]| {
+            stats.push(Stats::of_rows(n, len, |r, j| dtype.read_f64(&bytes[r * len * dtype.size()..], j)));
+            cols.push(arrowx::column(dtype, len, bytes));
+        };
+        for c in self.plan.obs.iter().filter(|c| c.video.is_none()) {
+            add(&mut cols, c.dtype, c.len, &ep.observations[c.leaf].1.data);
+        }
+        for c in &self.plan.act {
+            // The final-observation frame takes no action: zeros.
+            let mut bytes = ep.actions[c.leaf].1.data.clone();
+            bytes.resize(n * c.bytes(), 0);
+            add(&mut cols, c.dtype, c.len, &bytes);
+        }
+        let rewards: Vec<f64> = ep.rewards.iter().copied().chain([0.0]).collect();
+        let reward_bytes: Vec<u8> = match self.reward {
+            DType::F32 => rewards.iter().flat_map(|&r| (r as f32).to_ne_bytes()).collect(),
+            _ => rewards.iter().flat_map(|r| r.to_ne_bytes()).collect(),
+        };
+        add(&mut cols, self.reward, 1, &reward_bytes);
+        let flags = |head: &[bool], last: bool| -> Vec<u8> { head.iter().copied().chain([last]).map(u8::from).collect() };
+        add(&mut cols, DType::Bool, 1, &flags(&ep.terminations, true));
+        add(&mut cols, DType::Bool, 1, &flags(&ep.terminations, false));
+        add(&mut cols, DType::Bool, 1, &flags(&ep.truncations, false));
+        add(&mut cols, DType::Bool, 1, &flags(&vec![false; t], true));
+        if self.infos {
+            let infos = ep.infos.as_ref().ok_or_else(|| Error::Unsupported { path: self.src.to_path_buf(), message: format!("episode {} has no infos where others do", ep.entry.episode_id) })?;
+            cols.push(Arc::new(StringArray::from_iter(infos.iter().map(|i| Some(i.to_json())))));
+        }
+        let fps = f64::from(self.opts.fps);
+        let ts: Vec<f32> = (0..n).map(|i| (i as f64 / fps) as f32).collect();
+        add(&mut cols, DType::F32, 1, bytemuck::cast_slice(&ts));
+        let ints = |f: &dyn Fn(usize) -> i64| -> Vec<u8> { (0..n).flat_map(|i| f(i).to_ne_bytes()).collect() };
+        let from = self.frames;
+        add(&mut cols, DType::I64, 1, &ints(&|i| i as i64));
+        add(&mut cols, DType::I64, 1, &ints(&|_| k as i64));
+        add(&mut cols, DType::I64, 1, &ints(&|i| (from + i as u64) as i64));
+        add(&mut cols, DType::I64, 1, &ints(&|_| 0));
+        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| Error::Parquet { path: self.root.to_path_buf(), message: format!("episode {k}: {e}") })?;
+        let data = self.write_data(&batch)?;
+        let mut videos = Vec::new();
+        for v in 0..self.videos.len() {
+            let c = self.videos[v].col.clone();
+            let pixels = &ep.observations[c.leaf].1.data;
+            stats.push(Stats::of_frames(pixels, n));
+            videos.push(self.add_video(v, pixels, n)?);
+        }
+        self.rows.push(EpisodeRow { length: n as u64, data, from, videos, stats });
+        self.frames += n as u64;
+        Ok(())
+    }
+
+    fn data_path(&self, at: (u64, u64)) -> PathBuf {
+        self.root.join(meta::fill(meta::DATA_PATH, None, at.0, at.1).expect("our template"))
+    }
+
+    /// Appends an episode's rows as one row group, starting a new file first when
+    /// the current one is full (LeRobot's size estimate: bytes per frame so far).
+    fn write_data(&mut self, batch: &RecordBatch) -> Result<(u64, u64)> {
+        let limit = self.opts.data_file_size_in_mb * 1_000_000;
+        if let Some(d) = &self.data {
+            let est = d.w.bytes() + d.w.bytes() / d.frames.max(1) * batch.num_rows() as u64;
+            if est >= limit || self.opts.episodes_per_file.is_some_and(|m| d.episodes >= m) {
+                self.close_data()?;
+                self.data_at = next(self.data_at, self.opts.chunks_size);
+            }
+        }
+        if self.data.is_none() {
+            let path = self.data_path(self.data_at);
+            let dir = path.parent().expect("templated paths have directories");
+            std::fs::create_dir_all(dir).io("creating", dir)?;
+            let w = Writer::create(&path, self.schema.clone()).map_err(|message| Error::Parquet { path: path.clone(), message })?;
+            self.data = Some(DataFile { w, path, frames: 0, episodes: 0 });
+        }
+        let d = self.data.as_mut().expect("opened above");
+        d.w.write(batch).map_err(|message| Error::Parquet { path: d.path.clone(), message })?;
+        d.frames += batch.num_rows() as u64;
+        d.episodes += 1;
+        Ok(self.data_at)
+    }
+
+    fn close_data(&mut self) -> Result<()> {
+        if let Some(d) = self.data.take() {
+            d.w.close().map_err(|message| Error::Parquet { path: d.path, message })?;
+            self.data_files += 1;
+        }
+        Ok(())
+    }
+
+    /// Encodes an episode's frames and queues them for the current mp4 of key `v`;
+    /// returns where they are: `(chunk, file)`, `from_timestamp`, `to_timestamp`.
+    fn add_video(&mut self, v: usize, pixels: &[u8], n: usize) -> Result<((u64, u64), f64, f64)> {
+        let [h, w, _] = self.videos[v].col.video.expect("video columns have a frame shape");
+        let opts = H264Options { crf: self.opts.crf, keyint: self.opts.keyint, fps: self.opts.fps, ..Default::default() };
+        let path = self.video_path(v);
+        let enc = h264::encode(pixels.chunks_exact(h * w * 3), w, h, &opts).map_err(|source| Error::Video { path: path.clone(), source })?;
+        let bytes: u64 = enc.packets.iter().map(|p| p.data.len() as u64).sum();
+        let f = &self.videos[v];
+        let full = f.bytes + bytes >= self.opts.video_file_size_in_mb * 1_000_000 || self.opts.episodes_per_file.is_some_and(|m| f.pending.len() as u64 >= m);
+        if !f.pending.is_empty() && full {
+            self.flush_video(v)?;
+            let f = &mut self.videos[v];
+            f.at = next(f.at, self.opts.chunks_size);
+        }
+        let f = &mut self.videos[v];
+        let fps = f64::from(self.opts.fps);
+        let span = (f.frames as f64 / fps, (f.frames + n as u64) as f64 / fps);
+        f.frames += n as u64;
+        f.bytes += bytes;
+        f.pending.push(enc);
+        Ok((f.at, span.0, span.1))
+    }
+
+    fn video_path(&self, v: usize) -> PathBuf {
+        let f = &self.videos[v];
+        self.root.join(meta::fill(meta::VIDEO_PATH, Some(&f.col.name), f.at.0, f.at.1).expect("our template"))
+    }
+
+    fn flush_video(&mut self, v: usize) -> Result<()> {
+        if self.videos[v].pending.is_empty() {
+            return Ok(());
+        }
+        let path = self.video_path(v);
+        let dir = path.parent().expect("templated paths have directories");
+        std::fs::create_dir_all(dir).io("creating", dir)?;
+        let f = &mut self.videos[v];
+        let [h, w, _] = f.col.video.expect("video columns have a frame shape");
+        let refs: Vec<&Encoded> = f.pending.iter().collect();
+        rollway_media::mp4::write(&path, w, h, self.opts.fps, &refs).map_err(|source| Error::Video { path: path.clone(), source })?;
+        (f.pending, f.frames, f.bytes) = (vec![], 0, 0);
+        f.files += 1;
+        Ok(())
+    }
+
+    fn write_json(&self, rel: &str, j: &Json) -> Result<()> {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("meta/")).io("creating", &p)?;
+        std::fs::write(&p, serde_json::to_string_pretty(j).expect("JSON serializes") + "\n").io("writing", &p)
+    }
+
+    fn write_parquet(&self, rel: &str, batch: &RecordBatch) -> Result<()> {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("meta/")).io("creating", &p)?;
+        arrowx::write_file(&p, batch).map(|_| ()).map_err(|message| Error::Parquet { path: p, message })
+    }
+
+    fn write_meta(&self, episodes: Vec<EpisodeMeta>) -> Result<()> {
+        let n = self.rows.len() as u64;
+        let mut features = Map::new();
+        for f in self.schema.fields() {
+            let (dtype, shape) = match f.data_type() {
+                DataType::FixedSizeList(item, k) => (dtype_name(item.data_type()), *k as usize),
+                DataType::Utf8 => ("string", 1),
+                other => (dtype_name(other), 1),
+            };
+            features.insert(f.name().clone(), json!({"dtype": dtype, "shape": [shape], "names": null}));
+        }
+        for v in &self.videos {
+            let mut f = v.col.feature();
+            let [h, w, _] = v.col.video.expect("video columns have a frame shape");
+            f["info"] = meta::video_info(h, w, self.opts.fps, self.opts.crf, self.opts.keyint);
+            features.insert(v.col.name.clone(), f);
+        }
+        let info = json!({
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.opts.robot_type,
+            "total_episodes": n,
+            "total_frames": self.frames,
+            "total_tasks": 1,
+            "chunks_size": self.opts.chunks_size,
+            "data_files_size_in_mb": self.opts.data_file_size_in_mb,
+            "video_files_size_in_mb": self.opts.video_file_size_in_mb,
+            "fps": self.opts.fps,
+            "splits": {"train": format!("0:{n}")},
+            "data_path": meta::DATA_PATH,
+            "video_path": if self.videos.is_empty() { Json::Null } else { json!(meta::VIDEO_PATH) },
+            "features": features,
+        });
+        self.write_json(meta::INFO, &info)?;
+        let mut total: Vec<Stats> = self.rows[0].stats.clone();
+        for r in &self.rows[1..] {
+            total.iter_mut().zip(&r.stats).for_each(|(a, b)| a.merge(b));
+        }
+        let stats: Map<String, Json> = self.stat_names.iter().zip(&total).map(|(k, s)| (k.clone(), s.json())).collect();
+        self.write_json(meta::STATS, &Json::Object(stats))?;
+        self.write_parquet(meta::TASKS, &meta::tasks_batch(std::slice::from_ref(&self.task)))?;
+        let episodes_rel = meta::fill(meta::EPISODES_PATH, None, 0, 0).expect("our template");
+        self.write_parquet(&episodes_rel, &self.episodes_batch())?;
+        let mut agents: Vec<&str> = Vec::new();
+        for r in &self.ds.metadata().runs {
+            if !agents.contains(&r.agent.as_str()) {
+                agents.push(&r.agent);
+            }
+        }
+        let rw = RollwayMeta { rollway_lerobot: 1, env: self.ds.metadata().env.clone(), agent: agents.join(", "), columns: self.plan.names(), episodes };
+        self.write_json(meta::ROLLWAY, &serde_json::to_value(&rw).expect("metadata serializes"))
+    }
+
+    /// `meta/episodes/chunk-000/file-000.parquet`: one row per episode.
+    fn episodes_batch(&self) -> RecordBatch {
+        let rows = &self.rows;
+        let mut cols: Vec<(String, ArrayRef)> = Vec::new();
+        let int = |f: &dyn Fn(&EpisodeRow) -> u64| -> ArrayRef { Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| f(r) as i64))) };
+        cols.push(("episode_index".into(), Arc::new(Int64Array::from_iter_values(0..rows.len() as i64))));
+        let tasks = StringArray::from_iter_values(rows.iter().map(|_| self.task.as_str()));
+        let item = Arc::new(Field::new("item", DataType::Utf8, true));
+        cols.push(("tasks".into(), Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(tasks), None))));
+        cols.push(("length".into(), int(&|r| r.length)));
+        cols.push(("data/chunk_index".into(), int(&|r| r.data.0)));
+        cols.push(("data/file_index".into(), int(&|r| r.data.1)));
+        cols.push(("dataset_from_index".into(), int(&|r| r.from)));
+        cols.push(("dataset_to_index".into(), int(&|r| r.from + r.length)));
+        for (v, f) in self.videos.iter().enumerate() {
+            let key = &f.col.name;
+            cols.push((format!("videos/{key}/chunk_index"), int(&|r| r.videos[v].0 .0)));
+            cols.push((format!("videos/{key}/file_index"), int(&|r| r.videos[v].0 .1)));
+            cols.push((format!("videos/{key}/from_timestamp"), Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.videos[v].1)))));
+            cols.push((format!("videos/{key}/to_timestamp"), Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.videos[v].2)))));
+        }
+        for (i, name) in self.stat_names.iter().enumerate() {
+            let shape = rows[0].stats[i].shape.clone();
+            for stat in stats::NAMES {
+                let vals: Vec<Vec<f64>> = rows.iter().map(|r| r.stats[i].get(stat)).collect();
+                cols.push((format!("stats/{name}/{stat}"), arrowx::f64_lists(&vals, &shape)));
+            }
+            let counts = Int64Array::from_iter_values(rows.iter().map(|r| r.stats[i].count as i64));
+            let item = Arc::new(Field::new("item", DataType::Int64, true));
+            cols.push((format!("stats/{name}/count"), Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(counts), None))));
+        }
+        cols.push(("meta/episodes/chunk_index".into(), int(&|_| 0)));
+        cols.push(("meta/episodes/file_index".into(), int(&|_| 0)));
+        let schema = Schema::new(cols.iter().map(|(n, a)| Field::new(n, a.data_type().clone(), true)).collect::<Vec<_>>());
+        RecordBatch::try_new(Arc::new(schema), cols.into_iter().map(|(_, a)| a).collect()).expect("columns of one length each")
+    }
+}
+
+fn dtype_name(t: &DataType) -> &'static str {
+    [DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64, DType::F32, DType::F64]
+        .into_iter()
+        .find(|&d| &arrowx::arrow_type(d) == t)
+        .map_or("string", DType::name)
+}

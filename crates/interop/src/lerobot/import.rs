@@ -1,0 +1,280 @@
+//! LeRobot v3.0 directory → rollway dataset.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, RecordBatch};
+use rollway_core::{EpisodeResult, Info, Layout, Status, Trajectory};
+use rollway_media::h264::{decode_range, Decoder};
+use rollway_media::mp4::{self, Video};
+use rollway_store::{DatasetWriter, WriterConfig};
+use serde_json::json;
+
+use super::meta::{self, InfoJson};
+use super::plan::Col;
+use super::source::{self, EpisodeRef, Mapping};
+use super::{ImportReport, FINAL_OBSERVATION};
+use crate::error::IoContext;
+use crate::fsx::{self, Staging};
+use crate::{Error, Result};
+
+/// Imports the LeRobot v3.0 dataset at `src` (its root, holding `meta/info.json`)
+/// as a new rollway dataset at `out`, which must not exist (or be an empty directory).
+///
+/// A rollway export comes back as it was (see the module docs on the final
+/// observation); any other dataset maps `observation.*` and `action` features to
+/// spaces, and each of its frames to a step. Videos must be H.264. Nothing appears
+/// at `out` unless the whole import succeeds. `progress(done, total)` is called
+/// after each episode.
+pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<ImportReport> {
+    let info_path = src.join(meta::INFO);
+    if !info_path.is_file() {
+        let message = if src.exists() { format!("no {}", meta::INFO) } else { "it does not exist".into() };
+        return Err(Error::NotLeRobot { path: src.to_path_buf(), message });
+    }
+    let text = std::fs::read_to_string(&info_path).io("reading", &info_path)?;
+    let info = InfoJson::parse(&text).map_err(|message| Error::BadMetadata { path: info_path.clone(), message })?;
+    if !info.version.starts_with("v3.") {
+        let hint = if info.version.starts_with("v2.") { ": convert it with `python -m lerobot.scripts.convert_dataset_v21_to_v30`" } else { "" };
+        return Err(Error::Unsupported { path: info_path, message: format!("codebase_version {}; rollway reads v3.x{hint}", info.version) });
+    }
+    let rw = source::rollway(src)?;
+    let env = info.robot_type.clone().unwrap_or_else(|| std::path::absolute(src).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "lerobot".into()));
+    let map = match &rw {
+        Some(rw) => source::from_rollway(rw, &info, &src.join(meta::ROLLWAY))?,
+        None => source::infer(src, &info, env)?,
+    };
+    source::check(&map.plan, &info, &info_path)?;
+    let keys: Vec<String> = map.plan.videos().map(|c| c.name.clone()).collect();
+    if !keys.is_empty() && info.video_path.is_none() {
+        return Err(Error::BadMetadata { path: info_path, message: "video features but no `video_path`".into() });
+    }
+    let eps = source::episodes(src, &keys)?;
+    if let Some(t) = info.total_episodes.filter(|&t| t != eps.len() as u64) {
+        return Err(Error::Malformed { path: src.join(meta::EPISODES_DIR), object: "/".into(), message: format!("{} episodes listed, info.json says {t}", eps.len()) });
+    }
+    if out.exists() && !(out.is_dir() && std::fs::read_dir(out).io("listing", out)?.next().is_none()) {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
+    }
+    let out_abs = std::path::absolute(out).io("resolving", out)?;
+    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
+    };
+    std::fs::create_dir_all(parent).io("creating", parent)?;
+    let staging = Staging::new(parent, &name.to_string_lossy())?;
+    let config = json!({"imported_from": {"format": "lerobot", "path": std::path::absolute(src).unwrap_or(src.to_path_buf()), "codebase_version": info.version}});
+    let store_err = |source| Error::Store { path: out.to_path_buf(), source };
+    let cfg = WriterConfig { record_infos: map.infos, ..Default::default() };
+    let writer = DatasetWriter::create(staging.path(), &map.spec, &map.agent, 0, config, cfg).map_err(store_err)?;
+    let mut r = Reader { root: src, info: &info, map: &map, data: None, videos: (0..keys.len()).map(|_| None).collect() };
+    let n = eps.len() as u64;
+    let mut steps = 0;
+    for (k, e) in eps.iter().enumerate() {
+        let mut ep = r.episode(e)?;
+        ep.index = k as u64;
+        // Per-episode fields only when the table still lists the episodes exported.
+        if let Some(m) = rw.as_ref().filter(|rw| rw.episodes.len() == eps.len()).map(|rw| &rw.episodes[k]).filter(|m| m.steps == ep.length) {
+            (ep.seed, ep.status, ep.labels, ep.info) = (m.seed, m.status, m.labels.clone(), m.info.clone());
+        }
+        steps += ep.length;
+        writer.write(ep).map_err(store_err)?;
+        progress(k as u64 + 1, n);
+    }
+    writer.finish().map_err(store_err)?;
+    let bytes = fsx::dir_bytes(staging.path());
+    staging.commit(&out_abs)?;
+    Ok(ImportReport { env: map.spec.id.clone(), out: out.to_path_buf(), episodes: n, steps, bytes, from_rollway: rw.is_some(), skipped_features: map.skipped.clone() })
+}
+
+/// A loaded data file and where each episode's rows are in it.
+struct DataFile {
+    at: (u64, u64),
+    path: PathBuf,
+    batch: RecordBatch,
+    /// `(episode_index, first row, rows)`, in file order.
+    spans: Vec<(i64, usize, usize)>,
+}
+
+/// A loaded mp4 and its decoder.
+struct VideoFile {
+    path: PathBuf,
+    video: Video,
+    dec: Decoder,
+}
+
+struct Reader<'a> {
+    root: &'a Path,
+    info: &'a InfoJson,
+    map: &'a Mapping,
+    data: Option<DataFile>,
+    videos: Vec<Option<VideoFile>>,
+}
+
+fn malformed(path: &Path, object: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::Malformed { path: path.to_path_buf(), object: object.into(), message: message.into() }
+}
+
+impl Reader<'_> {
+    fn data_file(&mut self, at: (u64, u64)) -> Result<&DataFile> {
+        if self.data.as_ref().is_none_or(|d| d.at != at) {
+            let rel = meta::fill(&self.info.data_path, None, at.0, at.1).map_err(|m| Error::BadMetadata { path: self.root.join(meta::INFO), message: format!("data_path: {m}") })?;
+            let path = self.root.join(rel);
+            if !path.is_file() {
+                return Err(malformed(&path, "/", "missing (the episodes table points here)"));
+            }
+            let batch = super::arrowx::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
+            let ids = super::arrowx::col(&batch, "episode_index").and_then(|c| super::arrowx::i64s(c.as_ref())).map_err(|m| malformed(&path, "episode_index", m))?;
+            let mut spans: Vec<(i64, usize, usize)> = Vec::new();
+            for (i, &id) in ids.iter().enumerate() {
+                match spans.last_mut() {
+                    Some(s) if s.0 == id => s.2 += 1,
+                    _ => spans.push((id, i, 1)),
+                }
+            }
+            self.data = Some(DataFile { at, path, batch, spans });
+        }
+        Ok(self.data.as_ref().expect("loaded above"))
+    }
+
+    /// The episode's `n` frames of video key `v`, back to back.
+    fn frames(&mut self, v: usize, c: &Col, e: &EpisodeRef, n: usize) -> Result<Vec<u8>> {
+        let (at, from_ts) = e.videos[v];
+        let template = self.info.video_path.as_deref().expect("checked before reading");
+        let rel = meta::fill(template, Some(&c.name), at.0, at.1).map_err(|m| Error::BadMetadata { path: self.root.join(meta::INFO), message: format!("video_path: {m}") })?;
+        let path = self.root.join(rel);
+        let [h, w, _] = c.video.expect("video column");
+        if self.videos[v].as_ref().is_none_or(|f| f.path != path) {
+            if !path.is_file() {
+                return Err(malformed(&path, "/", "missing (the episodes table points here)"));
+            }
+            let video = mp4::read(&path).map_err(|e| {
+                // Our error names the path already.
+                let m = match e {
+                    rollway_media::Error::File { message, .. } => message,
+                    other => other.to_string(),
+                };
+                if m.contains("not H.264") {
+                    Error::Unsupported { path: path.clone(), message: format!("{m}; rollway decodes H.264 only (re-encode with e.g. `ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT`)") }
+                } else {
+                    malformed(&path, "/", m)
+                }
+            })?;
+            if (video.width, video.height) != (w, h) {
+                return Err(malformed(&path, "/", format!("{}×{} frames, info.json says {w}×{h}", video.width, video.height)));
+            }
+            let dec = Decoder::new(&video.extradata, w, h).map_err(|e| malformed(&path, "/", e.to_string()))?;
+            self.videos[v] = Some(VideoFile { path: path.clone(), video, dec });
+        }
+        let f = self.videos[v].as_mut().expect("loaded above");
+        let start = (from_ts * f64::from(self.info.fps)).round();
+        if !(0.0..=1e12).contains(&start) || start as usize + n > f.video.frames() {
+            return Err(malformed(&path, format!("episode {}", e.index), format!("frames {start}..{start}+{n} of a {}-frame video", f.video.frames())));
+        }
+        let mut out = Vec::with_capacity(n * h * w * 3);
+        let s = start as i64;
+        decode_range(&mut f.dec, &f.video.packets, s, s + n as i64, &mut |_, rgb| {
+            out.extend_from_slice(rgb);
+            Ok(())
+        })
+        .map_err(|err| malformed(&path, format!("episode {}", e.index), err.to_string()))?;
+        Ok(out)
+    }
+
+    fn episode(&mut self, e: &EpisodeRef) -> Result<EpisodeResult> {
+        let map = self.map;
+        let d = self.data_file(e.data)?;
+        let path = d.path.clone();
+        let object = format!("episode {}", e.index);
+        let &(_, start, rows) = d.spans.iter().find(|s| s.0 == e.index).ok_or_else(|| malformed(&path, &object, "no rows"))?;
+        if rows != e.length || rows == 0 {
+            return Err(malformed(&path, &object, format!("{rows} rows, the episodes table says {}", e.length)));
+        }
+        let b = d.batch.clone();
+        // Columns that info.json does not declare are not part of the dataset.
+        let features = &self.info.features;
+        let column = |name: &str| -> Option<&std::sync::Arc<dyn Array>> { b.column_by_name(name).filter(|_| features.contains_key(name)) };
+        let need = |name: &str| column(name).ok_or_else(|| malformed(&path, name, "missing column"));
+        let flags = |name: &str, count: usize| -> Result<Option<Vec<bool>>> {
+            column(name).map(|c| super::arrowx::bools(&c.slice(start, count)).map_err(|m| malformed(&path, name, m))).transpose()
+        };
+        // rollway's exports end each episode with a frame that only holds the final observation.
+        let t = if map.final_frame {
+            let f = flags(FINAL_OBSERVATION, rows)?.ok_or_else(|| malformed(&path, FINAL_OBSERVATION, "missing column"))?;
+            if rows < 2 || !f[rows - 1] || f[..rows - 1].iter().any(|&x| x) {
+                return Err(malformed(&path, &object, format!("`{FINAL_OBSERVATION}` must be true on the last frame only")));
+            }
+            rows - 1
+        } else {
+            rows
+        };
+        let (ol, al) = (Layout::of(&map.spec.observation_space), Layout::of(&map.spec.action_space));
+        let (ob, ab) = (ol.row_bytes(), al.row_bytes());
+        let mut obs = vec![0u8; (t + 1) * ob];
+        for (v, c) in map.plan.videos().enumerate() {
+            let px = self.frames(v, c, e, rows)?;
+            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &px);
+        }
+        for c in map.plan.obs.iter().filter(|c| c.video.is_none()) {
+            let bytes = super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
+            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &bytes);
+        }
+        if !map.final_frame {
+            // A foreign episode's last frame is a step too; its successor is not recorded.
+            obs.copy_within((t - 1) * ob..t * ob, t * ob);
+        }
+        let mut actions = vec![0u8; t * ab];
+        for c in &map.plan.act {
+            let bytes = super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, t).map_err(|m| malformed(&path, &c.name, m))?;
+            scatter(&mut actions, ab, al.leaves()[c.leaf].offset, c.bytes(), &bytes);
+        }
+        let rewards = match column("next.reward") {
+            Some(c) => super::arrowx::f64s(&c.slice(start, t)).map_err(|m| malformed(&path, "next.reward", m))?,
+            None => vec![0.0; t],
+        };
+        let mut terminations = match flags("next.terminated", t)? {
+            Some(f) => f,
+            None => flags("next.done", t)?.unwrap_or_else(|| vec![false; t]),
+        };
+        let mut truncations = flags("next.truncated", t)?.unwrap_or_else(|| vec![false; t]);
+        if !map.final_frame && !terminations[t - 1] && !truncations[t - 1] {
+            // Every LeRobot episode ends; one that did not terminate was cut off.
+            truncations[t - 1] = true;
+        }
+        terminations.truncate(t);
+        truncations.truncate(t);
+        let infos = match column("rollway.info").filter(|_| map.infos) {
+            None => vec![],
+            Some(c) => super::arrowx::strings(&c.slice(start, t + 1))
+                .map_err(|m| malformed(&path, "rollway.info", m))?
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| s.map_or(Ok(Info::new()), |s| serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))))
+                .collect::<Result<Vec<Info>>>()?,
+        };
+        let status = if terminations[t - 1] { Status::Terminated } else { Status::Truncated };
+        let mut info = infos.last().cloned().unwrap_or_default();
+        if !map.final_frame {
+            info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
+        }
+        Ok(EpisodeResult {
+            index: 0,
+            seed: 0,
+            length: t as u64,
+            ret: rewards.iter().sum(),
+            status,
+            labels: vec![],
+            info,
+            worker: 0,
+            attempt: 1,
+            wall_ms: 0.0,
+            error: None,
+            trajectory: Some(Box::new(Trajectory { obs, actions, rewards, terminations, truncations, infos })),
+        })
+    }
+}
+
+/// Copies `leaf_bytes`-sized pieces of `src` into consecutive rows of `rows` at `offset`.
+fn scatter(rows: &mut [u8], row_bytes: usize, offset: usize, leaf_bytes: usize, src: &[u8]) {
+    for (row, piece) in rows.chunks_exact_mut(row_bytes).zip(src.chunks_exact(leaf_bytes)) {
+        row[offset..offset + leaf_bytes].copy_from_slice(piece);
+    }
+}

@@ -1,0 +1,163 @@
+//! rollway dataset → Minari `data/` directory.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use hdf5_metno as hdf5;
+use rollway_store::{Dataset, EpisodeData, Metadata};
+use serde_json::{json, Map, Value as Json};
+
+use super::{check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, MINARI_VERSION};
+use crate::episodes::Episodes;
+use crate::error::IoContext;
+use crate::fsx::{self, Staging};
+use crate::{Error, Result};
+
+/// Exports the rollway dataset at `src` as the Minari dataset directory `out`
+/// (writing `out/data/main_data.hdf5` and `out/data/metadata.json`).
+///
+/// Episodes with data are written in episode-id order as `episode_0…`; given-up
+/// episodes are left out. The files are built in a hidden directory inside `out`
+/// and renamed to `data/` when complete. `progress(done, total)` is called after
+/// each episode.
+pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
+    let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
+    let dataset_id = match &opts.dataset_id {
+        Some(id) => {
+            check_dataset_id(id)?;
+            id.clone()
+        }
+        None => dataset_id_from_path(out)?,
+    };
+    let data = out.join("data");
+    if out.exists() && !out.is_dir() {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "it is a file; the output is the Minari dataset's directory".into() });
+    }
+    if data.exists() && !opts.force {
+        return Err(Error::OutputExists { path: data, hint: "pass --force to replace it".into() });
+    }
+    let created = !out.exists();
+    std::fs::create_dir_all(out).io("creating", out)?;
+    let res = write(&ds, src, out, &dataset_id, opts, progress);
+    if res.is_err() && created {
+        // Only succeeds while empty: never removes anything but our own directory.
+        let _ = std::fs::remove_dir(out);
+    }
+    res
+}
+
+fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
+    let staging = Staging::new(out, "data")?;
+    let h5_path = staging.path().join("main_data.hdf5");
+    let mut episodes = Episodes::new(ds);
+    let total = episodes.entries().len() as u64;
+    let given_up = ds.episodes().count() as u64 - total;
+    let mut steps = 0u64;
+    let mut skipped = BTreeSet::new();
+    {
+        let file = hdf5::File::create(&h5_path).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: "creating the file".into(), source })?;
+        for k in 0..episodes.entries().len() {
+            let ep = episodes.read(k).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
+            let ctx = format!("episode_{k}");
+            let skipped_here = write_episode(&file, &ctx, k as i64, &ep).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: ctx, source })?;
+            skipped.extend(skipped_here);
+            steps += ep.entry.length;
+            progress(k as u64 + 1, total);
+        }
+        file.close().map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: "closing the file".into(), source })?;
+    }
+    let h5_bytes = std::fs::metadata(&h5_path).io("reading size of", &h5_path)?.len();
+    let env_spec = env_spec(ds.metadata());
+    let mut meta = Map::new();
+    meta.insert("dataset_id".into(), json!(dataset_id));
+    meta.insert("total_episodes".into(), json!(total));
+    meta.insert("total_steps".into(), json!(steps));
+    meta.insert("data_format".into(), json!("hdf5"));
+    // Without this key Minari assumes JPEG for uint8 image Boxes; we store raw pixels.
+    meta.insert("jpeg_encoding".into(), json!(false));
+    meta.insert("observation_space".into(), json!(ds.metadata().env.observation_space));
+    meta.insert("action_space".into(), json!(ds.metadata().env.action_space));
+    if let Some(s) = &env_spec {
+        meta.insert("env_spec".into(), json!(s));
+    }
+    let mut agents: Vec<&str> = Vec::new();
+    for r in &ds.metadata().runs {
+        if !agents.contains(&r.agent.as_str()) {
+            agents.push(&r.agent);
+        }
+    }
+    meta.insert("algorithm_name".into(), json!(agents.join(", ")));
+    if let Some(a) = &opts.author {
+        // Minari reads `author` back as a set: a list, not a bare string.
+        meta.insert("author".into(), json!([a]));
+    }
+    let description = opts.description.clone().unwrap_or_else(|| format!("{} episodes of {} exported from the rollway dataset {}", total, ds.metadata().env.id, std::path::absolute(src).unwrap_or_else(|_| src.to_path_buf()).display()));
+    meta.insert("description".into(), json!(description));
+    meta.insert("minari_version".into(), json!(MINARI_VERSION));
+    // Minari's `get_size()`: MB with one decimal.
+    meta.insert("dataset_size".into(), json!((h5_bytes as f64 / 1e5).round() / 10.0));
+    let meta_path = staging.path().join("metadata.json");
+    let text = serde_json::to_string_pretty(&Json::Object(meta)).expect("metadata serializes");
+    std::fs::write(&meta_path, &text).io("writing", &meta_path)?;
+    let data = out.join("data");
+    fsx::replace_dir(staging, &data)?;
+    Ok(ExportReport {
+        dataset_id: dataset_id.to_string(),
+        data_dir: data,
+        episodes: total,
+        steps,
+        bytes: h5_bytes + text.len() as u64,
+        given_up,
+        skipped_infos: skipped.into_iter().collect(),
+        env_spec: env_spec.is_some(),
+    })
+}
+
+/// Writes one episode group; returns the info keys it could not write.
+fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf5::Result<Vec<String>> {
+    let g = file.create_group(name)?;
+    let t = ep.entry.length as usize;
+    h5::attr(&g, "id", k)?;
+    h5::attr(&g, "total_steps", t as i64)?;
+    match i64::try_from(ep.entry.seed) {
+        Ok(s) => h5::attr(&g, "seed", s)?,
+        Err(_) => h5::attr(&g, "seed", ep.entry.seed)?,
+    }
+    for (col, a) in ep.observations.iter().chain(&ep.actions) {
+        let (parent, leaf) = col.rsplit_once('/').unwrap_or(("", col));
+        let parent = h5::group_at(&g, parent)?;
+        h5::write_array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
+    }
+    h5::write_f64(&g, "rewards", &ep.rewards)?;
+    h5::write_bools(&g, "terminations", &ep.terminations)?;
+    h5::write_bools(&g, "truncations", &ep.truncations)?;
+    // Minari's DataCollector writes an `infos` group even when it records none.
+    let ig = g.create_group("infos")?;
+    let skipped = match &ep.infos {
+        Some(rows) => infos::write(&ig, rows)?,
+        None => vec![],
+    };
+    if t > 0 {
+        // What Minari's default EpisodeMetadataCallback adds to every episode.
+        let r = &ep.rewards;
+        let sum: f64 = r.iter().sum();
+        let mean = sum / t as f64;
+        let std = (r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / t as f64).sqrt();
+        h5::attr(&g, "rewards_sum", sum)?;
+        h5::attr(&g, "rewards_mean", mean)?;
+        h5::attr(&g, "rewards_std", std)?;
+        h5::attr(&g, "rewards_max", r.iter().copied().fold(f64::NEG_INFINITY, f64::max))?;
+        h5::attr(&g, "rewards_min", r.iter().copied().fold(f64::INFINITY, f64::min))?;
+    }
+    Ok(skipped)
+}
+
+/// `env_spec` for Gymnasium-registered envs, when every run used the same env params.
+fn env_spec(meta: &Metadata) -> Option<String> {
+    let params: Vec<Map<String, Json>> = meta.runs.iter().map(|r| r.config.get("env_params").and_then(Json::as_object).cloned().unwrap_or_default()).collect();
+    if params.windows(2).any(|w| w[0] != w[1]) {
+        return None;
+    }
+    let kwargs = params.first().map(kwargs_of).unwrap_or_default();
+    gymnasium_env_spec(&meta.env.id, &kwargs, meta.env.max_episode_steps)
+}

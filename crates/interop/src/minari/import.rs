@@ -1,0 +1,261 @@
+//! Minari `data/` directory → rollway dataset.
+
+use std::path::{Path, PathBuf};
+
+use hdf5_metno as hdf5;
+use rollway_core::{DType, EnvSpec, EpisodeResult, Info, Layout, LeafKind, Space, Status, Trajectory};
+use rollway_store::format::column_name;
+use rollway_store::{DatasetWriter, WriterConfig};
+use serde_json::{json, Value as Json};
+
+use super::{data_dir, h5, infos, ImportReport};
+use crate::error::IoContext;
+use crate::fsx::{self, Staging};
+use crate::{Error, Result};
+
+/// What an import needs from `metadata.json`.
+struct Meta {
+    dataset_id: Option<String>,
+    obs: Space,
+    act: Space,
+    jpeg: bool,
+    total_episodes: Option<u64>,
+    env_id: Option<String>,
+    max_episode_steps: Option<u64>,
+    reward_threshold: Option<f64>,
+    agent: Option<String>,
+    minari_version: Option<String>,
+}
+
+fn read_meta(path: &Path) -> Result<Meta> {
+    let bad = |m: String| Error::BadMetadata { path: path.to_path_buf(), message: m };
+    let text = std::fs::read_to_string(path).io("reading", path)?;
+    let j: Json = serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    let m = j.as_object().ok_or_else(|| bad("not a JSON object".into()))?;
+    let fmt = m.get("data_format").and_then(Json::as_str).unwrap_or("hdf5");
+    if fmt != "hdf5" {
+        return Err(Error::Unsupported { path: path.to_path_buf(), message: format!("data_format `{fmt}`: only Minari's hdf5 format is supported") });
+    }
+    let space = |key: &str| -> Result<Space> {
+        let text = match m.get(key) {
+            Some(Json::String(s)) => s.clone(),
+            Some(other @ Json::Object(_)) => other.to_string(),
+            Some(other) => return Err(bad(format!("`{key}` is {other}, expected Minari's space JSON (a string)"))),
+            None => return Err(bad(format!("no `{key}` (rollway cannot rebuild spaces from env_spec)"))),
+        };
+        Space::from_json(&text).map_err(|e| {
+            let msg = format!("`{key}`: {e}");
+            if msg.contains("unknown space type") {
+                Error::Unsupported { path: path.to_path_buf(), message: msg }
+            } else {
+                bad(msg)
+            }
+        })
+    };
+    let (obs, act) = (space("observation_space")?, space("action_space")?);
+    let total_episodes = match m.get("total_episodes") {
+        None => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| bad(format!("`total_episodes` is {v}, expected a count")))?),
+    };
+    // env_spec only names the env; a damaged one costs nothing but the name.
+    let spec: Option<Json> = m.get("env_spec").and_then(Json::as_str).and_then(|s| serde_json::from_str(s).ok());
+    let spec_field = |k: &str| spec.as_ref().and_then(|s| s.get(k)).cloned();
+    Ok(Meta {
+        dataset_id: m.get("dataset_id").and_then(Json::as_str).map(String::from),
+        obs,
+        act,
+        jpeg: m.get("jpeg_encoding").and_then(Json::as_bool).unwrap_or(true),
+        total_episodes,
+        env_id: spec_field("id").and_then(|v| v.as_str().map(String::from)),
+        max_episode_steps: spec_field("max_episode_steps").and_then(|v| v.as_u64()),
+        reward_threshold: spec_field("reward_threshold").and_then(|v| v.as_f64()),
+        agent: m.get("algorithm_name").and_then(Json::as_str).map(String::from),
+        minari_version: m.get("minari_version").and_then(Json::as_str).map(String::from),
+    })
+}
+
+/// Minari's `is_image_space`: what it JPEG-encodes unless `jpeg_encoding` is false.
+fn is_image_leaf(l: &rollway_core::Leaf) -> bool {
+    let LeafKind::Box { low, high } = &l.kind else { return false };
+    l.dtype == DType::U8 && matches!(l.shape.len(), 2 | 3) && l.shape[0] >= 32 && l.shape[1] >= 32 && low.iter().all(|&x| x == 0.0) && high.iter().all(|&x| x == 255.0)
+}
+
+/// Imports the Minari dataset at `src` (its directory or its `data/`) as a new
+/// rollway dataset at `out`, which must not exist (or be an empty directory).
+///
+/// Nothing appears at `out` unless the whole import succeeds: the dataset is
+/// written to a hidden sibling directory and renamed. `progress(done, total)` is
+/// called after each episode.
+pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<ImportReport> {
+    let data = data_dir(src)?;
+    let meta_path = data.join("metadata.json");
+    let meta = read_meta(&meta_path)?;
+    let h5_path = data.join("main_data.hdf5");
+    if !h5_path.is_file() {
+        return Err(Error::NotMinari { path: data, message: "no main_data.hdf5".into() });
+    }
+    let (ol, al) = (Layout::of(&meta.obs), Layout::of(&meta.act));
+    if meta.jpeg {
+        if let Some(l) = ol.leaves().iter().chain(al.leaves()).find(|l| is_image_leaf(l)) {
+            let what = if l.path.is_empty() { "the image space".to_string() } else { format!("image `{}`", l.path) };
+            return Err(Error::Unsupported { path: meta_path, message: format!("{what} is JPEG-encoded (jpeg_encoding is true or missing); rollway imports raw images only: re-save it with Minari's jpeg_encoding=False") });
+        }
+    }
+    if out.exists() && !(out.is_dir() && std::fs::read_dir(out).io("listing", out)?.next().is_none()) {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
+    }
+    let out_abs = std::path::absolute(out).io("resolving", out)?;
+    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
+    };
+    std::fs::create_dir_all(parent).io("creating", parent)?;
+    let dataset_id = meta.dataset_id.clone().unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
+    let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
+    let staging = Staging::new(parent, &name.to_string_lossy())?;
+    let mut r = Reader::open(&h5_path, ol, al)?;
+    let n = match meta.total_episodes {
+        Some(n) => n,
+        None => r.count_episodes()?,
+    };
+    let spec = EnvSpec { id: env.clone(), observation_space: meta.obs.clone(), action_space: meta.act.clone(), max_episode_steps: meta.max_episode_steps, render_fps: None, reward_threshold: meta.reward_threshold };
+    let config = json!({"imported_from": {"format": "minari", "path": std::path::absolute(&data).unwrap_or(data.clone()), "dataset_id": dataset_id, "minari_version": meta.minari_version}});
+    let cfg = WriterConfig { record_infos: r.any_infos(n)?, ..Default::default() };
+    let store_err = |source| Error::Store { path: out.to_path_buf(), source };
+    let writer = DatasetWriter::create(staging.path(), &spec, meta.agent.as_deref().unwrap_or("minari"), 0, config, cfg).map_err(store_err)?;
+    let mut steps = 0;
+    for k in 0..n {
+        let ep = r.episode(k)?;
+        steps += ep.length;
+        writer.write(ep).map_err(store_err)?;
+        progress(k + 1, n);
+    }
+    writer.finish().map_err(store_err)?;
+    let bytes = fsx::dir_bytes(staging.path());
+    staging.commit(&out_abs)?;
+    r.skipped.sort();
+    r.skipped.dedup();
+    Ok(ImportReport { dataset_id, env, out: out.to_path_buf(), episodes: n, steps, bytes, skipped_infos: r.skipped })
+}
+
+/// Reads episodes out of `main_data.hdf5`, checking them against the spaces.
+struct Reader {
+    path: PathBuf,
+    file: hdf5::File,
+    ol: Layout,
+    al: Layout,
+    skipped: Vec<String>,
+}
+
+impl Reader {
+    fn open(path: &Path, ol: Layout, al: Layout) -> Result<Reader> {
+        let file = hdf5::File::open(path).map_err(|e| Error::Malformed { path: path.to_path_buf(), object: "/".into(), message: format!("not a readable HDF5 file: {e}") })?;
+        Ok(Reader { path: path.to_path_buf(), file, ol, al, skipped: vec![] })
+    }
+
+    fn bad(&self, object: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Malformed { path: self.path.clone(), object: object.into(), message: message.into() }
+    }
+
+    /// `episode_<k>` groups, when the metadata does not say how many.
+    fn count_episodes(&self) -> Result<u64> {
+        let names = self.file.member_names().map_err(|e| self.bad("/", e.to_string()))?;
+        Ok(names.iter().filter(|n| n.strip_prefix("episode_").is_some_and(|k| k.parse::<u64>().is_ok())).count() as u64)
+    }
+
+    /// Whether any episode has a non-empty `infos` group (then the dataset records infos).
+    fn any_infos(&self, n: u64) -> Result<bool> {
+        for k in 0..n {
+            if let Ok(g) = self.file.group(&format!("episode_{k}/infos")) {
+                if !g.is_empty() {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Reads leaf datasets `prefix/…` of `layout`, each `[rows, ...shape]`, into rows.
+    fn rows(&self, g: &hdf5::Group, ep: &str, prefix: &str, layout: &Layout, rows: usize) -> Result<Vec<u8>> {
+        let rb = layout.row_bytes();
+        let mut out = vec![0u8; rows * rb];
+        for leaf in layout.leaves() {
+            let name = column_name(prefix, leaf);
+            let object = format!("{ep}/{name}");
+            let ds = g.dataset(&name).map_err(|_| self.bad(&object, "missing"))?;
+            let mut want = vec![rows];
+            want.extend(&leaf.shape);
+            let got = ds.shape();
+            if got != want {
+                let what = if got.first() != Some(&rows) { format!("{} rows, expected {rows}", got.first().copied().unwrap_or(0)) } else { format!("shape {got:?}, expected {want:?} for {}", leaf.dtype) };
+                return Err(self.bad(&object, what));
+            }
+            let bytes = h5::read_array(&ds, leaf.dtype).map_err(|m| self.bad(&object, m))?;
+            let lb = leaf.bytes();
+            for (r, src) in bytes.chunks_exact(lb.max(1)).take(rows).enumerate() {
+                out[r * rb + leaf.offset..r * rb + leaf.offset + lb].copy_from_slice(src);
+            }
+        }
+        Ok(out)
+    }
+
+    fn seed(&self, g: &hdf5::Group, ep: &str) -> Result<u64> {
+        let Ok(a) = g.attr("seed") else { return Ok(0) };
+        let object = format!("{ep} attribute seed");
+        let td = a.dtype().and_then(|t| t.to_descriptor()).map_err(|e| self.bad(&object, e.to_string()))?;
+        match td {
+            hdf5::types::TypeDescriptor::Unsigned(_) => a.read_scalar::<u64>().map_err(|e| self.bad(&object, e.to_string())),
+            hdf5::types::TypeDescriptor::Integer(_) => {
+                let s = a.read_scalar::<i64>().map_err(|e| self.bad(&object, e.to_string()))?;
+                u64::try_from(s).map_err(|_| self.bad(&object, format!("negative seed {s}")))
+            }
+            other => Err(self.bad(&object, format!("holds {other}, expected an integer"))),
+        }
+    }
+
+    fn episode(&mut self, k: u64) -> Result<EpisodeResult> {
+        let ep = format!("episode_{k}");
+        let g = self.file.group(&ep).map_err(|_| self.bad(&ep, "missing (metadata.json counts more episodes)"))?;
+        let field = |name: &str| -> Result<hdf5::Dataset> { g.dataset(name).map_err(|_| self.bad(format!("{ep}/{name}"), "missing")) };
+        let rds = field("rewards")?;
+        if rds.ndim() != 1 {
+            return Err(self.bad(format!("{ep}/rewards"), format!("shape {:?}, expected one reward per step", rds.shape())));
+        }
+        let rewards = h5::read_f64(&rds).map_err(|m| self.bad(format!("{ep}/rewards"), m))?;
+        let t = rewards.len();
+        let flags = |name: &str| -> Result<Vec<bool>> {
+            let ds = field(name)?;
+            if ds.ndim() != 1 || ds.size() != t {
+                return Err(self.bad(format!("{ep}/{name}"), format!("shape {:?}, expected [{t}] (one per reward)", ds.shape())));
+            }
+            h5::read_bools(&ds).map_err(|m| self.bad(format!("{ep}/{name}"), m))
+        };
+        let (terminations, truncations) = (flags("terminations")?, flags("truncations")?);
+        let obs = self.rows(&g, &ep, "observations", &self.ol, t + 1)?;
+        let actions = self.rows(&g, &ep, "actions", &self.al, t)?;
+        let seed = self.seed(&g, &ep)?;
+        let infos = match g.group("infos") {
+            Ok(ig) if !ig.is_empty() => {
+                let (rows, skipped) = infos::read(&ig, t + 1).map_err(|e| self.bad(format!("{ep}/infos"), e.to_string()))?;
+                self.skipped.extend(skipped);
+                rows
+            }
+            _ => vec![],
+        };
+        let status = if terminations.last() == Some(&true) { Status::Terminated } else { Status::Truncated };
+        let info = infos.last().cloned().unwrap_or_else(Info::new);
+        Ok(EpisodeResult {
+            index: k,
+            seed,
+            length: t as u64,
+            ret: rewards.iter().sum(),
+            status,
+            labels: vec![],
+            info,
+            worker: 0,
+            attempt: 1,
+            wall_ms: 0.0,
+            error: None,
+            trajectory: Some(Box::new(Trajectory { obs, actions, rewards, terminations, truncations, infos })),
+        })
+    }
+}
