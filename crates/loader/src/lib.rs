@@ -173,27 +173,11 @@ impl Loader {
             return bad("stride", "must be at least 1".into());
         }
         if cfg.world_size == 0 || cfg.rank >= cfg.world_size {
-            return bad(
-                "rank",
-                format!(
-                    "rank {} is not below world_size {}",
-                    cfg.rank, cfg.world_size
-                ),
-            );
+            return bad("rank", format!("rank {} is not below world_size {}", cfg.rank, cfg.world_size));
         }
         let table = table::Table::load(ds, &cfg.select)?;
         let whole = cfg.clip_len == 0;
-        let clip = if whole {
-            table
-                .episodes
-                .iter()
-                .map(|e| e.length)
-                .max()
-                .unwrap_or(1)
-                .max(1)
-        } else {
-            cfg.clip_len
-        };
+        let clip = if whole { table.episodes.iter().map(|e| e.length).max().unwrap_or(1).max(1) } else { cfg.clip_len };
         let mut windows = Vec::new();
         for (i, e) in table.episodes.iter().enumerate() {
             let episode = i as u32;
@@ -202,30 +186,13 @@ impl Loader {
                 continue;
             }
             // Without padding a window must fit inside its episode; with it, any start before the end.
-            let last = if cfg.pad {
-                e.length.saturating_sub(1)
-            } else {
-                e.length.checked_sub(clip).map_or(0, |x| x)
-            };
+            let last = if cfg.pad { e.length.saturating_sub(1) } else { e.length.checked_sub(clip).map_or(0, |x| x) };
             if !cfg.pad && e.length < clip {
                 continue;
             }
-            windows.extend((0..=last).step_by(cfg.stride).map(|s| Window {
-                episode,
-                start: s as u32,
-            }));
+            windows.extend((0..=last).step_by(cfg.stride).map(|s| Window { episode, start: s as u32 }));
         }
-        Ok(Loader {
-            table: Arc::new(table),
-            windows: Arc::new(windows),
-            clip,
-            cfg,
-            state: LoaderState {
-                epoch: 0,
-                batches: 0,
-            },
-            pipe: None,
-        })
+        Ok(Loader { table: Arc::new(table), windows: Arc::new(windows), clip, cfg, state: LoaderState { epoch: 0, batches: 0 }, pipe: None })
     }
 
     /// Windows per epoch over all ranks.
@@ -253,18 +220,12 @@ impl Loader {
         let n = self.windows.len();
         let (r, w) = (self.cfg.rank, self.cfg.world_size);
         if self.cfg.replacement {
-            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(
-                derive_seed(self.cfg.seed, epoch),
-                r as u64 + 1,
-            ));
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(self.cfg.seed, epoch), r as u64 + 1));
             return (0..n / w).map(|_| rng.random_range(0..n) as u32).collect();
         }
         let mut all: Vec<u32> = (0..n as u32).collect();
         if self.cfg.shuffle {
-            all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(
-                self.cfg.seed,
-                epoch,
-            )));
+            all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(self.cfg.seed, epoch)));
         }
         // Strided split of one global permutation: ranks are disjoint and together cover it.
         all.into_iter().skip(r).step_by(w).collect()
@@ -274,11 +235,7 @@ impl Loader {
     pub fn batches_per_epoch(&self) -> u64 {
         let n = self.epoch_order(0).len();
         let b = self.cfg.batch_size;
-        (if self.cfg.drop_last {
-            n / b
-        } else {
-            n.div_ceil(b)
-        }) as u64
+        (if self.cfg.drop_last { n / b } else { n.div_ceil(b) }) as u64
     }
 
     /// Where the loader is.
@@ -303,14 +260,7 @@ impl Loader {
                 jobs.pop();
             }
             let skip = self.state.batches as usize;
-            self.pipe = Some(pipeline::Pipeline::start(
-                self.table.clone(),
-                self.windows.clone(),
-                self.clip,
-                jobs,
-                skip,
-                &self.cfg,
-            ));
+            self.pipe = Some(pipeline::Pipeline::start(self.table.clone(), self.windows.clone(), self.clip, jobs, skip, &self.cfg));
         }
         let pipe = self.pipe.as_mut().expect("started above");
         match pipe.next()? {
@@ -320,10 +270,7 @@ impl Loader {
             }
             None => {
                 self.pipe = None;
-                self.state = LoaderState {
-                    epoch: self.state.epoch + 1,
-                    batches: 0,
-                };
+                self.state = LoaderState { epoch: self.state.epoch + 1, batches: 0 };
                 Ok(None)
             }
         }

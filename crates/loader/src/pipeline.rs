@@ -21,14 +21,7 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn start(
-        table: Arc<Table>,
-        windows: Arc<Vec<Window>>,
-        clip: usize,
-        jobs: Vec<Vec<u32>>,
-        skip: usize,
-        cfg: &LoaderConfig,
-    ) -> Pipeline {
+    pub fn start(table: Arc<Table>, windows: Arc<Vec<Window>>, clip: usize, jobs: Vec<Vec<u32>>, skip: usize, cfg: &LoaderConfig) -> Pipeline {
         let end = jobs.len() as u64;
         let (job_tx, job_rx) = unbounded::<(u64, Vec<u32>)>();
         for (i, ids) in jobs.into_iter().enumerate().skip(skip) {
@@ -59,14 +52,7 @@ impl Pipeline {
                 })
                 .expect("spawning a loader thread");
         }
-        Pipeline {
-            results: res_rx,
-            pool: pool_tx,
-            pending: BTreeMap::new(),
-            next: skip as u64,
-            end,
-            current: None,
-        }
+        Pipeline { results: res_rx, pool: pool_tx, pending: BTreeMap::new(), next: skip as u64, end, current: None }
     }
 
     /// Advances to the next batch in order; `None` at the end of the epoch.

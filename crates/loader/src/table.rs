@@ -71,11 +71,7 @@ impl Table {
             let si = t.frames.len();
             let mut frames = Vec::new();
             for leaf in t.obs.leaves() {
-                frames.push(if is_frame_leaf(leaf) {
-                    Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?)
-                } else {
-                    None
-                });
+                frames.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
             }
             t.frames.push(frames);
             for e in chosen {
@@ -83,28 +79,17 @@ impl Table {
                 let row = t.rewards.len();
                 for (li, leaf) in t.obs.leaves().iter().enumerate() {
                     if !is_frame_leaf(leaf) {
-                        t.obs_cols[li].extend_from_slice(
-                            &cols.observations[li][s * leaf.bytes()..(s + n) * leaf.bytes()],
-                        );
+                        t.obs_cols[li].extend_from_slice(&cols.observations[li][s * leaf.bytes()..(s + n) * leaf.bytes()]);
                     }
                 }
                 for (li, leaf) in t.act.leaves().iter().enumerate() {
-                    t.act_cols[li].extend_from_slice(
-                        &cols.actions[li][s * leaf.bytes()..(s + n) * leaf.bytes()],
-                    );
+                    t.act_cols[li].extend_from_slice(&cols.actions[li][s * leaf.bytes()..(s + n) * leaf.bytes()]);
                 }
                 t.rewards.extend_from_slice(&cols.rewards[s..s + n]);
-                t.terminations
-                    .extend_from_slice(&cols.terminations[s..s + n]);
+                t.terminations.extend_from_slice(&cols.terminations[s..s + n]);
                 t.truncations.extend_from_slice(&cols.truncations[s..s + n]);
                 let frame_start = e.frames.values().next().map_or(0, |f| f.start);
-                t.episodes.push(EpisodeSpan {
-                    id: e.episode_id,
-                    row,
-                    length: e.length as usize,
-                    shard: si,
-                    frame_start,
-                });
+                t.episodes.push(EpisodeSpan { id: e.episode_id, row, length: e.length as usize, shard: si, frame_start });
             }
         }
         Ok(t)

@@ -11,28 +11,13 @@ use rollway_store::{Collector, Dataset, DatasetWriter, WriterConfig};
 /// Episodes of varied lengths, several shards.
 fn cartpole(dir: &Path) {
     let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
-    let w = DatasetWriter::create(
-        dir,
-        env.spec(),
-        "t",
-        0,
-        serde_json::json!({}),
-        WriterConfig {
-            max_buffer_episodes: Some(5),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let w = DatasetWriter::create(dir, env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(5), ..Default::default() }).unwrap();
     let mut c = Collector::new(env, w);
     for s in 0..23u64 {
         c.reset(Some(s)).unwrap();
         let mut t = 0i64;
         // Alternating keeps the pole up for a while; pushing one way ends it: lengths vary.
-        while !c
-            .step_discrete(if t < 10 + s as i64 { t % 2 } else { 1 })
-            .unwrap()
-            .terminated
-        {
+        while !c.step_discrete(if t < 10 + s as i64 { t % 2 } else { 1 }).unwrap().terminated {
             t += 1;
         }
     }
@@ -45,10 +30,7 @@ fn keys(b: &Batch) -> Vec<(i64, i64)> {
 
 fn i64s(a: &Array) -> Vec<i64> {
     assert_eq!(a.dtype, rollway_core::DType::I64);
-    a.data
-        .chunks_exact(8)
-        .map(|c| i64::from_ne_bytes(c.try_into().unwrap()))
-        .collect()
+    a.data.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
 fn epoch(l: &mut Loader) -> Vec<(i64, i64)> {
@@ -60,15 +42,7 @@ fn epoch(l: &mut Loader) -> Vec<(i64, i64)> {
 }
 
 fn cfg(batch: usize) -> LoaderConfig {
-    LoaderConfig {
-        clip_len: 6,
-        stride: 3,
-        batch_size: batch,
-        threads: 3,
-        prefetch_batches: 2,
-        seed: 5,
-        ..Default::default()
-    }
+    LoaderConfig { clip_len: 6, stride: 3, batch_size: batch, threads: 3, prefetch_batches: 2, seed: 5, ..Default::default() }
 }
 
 #[test]
@@ -76,11 +50,7 @@ fn every_window_exactly_once_per_epoch_and_epochs_differ() {
     let d = tempfile::tempdir().unwrap();
     cartpole(d.path());
     let mut l = Loader::open(d.path(), cfg(7)).unwrap();
-    let all: BTreeSet<(i64, i64)> = l
-        .windows()
-        .iter()
-        .map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64))
-        .collect();
+    let all: BTreeSet<(i64, i64)> = l.windows().iter().map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64)).collect();
     assert_eq!(all.len(), l.num_windows());
     let e0 = epoch(&mut l);
     assert_eq!(e0.len(), l.num_windows());
@@ -88,13 +58,7 @@ fn every_window_exactly_once_per_epoch_and_epochs_differ() {
     let e1 = epoch(&mut l);
     assert_eq!(e1.iter().copied().collect::<BTreeSet<_>>(), all);
     assert_ne!(e0, e1, "a new epoch is a new shuffle");
-    assert_eq!(
-        l.state(),
-        LoaderState {
-            epoch: 2,
-            batches: 0
-        }
-    );
+    assert_eq!(l.state(), LoaderState { epoch: 2, batches: 0 });
     // Windows never cross an episode's end without padding.
     for w in l.windows() {
         assert!(w.start as usize + 6 <= l.episodes()[w.episode as usize].length);
@@ -109,22 +73,13 @@ fn interrupted_and_restored_equals_uninterrupted() {
     let _ = epoch(&mut a);
     let full = epoch(&mut a); // epoch 1
     let mut b = Loader::open(d.path(), cfg(4)).unwrap();
-    b.restore(LoaderState {
-        epoch: 1,
-        batches: 0,
-    });
+    b.restore(LoaderState { epoch: 1, batches: 0 });
     let mut seen = Vec::new();
     for _ in 0..5 {
         seen.extend(keys(b.next_batch().unwrap().unwrap()));
     }
     let saved = b.state();
-    assert_eq!(
-        saved,
-        LoaderState {
-            epoch: 1,
-            batches: 5
-        }
-    );
+    assert_eq!(saved, LoaderState { epoch: 1, batches: 5 });
     drop(b);
     let mut c = Loader::open(d.path(), cfg(4)).unwrap();
     c.restore(saved);
@@ -139,28 +94,12 @@ fn ranks_are_disjoint_and_cover_the_epoch() {
     let n = Loader::open(d.path(), cfg(5)).unwrap().num_windows();
     let mut union = Vec::new();
     for rank in 0..3 {
-        let mut l = Loader::open(
-            d.path(),
-            LoaderConfig {
-                rank,
-                world_size: 3,
-                ..cfg(5)
-            },
-        )
-        .unwrap();
+        let mut l = Loader::open(d.path(), LoaderConfig { rank, world_size: 3, ..cfg(5) }).unwrap();
         union.extend(epoch(&mut l));
     }
     let set: BTreeSet<_> = union.iter().copied().collect();
     assert_eq!((union.len(), set.len()), (n, n));
-    assert!(Loader::open(
-        d.path(),
-        LoaderConfig {
-            rank: 3,
-            world_size: 3,
-            ..cfg(5)
-        }
-    )
-    .is_err());
+    assert!(Loader::open(d.path(), LoaderConfig { rank: 3, world_size: 3, ..cfg(5) }).is_err());
 }
 
 #[test]
@@ -168,17 +107,7 @@ fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
     let d = tempfile::tempdir().unwrap();
     cartpole(d.path());
     let ds = Dataset::open(d.path()).unwrap();
-    let mut l = Loader::new(
-        &ds,
-        LoaderConfig {
-            clip_len: 8,
-            stride: 8,
-            pad: true,
-            batch_size: 3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut l = Loader::new(&ds, LoaderConfig { clip_len: 8, stride: 8, pad: true, batch_size: 3, ..Default::default() }).unwrap();
     let mut checked = 0;
     let mut padded = 0;
     while let Some(b) = l.next_batch().unwrap() {
@@ -193,22 +122,15 @@ fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
                 assert_eq!(b.first.data[i] == 1, s + k == 0);
                 let obs = &b.observations[0].1.data[i * 16..(i + 1) * 16];
                 let act = &b.actions[0].1.data[i * 8..(i + 1) * 8];
-                let rew =
-                    f64::from_ne_bytes(b.rewards.data[i * 8..(i + 1) * 8].try_into().unwrap());
+                let rew = f64::from_ne_bytes(b.rewards.data[i * 8..(i + 1) * 8].try_into().unwrap());
                 if real {
-                    assert_eq!(
-                        obs,
-                        &ep.observations[0].1.data[(s + k) * 16..(s + k + 1) * 16]
-                    );
+                    assert_eq!(obs, &ep.observations[0].1.data[(s + k) * 16..(s + k + 1) * 16]);
                     assert_eq!(act, &ep.actions[0].1.data[(s + k) * 8..(s + k + 1) * 8]);
                     assert_eq!(rew, ep.rewards[s + k]);
                     assert_eq!(b.terminated.data[i] == 1, ep.terminations[s + k]);
                 } else {
                     padded += 1;
-                    assert!(
-                        obs.iter().chain(act).all(|&x| x == 0) && rew == 0.0,
-                        "padding is zeroed"
-                    );
+                    assert!(obs.iter().chain(act).all(|&x| x == 0) && rew == 0.0, "padding is zeroed");
                 }
             }
             checked += 1;
@@ -221,23 +143,8 @@ fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
 #[test]
 fn frames_whole_episodes_replacement_and_selection() {
     let d = tempfile::tempdir().unwrap();
-    let env = rollway_envs::make(
-        "PixelMine-v0",
-        &Params::parse("size=16,max_steps=9").unwrap(),
-    )
-    .unwrap();
-    let w = DatasetWriter::create(
-        d.path(),
-        env.spec(),
-        "t",
-        0,
-        serde_json::json!({}),
-        WriterConfig {
-            max_buffer_episodes: Some(2),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=9").unwrap()).unwrap();
+    let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(2), ..Default::default() }).unwrap();
     let mut c = Collector::new(env, w);
     for s in 0..5u64 {
         c.reset(Some(s)).unwrap();
@@ -248,16 +155,7 @@ fn frames_whole_episodes_replacement_and_selection() {
     c.close().unwrap();
     let ds = Dataset::open(d.path()).unwrap();
     // Whole episodes: one window each, padded to the longest; rgb frames decoded from LZ4.
-    let mut l = Loader::new(
-        &ds,
-        LoaderConfig {
-            clip_len: 0,
-            batch_size: 2,
-            shuffle: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut l = Loader::new(&ds, LoaderConfig { clip_len: 0, batch_size: 2, shuffle: false, ..Default::default() }).unwrap();
     assert_eq!((l.num_windows(), l.clip_len()), (5, 9));
     let rgb_bytes = 16 * 16 * 3;
     let mut n = 0;
@@ -269,36 +167,13 @@ fn frames_whole_episodes_replacement_and_selection() {
             let ep = ds.read_episode(id as u64).unwrap();
             let t = ep.rewards.len();
             let want = &ep.observations[1].1.data[..t * rgb_bytes];
-            assert_eq!(
-                &rgb.data[wi * 9 * rgb_bytes..wi * 9 * rgb_bytes + t * rgb_bytes],
-                want
-            );
+            assert_eq!(&rgb.data[wi * 9 * rgb_bytes..wi * 9 * rgb_bytes + t * rgb_bytes], want);
             n += 1;
         }
     }
     assert_eq!(n, 5);
-    let mut r = Loader::new(
-        &ds,
-        LoaderConfig {
-            clip_len: 3,
-            batch_size: 4,
-            replacement: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut r = Loader::new(&ds, LoaderConfig { clip_len: 3, batch_size: 4, replacement: true, ..Default::default() }).unwrap();
     assert_eq!(epoch(&mut r).len(), r.num_windows());
-    let only_long = Loader::new(
-        &ds,
-        LoaderConfig {
-            clip_len: 3,
-            select: Selection {
-                min_length: Some(8),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let only_long = Loader::new(&ds, LoaderConfig { clip_len: 3, select: Selection { min_length: Some(8), ..Default::default() }, ..Default::default() }).unwrap();
     assert!(only_long.episodes().iter().all(|e| e.length >= 8) && only_long.episodes().len() == 2);
 }
