@@ -315,7 +315,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub max_buffer_episodes: Option<usize>,
     /// How image observations are stored: lz4 (lossless, fastest), raw, jpeg, or
-    /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it). [default: lz4]
+    /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it); per image key with
+    /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4]
     #[arg(long, visible_alias = "image-media", value_name = "MEDIA")]
     pub frame_media: Option<String>,
     /// h264: constant rate factor, 0–51, lower is better quality. [default: 23]
@@ -564,8 +565,10 @@ impl RunArgs {
             },
             ..wd
         };
-        if rollway_store::frames::media(&writer.frame_media).is_none() {
-            bail!("config field `frame_media`: `{}` is not one of {}", writer.frame_media, rollway_store::frames::MEDIA_NAMES);
+        // Keys are checked against the env's frame keys when the dataset is created.
+        let names: Vec<String> = writer.frame_media.split(',').filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_string())).collect();
+        if let Err(m) = rollway_store::frames::check_setting(&writer.frame_media, &names) {
+            bail!("config field `frame_media`: {m}");
         }
         let h = &writer.frame_options.h264;
         if !(0.0..=51.0).contains(&h.crf) {

@@ -234,7 +234,7 @@ impl Dataset {
         for (leaf, mut bytes) in self.obs.leaves().iter().zip(cols.observations) {
             let name = column_name("observations", leaf);
             if is_frame_leaf(leaf) {
-                let media = frames::media(&self.meta.frame_media).ok_or_else(|| corrupt(format!("unknown frame media {}", self.meta.frame_media)))?;
+                let media = frames::media(frames::media_name_for(&self.meta.frame_media, &name)).ok_or_else(|| corrupt(format!("unknown frame media {}", self.meta.frame_media)))?;
                 let fr = entry.frames.get(&name).ok_or_else(|| corrupt(format!("no frames for `{name}`")))?;
                 media.read(&self.paths.frames(&name, entry.shard, media.ext()), &frames::Geom::of(leaf), fr.start, fr.count, &mut bytes)?;
             }
@@ -309,13 +309,13 @@ impl Dataset {
     /// Opens a shard's frames for a frame key, for random access.
     pub fn open_frames(&self, key: &str, shard: u32) -> Result<Box<dyn frames::FrameShard>> {
         let leaf = self.obs.leaves().iter().find(|l| column_name("observations", l) == key).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("no frame key `{key}`") })?;
-        let media = frames::media(&self.meta.frame_media).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("unknown frame media `{}`", self.meta.frame_media) })?;
+        let media = frames::media(frames::media_name_for(&self.meta.frame_media, key)).ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("unknown frame media `{}`", self.meta.frame_media) })?;
         media.open(&self.frames_path(key, shard), &frames::Geom::of(leaf))
     }
 
     /// The frames file of a shard for a key.
     pub fn frames_path(&self, key: &str, shard: u32) -> std::path::PathBuf {
-        let ext = frames::media(&self.meta.frame_media).map_or("raw", |m| m.ext());
+        let ext = frames::media(frames::media_name_for(&self.meta.frame_media, key)).map_or("raw", |m| m.ext());
         self.paths.frames(key, shard, ext)
     }
 

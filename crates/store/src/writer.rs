@@ -39,7 +39,8 @@ pub struct WriterConfig {
     pub queue: usize,
     /// Store per-step infos (a JSON column).
     pub record_infos: bool,
-    /// Frame media for a new dataset (`lz4`, `raw`, `jpeg`, `h264`); an existing dataset keeps its own.
+    /// Frame media for a new dataset: `lz4`, `raw`, `jpeg`, `h264` for every image key, or
+    /// per key (`lz4,observations/rgb=h264`); an existing dataset keeps its own.
     pub frame_media: String,
     /// Encoder settings for `jpeg` and `h264`.
     pub frame_options: FrameOptions,
@@ -144,10 +145,12 @@ impl DatasetWriter {
     /// Creates a dataset at `dir`, or appends a new run to the one there (same env
     /// and spaces required). `config` describes the run for `resume`.
     pub fn create(dir: &Path, spec: &EnvSpec, agent: &str, seed: u64, config: serde_json::Value, cfg: WriterConfig) -> Result<DatasetWriter> {
-        let media = frames::media(&cfg.frame_media).ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("unknown frame media `{}` (known: {})", cfg.frame_media, frames::MEDIA_NAMES) })?;
         let obs = Layout::of(&spec.observation_space);
+        frames::check_setting(&cfg.frame_media, &format::frame_keys(&obs)).map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
         for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
-            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{}: {e}", format::column_name("observations", leaf))))?;
+            let key = format::column_name("observations", leaf);
+            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options).expect("checked above");
+            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
         }
         let o = open_locked(dir)?;
         let env = EnvInfo::of(spec);
@@ -189,14 +192,18 @@ impl DatasetWriter {
 
     fn start(o: Opened, meta: Metadata, run: RunInfo, cfg: WriterConfig) -> Result<DatasetWriter> {
         let (obs, act) = meta.env.spaces()?;
-        let media = frames::media_with(&meta.frame_media, &cfg.frame_options).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
         let obs_layout = Layout::of(&obs);
-        let frame_leaves: Vec<FrameLeaf> = obs_layout.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| FrameLeaf { key: format::column_name("observations", l), offset: l.offset, geom: Geom::of(l) }).collect();
+        let mut frame_leaves = Vec::new();
+        for l in obs_layout.leaves().iter().filter(|l| is_frame_leaf(l)) {
+            let key = format::column_name("observations", l);
+            let media = frames::media_for(&meta.frame_media, &key, &cfg.frame_options).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
+            frame_leaves.push(FrameLeaf { key, offset: l.offset, geom: Geom::of(l), media });
+        }
         let pool = if frame_leaves.is_empty() { None } else { Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?) };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
-        let mut shard = Shards { paths: o.paths.clone(), columns, media, frame_leaves, pool, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
+        let mut shard = Shards { paths: o.paths.clone(), columns, frame_leaves, pool, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
         let flag = failed.clone();
         let root = o.paths.root.clone();
         let handle = std::thread::Builder::new()
@@ -272,7 +279,6 @@ impl Drop for DatasetWriter {
 struct Shards {
     paths: Paths,
     columns: Columns,
-    media: Arc<dyn FrameMedia>,
     frame_leaves: Vec<FrameLeaf>,
     pool: Option<EncoderPool>,
     next: u32,
@@ -350,9 +356,9 @@ impl Shards {
             let ob = self.columns.obs.row_bytes();
             for leaf in &self.frame_leaves {
                 let (tx, rx) = bounded(1);
-                let (ep, media, leaf) = (ep.clone(), self.media.clone(), leaf.clone());
+                let (ep, leaf) = (ep.clone(), leaf.clone());
                 pool.run(Box::new(move || {
-                    let r = traj(&ep).and_then(|t| media.encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom));
+                    let r = traj(&ep).and_then(|t| leaf.media.encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom));
                     let _ = tx.send(r);
                 }));
                 frames.push(rx);
@@ -391,10 +397,10 @@ impl Shards {
             for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
                 encoded.push(p.frames[k].recv().map_err(|_| Error::Encode("an encoder thread died".into()))??);
             }
-            self.stats.bytes += self.media.write(&path, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
+            self.stats.bytes += leaf.media.write(&path, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
             let dir = self.paths.frames_dir(&key);
             std::fs::create_dir_all(&dir).io("creating", &dir)?;
-            committed.push((path, self.paths.frames(&key, n, self.media.ext())));
+            committed.push((path, self.paths.frames(&key, n, leaf.media.ext())));
             keys.push(key);
         }
         for (from, to) in &committed {
@@ -483,6 +489,7 @@ struct FrameLeaf {
     key: String,
     offset: usize,
     geom: Geom,
+    media: Arc<dyn FrameMedia>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;

@@ -114,3 +114,19 @@ fn damaged_video_and_jpeg_files_are_errors_not_panics() {
         std::fs::write(&path, &pristine).unwrap();
     }
 }
+
+#[test]
+fn frame_media_can_be_chosen_per_image_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("PixelMine-v0", "size=32,max_steps=20", 2, 20);
+    write_all(dir.path(), &spec, &eps, WriterConfig { frame_media: "raw,observations/rgb=h264".into(), ..Default::default() });
+    assert!(dir.path().join("frames/observations.rgb/shard-000000.mp4").exists());
+    let ds = Dataset::open(dir.path()).unwrap();
+    let got = ds.read_episode(1).unwrap();
+    assert_eq!(got.observations.iter().find(|(k, _)| k == "observations/rgb").unwrap().1.shape, vec![eps[1].length as usize + 1, 32, 32, 3]);
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+    // A key the env does not have is refused before anything is written.
+    let other = tempfile::tempdir().unwrap();
+    let r = rollway_store::DatasetWriter::create(other.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig { frame_media: "observations/depth=h264".into(), ..Default::default() });
+    assert!(matches!(r, Err(Error::Unsupported(ref m)) if m.contains("observations/depth")), "{:?}", r.err());
+}

@@ -5,7 +5,8 @@
 //! turns one episode's frames into bytes (on the encoder pool, episodes in parallel)
 //! and [`FrameMedia::write`] lays a shard's encoded episodes into one file at commit.
 //! Media: `raw` (frames back to back), `lz4` and `jpeg` (one blob per frame in a
-//! [`blob`] file) and `h264` (one mp4 per shard, [`h264`]).
+//! [`blob`] file) and `h264` (one mp4 per shard, [`h264`]); each frame key may use
+//! its own ([`media_name_for`]).
 
 mod blob;
 mod h264;
@@ -128,6 +129,61 @@ pub fn media(name: &str) -> Option<Arc<dyn FrameMedia>> {
     media_with(name, &FrameOptions::default())
 }
 
+/// The media name a `frame_media` setting gives frame key `key`. The setting is one
+/// name for every key (`h264`) or a list of `key=name` with an optional bare name as
+/// the default (`lz4,observations/rgb=h264`); keys it does not name get `lz4`.
+pub fn media_name_for<'a>(setting: &'a str, key: &str) -> &'a str {
+    let mut default = "lz4";
+    for part in setting.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some((k, name)) if k.trim() == key => return name.trim(),
+            Some(_) => {}
+            None => default = part,
+        }
+    }
+    default
+}
+
+/// The media, with settings `opts`, that a `frame_media` setting gives frame key `key`.
+pub fn media_for(setting: &str, key: &str, opts: &FrameOptions) -> Option<Arc<dyn FrameMedia>> {
+    media_with(media_name_for(setting, key), opts)
+}
+
+/// Checks a `frame_media` setting: every name known, every named key one of `keys`.
+pub fn check_setting(setting: &str, keys: &[String]) -> std::result::Result<(), String> {
+    for part in setting.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, name) = part.split_once('=').map_or((None, part), |(k, n)| (Some(k.trim()), n.trim()));
+        if media(name).is_none() {
+            return Err(format!("`{name}` is not a frame media (known: {MEDIA_NAMES})"));
+        }
+        if let Some(k) = key {
+            if !keys.iter().any(|x| x == k) {
+                return Err(format!("`{k}` is not a frame key of this env (its frame keys: {})", if keys.is_empty() { "none".to_string() } else { keys.join(", ") }));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn codec_err(path: &Path, e: rollway_media::Error) -> Error {
     Error::Corrupt { path: path.to_path_buf(), message: e.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_settings_name_a_default_and_per_key_choices() {
+        assert_eq!(media_name_for("h264", "observations/rgb"), "h264");
+        assert_eq!(media_name_for("", "observations/rgb"), "lz4");
+        let s = "raw, observations/rgb=h264 ,observations/depth=lz4";
+        assert_eq!(media_name_for(s, "observations/rgb"), "h264");
+        assert_eq!(media_name_for(s, "observations/depth"), "lz4");
+        assert_eq!(media_name_for(s, "observations/other"), "raw");
+        let keys = vec!["observations/rgb".to_string()];
+        assert!(check_setting("observations/rgb=jpeg", &keys).is_ok());
+        assert!(check_setting("observations/rgb=gif", &keys).unwrap_err().contains("gif"));
+        assert!(check_setting("observations/nope=h264", &keys).unwrap_err().contains("observations/nope"));
+    }
 }
