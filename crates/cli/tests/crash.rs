@@ -1,6 +1,7 @@
 //! Issue 3 bar: SIGKILL `rollway run` at random (seeded) moments, then verify and
 //! `--resume`. Every committed episode stays intact and unchanged, the resumed run
-//! ends with exactly the target episodes, and nothing is duplicated.
+//! ends with exactly the target episodes, and nothing is duplicated. Issue 5: the
+//! same with frames encoded to H.264 on the encoder threads.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,14 +10,11 @@ use std::time::Duration;
 
 use rollway_store::{Dataset, IndexEntry};
 
-const EPISODES: &str = "30000";
+const CARTPOLE: &[&str] = &["--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "8", "--episodes", "30000", "--seed", "11", "--max-buffer-episodes", "300", "-q"];
+const MINE_H264: &[&str] = &["--env", "PixelMine-v0", "--env-opt", "size=32,max_steps=60", "--agent", "random", "--episodes", "400", "--seed", "5", "--max-buffer-episodes", "16", "--frame-media", "h264", "-q"];
 
 fn rollway() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rollway"))
-}
-
-fn job(cmd: &mut Command) -> &mut Command {
-    cmd.args(["--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "8", "--episodes", EPISODES, "--seed", "11", "--max-buffer-episodes", "300", "-q"])
 }
 
 /// What must never change about a committed episode.
@@ -43,16 +41,16 @@ fn next(state: &mut u64) -> u64 {
     *state
 }
 
-fn kill_and_resume(seed: u64, kills: usize) {
+fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let (reference, dir) = (tmp.path().join("reference"), tmp.path().join("killed"));
     let t0 = std::time::Instant::now();
-    let st = job(rollway().arg("run").arg("--out").arg(&reference)).status().unwrap();
+    let st = rollway().arg("run").arg("--out").arg(&reference).args(job).status().unwrap();
     assert!(st.success());
     // Kill delays scale with this machine's speed: a seeded fraction of a full run.
     let full_ms = t0.elapsed().as_millis().max(50) as u64;
     let want = committed(&reference);
-    assert_eq!(want.len(), 30000);
+    assert_eq!(want.len(), episodes);
 
     let mut rng = seed;
     let mut seen: BTreeMap<u64, (u64, u64, u64, f64, u64)> = BTreeMap::new();
@@ -62,7 +60,7 @@ fn kill_and_resume(seed: u64, kills: usize) {
         if dir.join("rollway.json").exists() {
             cmd.arg("run").arg("--resume").arg(&dir).arg("-q");
         } else {
-            job(cmd.arg("run").arg("--out").arg(&dir));
+            cmd.arg("run").arg("--out").arg(&dir).args(job);
         }
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Each life gets a small slice of a full run, so most kills land before it ends.
@@ -89,16 +87,21 @@ fn kill_and_resume(seed: u64, kills: usize) {
     let st = rollway().arg("run").arg("--resume").arg(&dir).arg("-q").stdout(Stdio::null()).status().unwrap();
     assert!(st.success());
     let got = committed(&dir);
-    assert_eq!(got.len(), 30000, "exactly the target episodes");
+    assert_eq!(got.len(), episodes, "exactly the target episodes");
     assert_eq!(got, want, "the killed-and-resumed dataset equals the uninterrupted one");
 }
 
 #[test]
 fn issue3_sigkill_at_random_moments_loses_nothing_and_resume_finishes_exactly() {
-    kill_and_resume(0x9E37_79B9_7F4A_7C15, 12);
+    kill_and_resume(0x9E37_79B9_7F4A_7C15, 12, CARTPOLE, 30000);
 }
 
 #[test]
 fn issue3_sigkill_second_schedule() {
-    kill_and_resume(0xD1B5_4A32_D192_ED03, 12);
+    kill_and_resume(0xD1B5_4A32_D192_ED03, 12, CARTPOLE, 30000);
+}
+
+#[test]
+fn issue5_sigkill_while_encoding_h264_loses_nothing() {
+    kill_and_resume(0x2545_F491_4F6C_DD1D, 10, MINE_H264, 400);
 }
