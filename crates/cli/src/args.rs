@@ -366,6 +366,7 @@ pub struct FileConfig {
     record_infos: Option<bool>,
     max_buffer_steps: Option<usize>,
     max_buffer_episodes: Option<usize>,
+    #[serde(alias = "image_media")]
     frame_media: Option<String>,
     crf: Option<f32>,
     preset: Option<String>,

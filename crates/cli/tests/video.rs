@@ -39,3 +39,38 @@ fn loader_decodes_video_windows() {
     // 6 episodes of 120 steps: windows start at 0, 8, …, 104 → 14 per episode.
     assert_eq!(v["windows"], 6 * 14, "{out}");
 }
+
+#[test]
+fn bad_media_settings_exit_2_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--image-media", "gif"], "`gif` is not a frame media"),
+        (&["--image-media", "h264", "--crf", "60"], "`crf`"),
+        (&["--image-media", "h264", "--preset", "warp"], "`preset`"),
+        (&["--image-media", "jpeg", "--jpeg-quality", "0"], "`jpeg_quality`"),
+        (&["--image-media", "observations/depth=h264"], "observations/depth"),
+    ];
+    for (i, (flags, want)) in cases.iter().enumerate() {
+        let out = tmp.path().join(format!("d{i}"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rollway"))
+            .args(["run", "--env", "PixelMine-v0", "--env-opt", "size=32,max_steps=5", "--episodes", "1", "-q", "--out"])
+            .arg(&out)
+            .args(*flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(want), "{flags:?}: {err}");
+        assert!(!out.join("rollway.json").exists(), "{flags:?} wrote a dataset");
+    }
+}
+
+#[test]
+fn image_media_is_also_a_config_file_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("job.toml");
+    std::fs::write(&cfg, "env = \"PixelMine-v0\"\nepisodes = 2\nmax_steps = 10\nimage_media = \"jpeg\"\n[env_params]\nsize = 32\n").unwrap();
+    let out = tmp.path().join("d");
+    rollway(&[&"run", &cfg, &"--out", &out, &"-q"]);
+    assert!(out.join("frames/observations.rgb/shard-000000.jpg").exists());
+}
