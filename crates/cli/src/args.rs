@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
 
 #[derive(Parser)]
-#[command(name = "rollway", version, about = "Generate, filter and summarize RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
-labels them with filters and prints a summary.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
+#[command(name = "rollway", version, about = "Generate, filter, record and load RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
+labels them with filters, records them crash-safely (Parquet + lz4/JPEG/H.264 frames), loads them back as training batches, \
+and exports/imports Minari and LeRobot datasets.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
 then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.")]
 pub struct Cli {
     #[command(subcommand)]
