@@ -39,7 +39,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod episodes;
 mod error;
 mod fsx;
 pub mod lerobot;

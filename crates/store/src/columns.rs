@@ -14,7 +14,8 @@ use rollway_core::{Array, DType, EpisodeResult, Info, Layout, Leaf};
 use crate::format::{column_name, is_frame_leaf};
 use crate::{Error, Result};
 
-fn arrow_type(d: DType) -> DataType {
+/// The Arrow type that stores values of `d` (FORMAT.md's column types).
+pub fn arrow_type(d: DType) -> DataType {
     match d {
         DType::Bool => DataType::Boolean,
         DType::U8 => DataType::UInt8,

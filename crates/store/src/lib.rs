@@ -25,6 +25,7 @@
 
 mod collector;
 mod columns;
+mod episodes;
 mod error;
 pub mod format;
 pub mod frames;
@@ -33,6 +34,8 @@ mod verify;
 mod writer;
 
 pub use collector::Collector;
+pub use columns::arrow_type;
+pub use episodes::EpisodeReader;
 pub use error::{Error, Result};
 pub use format::{IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
 pub use reader::{Dataset, EpisodeData, ShardColumns};

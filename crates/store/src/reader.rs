@@ -4,11 +4,11 @@ use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use arrow_array::{Array as _, BooleanArray, Float64Array, RecordBatch, StringArray};
+use arrow_array::{Array as _, BooleanArray, Float64Array, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use rollway_core::{Array, Info, Layout, Status};
 
-use crate::columns::{leaf_bytes, stacked};
+use crate::columns::leaf_bytes;
 use crate::error::IoContext;
 use crate::format::{self, column_name, is_frame_leaf, read_json, shard_number, IndexEntry, Metadata, Paths, ShardIndex};
 use crate::frames;
@@ -219,57 +219,6 @@ impl Dataset {
         Ok(batch)
     }
 
-    /// Reads one episode's columns and frames.
-    pub fn read_episode(&self, id: u64) -> Result<EpisodeData> {
-        let entry = self.entry(id)?.clone();
-        let batch = self.read_rows(entry.shard, entry.row_start, entry.rows)?;
-        let path = self.paths.shard(entry.shard);
-        let corrupt = |m: String| Error::Corrupt { path: path.clone(), message: format!("episode {id}: {m}") };
-        let cols = self.columns_of(&batch, &path).map_err(|e| match e {
-            Error::Corrupt { message, .. } => corrupt(message),
-            other => other,
-        })?;
-        let (t1, t) = (entry.rows as usize, entry.length as usize);
-        let mut observations = Vec::new();
-        for (leaf, mut bytes) in self.obs.leaves().iter().zip(cols.observations) {
-            let name = column_name("observations", leaf);
-            if is_frame_leaf(leaf) {
-                let media = frames::media(frames::media_name_for(&self.meta.frame_media, &name)).ok_or_else(|| corrupt(format!("unknown frame media {}", self.meta.frame_media)))?;
-                let fr = entry.frames.get(&name).ok_or_else(|| corrupt(format!("no frames for `{name}`")))?;
-                media.read(&self.paths.frames(&name, entry.shard, media.ext()), &frames::Geom::of(leaf), fr.start, fr.count, &mut bytes)?;
-            }
-            observations.push((name, stacked(leaf, t1, bytes)));
-        }
-        let actions = self
-            .act
-            .leaves()
-            .iter()
-            .zip(cols.actions)
-            .map(|(leaf, mut bytes)| {
-                // The final observation row has no action.
-                bytes.truncate(t * leaf.bytes());
-                (column_name("actions", leaf), stacked(leaf, t, bytes))
-            })
-            .collect();
-        let infos = match batch.column_by_name("infos") {
-            None => None,
-            Some(c) => {
-                let s = c.as_any().downcast_ref::<StringArray>().ok_or_else(|| corrupt("infos are not strings".into()))?;
-                Some((0..t1).map(|i| if s.is_null(i) { Ok(Info::new()) } else { serde_json::from_str(s.value(i)).map_err(|e| corrupt(format!("info row {i}: {e}"))) }).collect::<Result<_>>()?)
-            }
-        };
-        let flags = |v: &[u8]| v[..t].iter().map(|&x| x != 0).collect();
-        Ok(EpisodeData {
-            rewards: cols.rewards[..t].to_vec(),
-            terminations: flags(&cols.terminations),
-            truncations: flags(&cols.truncations),
-            entry,
-            observations,
-            actions,
-            infos,
-        })
-    }
-
     /// Every row of shard `n`, column by column, as native bytes: what a loader
     /// keeps in memory. Frame leaves are left out (open them with [`Dataset::open_frames`]).
     pub fn shard_columns(&self, n: u32) -> Result<ShardColumns> {
@@ -279,7 +228,7 @@ impl Dataset {
     }
 
     /// A batch's columns as native bytes (frame leaves empty, nulls as zeros).
-    fn columns_of(&self, batch: &RecordBatch, path: &Path) -> Result<ShardColumns> {
+    pub(crate) fn columns_of(&self, batch: &RecordBatch, path: &Path) -> Result<ShardColumns> {
         let corrupt = |m: String| Error::Corrupt { path: path.to_path_buf(), message: m };
         let col = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| corrupt(format!("no column `{name}`")));
         let mut out = ShardColumns::default();

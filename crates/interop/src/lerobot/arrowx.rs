@@ -17,22 +17,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use rollway_core::DType;
-
-pub(crate) fn arrow_type(d: DType) -> DataType {
-    match d {
-        DType::Bool => DataType::Boolean,
-        DType::U8 => DataType::UInt8,
-        DType::I8 => DataType::Int8,
-        DType::U16 => DataType::UInt16,
-        DType::I16 => DataType::Int16,
-        DType::U32 => DataType::UInt32,
-        DType::I32 => DataType::Int32,
-        DType::U64 => DataType::UInt64,
-        DType::I64 => DataType::Int64,
-        DType::F32 => DataType::Float32,
-        DType::F64 => DataType::Float64,
-    }
-}
+use rollway_store::arrow_type;
 
 /// The type of a feature column: a plain value when it has one element, else a
 /// fixed-size list (what `datasets.Sequence(length=n)` writes).

@@ -131,7 +131,7 @@ impl<'a> Exporter<'a> {
         for c in plan.obs.iter().filter(|c| c.video.is_none()).chain(&plan.act) {
             fields.push(Field::new(&c.name, arrowx::feature_type(c.dtype, c.len), false));
         }
-        fields.push(Field::new("next.reward", arrowx::arrow_type(reward), false));
+        fields.push(Field::new("next.reward", rollway_store::arrow_type(reward), false));
         for f in ["next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION] {
             fields.push(Field::new(f, DataType::Boolean, false));
         }
@@ -166,16 +166,16 @@ impl<'a> Exporter<'a> {
     }
 
     fn run(mut self, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
-        let mut ids: Vec<u64> = self.ds.select(|_| true).map(|e| e.episode_id).collect();
-        ids.sort_unstable();
-        if ids.is_empty() {
+        let ds = self.ds;
+        let mut reader = ds.episode_reader();
+        if reader.entries().is_empty() {
             return Err(Error::Unsupported { path: self.src.to_path_buf(), message: "it has no episodes with data to export".into() });
         }
-        let total = ids.len() as u64;
-        let mut episodes = Vec::with_capacity(ids.len());
+        let total = reader.entries().len() as u64;
+        let mut episodes = Vec::with_capacity(total as usize);
         let mut steps = 0;
-        for (k, &id) in ids.iter().enumerate() {
-            let ep = self.ds.read_episode(id).map_err(|source| Error::Store { path: self.src.to_path_buf(), source })?;
+        for k in 0..reader.entries().len() {
+            let ep = reader.read(k).map_err(|source| Error::Store { path: self.src.to_path_buf(), source })?;
             steps += ep.entry.length;
             self.episode(k as u64, &ep)?;
             let e = &ep.entry;
@@ -444,6 +444,6 @@ impl<'a> Exporter<'a> {
 fn dtype_name(t: &DataType) -> &'static str {
     [DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64, DType::F32, DType::F64]
         .into_iter()
-        .find(|&d| &arrowx::arrow_type(d) == t)
+        .find(|&d| &rollway_store::arrow_type(d) == t)
         .map_or("string", DType::name)
 }

@@ -8,7 +8,6 @@ use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
 use super::{check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, MINARI_VERSION};
-use crate::episodes::Episodes;
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};
@@ -49,7 +48,7 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
 fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
     let staging = Staging::new(out, "data")?;
     let h5_path = staging.path().join("main_data.hdf5");
-    let mut episodes = Episodes::new(ds);
+    let mut episodes = ds.episode_reader();
     let total = episodes.entries().len() as u64;
     let given_up = ds.episodes().count() as u64 - total;
     let mut steps = 0u64;
