@@ -75,6 +75,26 @@ pub struct EpisodeResult {
 }
 
 impl EpisodeResult {
+    /// A finished episode made from recorded steps (an import, a conversion): its
+    /// length and return follow from the trajectory, it terminated when its last
+    /// step says so (else it was truncated), and its final info is the last info.
+    pub fn from_trajectory(index: u64, seed: u64, t: Trajectory) -> EpisodeResult {
+        EpisodeResult {
+            index,
+            seed,
+            length: t.rewards.len() as u64,
+            ret: t.rewards.iter().sum(),
+            status: if t.terminations.last() == Some(&true) { Status::Terminated } else { Status::Truncated },
+            labels: vec![],
+            info: t.infos.last().cloned().unwrap_or_default(),
+            worker: 0,
+            attempt: 1,
+            wall_ms: 0.0,
+            error: None,
+            trajectory: Some(Box::new(t)),
+        }
+    }
+
     /// The fields that depend only on the run seed and episode index (not on
     /// scheduling), as one JSON line: what determinism checks compare.
     pub fn outcome_json(&self) -> String {

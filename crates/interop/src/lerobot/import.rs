@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, RecordBatch};
-use rollway_core::{EpisodeResult, Info, Layout, Status, Trajectory};
+use rollway_core::{EpisodeResult, Info, Layout, Trajectory};
 use rollway_media::h264::{decode_range, Decoder};
 use rollway_media::mp4::{self, Video};
 use rollway_store::{DatasetWriter, WriterConfig};
@@ -250,25 +250,11 @@ impl Reader<'_> {
                 .map(|(i, s)| s.map_or(Ok(Info::new()), |s| serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))))
                 .collect::<Result<Vec<Info>>>()?,
         };
-        let status = if terminations[t - 1] { Status::Terminated } else { Status::Truncated };
-        let mut info = infos.last().cloned().unwrap_or_default();
+        let mut episode = EpisodeResult::from_trajectory(0, 0, Trajectory { obs, actions, rewards, terminations, truncations, infos });
         if !map.final_frame {
-            info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
+            episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
         }
-        Ok(EpisodeResult {
-            index: 0,
-            seed: 0,
-            length: t as u64,
-            ret: rewards.iter().sum(),
-            status,
-            labels: vec![],
-            info,
-            worker: 0,
-            attempt: 1,
-            wall_ms: 0.0,
-            error: None,
-            trajectory: Some(Box::new(Trajectory { obs, actions, rewards, terminations, truncations, infos })),
-        })
+        Ok(episode)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hdf5_metno as hdf5;
-use rollway_core::{DType, EnvSpec, EpisodeResult, Info, Layout, LeafKind, Space, Status, Trajectory};
+use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, LeafKind, Space, Trajectory};
 use rollway_store::format::column_name;
 use rollway_store::{DatasetWriter, WriterConfig};
 use serde_json::{json, Value as Json};
@@ -241,21 +241,6 @@ impl Reader {
             }
             _ => vec![],
         };
-        let status = if terminations.last() == Some(&true) { Status::Terminated } else { Status::Truncated };
-        let info = infos.last().cloned().unwrap_or_else(Info::new);
-        Ok(EpisodeResult {
-            index: k,
-            seed,
-            length: t as u64,
-            ret: rewards.iter().sum(),
-            status,
-            labels: vec![],
-            info,
-            worker: 0,
-            attempt: 1,
-            wall_ms: 0.0,
-            error: None,
-            trajectory: Some(Box::new(Trajectory { obs, actions, rewards, terminations, truncations, infos })),
-        })
+        Ok(EpisodeResult::from_trajectory(k, seed, Trajectory { obs, actions, rewards, terminations, truncations, infos }))
     }
 }
