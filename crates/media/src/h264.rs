@@ -11,7 +11,7 @@ use ff::software::scaling;
 use ff::util::frame::Video as VFrame;
 use ff::{Dictionary, Rational};
 
-use crate::{init, Error, Result};
+use crate::{av_extradata, copy_extradata, init, Error, Result};
 
 /// Encoder settings. The defaults aim at PyAV's default libx264 output (preset medium,
 /// CRF 23, keyframes every 250) in bytes per frame and PSNR at a fraction of the time
@@ -104,7 +104,7 @@ pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, heig
     let extradata = unsafe {
         // SAFETY: the opened context owns `extradata_size` bytes at `extradata` (or null).
         let p = enc.as_ptr();
-        if (*p).extradata.is_null() { Vec::new() } else { std::slice::from_raw_parts((*p).extradata, (*p).extradata_size as usize).to_vec() }
+        copy_extradata((*p).extradata, (*p).extradata_size)
     };
     let mut scaler = scaling::Context::get(Pixel::RGB24, width as u32, height as u32, Pixel::YUV420P, width as u32, height as u32, scaling::Flags::BILINEAR).map_err(ff_err("creating the RGB→YUV converter"))?;
     let mut rgb = VFrame::new(Pixel::RGB24, width as u32, height as u32);
@@ -172,17 +172,12 @@ impl Decoder {
         check_dims(width, height)?;
         let codec = ff::decoder::find(Id::H264).ok_or_else(|| Error::Unsupported("this FFmpeg has no H.264 decoder".into()))?;
         let mut ctx = codec::context::Context::new_with_codec(codec);
+        let (buf, size) = av_extradata(extradata)?;
         unsafe {
             // SAFETY: libavcodec takes ownership of an av_malloc'd, padded extradata buffer.
             let p = ctx.as_mut_ptr();
-            let pad = ff::ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
-            let buf = ff::ffi::av_mallocz(extradata.len() + pad) as *mut u8;
-            if buf.is_null() {
-                return Err(Error::Codec("out of memory for extradata".into()));
-            }
-            std::ptr::copy_nonoverlapping(extradata.as_ptr(), buf, extradata.len());
             (*p).extradata = buf;
-            (*p).extradata_size = extradata.len() as i32;
+            (*p).extradata_size = size;
         }
         // Decoding runs on the loader's threads; one thread each keeps latency low.
         ctx.set_threading(codec::threading::Config { kind: codec::threading::Type::None, count: 1, ..Default::default() });
@@ -273,26 +268,13 @@ pub fn decode_range(dec: &mut Decoder, packets: &[Packet], from: i64, to: i64, s
             take(pts, &rgb, &mut cur.held)?;
         }
         while next.get() < to && cur.next < packets.len() {
-            let mut fresh = std::collections::VecDeque::new();
-            dec.feed(&packets[cur.next], &mut |pts, rgb| {
-                fresh.push_back((pts, rgb.to_vec()));
-                Ok(())
-            })?;
+            let packet = &packets[cur.next];
+            dec.feed(packet, &mut |pts, rgb| take(pts, rgb, &mut cur.held))?;
             cur.next += 1;
-            while let Some((pts, rgb)) = fresh.pop_front() {
-                take(pts, &rgb, &mut cur.held)?;
-            }
         }
         if next.get() < to {
             // The end of the stream: the decoder gives up the frames it still holds.
-            let mut rest = Vec::new();
-            dec.finish(&mut |pts, rgb| {
-                rest.push((pts, rgb.to_vec()));
-                Ok(())
-            })?;
-            for (pts, rgb) in rest {
-                take(pts, &rgb, &mut cur.held)?;
-            }
+            dec.finish(&mut |pts, rgb| take(pts, rgb, &mut cur.held))?;
             cur.next = usize::MAX; // drained: only a restart can go on
         }
         if next.get() != to {

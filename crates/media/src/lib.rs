@@ -58,6 +58,29 @@ pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
     10.0 * (255.0f64 * 255.0 / (se / a.len() as f64)).log10()
 }
 
+/// `bytes` copied into FFmpeg's allocator with the zero padding libavcodec may read
+/// past the end: what a codec context or stream parameters own as `extradata`.
+pub(crate) fn av_extradata(bytes: &[u8]) -> Result<(*mut u8, i32)> {
+    let pad = ffmpeg_next::ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
+    // SAFETY: a fresh zeroed allocation of len + pad bytes, filled with len bytes.
+    unsafe {
+        let buf = ffmpeg_next::ffi::av_mallocz(bytes.len() + pad) as *mut u8;
+        if buf.is_null() {
+            return Err(Error::Codec("out of memory for extradata".into()));
+        }
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf, bytes.len());
+        Ok((buf, bytes.len() as i32))
+    }
+}
+
+/// A copy of FFmpeg-owned `extradata` (empty when there is none).
+///
+/// # Safety
+/// `p` is null or points at `size` readable bytes.
+pub(crate) unsafe fn copy_extradata(p: *const u8, size: i32) -> Vec<u8> {
+    if p.is_null() { Vec::new() } else { std::slice::from_raw_parts(p, size as usize).to_vec() }
+}
+
 pub(crate) fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

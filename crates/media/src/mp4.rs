@@ -10,7 +10,7 @@ use ff::media::Type;
 use ff::Rational;
 
 use crate::h264::{Encoded, Packet};
-use crate::{init, Error, Result};
+use crate::{av_extradata, copy_extradata, init, Error, Result};
 
 /// A demuxed mp4 video stream.
 #[derive(Clone, Debug, Default)]
@@ -54,6 +54,7 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
         st.set_time_base(tb);
         st.set_avg_frame_rate(Rational::new(fps as i32, 1));
         st.set_rate(Rational::new(fps as i32, 1));
+        let (buf, size) = av_extradata(&extradata)?;
         unsafe {
             // SAFETY: a fresh stream's codecpar is ours to fill; extradata must be av_malloc'd and padded.
             let par = (*st.as_mut_ptr()).codecpar;
@@ -62,14 +63,8 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
             (*par).width = width as i32;
             (*par).height = height as i32;
             (*par).format = ff::ffi::AVPixelFormat::AV_PIX_FMT_YUV420P as i32;
-            let pad = ff::ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
-            let buf = ff::ffi::av_mallocz(extradata.len() + pad) as *mut u8;
-            if buf.is_null() {
-                return Err(Error::Codec("out of memory for extradata".into()));
-            }
-            std::ptr::copy_nonoverlapping(extradata.as_ptr(), buf, extradata.len());
             (*par).extradata = buf;
-            (*par).extradata_size = extradata.len() as i32;
+            (*par).extradata_size = size;
         }
     }
     out.write_header().map_err(io(path, "writing the mp4 header"))?;
@@ -112,7 +107,7 @@ pub fn read(path: &Path) -> Result<Video> {
     let (width, height, extradata, codec_id) = unsafe {
         // SAFETY: codecpar of an open input stream; extradata has extradata_size bytes.
         let p = par.as_ptr();
-        let ex = if (*p).extradata.is_null() { Vec::new() } else { std::slice::from_raw_parts((*p).extradata, (*p).extradata_size as usize).to_vec() };
+        let ex = copy_extradata((*p).extradata, (*p).extradata_size);
         ((*p).width as usize, (*p).height as usize, ex, (*p).codec_id)
     };
     if codec_id != ff::ffi::AVCodecID::AV_CODEC_ID_H264 {
