@@ -6,6 +6,7 @@ use rollway_store::format::{column_name, is_frame_leaf};
 use crate::table::Table;
 use crate::{Result, Window};
 
+
 /// One batch of windows; field arrays are `[B, L, ...]` (`[B]` for per-window fields).
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
@@ -29,6 +30,8 @@ pub struct Batch {
     pub episode_id: Array,
     /// `[B]` int64: step index of each window's first step in its episode.
     pub step: Array,
+    /// Scratch reused from batch to batch: where each window's rows are.
+    spans: Vec<Span>,
 }
 
 fn reshape(a: &mut Array, dtype: DType, shape: Vec<usize>) {
@@ -97,31 +100,14 @@ impl Batch {
     }
 }
 
-/// Copies `n` rows of `bytes`-wide data starting at row `src` into slot `dst` (zeroing `l - n` pad rows).
-#[inline(always)]
-fn copy_rows(
-    col: &[u8],
-    bytes: usize,
-    src: usize,
-    n: usize,
-    l: usize,
-    out: &mut [u8],
-    window: usize,
-) {
-    let d = window * l * bytes;
-    out[d..d + n * bytes].copy_from_slice(&col[src * bytes..(src + n) * bytes]);
-    if n < l {
-        out[d + n * bytes..d + l * bytes].fill(0);
-    }
-}
-
 /// Asks the CPU to start loading `bytes` bytes at `p`: windows are scattered over a
 /// table far larger than L2, and without this every copy waits on its first miss
 /// (the profile was two thirds stalls on loads inside `memcpy`).
 #[inline(always)]
 fn prefetch(col: &[u8], from: usize, bytes: usize) {
     let end = (from + bytes).min(col.len());
-    let mut off = from;
+    // Line by line from the line holding `from`: an unaligned start spills into one more line.
+    let mut off = from - (col[from..].as_ptr() as usize & 63).min(from);
     while off < end {
         prefetch_line(col[off..].as_ptr());
         off += 64;
@@ -139,8 +125,19 @@ fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
-/// How many windows ahead the source rows are prefetched.
-const PREFETCH_AHEAD: usize = 8;
+/// Windows whose rows are prefetched ahead of the copy, for a window of `bytes` bytes:
+/// about 2 KiB in flight, which is what one core keeps outstanding without stalling
+/// on the prefetches themselves.
+fn lookahead(bytes: usize) -> usize {
+    (2048 / (bytes + 64)).clamp(2, 32)
+}
+
+/// Where one window's rows are: first row in the table and real steps (`< l` only when padded).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Span {
+    row: usize,
+    steps: usize,
+}
 
 /// Fills `b` with the windows `ids` (indices into `windows`), each `l` steps.
 pub(crate) fn fill(
@@ -153,100 +150,172 @@ pub(crate) fn fill(
 ) -> Result<()> {
     b.index = index;
     b.shape_for(&t.obs, &t.act, ids.len(), l);
-    // Numeric fields as (source column, row width, destination), resolved once per batch.
-    let mut numeric: Vec<(&[u8], usize, &mut [u8])> =
-        Vec::with_capacity(t.obs_cols.len() + t.act_cols.len() + 3);
+    let mut spans = std::mem::take(&mut b.spans);
+    resolve(t, windows, ids, l, b, &mut spans);
+    // Destinations of the table's row fields, in the table's field order.
+    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(t.fields.len());
     let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
-    for (li, (leaf, slot)) in t
-        .obs
-        .leaves()
-        .iter()
-        .zip(b.observations.iter_mut())
-        .enumerate()
-    {
+    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(b.observations.iter_mut()).enumerate() {
         if is_frame_leaf(leaf) {
             frame_fields.push((li, leaf.bytes(), &mut slot.1.data[..]));
         } else {
-            numeric.push((&t.obs_cols[li], leaf.bytes(), &mut slot.1.data[..]));
+            outs.push(&mut slot.1.data[..]);
         }
     }
-    for (li, (leaf, slot)) in t.act.leaves().iter().zip(b.actions.iter_mut()).enumerate() {
-        numeric.push((&t.act_cols[li], leaf.bytes(), &mut slot.1.data[..]));
-    }
-    numeric.push((bytemuck::cast_slice(&t.rewards), 8, &mut b.rewards.data[..]));
-    numeric.push((&t.terminations, 1, &mut b.terminated.data[..]));
-    numeric.push((&t.truncations, 1, &mut b.truncated.data[..]));
-    let span = |id: u32| {
+    outs.extend(b.actions.iter_mut().map(|slot| &mut slot.1.data[..]));
+    outs.extend([&mut b.rewards.data[..], &mut b.terminated.data[..], &mut b.truncated.data[..]]);
+    gather(t, l, &spans, &mut outs);
+    let result = frames(t, windows, ids, l, &spans, &mut frame_fields);
+    b.spans = spans;
+    result
+}
+
+/// Finds every window's rows and writes the per-window fields (`first`, `mask`,
+/// `episode_id`, `step`). Finding a window is two dependent lookups (window, then
+/// episode) into tables larger than L1, so both are prefetched, in two stages.
+fn resolve(t: &Table, windows: &[Window], ids: &[u32], l: usize, b: &mut Batch, spans: &mut Vec<Span>) {
+    const AHEAD: usize = 8;
+    spans.clear();
+    b.first.data.fill(0);
+    b.mask.data.fill(1);
+    for (wi, &id) in ids.iter().enumerate() {
+        if let Some(&far) = ids.get(wi + 2 * AHEAD) {
+            prefetch_line(&windows[far as usize]);
+        }
+        if let Some(&ahead) = ids.get(wi + AHEAD) {
+            prefetch_line(&t.episodes[windows[ahead as usize].episode as usize]);
+        }
         let w = windows[id as usize];
         let e = &t.episodes[w.episode as usize];
         let start = w.start as usize;
-        (e, start, l.min(e.length - start))
-    };
-    for &id in ids.iter().take(PREFETCH_AHEAD) {
-        let (e, start, n) = span(id);
-        for (col, bytes, _) in &numeric {
-            prefetch(col, (e.row + start) * bytes, n * bytes);
-        }
-    }
-    for (wi, &id) in ids.iter().enumerate() {
-        // Two stages, because finding a window's rows is itself two dependent lookups
-        // (window, then episode) into tables larger than L1.
-        if let Some(&far) = ids.get(wi + 3 * PREFETCH_AHEAD) {
-            prefetch_line(&windows[far as usize]);
-        }
-        if let Some(&far) = ids.get(wi + 2 * PREFETCH_AHEAD) {
-            prefetch_line(&t.episodes[windows[far as usize].episode as usize]);
-        }
-        if let Some(&ahead) = ids.get(wi + PREFETCH_AHEAD) {
-            let (e, start, n) = span(ahead);
-            for (col, bytes, _) in &numeric {
-                prefetch(col, (e.row + start) * bytes, n * bytes);
-            }
-        }
-        let (e, start, n) = span(id);
-        let src = e.row + start;
-        for (col, bytes, out) in numeric.iter_mut() {
-            copy_rows(col, *bytes, src, n, l, out, wi);
-        }
-        let (first, mask) = (
-            &mut b.first.data[wi * l..(wi + 1) * l],
-            &mut b.mask.data[wi * l..(wi + 1) * l],
-        );
-        first.fill(0);
-        if let Some(f) = first.first_mut() {
-            *f = (start == 0) as u8;
-        }
-        mask[..n].fill(1);
-        mask[n..].fill(0);
+        let steps = l.min(e.length - start);
+        spans.push(Span { row: e.row + start, steps });
+        b.first.data[wi * l] = (start == 0) as u8;
+        b.mask.data[wi * l + steps..(wi + 1) * l].fill(0);
         b.episode_id.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(e.id as i64).to_ne_bytes());
         b.step.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(start as i64).to_ne_bytes());
     }
-    if frame_fields.is_empty() {
+}
+
+/// Copies every window's rows out of the row table into each field's slot, zeroing
+/// padding rows. Window by window: its rows are one contiguous run, prefetched a few
+/// windows ahead, and split into fields while still in L1.
+fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]]) {
+    let stride = t.stride;
+    let split: Vec<(usize, usize, Split)> = t.fields.iter().map(|f| (f.offset, f.width, splitter(f.width))).collect();
+    let ahead = lookahead(l * stride);
+    for s in spans.iter().take(ahead) {
+        prefetch(&t.rows, s.row * stride, s.steps * stride);
+    }
+    for (wi, s) in spans.iter().enumerate() {
+        if let Some(a) = spans.get(wi + ahead) {
+            prefetch(&t.rows, a.row * stride, a.steps * stride);
+        }
+        let src = &t.rows[s.row * stride..(s.row + s.steps) * stride];
+        for ((offset, width, f), out) in split.iter().zip(outs.iter_mut()) {
+            let dst = &mut out[wi * l * width..(wi + 1) * l * width];
+            let (real, pad) = dst.split_at_mut(s.steps * width);
+            f(src, stride, *offset, *width, real);
+            if !pad.is_empty() {
+                pad.fill(0);
+            }
+        }
+    }
+}
+
+/// Copies one field (`width` bytes at `offset` of every `stride`-byte row of `src`) into `dst`.
+type Split = fn(src: &[u8], stride: usize, offset: usize, width: usize, dst: &mut [u8]);
+
+/// The copy loop for a field width: common widths get a loop whose copies are single
+/// moves, instead of a `memcpy` call for every few bytes.
+fn splitter(width: usize) -> Split {
+    match width {
+        1 => split_fixed::<1>,
+        2 => split_fixed::<2>,
+        4 => split_fixed::<4>,
+        8 => split_fixed::<8>,
+        12 => split_fixed::<12>,
+        16 => split_fixed::<16>,
+        24 => split_fixed::<24>,
+        32 => split_fixed::<32>,
+        _ => split_any,
+    }
+}
+
+fn split_fixed<const W: usize>(src: &[u8], stride: usize, offset: usize, _: usize, dst: &mut [u8]) {
+    let rows = dst.len() / W;
+    if rows == 0 {
+        return;
+    }
+    // Checked once here rather than per row: the per-row checks (and the slicing
+    // iterators' running lengths) were most of this loop's time, which was most of
+    // the gather's.
+    assert!(offset + W <= stride && (rows - 1) * stride + offset + W <= src.len());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    for r in 0..rows {
+        // SAFETY: row `r` reads `src[r * stride + offset..][..W]`, inside `src` by the
+        // assert, and writes `dst[r * W..][..W]`, inside `dst` as `r < rows`.
+        unsafe { std::ptr::copy_nonoverlapping(s.add(r * stride + offset), d.add(r * W), W) };
+    }
+}
+
+fn split_any(src: &[u8], stride: usize, offset: usize, width: usize, dst: &mut [u8]) {
+    for (d, row) in dst.chunks_exact_mut(width).zip(src.chunks(stride)) {
+        d.copy_from_slice(&row[offset..offset + width]);
+    }
+}
+
+/// Decodes the frame fields, in file order whatever the shuffled order of the batch: a
+/// video decoder then mostly continues forward instead of seeking back to a keyframe
+/// for every window. Each window still lands in its own slot.
+fn frames(t: &Table, windows: &[Window], ids: &[u32], l: usize, spans: &[Span], fields: &mut [(usize, usize, &mut [u8])]) -> Result<()> {
+    if fields.is_empty() {
         return Ok(());
     }
-    // Frames are decoded in file order, whatever the shuffled order of the batch: a
-    // video decoder then mostly continues forward instead of seeking back to a
-    // keyframe for every window. Each window still lands in its own slot.
     let mut order: Vec<(usize, u64, usize)> = ids
         .iter()
         .enumerate()
         .map(|(wi, &id)| {
-            let (e, start, _) = span(id);
-            (e.shard, e.frame_start + start as u64, wi)
+            let w = windows[id as usize];
+            let e = &t.episodes[w.episode as usize];
+            (e.shard, e.frame_start + w.start as u64, wi)
         })
         .collect();
     order.sort_unstable();
-    for &(_, _, wi) in &order {
-        let (e, start, n) = span(ids[wi]);
-        for (li, fb, out) in frame_fields.iter_mut() {
-            let shard = t.frames[e.shard][*li]
-                .as_ref()
-                .expect("frame leaves have frame files");
+    for (shard, frame, wi) in order {
+        let n = spans[wi].steps;
+        for (li, fb, out) in fields.iter_mut() {
+            let file = t.frames[shard][*li].as_ref().expect("frame leaves have frame files");
             // The window's frames are contiguous in the batch: one ranged read fills them.
             let d = wi * l * *fb;
-            shard.frames(e.frame_start + start as u64, &mut out[d..d + n * *fb], *fb)?;
-            out[(wi * l + n) * *fb..(wi + 1) * l * *fb].fill(0);
+            file.frames(frame, &mut out[d..d + n * *fb], *fb)?;
+            out[d + n * *fb..(wi + 1) * l * *fb].fill(0);
         }
     }
     Ok(())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every width's splitter (fixed or not) picks exactly the field's bytes of every row.
+    #[test]
+    fn splitters_copy_one_field_of_every_row() {
+        for width in 1..=40 {
+            for extra in [0, 1, 7] {
+                let stride = width + extra + 3;
+                for offset in [0, extra, stride - width] {
+                    for rows in [0, 1, 5, 16] {
+                        let src: Vec<u8> = (0..rows * stride).map(|i| (i * 7 + width) as u8).collect();
+                        let mut got = vec![0xAA; rows * width];
+                        splitter(width)(&src, stride, offset, width, &mut got);
+                        let want: Vec<u8> = (0..rows).flat_map(|r| src[r * stride + offset..r * stride + offset + width].to_vec()).collect();
+                        assert_eq!(got, want, "width {width} stride {stride} offset {offset} rows {rows}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -129,6 +129,35 @@ impl Default for LoaderConfig {
     }
 }
 
+impl LoaderConfig {
+    /// This rank's windows of `epoch` (of `n` in all), in delivery order.
+    pub(crate) fn order(&self, n: usize, epoch: u64) -> Vec<u32> {
+        let (r, w) = (self.rank, self.world_size);
+        if self.replacement {
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(self.seed, epoch), r as u64 + 1));
+            return (0..n / w).map(|_| rng.random_range(0..n) as u32).collect();
+        }
+        let mut all: Vec<u32> = (0..n as u32).collect();
+        if self.shuffle {
+            all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(self.seed, epoch)));
+        }
+        // Strided split of one global permutation: ranks are disjoint and together cover it.
+        all.into_iter().skip(r).step_by(w).collect()
+    }
+
+    /// How many windows of `n` one rank gets per epoch (the length of `order`).
+    pub(crate) fn rank_len(&self, n: usize) -> usize {
+        let (r, w) = (self.rank, self.world_size);
+        if self.replacement { n / w } else { (n + w - 1 - r) / w }
+    }
+
+    /// Batches in an epoch of `len` windows.
+    pub(crate) fn batches(&self, len: usize) -> u64 {
+        let b = self.batch_size;
+        (if self.drop_last { len / b } else { len.div_ceil(b) }) as u64
+    }
+}
+
 /// Where a loader is: enough to resume mid-epoch and see exactly the windows not yet seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoaderState {
@@ -217,25 +246,12 @@ impl Loader {
 
     /// This rank's windows of `epoch`, in delivery order.
     pub fn epoch_order(&self, epoch: u64) -> Vec<u32> {
-        let n = self.windows.len();
-        let (r, w) = (self.cfg.rank, self.cfg.world_size);
-        if self.cfg.replacement {
-            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(self.cfg.seed, epoch), r as u64 + 1));
-            return (0..n / w).map(|_| rng.random_range(0..n) as u32).collect();
-        }
-        let mut all: Vec<u32> = (0..n as u32).collect();
-        if self.cfg.shuffle {
-            all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(self.cfg.seed, epoch)));
-        }
-        // Strided split of one global permutation: ranks are disjoint and together cover it.
-        all.into_iter().skip(r).step_by(w).collect()
+        self.cfg.order(self.windows.len(), epoch)
     }
 
     /// Batches per epoch for this rank.
     pub fn batches_per_epoch(&self) -> u64 {
-        let n = self.epoch_order(0).len();
-        let b = self.cfg.batch_size;
-        (if self.cfg.drop_last { n / b } else { n.div_ceil(b) }) as u64
+        self.cfg.batches(self.cfg.rank_len(self.windows.len()))
     }
 
     /// Where the loader is.
@@ -253,14 +269,7 @@ impl Loader {
     /// call starts the next epoch).
     pub fn next_batch(&mut self) -> Result<Option<&Batch>> {
         if self.pipe.is_none() {
-            let order = self.epoch_order(self.state.epoch);
-            let b = self.cfg.batch_size;
-            let mut jobs: Vec<Vec<u32>> = order.chunks(b).map(<[u32]>::to_vec).collect();
-            if self.cfg.drop_last && jobs.last().is_some_and(|j| j.len() < b) {
-                jobs.pop();
-            }
-            let skip = self.state.batches as usize;
-            self.pipe = Some(pipeline::Pipeline::start(self.table.clone(), self.windows.clone(), self.clip, jobs, skip, &self.cfg));
+            self.pipe = Some(pipeline::Pipeline::start(self.table.clone(), self.windows.clone(), self.clip, self.cfg.clone(), self.state));
         }
         let pipe = self.pipe.as_mut().expect("started above");
         match pipe.next()? {
@@ -269,7 +278,6 @@ impl Loader {
                 Ok(self.pipe.as_ref().and_then(|p| p.current()))
             }
             None => {
-                self.pipe = None;
                 self.state = LoaderState { epoch: self.state.epoch + 1, batches: 0 };
                 Ok(None)
             }

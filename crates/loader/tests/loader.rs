@@ -168,6 +168,11 @@ fn frames_whole_episodes_replacement_and_selection() {
             let t = ep.rewards.len();
             let want = &ep.observations[1].1.data[..t * rgb_bytes];
             assert_eq!(&rgb.data[wi * 9 * rgb_bytes..wi * 9 * rgb_bytes + t * rgb_bytes], want);
+            // The numeric leaf beside the frames (int32[8]) comes out of the row table intact.
+            let (name, inv) = &b.observations[0];
+            assert_eq!((name.as_str(), &inv.shape[..]), ("observations/inventory", &[b.len(), 9, 8][..]));
+            assert_eq!(&inv.data[wi * 9 * 32..wi * 9 * 32 + t * 32], &ep.observations[0].1.data[..t * 32]);
+            assert!(inv.data[wi * 9 * 32 + t * 32..(wi + 1) * 9 * 32].iter().all(|&x| x == 0));
             n += 1;
         }
     }
@@ -176,4 +181,49 @@ fn frames_whole_episodes_replacement_and_selection() {
     assert_eq!(epoch(&mut r).len(), r.num_windows());
     let only_long = Loader::new(&ds, LoaderConfig { clip_len: 3, select: Selection { min_length: Some(8), ..Default::default() }, ..Default::default() }).unwrap();
     assert!(only_long.episodes().iter().all(|e| e.length >= 8) && only_long.episodes().len() == 2);
+}
+
+#[test]
+fn a_dataset_without_windows_ends_every_epoch_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    let mut l = Loader::open(d.path(), LoaderConfig { clip_len: 10_000, ..cfg(4) }).unwrap();
+    assert_eq!((l.num_windows(), l.batches_per_epoch()), (0, 0));
+    for e in 1..=3 {
+        assert!(l.next_batch().unwrap().is_none());
+        assert_eq!(l.state(), LoaderState { epoch: e, batches: 0 });
+    }
+}
+
+#[test]
+fn epochs_follow_each_other_from_one_pool() {
+    let d = tempfile::tempdir().unwrap();
+    cartpole(d.path());
+    for drop_last in [false, true] {
+        let c = LoaderConfig { drop_last, prefetch_batches: 1, threads: 2, ..cfg(5) };
+        let mut l = Loader::open(d.path(), c.clone()).unwrap();
+        let per_epoch = l.batches_per_epoch();
+        let mut epochs = Vec::new();
+        for e in 0..4u64 {
+            let mut batches = 0;
+            let mut seen = Vec::new();
+            while let Some(b) = l.next_batch().unwrap() {
+                assert_eq!(b.index, batches);
+                seen.extend(keys(b));
+                batches += 1;
+            }
+            assert_eq!(batches, per_epoch, "epoch {e}");
+            assert_eq!(l.state(), LoaderState { epoch: e + 1, batches: 0 });
+            epochs.push(seen);
+        }
+        // Each epoch equals a fresh loader's delivery of it: running ahead into the next
+        // epoch while the consumer finishes one changes nothing that is delivered.
+        for (e, seen) in epochs.iter().enumerate() {
+            let mut fresh = Loader::open(d.path(), c.clone()).unwrap();
+            fresh.restore(LoaderState { epoch: e as u64, batches: 0 });
+            assert_eq!(&epoch(&mut fresh), seen);
+            let want = if drop_last { l.num_windows() / 5 * 5 } else { l.num_windows() };
+            assert_eq!(seen.len(), want);
+        }
+    }
 }
