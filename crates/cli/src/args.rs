@@ -189,9 +189,10 @@ pub struct LoadArgs {
     /// Number of data-parallel ranks.
     #[arg(long, default_value_t = 1)]
     pub world_size: usize,
-    /// Threads assembling batches.
-    #[arg(long, default_value_t = 2)]
-    pub threads: usize,
+    /// Background threads assembling batches; the consuming thread also assembles
+    /// whenever the next batch is not ready [default: CPU cores - 1, at least 1]
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Batches prepared ahead.
     #[arg(long, default_value_t = 4)]
     pub prefetch: usize,

@@ -151,7 +151,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
         rank: a.rank,
         world_size: a.world_size,
         prefetch_batches: a.prefetch,
-        threads: a.threads,
+        threads: a.threads.unwrap_or_else(rollway_loader::default_threads),
         drop_last: false,
         select: rollway_loader::Selection { labels: a.label.clone(), ..Default::default() },
     };

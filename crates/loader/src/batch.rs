@@ -32,6 +32,8 @@ pub struct Batch {
     pub step: Array,
     /// Scratch reused from batch to batch: where each window's rows are.
     spans: Vec<Span>,
+    /// Scratch reused from batch to batch: the windows' rows before they are split.
+    scratch: Vec<u8>,
 }
 
 fn reshape(a: &mut Array, dtype: DType, shape: Vec<usize>) {
@@ -105,12 +107,14 @@ impl Batch {
 /// (the profile was two thirds stalls on loads inside `memcpy`).
 #[inline(always)]
 fn prefetch(col: &[u8], from: usize, bytes: usize) {
-    let end = (from + bytes).min(col.len());
-    // Line by line from the line holding `from`: an unaligned start spills into one more line.
-    let mut off = from - (col[from..].as_ptr() as usize & 63).min(from);
-    while off < end {
-        prefetch_line(col[off..].as_ptr());
-        off += 64;
+    // Line by line from the line holding `from` (an unaligned start spills into one
+    // more line); a prefetch never faults, so addresses need no bounds checks.
+    let base = col.as_ptr().wrapping_add(from);
+    let mut line = base.wrapping_sub(base as usize & 63);
+    let end = base.wrapping_add(bytes);
+    while line < end {
+        prefetch_line(line);
+        line = line.wrapping_add(64);
     }
 }
 
@@ -164,7 +168,7 @@ pub(crate) fn fill(
     }
     outs.extend(b.actions.iter_mut().map(|slot| &mut slot.1.data[..]));
     outs.extend([&mut b.rewards.data[..], &mut b.terminated.data[..], &mut b.truncated.data[..]]);
-    gather(t, l, &spans, &mut outs);
+    gather(t, l, &spans, &mut outs, &mut b.scratch);
     let result = frames(t, windows, ids, l, &spans, &mut frame_fields);
     b.spans = spans;
     result
@@ -197,29 +201,30 @@ fn resolve(t: &Table, windows: &[Window], ids: &[u32], l: usize, b: &mut Batch, 
     }
 }
 
-/// Copies every window's rows out of the row table into each field's slot, zeroing
-/// padding rows. Window by window: its rows are one contiguous run, prefetched a few
-/// windows ahead, and split into fields while still in L1.
-fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]]) {
+/// Copies every window's rows out of the row table into each field's slot, padding
+/// rows zeroed. Two passes: the windows' rows (each one contiguous run, prefetched a
+/// few windows ahead) are copied whole into `scratch`, then every field is split out
+/// of all of them in one loop — per-window, per-field calls cost as much as the copying.
+fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]], scratch: &mut Vec<u8>) {
     let stride = t.stride;
-    let split: Vec<(usize, usize, Split)> = t.fields.iter().map(|f| (f.offset, f.width, splitter(f.width))).collect();
-    let ahead = lookahead(l * stride);
+    let w = l * stride;
+    scratch.resize(spans.len() * w, 0);
+    let ahead = lookahead(w);
     for s in spans.iter().take(ahead) {
         prefetch(&t.rows, s.row * stride, s.steps * stride);
     }
-    for (wi, s) in spans.iter().enumerate() {
+    for (wi, (s, dst)) in spans.iter().zip(scratch.chunks_exact_mut(w)).enumerate() {
         if let Some(a) = spans.get(wi + ahead) {
             prefetch(&t.rows, a.row * stride, a.steps * stride);
         }
-        let src = &t.rows[s.row * stride..(s.row + s.steps) * stride];
-        for ((offset, width, f), out) in split.iter().zip(outs.iter_mut()) {
-            let dst = &mut out[wi * l * width..(wi + 1) * l * width];
-            let (real, pad) = dst.split_at_mut(s.steps * width);
-            f(src, stride, *offset, *width, real);
-            if !pad.is_empty() {
-                pad.fill(0);
-            }
+        let n = s.steps * stride;
+        dst[..n].copy_from_slice(&t.rows[s.row * stride..s.row * stride + n]);
+        if n < w {
+            dst[n..].fill(0);
         }
+    }
+    for (f, out) in t.fields.iter().zip(outs.iter_mut()) {
+        splitter(f.width)(scratch, stride, f.offset, f.width, out);
     }
 }
 

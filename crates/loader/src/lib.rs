@@ -101,7 +101,9 @@ pub struct LoaderConfig {
     pub world_size: usize,
     /// Batches assembled ahead of the consumer.
     pub prefetch_batches: usize,
-    /// Threads assembling batches.
+    /// Background threads assembling batches. The thread calling
+    /// [`Loader::next_batch`] also assembles one whenever the next is not ready, so
+    /// `threads + 1` cores work when loading is the bottleneck.
     pub threads: usize,
     /// Drop a last, smaller batch.
     pub drop_last: bool,
@@ -122,11 +124,17 @@ impl Default for LoaderConfig {
             rank: 0,
             world_size: 1,
             prefetch_batches: 4,
-            threads: 2,
+            threads: default_threads(),
             drop_last: false,
             select: Selection::default(),
         }
     }
+}
+
+/// Background threads by default: one fewer than the CPU cores (the consumer is the
+/// last one), at least one.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
 impl LoaderConfig {
