@@ -214,7 +214,8 @@ def bytes_per_window_default(clip: int) -> int:
     return clip * (16 + 8 + 8 + 1 + 1)
 
 
-def bench_numpy(d: Data, starts, a) -> Result:
+def numpy_setup(d: Data, starts, a) -> tuple[Result, "object"]:
+    """Sanity check + warm-up; returns the result to fill and the shuffle rng."""
     import numpy as np
 
     res = Result("numpy gather (`np.take`, [256,16,…] per field)", "numpy")
@@ -225,18 +226,21 @@ def bench_numpy(d: Data, starts, a) -> Result:
         raise RuntimeError("window index crosses an episode end (bug in window_starts)")
     rng = np.random.default_rng(a.seed)
     numpy_epoch(d, starts[: max(a.batch * 20, 1)], a.clip, a.batch, rng)  # warm-up
-    for i in range(a.reps):  # a rep = --epochs shuffled epochs, the same work as rollway's
-        n = secs = 0
-        for _ in range(a.epochs):
-            n_e, s_e, _ = numpy_epoch(d, starts, a.clip, a.batch, rng)
-            n += n_e
-            secs += s_e
-        res.rates.append(n / secs)
-        res.windows.append(n)
-        res.seconds.append(secs)
-        log(f"  numpy rep {i + 1}: {n:,} windows in {secs:.3f}s = {fmt_rate(n / secs)} windows/s")
     res.extra["bytes_per_window"] = bytes_per_window(d, a.clip)
-    return res
+    return res, rng
+
+
+def numpy_rep(d: Data, starts, a, res: Result, rng, i: int) -> None:
+    """One repetition = --epochs shuffled epochs, the same work as rollway's."""
+    n = secs = 0
+    for _ in range(a.epochs):
+        n_e, s_e, _ = numpy_epoch(d, starts, a.clip, a.batch, rng)
+        n += n_e
+        secs += s_e
+    res.rates.append(n / secs)
+    res.windows.append(n)
+    res.seconds.append(secs)
+    log(f"  numpy rep {i + 1}: {n:,} windows in {secs:.3f}s = {fmt_rate(n / secs)} windows/s")
 
 
 # --------------------------------------------------------------------------- TorchRL
@@ -499,28 +503,46 @@ def rollway_load_once(binary: str, ds_dir: str, a) -> tuple[dict, float]:
     return js, wall
 
 
-def bench_rollway(binary: str, ds_dir: str, a) -> Result:
-    res = Result(f"rollway `load --clip {a.clip} --stride 1 --batch {a.batch} --epochs {a.epochs}`",
-                 "rollway")
-    try:
-        rollway_load_once(binary, ds_dir, a)  # warm-up (page cache)
-        for i in range(a.reps):
-            js, wall = rollway_load_once(binary, ds_dir, a)
-            w = int(js["windows"])
-            res.rates.append(float(js["windows_per_sec"]))
-            res.windows.append(w)
-            res.seconds.append(float(js["seconds"]))
-            res.extra.setdefault("wall", []).append(wall)
-            res.extra.setdefault("mb_per_sec", []).append(float(js["mb_per_sec"]))
-            res.extra.setdefault("wall_rates", []).append(w / wall)
-            res.extra["json"] = js
-            log(f"  rollway rep {i + 1}: {w:,} windows, {fmt_rate(float(js['windows_per_sec']))} "
-                f"windows/s in-process ({float(js['seconds']):.3f}s), {float(js['mb_per_sec']):.0f} MB/s; "
-                f"whole process {wall:.3f}s = {fmt_rate(w / wall)} windows/s")
-    except RollwayError as exc:
-        res.error = str(exc)
-        log(f"  rollway: FAILED: {exc}")
-    return res
+def rollway_rep(binary: str, ds_dir: str, a, res: Result, i: int) -> None:
+    js, wall = rollway_load_once(binary, ds_dir, a)
+    w = int(js["windows"])
+    res.rates.append(float(js["windows_per_sec"]))
+    res.windows.append(w)
+    res.seconds.append(float(js["seconds"]))
+    res.extra.setdefault("wall", []).append(wall)
+    res.extra.setdefault("mb_per_sec", []).append(float(js["mb_per_sec"]))
+    res.extra.setdefault("wall_rates", []).append(w / wall)
+    res.extra["json"] = js
+    log(f"  rollway rep {i + 1}: {w:,} windows, {fmt_rate(float(js['windows_per_sec']))} "
+        f"windows/s in-process ({float(js['seconds']):.3f}s), {float(js['mb_per_sec']):.0f} MB/s; "
+        f"whole process {wall:.3f}s = {fmt_rate(w / wall)} windows/s")
+
+
+def bench_rollway_and_numpy(binary: Optional[str], ds_dir: str, d: Data, starts, a,
+                            rw: Result, run_numpy: bool) -> Optional[Result]:
+    """rollway and numpy repetitions taken in turn (rollway, numpy, rollway, …) so both
+    see the same machine: the ratio is also taken pair by pair."""
+    np_res = rng = None
+    if run_numpy:
+        np_res, rng = numpy_setup(d, starts, a)
+    if binary is not None and rw.error is None:
+        try:
+            rollway_load_once(binary, ds_dir, a)  # warm-up (page cache)
+        except RollwayError as exc:
+            rw.error = str(exc)
+            log(f"  rollway: FAILED: {exc}")
+    for i in range(a.reps):
+        if binary is not None and rw.error is None:
+            try:
+                rollway_rep(binary, ds_dir, a, rw, i)
+            except RollwayError as exc:
+                rw.error = str(exc)
+                log(f"  rollway: FAILED: {exc}")
+        if np_res is not None:
+            numpy_rep(d, starts, a, np_res, rng, i)
+    if np_res is not None and rw.rates and len(rw.rates) == len(np_res.rates):
+        rw.extra["paired_vs_numpy"] = [x / y for x, y in zip(rw.rates, np_res.rates)]
+    return np_res
 
 
 # --------------------------------------------------------------------------- report
@@ -535,7 +557,8 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
     L += [f"- Data: {info['dataset']}; {info['episodes']:,} episodes, {info['steps']:,} steps "
           f"({info['rows']:,} rows), {info['windows']:,} windows of {a.clip} steps per epoch "
           f"(stride 1, never crossing an episode end; episodes shorter than {a.clip} steps give none).",
-          f"- Method: median of {a.reps} repetitions per system after a warm-up. "
+          f"- Method: median of {a.reps} repetitions per system after a warm-up; rollway and "
+          f"numpy repetitions alternate (rollway, numpy, rollway, …). "
           f"Script wall time {info['elapsed']:.0f}s.", ""]
     L += ["| system | windows/s (median) | min – max | windows per rep | rollway / this |",
           "|---|---:|---:|---:|---:|"]
@@ -574,8 +597,9 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
                  f"{'n/a' if bpw is None else f'{bpw:,.0f}'} bytes/window (numpy's five fields: "
                  f"{bytes_per_window_default(a.clip)}); JSON `setup_seconds` (not in its rate) "
                  f"{fmt_secs(js['setup_seconds']) if isinstance(js.get('setup_seconds'), (int, float)) else 'n/a'}; "
-                 "rollway assembles batches on its default `--threads` (2 in this build), the numpy "
-                 f"and TorchRL loops run on one core. Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
+                 "rollway assembles batches on its default `--threads` (CPU cores − 1 background "
+                 "threads, and the consuming thread assembles whenever the next batch is not ready: "
+                 "every core here), the numpy and TorchRL loops run on one core. Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
     else:
         why = rw.error.splitlines()[0] if rw and rw.error else "not run"
         L.append(f"**Bandwidth:** rollway not measured ({why}); `np.copyto` memcpy "
@@ -583,6 +607,12 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
     L.append("")
 
     np_r = next((r for r in results if r.key == "numpy" and r.rates), None)
+    pairs = rw.extra.get("paired_vs_numpy") if rw else None
+    if pairs:
+        L.append(f"**rollway / numpy, pair by pair:** median {statistics.median(pairs):.2f}× "
+                 f"(each rollway repetition over the numpy repetition that followed it; "
+                 f"{min(pairs):.2f}× – {max(pairs):.2f}×).")
+        L.append("")
     L.append("Notes:")
     L.append("")
     if np_r:
@@ -636,7 +666,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--dataset", help="use this existing rollway dataset dir instead of making one")
     p.add_argument("--clip", type=int, default=16, help="window length in steps")
     p.add_argument("--batch", type=int, default=256, help="windows per batch")
-    p.add_argument("--epochs", type=int, help="rollway load --epochs (default 10; --quick 3)")
+    p.add_argument("--epochs", type=int, help="epochs per repetition, rollway and numpy alike (default 30; --quick 3)")
     p.add_argument("--minari-steps", type=int,
                    help="steps in the Minari dataset (default --steps; --quick 20000)")
     p.add_argument("--minari-s", type=float, help="seconds per Minari repetition (default 3; --quick 1)")
@@ -652,7 +682,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--tmpdir", help="where the temp dataset dirs go (default: the system temp dir)")
     a = p.parse_args(argv)
     if a.epochs is None:
-        a.epochs = 3 if a.quick else 10
+        a.epochs = 3 if a.quick else 30
     if a.minari_steps is None:
         a.minari_steps = 20_000 if a.quick else a.steps
     if a.torchrl_max_s is None:
@@ -709,14 +739,13 @@ def main(argv: Optional[list[str]] = None) -> int:
                 rw.error = why
                 rollway_state = "no `load` subcommand yet"
                 log(f"rollway: {why}; skipping rollway load")
-            else:
-                log(f"rollway load ({binary}), epochs {a.epochs}")
-                rw = bench_rollway(binary, ds_dir, a)
+        binary_for_rw = None if rw.error else binary
+        if binary_for_rw:
+            log(f"rollway load ({binary}) and numpy gather in turn, {a.epochs} epochs a rep")
         results.append(rw)
-
-        if "numpy" not in skip:
-            log("numpy gather")
-            results.append(bench_numpy(d, starts, a))
+        np_res = bench_rollway_and_numpy(binary_for_rw, ds_dir, d, starts, a, rw, "numpy" not in skip)
+        if np_res is not None:
+            results.append(np_res)
         if "torchrl" not in skip:
             log("TorchRL ReplayBuffer + SliceSampler")
             results.append(bench_torchrl(d, len(starts), a))

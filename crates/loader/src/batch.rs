@@ -34,6 +34,8 @@ pub struct Batch {
     spans: Vec<Span>,
     /// Scratch reused from batch to batch: the windows' rows before they are split.
     scratch: Vec<u8>,
+    /// Which of the pipeline's fillers wrote this buffer last.
+    pub(crate) filler: usize,
 }
 
 fn reshape(a: &mut Array, dtype: DType, shape: Vec<usize>) {
@@ -187,86 +189,53 @@ fn resolve(t: &Table, windows: &[Window], ids: &[u32], l: usize, b: &mut Batch, 
             prefetch_line(&windows[far as usize]);
         }
         if let Some(&ahead) = ids.get(wi + AHEAD) {
-            prefetch_line(&t.episodes[windows[ahead as usize].episode as usize]);
+            prefetch_line(&t.hot[windows[ahead as usize].episode as usize]);
         }
         let w = windows[id as usize];
-        let e = &t.episodes[w.episode as usize];
+        let e = t.hot[w.episode as usize];
         let start = w.start as usize;
-        let steps = l.min(e.length - start);
-        spans.push(Span { row: e.row + start, steps });
+        let steps = l.min(e.length as usize - start);
+        spans.push(Span { row: e.row as usize + start, steps });
         b.first.data[wi * l] = (start == 0) as u8;
-        b.mask.data[wi * l + steps..(wi + 1) * l].fill(0);
+        if steps < l {
+            b.mask.data[wi * l + steps..(wi + 1) * l].fill(0);
+        }
         b.episode_id.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(e.id as i64).to_ne_bytes());
         b.step.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(start as i64).to_ne_bytes());
     }
 }
 
 /// Copies every window's rows out of the row table into each field's slot, padding
-/// rows zeroed. Two passes: the windows' rows (each one contiguous run, prefetched a
-/// few windows ahead) are copied whole into `scratch`, then every field is split out
-/// of all of them in one loop — per-window, per-field calls cost as much as the copying.
+/// rows zeroed. A chunk of windows at a time: their rows (each window one contiguous
+/// run, prefetched a few windows ahead) are copied whole into `scratch`, small enough
+/// to stay in L1, then each field is split out of the whole chunk in one loop —
+/// per-window, per-field calls cost as much as the copying.
 fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]], scratch: &mut Vec<u8>) {
     let stride = t.stride;
     let w = l * stride;
-    scratch.resize(spans.len() * w, 0);
+    let chunk = (16 * 1024 / w.max(1)).max(1);
+    scratch.resize(chunk.min(spans.len()) * w, 0);
     let ahead = lookahead(w);
     for s in spans.iter().take(ahead) {
         prefetch(&t.rows, s.row * stride, s.steps * stride);
     }
-    for (wi, (s, dst)) in spans.iter().zip(scratch.chunks_exact_mut(w)).enumerate() {
-        if let Some(a) = spans.get(wi + ahead) {
-            prefetch(&t.rows, a.row * stride, a.steps * stride);
+    for (ci, group) in spans.chunks(chunk).enumerate() {
+        let first = ci * chunk;
+        for (k, (s, dst)) in group.iter().zip(scratch.chunks_exact_mut(w)).enumerate() {
+            if let Some(a) = spans.get(first + k + ahead) {
+                prefetch(&t.rows, a.row * stride, a.steps * stride);
+            }
+            let n = s.steps * stride;
+            dst[..n].copy_from_slice(&t.rows[s.row * stride..s.row * stride + n]);
+            if n < w {
+                dst[n..].fill(0);
+            }
         }
-        let n = s.steps * stride;
-        dst[..n].copy_from_slice(&t.rows[s.row * stride..s.row * stride + n]);
-        if n < w {
-            dst[n..].fill(0);
+        let rows = group.len() * l;
+        for (f, out) in t.fields.iter().zip(outs.iter_mut()) {
+            let ow = f.out_width();
+            f.split(&scratch[..rows * stride], stride, &mut out[first * l * ow..(first * l + rows) * ow]);
         }
-    }
-    for (f, out) in t.fields.iter().zip(outs.iter_mut()) {
-        splitter(f.width)(scratch, stride, f.offset, f.width, out);
-    }
-}
-
-/// Copies one field (`width` bytes at `offset` of every `stride`-byte row of `src`) into `dst`.
-type Split = fn(src: &[u8], stride: usize, offset: usize, width: usize, dst: &mut [u8]);
-
-/// The copy loop for a field width: common widths get a loop whose copies are single
-/// moves, instead of a `memcpy` call for every few bytes.
-fn splitter(width: usize) -> Split {
-    match width {
-        1 => split_fixed::<1>,
-        2 => split_fixed::<2>,
-        4 => split_fixed::<4>,
-        8 => split_fixed::<8>,
-        12 => split_fixed::<12>,
-        16 => split_fixed::<16>,
-        24 => split_fixed::<24>,
-        32 => split_fixed::<32>,
-        _ => split_any,
-    }
-}
-
-fn split_fixed<const W: usize>(src: &[u8], stride: usize, offset: usize, _: usize, dst: &mut [u8]) {
-    let rows = dst.len() / W;
-    if rows == 0 {
-        return;
-    }
-    // Checked once here rather than per row: the per-row checks (and the slicing
-    // iterators' running lengths) were most of this loop's time, which was most of
-    // the gather's.
-    assert!(offset + W <= stride && (rows - 1) * stride + offset + W <= src.len());
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-    for r in 0..rows {
-        // SAFETY: row `r` reads `src[r * stride + offset..][..W]`, inside `src` by the
-        // assert, and writes `dst[r * W..][..W]`, inside `dst` as `r < rows`.
-        unsafe { std::ptr::copy_nonoverlapping(s.add(r * stride + offset), d.add(r * W), W) };
-    }
-}
-
-fn split_any(src: &[u8], stride: usize, offset: usize, width: usize, dst: &mut [u8]) {
-    for (d, row) in dst.chunks_exact_mut(width).zip(src.chunks(stride)) {
-        d.copy_from_slice(&row[offset..offset + width]);
     }
 }
 
@@ -298,29 +267,4 @@ fn frames(t: &Table, windows: &[Window], ids: &[u32], l: usize, spans: &[Span], 
         }
     }
     Ok(())
-}
-
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every width's splitter (fixed or not) picks exactly the field's bytes of every row.
-    #[test]
-    fn splitters_copy_one_field_of_every_row() {
-        for width in 1..=40 {
-            for extra in [0, 1, 7] {
-                let stride = width + extra + 3;
-                for offset in [0, extra, stride - width] {
-                    for rows in [0, 1, 5, 16] {
-                        let src: Vec<u8> = (0..rows * stride).map(|i| (i * 7 + width) as u8).collect();
-                        let mut got = vec![0xAA; rows * width];
-                        splitter(width)(&src, stride, offset, width, &mut got);
-                        let want: Vec<u8> = (0..rows).flat_map(|r| src[r * stride + offset..r * stride + offset + width].to_vec()).collect();
-                        assert_eq!(got, want, "width {width} stride {stride} offset {offset} rows {rows}");
-                    }
-                }
-            }
-        }
-    }
 }

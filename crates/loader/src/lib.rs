@@ -27,6 +27,7 @@
 
 mod batch;
 mod pipeline;
+mod row;
 mod table;
 
 use std::path::Path;

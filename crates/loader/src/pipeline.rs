@@ -77,7 +77,7 @@ struct State {
 }
 
 impl State {
-    fn claim(&mut self) -> Claim {
+    fn claim(&mut self, me: usize) -> Claim {
         if self.claim.epoch > self.consumer_epoch + 1 {
             return Claim::Wait;
         }
@@ -90,9 +90,13 @@ impl State {
         };
         if self.claim.batches >= e.batches {
             self.claim = LoaderState { epoch: e.epoch + 1, batches: 0 };
-            return self.claim();
+            return self.claim(me);
         }
-        let Some(buf) = self.free.pop() else { return Claim::Wait };
+        // A buffer this filler wrote last, if one is free: its lines are likely still in
+        // this core's cache, where writing them again costs no transfer from the other
+        // core (the profile had the output stores stalling on exactly that).
+        let mine = self.free.iter().rposition(|b| b.filler == me).or_else(|| self.free.len().checked_sub(1));
+        let Some(buf) = mine.map(|i| self.free.swap_remove(i)) else { return Claim::Wait };
         let i = self.claim.batches;
         self.claim.batches += 1;
         Claim::Batch(e, i, buf)
@@ -115,10 +119,11 @@ impl Shared {
     }
 
     /// Claims one piece of work and does it outside the lock; false when there was none.
-    fn work_once<'a>(&'a self, mut st: MutexGuard<'a, State>) -> (MutexGuard<'a, State>, bool) {
-        match st.claim() {
-            Claim::Batch(e, i, buf) => {
+    fn work_once<'a>(&'a self, mut st: MutexGuard<'a, State>, me: usize) -> (MutexGuard<'a, State>, bool) {
+        match st.claim(me) {
+            Claim::Batch(e, i, mut buf) => {
                 drop(st);
+                buf.filler = me;
                 let r = self.work.run(&e, i, buf);
                 st = self.lock();
                 st.done.insert((e.epoch, i), r);
@@ -143,10 +148,11 @@ impl Shared {
         }
     }
 
-    fn thread_loop(&self) {
+    /// Thread `me`'s loop.
+    fn thread_loop(&self, me: usize) {
         let mut st = self.lock();
         while !st.stop {
-            let (s, worked) = self.work_once(st);
+            let (s, worked) = self.work_once(st, me);
             st = s;
             if !worked && !st.stop {
                 st.threads_asleep += 1;
@@ -162,6 +168,8 @@ pub(crate) struct Pipeline {
     /// The consumer's position: the next batch it takes.
     next: LoaderState,
     current: Option<Box<Batch>>,
+    /// The consumer's filler number (the threads are `0..threads`).
+    me: usize,
 }
 
 impl Pipeline {
@@ -184,10 +192,10 @@ impl Pipeline {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("rollway-loader-{t}"))
-                .spawn(move || shared.thread_loop())
+                .spawn(move || shared.thread_loop(t))
                 .expect("spawning a loader thread");
         }
-        Pipeline { shared, next: from, current: None }
+        Pipeline { shared, next: from, current: None, me: threads }
     }
 
     /// Advances to the next batch in order; `None` at the end of the epoch (the
@@ -221,7 +229,7 @@ impl Pipeline {
             }
             // Not ready: do the next piece of work here rather than wait (claims go in
             // order, so this is the wanted batch itself unless a thread has it in hand).
-            let (s, worked) = sh.work_once(st);
+            let (s, worked) = sh.work_once(st, self.me);
             st = s;
             if !worked {
                 st.consumer_asleep = true;

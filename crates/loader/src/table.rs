@@ -5,11 +5,12 @@
 //! bound by exactly those misses. Frames stay on disk and are decoded per window by
 //! the loader's threads.
 
-use rollway_core::{Layout, Status};
+use rollway_core::{DType, Layout, Status};
 use rollway_store::format::{column_name, is_frame_leaf};
 use rollway_store::frames::FrameShard;
 use rollway_store::{Dataset, IndexEntry};
 
+use crate::row::{Field, Keep};
 use crate::{Result, Selection};
 
 /// One selected episode.
@@ -27,23 +28,28 @@ pub struct EpisodeSpan {
     pub frame_start: u64,
 }
 
-/// Where one numeric field sits inside a row.
+/// What assembling a window needs of its episode, packed: a third of an
+/// [`EpisodeSpan`]'s bytes, so the lookup per window mostly hits L2.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Field {
-    pub offset: usize,
-    pub width: usize,
+pub(crate) struct Hot {
+    pub row: u64,
+    pub id: u64,
+    pub length: u64,
 }
 
 pub(crate) struct Table {
     pub obs: Layout,
     pub act: Layout,
     /// `stride` bytes per row; row `r` holds, in order, every non-frame observation
-    /// leaf, every action leaf, the reward (f64), terminated and truncated (u8 each).
+    /// leaf, every action leaf, the reward, terminated and truncated, each kept as
+    /// narrow as its values allow (see `row`).
     pub rows: Vec<u8>,
     pub stride: usize,
     /// Those fields' places in a row, in that order.
     pub fields: Vec<Field>,
     pub episodes: Vec<EpisodeSpan>,
+    /// `episodes`, packed for the per-window lookup.
+    pub hot: Vec<Hot>,
     /// Per loaded shard, per observation leaf: the frame file (frame leaves only).
     pub frames: Vec<Vec<Option<Box<dyn FrameShard>>>>,
 }
@@ -60,46 +66,62 @@ fn keep(sel: &Selection, e: &IndexEntry) -> bool {
 impl Table {
     pub fn load(ds: &Dataset, sel: &Selection) -> Result<Table> {
         let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
-        let mut widths: Vec<usize> = obs.leaves().iter().filter(|l| !is_frame_leaf(l)).map(|l| l.bytes()).collect();
-        widths.extend(act.leaves().iter().map(|l| l.bytes()));
-        widths.extend([8, 1, 1]);
-        let mut fields = Vec::with_capacity(widths.len());
-        let mut stride = 0;
-        for width in widths {
-            fields.push(Field { offset: stride, width });
-            stride += width;
-        }
-        let total: usize = ds.shards().iter().flat_map(|s| &s.episodes).filter(|e| keep(sel, e)).map(|e| e.rows as usize).sum();
-        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, episodes: Vec::new(), frames: Vec::new() };
-        let mut row = 0;
+        // Every chosen shard's columns first: how narrow a field can be kept depends on
+        // all of its values.
+        let mut shards = Vec::new();
+        let mut frames = Vec::new();
         for shard in ds.shards() {
             let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| keep(sel, e)).collect();
             if chosen.is_empty() {
                 continue;
             }
             let cols = ds.shard_columns(shard.shard)?;
-            let si = t.frames.len();
-            let mut frames = Vec::new();
-            for leaf in t.obs.leaves() {
-                frames.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
+            let mut files = Vec::new();
+            for leaf in obs.leaves() {
+                files.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
             }
-            t.frames.push(frames);
-            let numeric_obs = t.obs.leaves().iter().zip(&cols.observations).filter(|(l, _)| !is_frame_leaf(l)).map(|(_, c)| &c[..]);
-            let sources: Vec<&[u8]> = numeric_obs
-                .chain(cols.actions.iter().map(|c| &c[..]))
-                .chain([bytemuck::cast_slice(&cols.rewards[..]), &cols.terminations[..], &cols.truncations[..]])
-                .collect();
+            frames.push(files);
+            shards.push((chosen, cols));
+        }
+        // (dtype, bytes per row) of each field, in row order, and each shard's column of it.
+        let mut kinds: Vec<(DType, usize)> = obs.leaves().iter().filter(|l| !is_frame_leaf(l)).map(|l| (l.dtype, l.bytes())).collect();
+        kinds.extend(act.leaves().iter().map(|l| (l.dtype, l.bytes())));
+        kinds.extend([(DType::F64, 8), (DType::Bool, 1), (DType::Bool, 1)]);
+        let sources: Vec<Vec<&[u8]>> = shards
+            .iter()
+            .map(|(_, cols)| {
+                let numeric_obs = obs.leaves().iter().zip(&cols.observations).filter(|(l, _)| !is_frame_leaf(l)).map(|(_, c)| &c[..]);
+                numeric_obs
+                    .chain(cols.actions.iter().map(|c| &c[..]))
+                    .chain([bytemuck::cast_slice(&cols.rewards[..]), &cols.terminations[..], &cols.truncations[..]])
+                    .collect()
+            })
+            .collect();
+        let mut fields = Vec::with_capacity(kinds.len());
+        let mut stride = 0;
+        for (fi, &(dtype, width)) in kinds.iter().enumerate() {
+            // Only the chosen episodes' rows count: the others are not loaded.
+            let values = shards.iter().zip(&sources).flat_map(|((chosen, _), src)| {
+                chosen.iter().map(move |e| &src[fi][e.row_start as usize * width..(e.row_start + e.rows) as usize * width])
+            });
+            let f = Field::new(stride, width, dtype.size(), Keep::choose(dtype, values));
+            stride += f.width;
+            fields.push(f);
+        }
+        let total: usize = shards.iter().flat_map(|(chosen, _)| chosen).map(|e| e.rows as usize).sum();
+        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, episodes: Vec::new(), hot: Vec::new(), frames };
+        let mut row = 0;
+        for (si, ((chosen, _), src)) in shards.iter().zip(&sources).enumerate() {
             for e in chosen {
                 let (s, n) = (e.row_start as usize, e.rows as usize);
                 let dst = &mut t.rows[row * stride..(row + n) * stride];
-                for (f, src) in t.fields.iter().zip(&sources) {
-                    let src = &src[s * f.width..(s + n) * f.width];
-                    for (d, v) in dst.chunks_exact_mut(stride).zip(src.chunks_exact(f.width)) {
-                        d[f.offset..f.offset + f.width].copy_from_slice(v);
-                    }
+                for (f, col) in t.fields.iter().zip(src) {
+                    let w = f.out_width();
+                    f.pack(stride, &col[s * w..(s + n) * w], dst);
                 }
                 let frame_start = e.frames.values().next().map_or(0, |f| f.start);
                 t.episodes.push(EpisodeSpan { id: e.episode_id, row, length: e.length as usize, shard: si, frame_start });
+                t.hot.push(Hot { row: row as u64, id: e.episode_id, length: e.length });
                 row += n;
             }
         }
