@@ -145,19 +145,12 @@ pub(crate) struct Span {
     steps: usize,
 }
 
-/// Fills `b` with the windows `ids` (indices into `windows`), each `l` steps.
-pub(crate) fn fill(
-    t: &Table,
-    windows: &[Window],
-    ids: &[u32],
-    l: usize,
-    index: u64,
-    b: &mut Batch,
-) -> Result<()> {
+/// Fills `b` with the windows `wins`, each `l` steps.
+pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Batch) -> Result<()> {
     b.index = index;
-    b.shape_for(&t.obs, &t.act, ids.len(), l);
+    b.shape_for(&t.obs, &t.act, wins.len(), l);
     let mut spans = std::mem::take(&mut b.spans);
-    resolve(t, windows, ids, l, b, &mut spans);
+    resolve(t, wins, l, b, &mut spans);
     // Destinations of the table's row fields, in the table's field order.
     let mut outs: Vec<&mut [u8]> = Vec::with_capacity(t.fields.len());
     let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
@@ -171,27 +164,23 @@ pub(crate) fn fill(
     outs.extend(b.actions.iter_mut().map(|slot| &mut slot.1.data[..]));
     outs.extend([&mut b.rewards.data[..], &mut b.terminated.data[..], &mut b.truncated.data[..]]);
     gather(t, l, &spans, &mut outs, &mut b.scratch);
-    let result = frames(t, windows, ids, l, &spans, &mut frame_fields);
+    let result = frames(t, wins, l, &spans, &mut frame_fields);
     b.spans = spans;
     result
 }
 
 /// Finds every window's rows and writes the per-window fields (`first`, `mask`,
-/// `episode_id`, `step`). Finding a window is two dependent lookups (window, then
-/// episode) into tables larger than L1, so both are prefetched, in two stages.
-fn resolve(t: &Table, windows: &[Window], ids: &[u32], l: usize, b: &mut Batch, spans: &mut Vec<Span>) {
+/// `episode_id`, `step`). The episode lookup is prefetched: the episodes' table is
+/// larger than L1.
+fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<Span>) {
     const AHEAD: usize = 8;
     spans.clear();
     b.first.data.fill(0);
     b.mask.data.fill(1);
-    for (wi, &id) in ids.iter().enumerate() {
-        if let Some(&far) = ids.get(wi + 2 * AHEAD) {
-            prefetch_line(&windows[far as usize]);
+    for (wi, &w) in wins.iter().enumerate() {
+        if let Some(ahead) = wins.get(wi + AHEAD) {
+            prefetch_line(&t.hot[ahead.episode as usize]);
         }
-        if let Some(&ahead) = ids.get(wi + AHEAD) {
-            prefetch_line(&t.hot[windows[ahead as usize].episode as usize]);
-        }
-        let w = windows[id as usize];
         let e = t.hot[w.episode as usize];
         let start = w.start as usize;
         let steps = l.min(e.length as usize - start);
@@ -242,15 +231,14 @@ fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]], scratch: 
 /// Decodes the frame fields, in file order whatever the shuffled order of the batch: a
 /// video decoder then mostly continues forward instead of seeking back to a keyframe
 /// for every window. Each window still lands in its own slot.
-fn frames(t: &Table, windows: &[Window], ids: &[u32], l: usize, spans: &[Span], fields: &mut [(usize, usize, &mut [u8])]) -> Result<()> {
+fn frames(t: &Table, wins: &[Window], l: usize, spans: &[Span], fields: &mut [(usize, usize, &mut [u8])]) -> Result<()> {
     if fields.is_empty() {
         return Ok(());
     }
-    let mut order: Vec<(usize, u64, usize)> = ids
+    let mut order: Vec<(usize, u64, usize)> = wins
         .iter()
         .enumerate()
-        .map(|(wi, &id)| {
-            let w = windows[id as usize];
+        .map(|(wi, w)| {
             let e = &t.episodes[w.episode as usize];
             (e.shard, e.frame_start + w.start as u64, wi)
         })

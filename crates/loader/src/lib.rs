@@ -139,14 +139,15 @@ pub fn default_threads() -> usize {
 }
 
 impl LoaderConfig {
-    /// This rank's windows of `epoch` (of `n` in all), in delivery order.
-    pub(crate) fn order(&self, n: usize, epoch: u64) -> Vec<u32> {
-        let (r, w) = (self.rank, self.world_size);
+    /// This rank's share of `items` (all windows, or their indices) for `epoch`, in
+    /// delivery order: the same order whatever the items are.
+    pub(crate) fn order<T: Copy>(&self, items: &[T], epoch: u64) -> Vec<T> {
+        let (r, w, n) = (self.rank, self.world_size, items.len());
         if self.replacement {
             let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(derive_seed(self.seed, epoch), r as u64 + 1));
-            return (0..n / w).map(|_| rng.random_range(0..n) as u32).collect();
+            return (0..n / w).map(|_| items[rng.random_range(0..n)]).collect();
         }
-        let mut all: Vec<u32> = (0..n as u32).collect();
+        let mut all = items.to_vec();
         if self.shuffle {
             all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(self.seed, epoch)));
         }
@@ -255,7 +256,7 @@ impl Loader {
 
     /// This rank's windows of `epoch`, in delivery order.
     pub fn epoch_order(&self, epoch: u64) -> Vec<u32> {
-        self.cfg.order(self.windows.len(), epoch)
+        self.cfg.order(&(0..self.windows.len() as u32).collect::<Vec<u32>>(), epoch)
     }
 
     /// Batches per epoch for this rank.

@@ -19,10 +19,10 @@ use crate::batch::{fill, Batch};
 use crate::table::Table;
 use crate::{Error, LoaderConfig, LoaderState, Result, Window};
 
-/// One epoch's delivery order and batch count.
+/// One epoch's windows in delivery order, and its batch count.
 struct Epoch {
     epoch: u64,
-    order: Arc<Vec<u32>>,
+    order: Vec<Window>,
     batches: u64,
 }
 
@@ -37,17 +37,19 @@ impl Work {
     fn run(&self, e: &Epoch, i: u64, mut buf: Box<Batch>) -> Result<Box<Batch>> {
         let b = self.cfg.batch_size;
         let from = i as usize * b;
-        let ids = &e.order[from..(from + b).min(e.order.len())];
+        let wins = &e.order[from..(from + b).min(e.order.len())];
         // A panic becomes this batch's error, so the consumer waiting for it is told.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fill(&self.table, &self.windows, ids, self.clip, i, &mut buf)))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fill(&self.table, wins, self.clip, i, &mut buf)))
             .unwrap_or_else(|_| Err(Error::Thread(format!("assembling batch {i} panicked"))))
             .map(|()| buf)
     }
 
     fn epoch(&self, epoch: u64) -> Epoch {
-        let order = self.cfg.order(self.windows.len(), epoch);
+        // The windows themselves, not their indices: a batch then reads them in order
+        // instead of looking each one up at random in a table larger than L2.
+        let order = self.cfg.order(&self.windows, epoch);
         let batches = self.cfg.batches(order.len());
-        Epoch { epoch, order: Arc::new(order), batches }
+        Epoch { epoch, order, batches }
     }
 }
 

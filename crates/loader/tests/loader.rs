@@ -224,6 +224,9 @@ fn epochs_follow_each_other_from_one_pool() {
             assert_eq!(&epoch(&mut fresh), seen);
             let want = if drop_last { l.num_windows() / 5 * 5 } else { l.num_windows() };
             assert_eq!(seen.len(), want);
+            // And equals the published order of that epoch.
+            let published: Vec<(i64, i64)> = l.epoch_order(e as u64).iter().map(|&i| l.windows()[i as usize]).map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64)).collect();
+            assert_eq!(&published[..want], &seen[..]);
         }
     }
 }
