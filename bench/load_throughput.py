@@ -599,7 +599,8 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
                  f"{fmt_secs(js['setup_seconds']) if isinstance(js.get('setup_seconds'), (int, float)) else 'n/a'}; "
                  "rollway assembles batches on its default `--threads` (CPU cores − 1 background "
                  "threads, and the consuming thread assembles whenever the next batch is not ready: "
-                 "every core here), the numpy and TorchRL loops run on one core. Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
+                 "every core here), the numpy and TorchRL loops run on one core. "
+                 f"Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
     else:
         why = rw.error.splitlines()[0] if rw and rw.error else "not run"
         L.append(f"**Bandwidth:** rollway not measured ({why}); `np.copyto` memcpy "

@@ -34,8 +34,6 @@ pub struct Batch {
     spans: Vec<Span>,
     /// Scratch reused from batch to batch: the windows' rows before they are split.
     scratch: Vec<u8>,
-    /// Which of the pipeline's fillers wrote this buffer last.
-    pub(crate) filler: usize,
 }
 
 fn reshape(a: &mut Array, dtype: DType, shape: Vec<usize>) {
@@ -170,10 +168,11 @@ pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Bat
 }
 
 /// Finds every window's rows and writes the per-window fields (`first`, `mask`,
-/// `episode_id`, `step`). The episode lookup is prefetched: the episodes' table is
-/// larger than L1.
+/// `episode_id`, `step`). The episode lookup is prefetched far ahead: the episodes'
+/// table does not stay in L2 beside the rows streaming through (8 windows ahead was
+/// 10–15% slower overall than 24; 64 no better than 24).
 fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<Span>) {
-    const AHEAD: usize = 8;
+    const AHEAD: usize = 32;
     spans.clear();
     b.first.data.fill(0);
     b.mask.data.fill(1);

@@ -79,7 +79,7 @@ struct State {
 }
 
 impl State {
-    fn claim(&mut self, me: usize) -> Claim {
+    fn claim(&mut self) -> Claim {
         if self.claim.epoch > self.consumer_epoch + 1 {
             return Claim::Wait;
         }
@@ -92,13 +92,16 @@ impl State {
         };
         if self.claim.batches >= e.batches {
             self.claim = LoaderState { epoch: e.epoch + 1, batches: 0 };
-            return self.claim(me);
+            return self.claim();
         }
-        // A buffer this filler wrote last, if one is free: its lines are likely still in
-        // this core's cache, where writing them again costs no transfer from the other
-        // core (the profile had the output stores stalling on exactly that).
-        let mine = self.free.iter().rposition(|b| b.filler == me).or_else(|| self.free.len().checked_sub(1));
-        let Some(buf) = mine.map(|i| self.free.swap_remove(i)) else { return Claim::Wait };
+        // Half way through an epoch, shuffle the next one: at the boundary its order is
+        // then ready, instead of one filler shuffling while the other waits for it.
+        let next = e.epoch + 1;
+        if self.claim.batches >= e.batches / 2 && !self.shuffling && next <= self.consumer_epoch + 1 && !self.epochs.iter().any(|x| x.epoch == next) {
+            self.shuffling = true;
+            return Claim::Shuffle(next);
+        }
+        let Some(buf) = self.free.pop() else { return Claim::Wait };
         let i = self.claim.batches;
         self.claim.batches += 1;
         Claim::Batch(e, i, buf)
@@ -121,11 +124,10 @@ impl Shared {
     }
 
     /// Claims one piece of work and does it outside the lock; false when there was none.
-    fn work_once<'a>(&'a self, mut st: MutexGuard<'a, State>, me: usize) -> (MutexGuard<'a, State>, bool) {
-        match st.claim(me) {
-            Claim::Batch(e, i, mut buf) => {
+    fn work_once<'a>(&'a self, mut st: MutexGuard<'a, State>) -> (MutexGuard<'a, State>, bool) {
+        match st.claim() {
+            Claim::Batch(e, i, buf) => {
                 drop(st);
-                buf.filler = me;
                 let r = self.work.run(&e, i, buf);
                 st = self.lock();
                 st.done.insert((e.epoch, i), r);
@@ -150,11 +152,10 @@ impl Shared {
         }
     }
 
-    /// Thread `me`'s loop.
-    fn thread_loop(&self, me: usize) {
+    fn thread_loop(&self) {
         let mut st = self.lock();
         while !st.stop {
-            let (s, worked) = self.work_once(st, me);
+            let (s, worked) = self.work_once(st);
             st = s;
             if !worked && !st.stop {
                 st.threads_asleep += 1;
@@ -170,8 +171,6 @@ pub(crate) struct Pipeline {
     /// The consumer's position: the next batch it takes.
     next: LoaderState,
     current: Option<Box<Batch>>,
-    /// The consumer's filler number (the threads are `0..threads`).
-    me: usize,
 }
 
 impl Pipeline {
@@ -194,10 +193,10 @@ impl Pipeline {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("rollway-loader-{t}"))
-                .spawn(move || shared.thread_loop(t))
+                .spawn(move || shared.thread_loop())
                 .expect("spawning a loader thread");
         }
-        Pipeline { shared, next: from, current: None, me: threads }
+        Pipeline { shared, next: from, current: None }
     }
 
     /// Advances to the next batch in order; `None` at the end of the epoch (the
@@ -231,7 +230,7 @@ impl Pipeline {
             }
             // Not ready: do the next piece of work here rather than wait (claims go in
             // order, so this is the wanted batch itself unless a thread has it in hand).
-            let (s, worked) = sh.work_once(st, self.me);
+            let (s, worked) = sh.work_once(st);
             st = s;
             if !worked {
                 st.consumer_asleep = true;
