@@ -181,14 +181,24 @@ fn split_widen<T: Narrow>(src: &[u8], stride: usize, offset: usize, count: usize
     assert!(offset + count * n <= stride && (rows - 1) * stride + offset + count * n <= src.len());
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
     if count == 1 {
-        // The common case (a scalar action, the reward) without the inner loop.
-        for r in 0..rows {
-            // SAFETY: as below, with `k = 0`.
+        // The common case (a scalar action, the reward) without the inner loop, four
+        // rows at a time: left to itself the compiler kept the float conversion loop
+        // one row per iteration, a sixth of all loader time in the profile.
+        let one = |r: usize| {
+            // SAFETY: as below, with `k = 0`; callers pass `r < rows`.
             unsafe {
                 let v = std::ptr::read_unaligned(s.add(r * stride + offset).cast::<T>());
                 std::ptr::copy_nonoverlapping(v.widen().as_ptr(), d.add(r * 8), 8);
             }
+        };
+        let quads = rows / 4 * 4;
+        for r in (0..quads).step_by(4) {
+            one(r);
+            one(r + 1);
+            one(r + 2);
+            one(r + 3);
         }
+        (quads..rows).for_each(one);
         return;
     }
     for r in 0..rows {
