@@ -151,6 +151,9 @@ impl LoaderConfig {
         if self.shuffle {
             all.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(self.seed, epoch)));
         }
+        if w == 1 {
+            return all;
+        }
         // Strided split of one global permutation: ranks are disjoint and together cover it.
         all.into_iter().skip(r).step_by(w).collect()
     }
