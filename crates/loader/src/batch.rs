@@ -36,11 +36,13 @@ pub struct Batch {
     scratch: Vec<u8>,
 }
 
-fn reshape(a: &mut Array, dtype: DType, shape: Vec<usize>) {
-    let n: usize = shape.iter().product::<usize>() * dtype.size();
-    a.dtype = dtype;
-    a.shape = shape;
-    // Same size as last time: no allocation after the first batch.
+fn reshape(a: &mut Array, dtype: DType, outer: &[usize], inner: &[usize]) {
+    // Same shape as last time (every batch but a short last one): nothing to allocate.
+    if a.dtype != dtype || a.shape.len() != outer.len() + inner.len() || a.shape[..outer.len()] != *outer || a.shape[outer.len()..] != *inner {
+        a.dtype = dtype;
+        a.shape = [outer, inner].concat();
+    }
+    let n: usize = a.shape.iter().product::<usize>() * dtype.size();
     a.data.resize(n, 0);
 }
 
@@ -75,30 +77,33 @@ impl Batch {
     }
 
     fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize) {
-        let leaf_shape = |leaf: &rollway_core::Leaf| [vec![b, l], leaf.shape.clone()].concat();
         self.observations
             .resize_with(obs.leaves().len(), Default::default);
         for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
-            slot.0 = column_name("observations", leaf);
-            reshape(&mut slot.1, leaf.dtype, leaf_shape(leaf));
+            if slot.0.is_empty() {
+                slot.0 = column_name("observations", leaf);
+            }
+            reshape(&mut slot.1, leaf.dtype, &[b, l], &leaf.shape);
         }
         self.actions
             .resize_with(act.leaves().len(), Default::default);
         for (slot, leaf) in self.actions.iter_mut().zip(act.leaves()) {
-            slot.0 = column_name("actions", leaf);
-            reshape(&mut slot.1, leaf.dtype, leaf_shape(leaf));
+            if slot.0.is_empty() {
+                slot.0 = column_name("actions", leaf);
+            }
+            reshape(&mut slot.1, leaf.dtype, &[b, l], &leaf.shape);
         }
-        reshape(&mut self.rewards, DType::F64, vec![b, l]);
+        reshape(&mut self.rewards, DType::F64, &[b, l], &[]);
         for a in [
             &mut self.terminated,
             &mut self.truncated,
             &mut self.first,
             &mut self.mask,
         ] {
-            reshape(a, DType::Bool, vec![b, l]);
+            reshape(a, DType::Bool, &[b, l], &[]);
         }
-        reshape(&mut self.episode_id, DType::I64, vec![b]);
-        reshape(&mut self.step, DType::I64, vec![b]);
+        reshape(&mut self.episode_id, DType::I64, &[b], &[]);
+        reshape(&mut self.step, DType::I64, &[b], &[]);
     }
 }
 
