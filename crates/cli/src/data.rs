@@ -160,13 +160,21 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
     let setup = opened.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let (mut windows, mut bytes, mut batches) = (0u64, 0u64, 0u64);
+    let total = a.epochs * loader.batches_per_epoch();
+    let bar = crate::progress::Bar::new(a.json, "loading", "batches");
     for _ in 0..a.epochs {
         while let Some(b) = loader.next_batch()? {
             windows += b.len() as u64;
             bytes += b.bytes() as u64;
             batches += 1;
+            // A few updates a second are plenty, and a batch can take microseconds.
+            if batches % 256 == 0 {
+                bar.update(batches, total);
+                bar.message(format!("{}/s windows", crate::progress::human(windows as f64 / started.elapsed().as_secs_f64().max(1e-9))));
+            }
         }
     }
+    drop(bar);
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let v = serde_json::json!({
         "windows": windows, "batches": batches, "epochs": a.epochs, "clip": loader.clip_len(),

@@ -1,13 +1,12 @@
 //! `export`, `import`: flags → `rollway_interop` calls.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
 use rollway_interop::{lerobot, minari};
 
 use crate::args::{ExportArgs, ExportFormat, ImportArgs, ImportFormat};
+use crate::progress::Bar;
 use crate::InputError;
 
 /// Input problems (bad paths, ids, malformed files) exit 2; failures while writing exit 1.
@@ -16,35 +15,6 @@ fn classify(e: rollway_interop::Error) -> anyhow::Error {
         InputError(e.into()).into()
     } else {
         anyhow::Error::from(e)
-    }
-}
-
-/// An episode bar on a terminal (nothing otherwise: these commands are short).
-struct Bar(Option<ProgressBar>);
-
-impl Bar {
-    fn new(quiet: bool, verb: &str) -> Bar {
-        Bar((!quiet && std::io::stderr().is_terminal()).then(|| {
-            let pb = ProgressBar::new(0);
-            let tpl = format!("{{spinner}} {verb} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} episodes");
-            pb.set_style(ProgressStyle::with_template(&tpl).expect("static template").progress_chars("=> "));
-            pb
-        }))
-    }
-
-    fn update(&self, done: u64, total: u64) {
-        if let Some(b) = &self.0 {
-            b.set_length(total);
-            b.set_position(done);
-        }
-    }
-}
-
-impl Drop for Bar {
-    fn drop(&mut self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
     }
 }
 
@@ -66,7 +36,7 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
         ExportFormat::Minari => {
             only_for("minari", &[("--fps", a.fps.is_some()), ("--task", a.task.is_some()), ("--robot-type", a.robot_type.is_some()), ("--crf", a.crf.is_some())])?;
             let opts = minari::ExportOptions { dataset_id: a.dataset_id.clone(), force: a.force, author: a.author.clone(), description: a.description.clone() };
-            let bar = Bar::new(a.quiet, "exporting");
+            let bar = Bar::new(a.quiet, "exporting", "episodes");
             let rep = minari::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
@@ -102,7 +72,7 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
     only_for("lerobot", &[("--dataset-id", a.dataset_id.is_some()), ("--author", a.author.is_some()), ("--description", a.description.is_some())])?;
     let d = lerobot::ExportOptions::default();
     let opts = lerobot::ExportOptions { fps: a.fps.unwrap_or(d.fps), task: a.task.clone(), robot_type: a.robot_type.clone(), force: a.force, crf: a.crf.unwrap_or(d.crf), ..d };
-    let bar = Bar::new(a.quiet, "exporting");
+    let bar = Bar::new(a.quiet, "exporting", "episodes");
     let rep = lerobot::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
     drop(bar);
     let row = |k: &str, v: String| println!("  {k:<18} {v}");
@@ -119,7 +89,7 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
 pub fn import(a: &ImportArgs) -> Result<bool> {
     match a.format {
         ImportFormat::Lerobot => {
-            let bar = Bar::new(a.quiet, "importing");
+            let bar = Bar::new(a.quiet, "importing", "episodes");
             let rep = lerobot::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
@@ -132,7 +102,7 @@ pub fn import(a: &ImportArgs) -> Result<bool> {
             Ok(true)
         }
         ImportFormat::Minari => {
-            let bar = Bar::new(a.quiet, "importing");
+            let bar = Bar::new(a.quiet, "importing", "episodes");
             let rep = minari::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");

@@ -77,6 +77,42 @@ impl Observer for Display {
     }
 }
 
+/// A bar on a terminal, nothing otherwise (for commands that are short or print their
+/// own summary): `verb [elapsed] ===>   done/total unit`.
+pub struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    pub fn new(quiet: bool, verb: &str, unit: &str) -> Bar {
+        Bar((!quiet && std::io::stderr().is_terminal()).then(|| {
+            let pb = ProgressBar::new(0);
+            let tpl = format!("{{spinner}} {verb} [{{elapsed_precise}}] {{wide_bar}} {{human_pos}}/{{human_len}} {unit} {{msg}}");
+            pb.set_style(ProgressStyle::with_template(&tpl).expect("static template").progress_chars("=> "));
+            pb
+        }))
+    }
+
+    pub fn update(&self, done: u64, total: u64) {
+        if let Some(b) = &self.0 {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    }
+
+    pub fn message(&self, msg: String) {
+        if let Some(b) = &self.0 {
+            b.set_message(msg);
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
 /// `12.3M`, `4.5k`.
 pub fn human(x: f64) -> String {
     match x {

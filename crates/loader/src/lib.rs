@@ -5,6 +5,11 @@
 //! with `prefetch_batches` in flight. Works on a dataset that is still being written:
 //! it sees the episodes committed when it was opened.
 //!
+//! Speed comes from the in-memory layout (`row`: a step's numeric fields side by side,
+//! each as narrow as its values allow, so a shuffled window is one short contiguous
+//! run) and from the caller's thread assembling batches itself whenever the next one
+//! is not ready, instead of sleeping until a pool thread hands it over.
+//!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let env = rollway_envs::make("CartPole-v1", &Default::default()).unwrap();
