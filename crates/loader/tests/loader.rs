@@ -230,3 +230,48 @@ fn epochs_follow_each_other_from_one_pool() {
         }
     }
 }
+
+/// Issue 4: fields are kept narrower in memory when their values allow (int64 actions
+/// in a byte, float64 rewards as float32 when exact), and must come out bit for bit as
+/// recorded — and stay wide when one value does not fit.
+#[test]
+fn issue4_narrowed_fields_come_out_bit_exact() {
+    for (env_id, continuous) in [("Pendulum-v1", true), ("MountainCar-v0", false), ("Acrobot-v1", false)] {
+        let d = tempfile::tempdir().unwrap();
+        let env = rollway_envs::make(env_id, &Params::new()).unwrap();
+        let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(2), ..Default::default() }).unwrap();
+        let mut c = Collector::new(env, w);
+        for s in 0..3u64 {
+            c.reset(Some(s)).unwrap();
+            for i in 0..40i64 {
+                // Pendulum's rewards are arbitrary float64s (kept wide); the others' are
+                // -1.0/0.0 (kept as float32) and their Discrete actions fit a byte.
+                let a = if continuous { Value::Array(Array::from_f32(&[1], &[((i * 7 + s as i64) % 5) as f32 * 0.37 - 0.7])) } else { Value::Array(Array::scalar_i64((i + s as i64) % 3)) };
+                let (_, o) = c.step(&a).unwrap();
+                if o.terminated || o.truncated {
+                    break;
+                }
+            }
+        }
+        c.close().unwrap();
+        let ds = Dataset::open(d.path()).unwrap();
+        let mut l = Loader::new(&ds, LoaderConfig { clip_len: 8, stride: 5, batch_size: 3, ..Default::default() }).unwrap();
+        let mut checked = 0;
+        while let Some(b) = l.next_batch().unwrap() {
+            for (wi, (&id, &s)) in i64s(&b.episode_id).iter().zip(&i64s(&b.step)).enumerate() {
+                let ep = ds.read_episode(id as u64).unwrap();
+                let s = s as usize;
+                for (got, want) in b.observations.iter().zip(&ep.observations).chain(b.actions.iter().zip(&ep.actions)) {
+                    let row = got.1.data.len() / (b.len() * 8);
+                    assert_eq!(&got.1.data[wi * 8 * row..(wi + 1) * 8 * row], &want.1.data[s * row..(s + 8) * row], "{env_id} {}", got.0);
+                }
+                for k in 0..8 {
+                    let r = f64::from_ne_bytes(b.rewards.data[(wi * 8 + k) * 8..(wi * 8 + k + 1) * 8].try_into().unwrap());
+                    assert_eq!(r.to_bits(), ep.rewards[s + k].to_bits(), "{env_id} reward");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 5, "{env_id}: {checked} windows");
+    }
+}
