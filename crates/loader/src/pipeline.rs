@@ -71,6 +71,8 @@ struct State {
     shuffling: bool,
     /// The consumer's epoch: claims run at most into the one after it.
     consumer_epoch: u64,
+    // Boxed: buffers change hands between threads, and a pointer moves cheaper than a `Batch`.
+    #[allow(clippy::vec_box)]
     free: Vec<Box<Batch>>,
     done: BTreeMap<(u64, u64), Result<Box<Batch>>>,
     stop: bool,

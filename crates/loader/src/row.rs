@@ -147,29 +147,18 @@ trait Narrow: Copy {
     fn widen(self) -> [u8; 8];
 }
 
-impl Narrow for i8 {
-    fn widen(self) -> [u8; 8] {
-        i64::from(self).to_ne_bytes()
-    }
+/// `Narrow` for each narrow type, widening to the 8-byte type it stands in for.
+macro_rules! narrow {
+    ($($t:ty => $wide:ty),*) => {$(
+        impl Narrow for $t {
+            fn widen(self) -> [u8; 8] {
+                <$wide>::from(self).to_ne_bytes()
+            }
+        }
+    )*};
 }
 
-impl Narrow for i16 {
-    fn widen(self) -> [u8; 8] {
-        i64::from(self).to_ne_bytes()
-    }
-}
-
-impl Narrow for i32 {
-    fn widen(self) -> [u8; 8] {
-        i64::from(self).to_ne_bytes()
-    }
-}
-
-impl Narrow for f32 {
-    fn widen(self) -> [u8; 8] {
-        f64::from(self).to_ne_bytes()
-    }
-}
+narrow!(i8 => i64, i16 => i64, i32 => i64, f32 => f64);
 
 /// `count` narrow elements a row, widened to 8 bytes each.
 fn split_widen<T: Narrow>(src: &[u8], stride: usize, offset: usize, count: usize, dst: &mut [u8]) {
