@@ -199,6 +199,18 @@ pub struct LoadArgs {
     /// Only episodes with this label (repeatable: any of them).
     #[arg(long)]
     pub label: Vec<String>,
+    /// Only episodes whose return is at least this.
+    #[arg(long, allow_negative_numbers = true)]
+    pub min_return: Option<f64>,
+    /// Only episodes whose return is at most this.
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_return: Option<f64>,
+    /// Only episodes of at least this many steps.
+    #[arg(long)]
+    pub min_length: Option<u64>,
+    /// Only episodes of at most this many steps.
+    #[arg(long)]
+    pub max_length: Option<u64>,
     /// Print JSON: {"windows", "windows_per_sec", "mb_per_sec", ...}.
     #[arg(long)]
     pub json: bool,

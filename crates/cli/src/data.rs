@@ -153,7 +153,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
         prefetch_batches: a.prefetch,
         threads: a.threads.unwrap_or_else(rollway_loader::default_threads),
         drop_last: false,
-        select: rollway_loader::Selection { labels: a.label.clone(), ..Default::default() },
+        select: rollway_loader::Selection { labels: a.label.clone(), min_return: a.min_return, max_return: a.max_return, min_length: a.min_length, max_length: a.max_length },
     };
     let opened = std::time::Instant::now();
     let mut loader = input(rollway_loader::Loader::new(&ds, cfg).map_err(Into::into))?;

@@ -77,3 +77,35 @@ fn unusable_output_paths_are_input_errors() {
     let o = rollway(&["run", "--resume", tmp.path().join("nothing").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `rollway load --json` counts every window of every epoch, its selection flags narrow
+/// the episodes, and a bad loader setting is an input error naming the field.
+#[test]
+fn load_reports_throughput_and_selects_episodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cp");
+    let d = dir.to_str().unwrap();
+    ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "60", "--out", d, "-q"]));
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", d, "--clip", "4", "--stride", "2", "--batch", "16", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str::<serde_json::Value>(&ok(&rollway(&args))).unwrap()
+    };
+    let all = load(&["--epochs", "3"]);
+    let per_epoch = all["windows_per_epoch"].as_u64().unwrap();
+    assert!(per_epoch > 0);
+    assert_eq!(all["windows"].as_u64(), Some(3 * per_epoch));
+    assert_eq!(all["episodes"].as_u64(), Some(60));
+    assert!(all["windows_per_sec"].as_f64().unwrap() > 0.0 && all["mb_per_sec"].as_f64().unwrap() > 0.0);
+    // Random CartPole episodes are mostly short: the length filter keeps some, not all.
+    let long = load(&["--min-length", "25"]);
+    let kept = long["episodes"].as_u64().unwrap();
+    assert!(kept > 0 && kept < 60, "{kept}");
+    assert!(long["windows"].as_u64().unwrap() < per_epoch);
+    // Every CartPole reward is 1, so return = length: the same episodes by return.
+    assert_eq!(load(&["--min-return", "25"])["episodes"].as_u64(), Some(kept));
+    assert_eq!(load(&["--max-length", "24"])["episodes"].as_u64(), Some(60 - kept));
+    let o = rollway(&["load", d, "--stride", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stride"));
+}
