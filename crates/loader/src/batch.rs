@@ -3,8 +3,9 @@
 use rollway_core::{Array, DType, Layout};
 use rollway_store::format::{column_name, is_frame_leaf};
 
+use crate::config::Window;
+use crate::error::Result;
 use crate::table::Table;
-use crate::{Result, Window};
 
 
 /// One batch of windows; field arrays are `[B, L, ...]` (`[B]` for per-window fields).

@@ -16,8 +16,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::batch::{fill, Batch};
+use crate::config::{LoaderConfig, LoaderState, Window};
+use crate::error::{Error, Result};
 use crate::table::Table;
-use crate::{Error, LoaderConfig, LoaderState, Result, Window};
 
 /// One epoch's windows in delivery order, and its batch count.
 struct Epoch {

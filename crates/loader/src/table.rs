@@ -10,8 +10,9 @@ use rollway_store::format::{column_name, is_frame_leaf};
 use rollway_store::frames::FrameShard;
 use rollway_store::{Dataset, IndexEntry};
 
+use crate::config::Selection;
+use crate::error::Result;
 use crate::row::{Field, Keep};
-use crate::{Result, Selection};
 
 /// One selected episode.
 #[derive(Clone, Debug)]

@@ -1,0 +1,24 @@
+//! The crate's one error type.
+
+/// The one error type of `rollway-loader`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading the dataset failed.
+    #[error(transparent)]
+    Store(#[from] rollway_store::Error),
+    /// The configuration is inconsistent.
+    #[error("loader config `{field}`: {message}")]
+    Config {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// A loader thread died.
+    #[error("loader thread failed: {0}")]
+    Thread(String),
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
