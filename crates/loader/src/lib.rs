@@ -47,12 +47,44 @@ pub use table::EpisodeSpan;
 
 /// Batches from a dataset.
 pub struct Loader {
-    table: Arc<table::Table>,
-    windows: Arc<Vec<Window>>,
-    clip: usize,
+    /// The dataset's directory, read again by `refresh`.
+    root: std::path::PathBuf,
+    view: View,
     cfg: LoaderConfig,
     state: LoaderState,
     pipe: Option<pipeline::Pipeline>,
+    /// A refreshed view waiting for the epoch in progress to end.
+    pending: Option<View>,
+}
+
+/// What the loader sees of the dataset: the selected episodes and their windows.
+struct View {
+    table: Arc<table::Table>,
+    windows: Arc<Vec<Window>>,
+    clip: usize,
+}
+
+impl View {
+    fn load(ds: &rollway_store::Dataset, cfg: &LoaderConfig) -> Result<View> {
+        let table = table::Table::load(ds, &cfg.select)?;
+        let whole = cfg.clip_len == 0;
+        let clip = if whole { table.episodes.iter().map(|e| e.length).max().unwrap_or(1).max(1) } else { cfg.clip_len };
+        let mut windows = Vec::new();
+        for (i, e) in table.episodes.iter().enumerate() {
+            let episode = i as u32;
+            if whole {
+                windows.push(Window { episode, start: 0 });
+                continue;
+            }
+            // Without padding a window must fit inside its episode; with it, any start before the end.
+            let last = if cfg.pad { e.length.saturating_sub(1) } else { e.length.checked_sub(clip).map_or(0, |x| x) };
+            if !cfg.pad && e.length < clip {
+                continue;
+            }
+            windows.extend((0..=last).step_by(cfg.stride).map(|s| Window { episode, start: s as u32 }));
+        }
+        Ok(View { table: Arc::new(table), windows: Arc::new(windows), clip })
+    }
 }
 
 impl Loader {
@@ -73,54 +105,38 @@ impl Loader {
         if cfg.world_size == 0 || cfg.rank >= cfg.world_size {
             return bad("rank", format!("rank {} is not below world_size {}", cfg.rank, cfg.world_size));
         }
-        let table = table::Table::load(ds, &cfg.select)?;
-        let whole = cfg.clip_len == 0;
-        let clip = if whole { table.episodes.iter().map(|e| e.length).max().unwrap_or(1).max(1) } else { cfg.clip_len };
-        let mut windows = Vec::new();
-        for (i, e) in table.episodes.iter().enumerate() {
-            let episode = i as u32;
-            if whole {
-                windows.push(Window { episode, start: 0 });
-                continue;
-            }
-            // Without padding a window must fit inside its episode; with it, any start before the end.
-            let last = if cfg.pad { e.length.saturating_sub(1) } else { e.length.checked_sub(clip).map_or(0, |x| x) };
-            if !cfg.pad && e.length < clip {
-                continue;
-            }
-            windows.extend((0..=last).step_by(cfg.stride).map(|s| Window { episode, start: s as u32 }));
-        }
-        Ok(Loader { table: Arc::new(table), windows: Arc::new(windows), clip, cfg, state: LoaderState { epoch: 0, batches: 0 }, pipe: None })
+        let view = View::load(ds, &cfg)?;
+        Ok(Loader { root: ds.root().to_path_buf(), view, cfg, state: LoaderState { epoch: 0, batches: 0 }, pipe: None, pending: None })
     }
 
     /// Windows per epoch over all ranks.
     pub fn num_windows(&self) -> usize {
-        self.windows.len()
+        self.view.windows.len()
     }
 
     /// Steps per window.
     pub fn clip_len(&self) -> usize {
-        self.clip
+        self.view.clip
     }
 
     /// The loaded episodes.
     pub fn episodes(&self) -> &[EpisodeSpan] {
-        &self.table.episodes
+        &self.view.table.episodes
     }
 
     /// Every window, in dataset order.
     pub fn windows(&self) -> &[Window] {
-        &self.windows
+        &self.view.windows
     }
 
     /// This rank's windows of `epoch`, in delivery order.
     pub fn epoch_order(&self, epoch: u64) -> Vec<u32> {
-        self.cfg.order(&(0..self.windows.len() as u32).collect::<Vec<u32>>(), epoch)
+        self.cfg.order(&(0..self.view.windows.len() as u32).collect::<Vec<u32>>(), epoch)
     }
 
     /// Batches per epoch for this rank.
     pub fn batches_per_epoch(&self) -> u64 {
-        self.cfg.batches(self.cfg.rank_len(self.windows.len()))
+        self.cfg.batches(self.cfg.rank_len(self.view.windows.len()))
     }
 
     /// Where the loader is.
@@ -134,11 +150,33 @@ impl Loader {
         self.state = state;
     }
 
+    /// Reads the dataset again and takes in the episodes committed since (a dataset
+    /// that is still being written). They join at the next epoch: an epoch in progress
+    /// keeps its windows, so each is still delivered exactly once. Returns how many
+    /// more episodes the loader will see than it sees now.
+    pub fn refresh(&mut self) -> Result<usize> {
+        let view = View::load(&rollway_store::Dataset::open(&self.root)?, &self.cfg)?;
+        let added = view.table.episodes.len().saturating_sub(self.view.table.episodes.len());
+        if self.state.batches == 0 {
+            self.switch(view);
+        } else {
+            self.pending = Some(view);
+        }
+        Ok(added)
+    }
+
+    fn switch(&mut self, view: View) {
+        // The pool may have run ahead into the next epoch with the old windows.
+        self.pipe = None;
+        self.view = view;
+    }
+
     /// The next batch of the current epoch, or `None` once it is over (the following
     /// call starts the next epoch).
     pub fn next_batch(&mut self) -> Result<Option<&Batch>> {
         if self.pipe.is_none() {
-            self.pipe = Some(pipeline::Pipeline::start(self.table.clone(), self.windows.clone(), self.clip, self.cfg.clone(), self.state));
+            let v = &self.view;
+            self.pipe = Some(pipeline::Pipeline::start(v.table.clone(), v.windows.clone(), v.clip, self.cfg.clone(), self.state));
         }
         let pipe = self.pipe.as_mut().expect("started above");
         match pipe.next()? {
@@ -148,6 +186,9 @@ impl Loader {
             }
             None => {
                 self.state = LoaderState { epoch: self.state.epoch + 1, batches: 0 };
+                if let Some(view) = self.pending.take() {
+                    self.switch(view);
+                }
                 Ok(None)
             }
         }

@@ -275,3 +275,48 @@ fn issue4_narrowed_fields_come_out_bit_exact() {
         assert!(checked > 5, "{env_id}: {checked} windows");
     }
 }
+
+/// A dataset still being written: the loader sees what is committed, and `refresh`
+/// takes in what was committed since — from the next epoch, so the epoch in progress
+/// still delivers each of its windows exactly once.
+#[test]
+fn refresh_takes_in_episodes_committed_since_from_the_next_epoch() {
+    let d = tempfile::tempdir().unwrap();
+    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+    let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    let mut c = Collector::new(env, w);
+    let episodes = |c: &mut Collector, seeds: std::ops::Range<u64>| {
+        for s in seeds {
+            c.reset(Some(s)).unwrap();
+            let mut t = 0i64;
+            while !c.step_discrete(if t < 12 { t % 2 } else { 1 }).unwrap().terminated {
+                t += 1;
+            }
+        }
+        c.save().unwrap();
+    };
+    episodes(&mut c, 0..6);
+    let mut l = Loader::open(d.path(), cfg(4)).unwrap();
+    assert_eq!(l.episodes().len(), 6);
+    let before: BTreeSet<(i64, i64)> = l.windows().iter().map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64)).collect();
+    // Half an epoch, then more episodes are committed (the writer stays open) and seen.
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        first.extend(keys(l.next_batch().unwrap().unwrap()));
+    }
+    episodes(&mut c, 6..10);
+    assert_eq!(l.refresh().unwrap(), 4);
+    first.extend(epoch(&mut l));
+    assert_eq!(first.len(), before.len());
+    assert_eq!(first.iter().copied().collect::<BTreeSet<_>>(), before, "the epoch in progress keeps its windows");
+    assert_eq!(l.episodes().len(), 10);
+    let after = epoch(&mut l);
+    assert_eq!(after.len(), l.num_windows());
+    let all: BTreeSet<_> = after.iter().copied().collect();
+    assert_eq!(all.len(), after.len());
+    assert!(all.is_superset(&before) && all.len() > before.len());
+    c.close().unwrap();
+    // At an epoch boundary a refresh applies at once; with nothing new it adds nothing.
+    assert_eq!(l.refresh().unwrap(), 0);
+    assert_eq!(epoch(&mut l).len(), l.num_windows());
+}
