@@ -109,3 +109,24 @@ fn load_reports_throughput_and_selects_episodes() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("stride"));
 }
+
+/// An agent with a recurrent state (the scripted miner keeps one, like VPT's memory):
+/// `run --out` records it per step, beside the actions.
+#[test]
+fn recorded_runs_keep_the_agents_recurrent_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mine");
+    let d = dir.to_str().unwrap();
+    ok(&rollway(&["run", "--env", "PixelMine-v0", "--env-opt", "size=16", "--agent", "miner", "--episodes", "2", "--out", d, "-q"]));
+    let ds = rollway_store::Dataset::open(&dir).unwrap();
+    let ep = ds.read_episode(0).unwrap();
+    let st = ep.agent_state.expect("the miner's state is recorded");
+    assert_eq!(st.shape[0], ep.rewards.len());
+    assert!(st.shape[1] > 0);
+    let floats: Vec<f32> = st.data.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
+    assert!(floats.iter().any(|&x| x != 0.0));
+    // CartPole's random agent keeps none: no state column at all.
+    let cp = tmp.path().join("cp");
+    ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "3", "--out", cp.to_str().unwrap(), "-q"]));
+    assert!(rollway_store::Dataset::open(&cp).unwrap().read_episode(0).unwrap().agent_state.is_none());
+}

@@ -40,6 +40,29 @@ pub struct Trajectory {
     pub truncations: Vec<bool>,
     /// T+1 infos (reset info first) when infos are recorded, else empty.
     pub infos: Vec<Info>,
+    /// The agent's recurrent state after each step's action: T rows of `state_width`
+    /// floats, when the agent keeps one (VPT's `memory`); empty otherwise.
+    pub states: Vec<f32>,
+    /// Floats per row of `states` (0: the agent keeps none).
+    pub state_width: usize,
+}
+
+impl Trajectory {
+    /// Appends the state the agent left after the latest step (`rewards` already holds
+    /// that step). The first non-empty state fixes the width (earlier steps read as
+    /// zeros); a later state of another length is cut or zero-filled to it.
+    pub fn push_state(&mut self, state: &[f32]) {
+        if self.state_width == 0 {
+            if state.is_empty() {
+                return;
+            }
+            self.state_width = state.len();
+            self.states.resize(self.rewards.len().saturating_sub(1) * state.len(), 0.0);
+        }
+        let (w, start) = (self.state_width, self.states.len());
+        self.states.extend(state.iter().take(w));
+        self.states.resize(start + w, 0.0);
+    }
 }
 
 /// One finished (or given-up) episode.

@@ -159,6 +159,7 @@ fn nested_spaces_round_trip_with_their_dtypes() {
             terminations: (0..len).map(|x| x + 1 == len && i == 0).collect(),
             truncations: (0..len).map(|x| x + 1 == len && i != 0).collect(),
             infos: vec![],
+            ..Default::default()
         };
         let status = if i == 0 { Status::Terminated } else { Status::Truncated };
         let ret = t.rewards.iter().sum();

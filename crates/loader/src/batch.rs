@@ -31,6 +31,10 @@ pub struct Batch {
     pub episode_id: Array,
     /// `[B]` int64: step index of each window's first step in its episode.
     pub step: Array,
+    /// `[B, S]` float32: the agent's recurrent state going into each window's first
+    /// step (the state it left after the step before; zeros at an episode's start),
+    /// when the dataset stores agent states; `S = 0` when it does not.
+    pub state: Array,
     /// Scratch reused from batch to batch: where each window's rows are.
     spans: Vec<Span>,
     /// Scratch reused from batch to batch: the windows' rows before they are split.
@@ -61,6 +65,7 @@ impl Batch {
     /// Bytes of data in all fields.
     pub fn bytes(&self) -> usize {
         let fields = [
+            &self.state,
             &self.rewards,
             &self.terminated,
             &self.truncated,
@@ -77,7 +82,7 @@ impl Batch {
             + fields.iter().map(|a| a.data.len()).sum::<usize>()
     }
 
-    fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize) {
+    fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize, state: usize) {
         self.observations
             .resize_with(obs.leaves().len(), Default::default);
         for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
@@ -105,6 +110,7 @@ impl Batch {
         }
         reshape(&mut self.episode_id, DType::I64, &[b], &[]);
         reshape(&mut self.step, DType::I64, &[b], &[]);
+        reshape(&mut self.state, DType::F32, &[b], &[state]);
     }
 }
 
@@ -152,7 +158,7 @@ pub(crate) struct Span {
 /// Fills `b` with the windows `wins`, each `l` steps.
 pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Batch) -> Result<()> {
     b.index = index;
-    b.shape_for(&t.obs, &t.act, wins.len(), l);
+    b.shape_for(&t.obs, &t.act, wins.len(), l, t.state_width);
     let mut spans = std::mem::take(&mut b.spans);
     resolve(t, wins, l, b, &mut spans);
     // Destinations of the table's row fields, in the table's field order.
@@ -196,6 +202,14 @@ fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<
         }
         b.episode_id.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(e.id as i64).to_ne_bytes());
         b.step.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(start as i64).to_ne_bytes());
+        let sw = t.state_width;
+        if sw > 0 {
+            let dst = &mut b.state.data[wi * sw * 4..(wi + 1) * sw * 4];
+            match start.checked_sub(1) {
+                Some(prev) => dst.copy_from_slice(bytemuck::cast_slice(&t.states[(e.row as usize + prev) * sw..(e.row as usize + prev + 1) * sw])),
+                None => dst.fill(0),
+            }
+        }
     }
 }
 

@@ -48,6 +48,10 @@ pub(crate) struct Table {
     pub stride: usize,
     /// Those fields' places in a row, in that order.
     pub fields: Vec<Field>,
+    /// The agents' recurrent states, `state_width` floats per row, when the dataset
+    /// stores them (zeros where a row has none); empty otherwise.
+    pub states: Vec<f32>,
+    pub state_width: usize,
     pub episodes: Vec<EpisodeSpan>,
     /// `episodes`, packed for the per-window lookup.
     pub hot: Vec<Hot>,
@@ -110,11 +114,19 @@ impl Table {
             fields.push(f);
         }
         let total: usize = shards.iter().flat_map(|(chosen, _)| chosen).map(|e| e.rows as usize).sum();
-        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, episodes: Vec::new(), hot: Vec::new(), frames };
+        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, states: Vec::new(), state_width: 0, episodes: Vec::new(), hot: Vec::new(), frames };
+        t.state_width = shards.iter().map(|(_, cols)| cols.state_width).max().unwrap_or(0);
+        t.states = vec![0.0; total * t.state_width];
         let mut row = 0;
-        for (si, ((chosen, _), src)) in shards.iter().zip(&sources).enumerate() {
+        for (si, ((chosen, cols), src)) in shards.iter().zip(&sources).enumerate() {
             for e in chosen {
                 let (s, n) = (e.row_start as usize, e.rows as usize);
+                let (w, cw) = (t.state_width, cols.state_width);
+                if cw > 0 {
+                    for r in 0..n {
+                        t.states[(row + r) * w..(row + r) * w + cw].copy_from_slice(&cols.states[(s + r) * cw..(s + r + 1) * cw]);
+                    }
+                }
                 let dst = &mut t.rows[row * stride..(row + n) * stride];
                 for (f, col) in t.fields.iter().zip(src) {
                     let w = f.out_width();

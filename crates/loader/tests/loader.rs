@@ -320,3 +320,85 @@ fn refresh_takes_in_episodes_committed_since_from_the_next_epoch() {
     assert_eq!(l.refresh().unwrap(), 0);
     assert_eq!(epoch(&mut l).len(), l.num_windows());
 }
+
+/// Recorded agent states come back with the episode, and each window carries the
+/// state going into its first step: the one left after the step before, zeros at an
+/// episode's start (and for an agent that kept none).
+#[test]
+fn windows_carry_the_recorded_recurrent_state_going_in() {
+    use rollway_core::{EpisodeResult, Layout, RowMut, RowRef, Rows, Trajectory};
+    let d = tempfile::tempdir().unwrap();
+    let mut env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+    let spec = env.spec().clone();
+    let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+    let w = DatasetWriter::create(d.path(), &spec, "t", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    let (mut obs, mut act) = (Rows::new(ol.row_bytes(), 1), Rows::new(al.row_bytes(), 1));
+    // Episode 0 keeps a 3-float state; 1 keeps none; 2 starts keeping one at its third step.
+    let state = |i: u64, k: usize| -> Vec<f32> {
+        match i {
+            1 => vec![],
+            2 if k < 2 => vec![],
+            _ => vec![k as f32, i as f32 * 10.0, 0.5],
+        }
+    };
+    for i in 0..3u64 {
+        env.reset(Some(i), None, RowMut::new(&ol, obs.row_mut(0))).unwrap();
+        let mut t = Trajectory { obs: obs.row(0).to_vec(), ..Default::default() };
+        for k in 0..20 {
+            act.row_mut(0).copy_from_slice(&((k % 2) as i64).to_ne_bytes());
+            let o = env.step(RowRef::new(&al, act.row(0)), RowMut::new(&ol, obs.row_mut(0))).unwrap();
+            t.obs.extend_from_slice(obs.row(0));
+            t.actions.extend_from_slice(act.row(0));
+            t.rewards.push(o.reward);
+            t.terminations.push(o.terminated);
+            t.truncations.push(!o.terminated && k == 19);
+            t.push_state(&state(i, k));
+            if o.terminated {
+                break;
+            }
+        }
+        w.write(EpisodeResult::from_trajectory(i, i, t)).unwrap();
+    }
+    w.finish().unwrap();
+    let ds = Dataset::open(d.path()).unwrap();
+    assert!(ds.read_episode(0).unwrap().agent_state.is_some());
+    let f32s = |a: &Array| a.data.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<f32>>();
+    let want = |i: u64, k: usize| -> Vec<f32> {
+        let mut s = state(i, k);
+        s.resize(3, 0.0);
+        s
+    };
+    for i in 0..3u64 {
+        let ep = ds.read_episode(i).unwrap();
+        // A shard where no agent kept a state stores none: read as zeros.
+        let t = ep.rewards.len();
+        let got = match &ep.agent_state {
+            Some(st) => {
+                assert_eq!(st.shape, [t, 3]);
+                f32s(st)
+            }
+            None => vec![0.0; t * 3],
+        };
+        for k in 0..ep.rewards.len() {
+            assert_eq!(&got[k * 3..k * 3 + 3], &want(i, k)[..], "episode {i} step {k}");
+        }
+    }
+    let mut l = Loader::new(&ds, LoaderConfig { clip_len: 4, stride: 3, batch_size: 5, ..Default::default() }).unwrap();
+    let mut n = 0;
+    while let Some(b) = l.next_batch().unwrap() {
+        assert_eq!(b.state.shape, [b.len(), 3]);
+        let got = f32s(&b.state);
+        for (wi, (&id, &s)) in i64s(&b.episode_id).iter().zip(&i64s(&b.step)).enumerate() {
+            let going_in = if s == 0 { vec![0.0; 3] } else { want(id as u64, s as usize - 1) };
+            assert_eq!(&got[wi * 3..wi * 3 + 3], &going_in[..], "episode {id} window at {s}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, l.num_windows());
+    // A dataset without agent states: an empty state field.
+    let c = tempfile::tempdir().unwrap();
+    cartpole(c.path());
+    let mut l = Loader::open(c.path(), cfg(4)).unwrap();
+    let b = l.next_batch().unwrap().unwrap();
+    assert_eq!((b.state.shape.clone(), b.state.data.len()), (vec![4, 0], 0));
+}

@@ -210,6 +210,7 @@ impl Worker {
                 t.rewards.push(out.reward);
                 t.terminations.push(out.terminated);
                 t.truncations.push(truncated);
+                t.push_state(&b.memory[j]);
                 if cfg.record_infos {
                     t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());
                 }
@@ -257,6 +258,7 @@ impl Worker {
                             terminations: Vec::with_capacity(cap),
                             truncations: Vec::with_capacity(cap),
                             infos: Vec::new(),
+                            ..Default::default()
                         });
                         if self.ctx.cfg.record_infos {
                             t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::{Float32Builder, ListBuilder};
 use arrow_array::{make_array, Array as _, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_buffer::{Buffer, NullBuffer};
 use arrow_data::ArrayData;
@@ -130,9 +131,30 @@ impl Columns {
             }
             cols.push(Arc::new(StringArray::from(infos)));
         }
-        RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
+        let mut schema = self.schema.clone();
+        // The agents' recurrent states, in shards that have any: a list of floats per
+        // step, null on each episode's final-observation row.
+        if trajs.iter().any(|t| t.state_width > 0) {
+            let mut states = ListBuilder::new(Float32Builder::new());
+            for t in &trajs {
+                for r in 0..t.rewards.len() {
+                    states.values().append_slice(&t.states[r * t.state_width..(r + 1) * t.state_width]);
+                    states.append(true);
+                }
+                states.append(false);
+            }
+            let states = states.finish();
+            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.push(Field::new(AGENT_STATE, states.data_type().clone(), true));
+            schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+            cols.push(Arc::new(states));
+        }
+        RecordBatch::try_new(schema, cols).map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
     }
 }
+
+/// The column of the agents' recurrent states (`Trajectory::states`), in shards that have any.
+pub const AGENT_STATE: &str = "agent_state";
 
 /// An episode's trajectory, checked for Gymnasium's T+1 / T shape.
 pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
@@ -140,6 +162,9 @@ pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
     let n = e.length as usize;
     if t.rewards.len() != n || t.terminations.len() != n || t.truncations.len() != n {
         return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
+    }
+    if t.states.len() != n * t.state_width {
+        return Err(Error::BadEpisode { episode: e.index, message: format!("{} state floats for {n} steps of {}", t.states.len(), t.state_width) });
     }
     Ok(t)
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use arrow_array::{Array as _, RecordBatch, StringArray};
-use rollway_core::{Info, Leaf};
+use rollway_core::{Array, Info, Leaf};
 
 use crate::columns::stacked;
 use crate::format::{column_name, is_frame_leaf, IndexEntry};
@@ -76,7 +76,15 @@ impl Source {
                 Some(mine.iter().enumerate().map(|(i, s)| s.as_deref().map_or(Ok(Info::new()), |s| serde_json::from_str(s).map_err(|e| corrupt(format!("info row {i}: {e}"))))).collect::<Result<_>>()?)
             }
         };
-        Ok(EpisodeData { entry, observations, actions, rewards, terminations, truncations, infos })
+        let w = self.cols.state_width;
+        let agent_state = match w {
+            0 => None,
+            _ => {
+                let rows = self.cols.states.get(r0 * w..(r0 + t) * w).ok_or_else(|| corrupt("agent states outside the shard".into()))?;
+                Some(Array::from_f32(&[t, w], rows))
+            }
+        };
+        Ok(EpisodeData { entry, observations, actions, rewards, terminations, truncations, infos, agent_state })
     }
 }
 

@@ -4,11 +4,11 @@ use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use arrow_array::{Array as _, BooleanArray, Float64Array, RecordBatch};
+use arrow_array::{Array as _, BooleanArray, Float32Array, Float64Array, ListArray, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use rollway_core::{Array, Info, Layout, Status};
 
-use crate::columns::leaf_bytes;
+use crate::columns::{leaf_bytes, AGENT_STATE};
 use crate::error::IoContext;
 use crate::format::{self, column_name, is_frame_leaf, read_json, shard_number, IndexEntry, Metadata, Paths, ShardIndex};
 use crate::frames;
@@ -31,6 +31,9 @@ pub struct EpisodeData {
     pub truncations: Vec<bool>,
     /// T+1 infos, when the dataset stores them.
     pub infos: Option<Vec<Info>>,
+    /// `[T, width]` float32: the agent's recurrent state after each step, when the
+    /// shard stores agent states (zeros for an agent that kept none).
+    pub agent_state: Option<Array>,
 }
 
 /// A shard's columns as native bytes, row-major per leaf (nulls as zeros).
@@ -46,6 +49,11 @@ pub struct ShardColumns {
     pub terminations: Vec<u8>,
     /// Truncation flags (0/1).
     pub truncations: Vec<u8>,
+    /// The agents' recurrent states, `state_width` floats a row (zeros where a row has
+    /// none or fewer); empty when the shard stores none.
+    pub states: Vec<f32>,
+    /// Floats per row of `states`: the longest state in the shard.
+    pub state_width: usize,
 }
 
 /// An open dataset.
@@ -251,6 +259,19 @@ impl Dataset {
             let c = col(name)?;
             let b = c.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| corrupt(format!("{name} are not bool")))?;
             *dst = (0..b.len()).map(|i| (!b.is_null(i) && b.value(i)) as u8).collect();
+        }
+        if let Some(c) = batch.column_by_name(AGENT_STATE) {
+            let list = c.as_any().downcast_ref::<ListArray>().ok_or_else(|| corrupt(format!("{AGENT_STATE} is not a list")))?;
+            let values = list.values().as_any().downcast_ref::<Float32Array>().ok_or_else(|| corrupt(format!("{AGENT_STATE} is not a list of float32")))?;
+            let offsets = list.value_offsets();
+            let len = |i: usize| (offsets[i + 1] - offsets[i]) as usize;
+            let w = (0..list.len()).map(len).max().unwrap_or(0);
+            out.states = vec![0.0; list.len() * w];
+            for i in (0..list.len()).filter(|&i| !list.is_null(i)) {
+                let from = offsets[i] as usize;
+                out.states[i * w..i * w + len(i)].copy_from_slice(&values.values()[from..from + len(i)]);
+            }
+            out.state_width = w;
         }
         Ok(out)
     }

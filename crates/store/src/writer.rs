@@ -381,7 +381,7 @@ impl Shards {
         // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
         // both faster to write and about as small here.
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false).build();
-        let mut w = ArrowWriter::try_new(file, self.columns.schema.clone(), Some(props)).map_err(|e| parquet_err(&pq_tmp, e))?;
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_err(&pq_tmp, e))?;
         w.write(&batch).map_err(|e| parquet_err(&pq_tmp, e))?;
         let file = w.into_inner().map_err(|e| parquet_err(&pq_tmp, e))?;
         file.sync_all().io("syncing", &pq_tmp)?;

@@ -250,7 +250,7 @@ impl Reader<'_> {
                 .map(|(i, s)| s.map_or(Ok(Info::new()), |s| serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))))
                 .collect::<Result<Vec<Info>>>()?,
         };
-        let mut episode = EpisodeResult::from_trajectory(0, 0, Trajectory { obs, actions, rewards, terminations, truncations, infos });
+        let mut episode = EpisodeResult::from_trajectory(0, 0, Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() });
         if !map.final_frame {
             episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
         }

@@ -241,6 +241,6 @@ impl Reader {
             }
             _ => vec![],
         };
-        Ok(EpisodeResult::from_trajectory(k, seed, Trajectory { obs, actions, rewards, terminations, truncations, infos }))
+        Ok(EpisodeResult::from_trajectory(k, seed, Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() }))
     }
 }
