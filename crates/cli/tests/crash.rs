@@ -55,6 +55,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     let mut rng = seed;
     let mut seen: BTreeMap<u64, (u64, u64, u64, f64, u64)> = BTreeMap::new();
     let mut killed_mid_run = 0;
+    let mut halvings = 0;
     for _ in 0..kills {
         let mut cmd = rollway();
         if dir.join("rollway.json").exists() {
@@ -63,10 +64,15 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
             cmd.arg("run").arg("--out").arg(&dir).args(job);
         }
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        // Each life gets a small slice of a full run, so most kills land before it ends.
-        std::thread::sleep(Duration::from_millis(full_ms / 100 + next(&mut rng) % (full_ms * 15 / 100).max(1)));
+        // Each life gets a small slice of a full run, so most kills land before it ends;
+        // a life that finished first halves the next slices (a slow reference run on a
+        // busy machine overstates how long a run takes).
+        let slice = full_ms / 100 + next(&mut rng) % (full_ms * 15 / 100).max(1);
+        std::thread::sleep(Duration::from_millis(slice >> halvings));
         if child.try_wait().unwrap().is_none() {
             killed_mid_run += 1;
+        } else {
+            halvings = (halvings + 1).min(6);
         }
         child.kill().ok(); // SIGKILL
         child.wait().unwrap();
