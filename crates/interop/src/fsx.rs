@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::IoContext;
-use crate::Result;
+use crate::{Error, Result};
 
 /// A directory being filled; removed on drop unless committed.
 pub(crate) struct Staging {
@@ -24,6 +24,19 @@ impl Staging {
         }
         std::fs::create_dir_all(&path).io("creating", &path)?;
         Ok(Staging { path, done: false })
+    }
+
+    /// A staging directory for building `out` in, beside it (its parent created if
+    /// missing), and `out` made absolute: where to `commit` it. `hint` says what to do
+    /// when `out` names no directory (a root, `..`).
+    pub(crate) fn beside(out: &Path, hint: &str) -> Result<(Staging, PathBuf)> {
+        let out_abs = std::path::absolute(out).io("resolving", out)?;
+        let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
+            return Err(Error::OutputExists { path: out.to_path_buf(), hint: hint.into() });
+        };
+        std::fs::create_dir_all(parent).io("creating", parent)?;
+        let staging = Staging::new(parent, &name.to_string_lossy())?;
+        Ok((staging, out_abs))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -46,6 +59,15 @@ impl Drop for Staging {
             let _ = std::fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Refuses an `out` that exists and is not an empty directory: imports never replace
+/// a dataset.
+pub(crate) fn require_new(out: &Path) -> Result<()> {
+    if out.exists() && !(out.is_dir() && std::fs::read_dir(out).io("listing", out)?.next().is_none()) {
+        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
+    }
+    Ok(())
 }
 
 /// fsyncs a directory so renames and creations inside it survive a crash.

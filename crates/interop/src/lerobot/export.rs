@@ -42,12 +42,7 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     }
     let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
     let plan = Plan::new(&obs, &act, None).map_err(|message| Error::Unsupported { path: src.to_path_buf(), message })?;
-    let out_abs = std::path::absolute(out).io("resolving", out)?;
-    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "export into a named directory".into() });
-    };
-    std::fs::create_dir_all(parent).io("creating", parent)?;
-    let staging = Staging::new(parent, &name.to_string_lossy())?;
+    let (staging, out_abs) = Staging::beside(out, "export into a named directory")?;
     let mut report = Exporter::new(&ds, src, staging.path(), opts, plan)?.run(progress)?;
     report.out = out.to_path_buf();
     report.bytes = fsx::dir_bytes(staging.path());

@@ -52,15 +52,8 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     if let Some(t) = info.total_episodes.filter(|&t| t != eps.len() as u64) {
         return Err(Error::Malformed { path: src.join(meta::EPISODES_DIR), object: "/".into(), message: format!("{} episodes listed, info.json says {t}", eps.len()) });
     }
-    if out.exists() && !(out.is_dir() && std::fs::read_dir(out).io("listing", out)?.next().is_none()) {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
-    }
-    let out_abs = std::path::absolute(out).io("resolving", out)?;
-    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
-    };
-    std::fs::create_dir_all(parent).io("creating", parent)?;
-    let staging = Staging::new(parent, &name.to_string_lossy())?;
+    fsx::require_new(out)?;
+    let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
     let config = json!({"imported_from": {"format": "lerobot", "path": std::path::absolute(src).unwrap_or(src.to_path_buf()), "codebase_version": info.version}});
     let store_err = |source| Error::Store { path: out.to_path_buf(), source };
     let cfg = WriterConfig { record_infos: map.infos, ..Default::default() };

@@ -101,17 +101,10 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             return Err(Error::Unsupported { path: meta_path, message: format!("{what} is JPEG-encoded (jpeg_encoding is true or missing); rollway imports raw images only: re-save it with Minari's jpeg_encoding=False") });
         }
     }
-    if out.exists() && !(out.is_dir() && std::fs::read_dir(out).io("listing", out)?.next().is_none()) {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
-    }
-    let out_abs = std::path::absolute(out).io("resolving", out)?;
-    let (Some(parent), Some(name)) = (out_abs.parent(), out_abs.file_name()) else {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "import into a new directory".into() });
-    };
-    std::fs::create_dir_all(parent).io("creating", parent)?;
+    fsx::require_new(out)?;
+    let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
     let dataset_id = meta.dataset_id.clone().unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
     let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
-    let staging = Staging::new(parent, &name.to_string_lossy())?;
     let mut r = Reader::open(&h5_path, ol, al)?;
     let n = match meta.total_episodes {
         Some(n) => n,
