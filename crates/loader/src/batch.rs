@@ -190,12 +190,12 @@ fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<
     b.mask.data.fill(1);
     for (wi, &w) in wins.iter().enumerate() {
         if let Some(ahead) = wins.get(wi + AHEAD) {
-            prefetch_line(&t.hot[ahead.episode as usize]);
+            prefetch_line(&t.episodes[ahead.episode as usize]);
         }
-        let e = t.hot[w.episode as usize];
+        let e = &t.episodes[w.episode as usize];
         let start = w.start as usize;
-        let steps = l.min(e.length as usize - start);
-        spans.push(Span { row: e.row as usize + start, steps });
+        let steps = l.min(e.length - start);
+        spans.push(Span { row: e.row + start, steps });
         b.first.data[wi * l] = (start == 0) as u8;
         if steps < l {
             b.mask.data[wi * l + steps..(wi + 1) * l].fill(0);
@@ -206,7 +206,7 @@ fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<
         if sw > 0 {
             let dst = &mut b.state.data[wi * sw * 4..(wi + 1) * sw * 4];
             match start.checked_sub(1) {
-                Some(prev) => dst.copy_from_slice(bytemuck::cast_slice(&t.states[(e.row as usize + prev) * sw..(e.row as usize + prev + 1) * sw])),
+                Some(prev) => dst.copy_from_slice(bytemuck::cast_slice(&t.states[(e.row + prev) * sw..(e.row + prev + 1) * sw])),
                 None => dst.fill(0),
             }
         }

@@ -29,15 +29,6 @@ pub struct EpisodeSpan {
     pub frame_start: u64,
 }
 
-/// What assembling a window needs of its episode, packed: a third of an
-/// [`EpisodeSpan`]'s bytes, so the lookup per window mostly hits L2.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Hot {
-    pub row: u64,
-    pub id: u64,
-    pub length: u64,
-}
-
 pub(crate) struct Table {
     pub obs: Layout,
     pub act: Layout,
@@ -53,8 +44,6 @@ pub(crate) struct Table {
     pub states: Vec<f32>,
     pub state_width: usize,
     pub episodes: Vec<EpisodeSpan>,
-    /// `episodes`, packed for the per-window lookup.
-    pub hot: Vec<Hot>,
     /// Per loaded shard, per observation leaf: the frame file (frame leaves only).
     pub frames: Vec<Vec<Option<Box<dyn FrameShard>>>>,
 }
@@ -114,7 +103,7 @@ impl Table {
             fields.push(f);
         }
         let total: usize = shards.iter().flat_map(|(chosen, _)| chosen).map(|e| e.rows as usize).sum();
-        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, states: Vec::new(), state_width: 0, episodes: Vec::new(), hot: Vec::new(), frames };
+        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, states: Vec::new(), state_width: 0, episodes: Vec::new(), frames };
         t.state_width = shards.iter().map(|(_, cols)| cols.state_width).max().unwrap_or(0);
         t.states = vec![0.0; total * t.state_width];
         let mut row = 0;
@@ -134,7 +123,6 @@ impl Table {
                 }
                 let frame_start = e.frames.values().next().map_or(0, |f| f.start);
                 t.episodes.push(EpisodeSpan { id: e.episode_id, row, length: e.length as usize, shard: si, frame_start });
-                t.hot.push(Hot { row: row as u64, id: e.episode_id, length: e.length });
                 row += n;
             }
         }
