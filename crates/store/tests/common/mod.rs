@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use rand::SeedableRng;
-use rollway_core::{EnvSpec, EpisodeResult, Layout, Params, RowMut, RowRef, Rows, Status, Trajectory};
+use rollway_core::{EnvSpec, EpisodeResult, Layout, Params, RowMut, RowRef, Rows, Trajectory};
 use rollway_store::{DatasetWriter, WriterConfig};
 
 /// Runs `n` random episodes of `env_id` by hand, returning what was recorded.
@@ -19,7 +19,6 @@ pub fn episodes(env_id: &str, params: &str, n: u64, max_len: u64) -> (EnvSpec, V
     for i in 0..n {
         env.reset(Some(i), None, RowMut::new(&ol, obs.row_mut(0))).unwrap();
         let mut t = Trajectory { obs: obs.row(0).to_vec(), infos: vec![env.info()], ..Default::default() };
-        let mut status = Status::Truncated;
         for k in 0..max_len {
             al.sample_row(&mut rng, act.row_mut(0));
             let o = env.step(RowRef::new(&al, act.row(0)), RowMut::new(&ol, obs.row_mut(0))).unwrap();
@@ -30,25 +29,11 @@ pub fn episodes(env_id: &str, params: &str, n: u64, max_len: u64) -> (EnvSpec, V
             t.truncations.push(o.truncated || (k + 1 == max_len && !o.terminated));
             t.infos.push(env.info());
             if o.terminated || o.truncated || k + 1 == max_len {
-                status = if o.terminated { Status::Terminated } else { Status::Truncated };
                 break;
             }
         }
-        let length = t.rewards.len() as u64;
-        out.push(EpisodeResult {
-            index: i,
-            seed: i,
-            length,
-            ret: t.rewards.iter().sum(),
-            status,
-            labels: vec![],
-            info: t.infos.last().cloned().unwrap(),
-            worker: 0,
-            attempt: 1,
-            wall_ms: 0.0,
-            error: None,
-            trajectory: Some(Box::new(t)),
-        });
+        // Status, length, return and final info follow from the steps.
+        out.push(EpisodeResult::from_trajectory(i, i, t));
     }
     (spec, out)
 }
