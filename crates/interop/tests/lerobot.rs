@@ -2,13 +2,14 @@
 //! observation with RGB video), importing a LeRobot dataset that rollway did not
 //! make, overwrite rules, and malformed inputs.
 
+mod common;
+
 use std::path::Path;
 
-use rollway_core::{DType, EpisodeResult, Params, Space};
+use rollway_core::{DType, Space};
 use rollway_interop::lerobot::{self, ExportOptions};
 use rollway_interop::Error;
-use rollway_runner::{Generator, RunConfig, Target};
-use rollway_store::{Dataset, DatasetWriter, WriterConfig};
+use rollway_store::Dataset;
 use serde_json::Value as Json;
 
 /// The PSNR every decoded video frame must reach, and their mean. PixelMine's
@@ -18,28 +19,9 @@ use serde_json::Value as Json;
 const MIN_PSNR_DB: f64 = 25.0;
 const MIN_MEAN_PSNR_DB: f64 = 29.0;
 
+/// This file's recordings: run seed 5, a shard every 4 episodes.
 fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_steps: Option<u64>, infos: bool) {
-    let cfg = RunConfig {
-        env: env.into(),
-        env_params: Params::parse(params).unwrap(),
-        agent: agent.into(),
-        target: Target::Episodes(n),
-        max_steps,
-        seed: 5,
-        workers: 1,
-        envs_per_worker: 4,
-        record_steps: true,
-        record_infos: infos,
-        ..Default::default()
-    };
-    let g = Generator::new(cfg, vec![]).unwrap();
-    let mut eps: Vec<EpisodeResult> = Vec::new();
-    g.run(&mut eps).unwrap();
-    let w = DatasetWriter::create(dir, g.spec(), agent, 5, serde_json::json!({}), WriterConfig { record_infos: infos, max_buffer_episodes: Some(4), ..Default::default() }).unwrap();
-    for e in eps {
-        w.write(e).unwrap();
-    }
-    w.finish().unwrap();
+    common::record(dir, env, params, agent, n, max_steps, infos, 5, 4);
 }
 
 fn nothing(_: u64, _: u64) {}

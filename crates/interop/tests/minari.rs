@@ -1,39 +1,21 @@
 //! rollway → Minari → rollway round trips (flat, Dict with frames and infos,
 //! nested Tuple spaces), overwrite rules, and malformed Minari inputs.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use hdf5_metno as hdf5;
 use rand::SeedableRng;
-use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, Params, Rows, Space, Status, Trajectory};
+use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, Rows, Space, Status, Trajectory};
 use rollway_interop::minari::{self, ExportOptions};
 use rollway_interop::Error;
-use rollway_runner::{Generator, RunConfig, Target};
 use rollway_store::{Dataset, DatasetWriter, WriterConfig};
 
-/// Records `n` episodes of `env` with `agent` into `dir`, the way `rollway run --out` does.
+/// Records `n` episodes of `env` with `agent` into `dir`, the way `rollway run --out` does:
+/// run seed 11, a shard every 7 episodes.
 fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_steps: Option<u64>, infos: bool) {
-    let cfg = RunConfig {
-        env: env.into(),
-        env_params: Params::parse(params).unwrap(),
-        agent: agent.into(),
-        target: Target::Episodes(n),
-        max_steps,
-        seed: 11,
-        workers: 1,
-        envs_per_worker: 4,
-        record_steps: true,
-        record_infos: infos,
-        ..Default::default()
-    };
-    let g = Generator::new(cfg, vec![]).unwrap();
-    let mut eps: Vec<EpisodeResult> = Vec::new();
-    g.run(&mut eps).unwrap();
-    let w = DatasetWriter::create(dir, g.spec(), agent, 11, serde_json::json!({"env_params": {}}), WriterConfig { record_infos: infos, max_buffer_episodes: Some(7), ..Default::default() }).unwrap();
-    for e in eps {
-        w.write(e).unwrap();
-    }
-    w.finish().unwrap();
+    common::record(dir, env, params, agent, n, max_steps, infos, 11, 7);
 }
 
 fn nothing(_: u64, _: u64) {}
