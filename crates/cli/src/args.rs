@@ -33,8 +33,8 @@ pub enum Command {
     Agents,
     /// Show a dataset: counts, spaces, sizes, label rates, shards.
     Inspect(DataArgs),
-    /// Check every committed episode of a dataset against its index (exit 1 on damage).
-    Verify(DataArgs),
+    /// Check every committed episode of a dataset against its index (exit 1 on damage; changes nothing).
+    Verify(VerifyArgs),
     /// Re-run filters on a dataset's episodes, replacing their labels (index only).
     Relabel(RelabelArgs),
     /// Iterate training batches from a dataset and report loader throughput.
@@ -159,6 +159,9 @@ pub struct ImportArgs {
 pub struct LoadArgs {
     /// The dataset directory.
     pub dir: PathBuf,
+    /// Leave out shards whose index is damaged (with a warning) instead of failing.
+    #[arg(long)]
+    pub skip_damaged: bool,
     /// Steps per window (0 = whole episodes, padded to the longest).
     #[arg(long, default_value_t = 16)]
     pub clip: usize,
@@ -223,6 +226,23 @@ pub struct DataArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Leave out shards whose index is damaged (with a warning) instead of failing.
+    #[arg(long)]
+    pub skip_damaged: bool,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The dataset directory.
+    pub dir: PathBuf,
+    /// Print JSON instead of a report.
+    #[arg(long)]
+    pub json: bool,
+    /// Then repair what can be repaired, under the writer lock: publish committed files,
+    /// remove crash debris, and move files that do not belong (orphaned shards, files
+    /// rollway does not write) to DIR/.quarantine/. Never deletes data.
+    #[arg(long)]
+    pub repair: bool,
 }
 
 #[derive(Args)]

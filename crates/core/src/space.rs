@@ -74,7 +74,12 @@ impl BoxSpace {
 }
 
 #[inline]
-pub(crate) fn sample_bounded<R: Rng + ?Sized>(dtype: DType, low: f64, high: f64, rng: &mut R) -> f64 {
+pub(crate) fn sample_bounded<R: Rng + ?Sized>(
+    dtype: DType,
+    low: f64,
+    high: f64,
+    rng: &mut R,
+) -> f64 {
     if dtype.is_float() {
         match (low.is_finite(), high.is_finite()) {
             (true, true) => {
@@ -98,16 +103,34 @@ pub(crate) fn sample_bounded<R: Rng + ?Sized>(dtype: DType, low: f64, high: f64,
     }
 }
 
+/// The most elements one Box or MultiBinary may have: a 4096×4096 RGBA frame. Shapes
+/// come from files (`rollway.json`, Minari metadata); without a cap, `[1e12]` would
+/// abort on allocation and `[2^32, 2^32]` would wrap to zero elements.
+pub const MAX_ELEMENTS: usize = 1 << 26;
+
+/// The number of elements of `shape`, checked against overflow and [`MAX_ELEMENTS`].
+pub fn element_count(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| {
+            Error::InvalidSpace(format!(
+                "shape {shape:?} has more than {MAX_ELEMENTS} elements"
+            ))
+        })
+}
+
 impl Space {
     /// A Box with the same bounds for every element.
     pub fn boxed(dtype: DType, shape: &[usize], low: f64, high: f64) -> Result<Space> {
-        let n = shape.iter().product();
+        let n = element_count(shape)?;
         Space::box_with(dtype, shape, vec![low; n], vec![high; n])
     }
 
     /// A Box with per-element bounds (row-major).
     pub fn box_with(dtype: DType, shape: &[usize], low: Vec<f64>, high: Vec<f64>) -> Result<Space> {
-        let n: usize = shape.iter().product();
+        let n = element_count(shape)?;
         if low.len() != n || high.len() != n {
             return Err(Error::InvalidSpace(format!(
                 "Box bounds have {} / {} elements, shape {:?} needs {n}",
@@ -119,7 +142,9 @@ impl Space {
         let (dmin, dmax) = dtype.range();
         for (i, (&l, &h)) in low.iter().zip(&high).enumerate() {
             if l.is_nan() || h.is_nan() || l > h {
-                return Err(Error::InvalidSpace(format!("Box element {i}: low {l} > high {h}")));
+                return Err(Error::InvalidSpace(format!(
+                    "Box element {i}: low {l} > high {h}"
+                )));
             }
             if !dtype.is_float() && (l < dmin || h > dmax) {
                 return Err(Error::InvalidSpace(format!(
@@ -127,7 +152,12 @@ impl Space {
                 )));
             }
         }
-        Ok(Space::Box(BoxSpace { dtype, shape: shape.to_vec(), low, high }))
+        Ok(Space::Box(BoxSpace {
+            dtype,
+            shape: shape.to_vec(),
+            low,
+            high,
+        }))
     }
 
     /// `Discrete(n, start)`.
@@ -140,12 +170,20 @@ impl Space {
 
     /// `MultiDiscrete(nvec, start)`; `start` defaults to zeros when empty.
     pub fn multi_discrete(nvec: Vec<i64>, start: Vec<i64>) -> Result<Space> {
-        let start = if start.is_empty() { vec![0; nvec.len()] } else { start };
+        let start = if start.is_empty() {
+            vec![0; nvec.len()]
+        } else {
+            start
+        };
         if start.len() != nvec.len() {
-            return Err(Error::InvalidSpace("MultiDiscrete start and nvec differ in length".into()));
+            return Err(Error::InvalidSpace(
+                "MultiDiscrete start and nvec differ in length".into(),
+            ));
         }
         if nvec.iter().any(|&n| n <= 0) {
-            return Err(Error::InvalidSpace("MultiDiscrete nvec entries must be positive".into()));
+            return Err(Error::InvalidSpace(
+                "MultiDiscrete nvec entries must be positive".into(),
+            ));
         }
         Ok(Space::MultiDiscrete { nvec, start })
     }
@@ -168,7 +206,10 @@ impl Space {
             Space::MultiDiscrete { nvec, .. } => format!("MultiDiscrete({nvec:?})"),
             Space::MultiBinary { shape } => format!("MultiBinary({shape:?})"),
             Space::Dict(items) => {
-                let parts: Vec<String> = items.iter().map(|(k, s)| format!("{k}: {}", s.describe())).collect();
+                let parts: Vec<String> = items
+                    .iter()
+                    .map(|(k, s)| format!("{k}: {}", s.describe()))
+                    .collect();
                 format!("Dict({})", parts.join(", "))
             }
             Space::Tuple(items) => {
@@ -188,7 +229,9 @@ impl Space {
                 }
                 Value::Array(a)
             }
-            Space::Discrete { n, start } => Value::Array(Array::scalar_i64(start + rng.random_range(0..*n) as i64)),
+            Space::Discrete { n, start } => {
+                Value::Array(Array::scalar_i64(start + rng.random_range(0..*n) as i64))
+            }
             Space::MultiDiscrete { nvec, start } => {
                 let mut a = Array::zeros(DType::I64, &[nvec.len()]);
                 for (i, (&n, &s)) in nvec.iter().zip(start).enumerate() {
@@ -203,7 +246,12 @@ impl Space {
                 }
                 Value::Array(a)
             }
-            Space::Dict(items) => Value::Dict(items.iter().map(|(k, s)| (k.clone(), s.sample(rng))).collect()),
+            Space::Dict(items) => Value::Dict(
+                items
+                    .iter()
+                    .map(|(k, s)| (k.clone(), s.sample(rng)))
+                    .collect(),
+            ),
             Space::Tuple(items) => Value::Tuple(items.iter().map(|s| s.sample(rng)).collect()),
         }
     }
@@ -234,11 +282,15 @@ impl Space {
                 }
             }
             (Space::MultiBinary { shape }, Value::Array(a)) => {
-                &a.shape == shape && !a.dtype.is_float() && (0..a.len()).all(|i| matches!(a.get_f64(i), x if x == 0.0 || x == 1.0))
+                &a.shape == shape
+                    && !a.dtype.is_float()
+                    && (0..a.len()).all(|i| matches!(a.get_f64(i), x if x == 0.0 || x == 1.0))
             }
             (Space::Dict(items), Value::Dict(vals)) => {
                 items.len() == vals.len()
-                    && items.iter().all(|(k, s)| vals.iter().any(|(vk, vv)| vk == k && s.contains(vv)))
+                    && items
+                        .iter()
+                        .all(|(k, s)| vals.iter().any(|(vk, vv)| vk == k && s.contains(vv)))
             }
             (Space::Tuple(items), Value::Tuple(vals)) => {
                 items.len() == vals.len() && items.iter().zip(vals).all(|(s, v)| s.contains(v))
@@ -273,7 +325,11 @@ mod tests {
 
     #[test]
     fn dict_keys_are_sorted() {
-        let s = Space::dict(vec![("b".into(), Space::discrete(2, 0).unwrap()), ("a".into(), Space::discrete(2, 0).unwrap())]).unwrap();
+        let s = Space::dict(vec![
+            ("b".into(), Space::discrete(2, 0).unwrap()),
+            ("a".into(), Space::discrete(2, 0).unwrap()),
+        ])
+        .unwrap();
         let Space::Dict(items) = &s else { panic!() };
         assert_eq!(items[0].0, "a");
     }

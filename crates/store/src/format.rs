@@ -11,8 +11,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::IoContext;
 use crate::{Error, Result};
 
-/// Format version written by this build; readers refuse newer ones.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written by this build; readers refuse newer ones. Version 2
+/// publishes data files after the index commit and records a content hash per file;
+/// version 1 datasets are still read (and upgraded by the next writer).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Hidden folders a writer owns: staged files, and debris moved aside by a repair.
+const TMP: &str = ".tmp";
+const PUBLISH: &str = "publish";
+const QUARANTINE: &str = ".quarantine";
 
 /// The metadata file at the dataset root.
 pub const METADATA: &str = "rollway.json";
@@ -46,7 +53,10 @@ impl EnvInfo {
 
     /// The parsed observation and action spaces.
     pub fn spaces(&self) -> Result<(Space, Space)> {
-        Ok((Space::from_json(&self.observation_space)?, Space::from_json(&self.action_space)?))
+        Ok((
+            Space::from_json(&self.observation_space)?,
+            Space::from_json(&self.action_space)?,
+        ))
     }
 }
 
@@ -150,17 +160,57 @@ pub struct IndexEntry {
     pub frames: std::collections::BTreeMap<String, FrameRef>,
 }
 
+/// A data file of a shard as committed: where it is, how long, and its content hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSum {
+    /// Path relative to the dataset root, `/`-separated (`steps/shard-000003.parquet`).
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// XXH3-64 of the whole file, 16 lowercase hex digits.
+    pub xxh3: String,
+}
+
+impl FileSum {
+    /// Size and hash of the file at `path` (read back from disk: what is committed is
+    /// what was written, not what we meant to write). `rel` is what the index records.
+    pub fn of(path: &Path, rel: String) -> Result<FileSum> {
+        use std::io::Read;
+        let mut f = File::open(path).io("opening", path)?;
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut bytes = 0u64;
+        loop {
+            let n = f.read(&mut buf).io("reading", path)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+            bytes += n as u64;
+        }
+        Ok(FileSum {
+            path: rel,
+            bytes,
+            xxh3: format!("{:016x}", h.digest()),
+        })
+    }
+}
+
 /// `index/shard-NNNNNN.json`: the commit record of one shard.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardIndex {
     /// Shard number.
     pub shard: u32,
-    /// Rows in the Parquet file.
+    /// Rows in the Parquet file (0 for a shard of given-up episodes only: it has no files).
     pub rows: u64,
     /// Bytes of the Parquet file, checked on open.
     pub parquet_bytes: u64,
     /// Episodes in the shard, in row order.
     pub episodes: Vec<IndexEntry>,
+    /// Every data file of the shard with its size and hash (format version 2; empty in
+    /// version 1 indexes, whose files are found by name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileSum>,
 }
 
 /// Paths inside a dataset directory.
@@ -173,7 +223,9 @@ pub struct Paths {
 impl Paths {
     /// Paths under `root`.
     pub fn new(root: &Path) -> Paths {
-        Paths { root: root.to_path_buf() }
+        Paths {
+            root: root.to_path_buf(),
+        }
     }
     /// `rollway.json`.
     pub fn metadata(&self) -> PathBuf {
@@ -181,7 +233,66 @@ impl Paths {
     }
     /// Where half-written files live until they are committed.
     pub fn tmp(&self) -> PathBuf {
-        self.root.join(".tmp")
+        self.root.join(TMP)
+    }
+    /// Where a shard's finished data files wait for their index to commit; they keep
+    /// their path relative to the root under it (`.tmp/publish/steps/shard-N.parquet`).
+    pub fn publish_dir(&self) -> PathBuf {
+        self.tmp().join(PUBLISH)
+    }
+    /// The staged place of the data file whose final place is `path`.
+    pub fn staged(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) => self.publish_dir().join(rel),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+    /// The data file whose final place is `path`, wherever it is now: there, or still
+    /// staged (its index committed, the publish rename not done yet).
+    pub fn located(&self, path: &Path) -> PathBuf {
+        let staged = self.staged(path);
+        if !path.exists() && staged.exists() {
+            staged
+        } else {
+            path.to_path_buf()
+        }
+    }
+    /// Opens the data file whose final place is `path` with `open`, staged or final.
+    /// The writer may publish it between our look and our open; the rename is atomic,
+    /// so when the staged open fails and the staged file is gone, the final one is there.
+    pub fn open_located<T>(
+        &self,
+        path: &Path,
+        open: impl Fn(&Path) -> Result<T>,
+    ) -> Result<(PathBuf, T)> {
+        if path.exists() {
+            return open(path).map(|t| (path.to_path_buf(), t));
+        }
+        let staged = self.staged(path);
+        match open(&staged) {
+            Err(_) if !staged.exists() => open(path).map(|t| (path.to_path_buf(), t)),
+            r => r.map(|t| (staged, t)),
+        }
+    }
+    /// `path` relative to the root, `/`-separated, as the index records it.
+    pub fn rel(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+    /// The final place of a file the index records as `rel`, if `rel` is a plain
+    /// relative path inside the dataset (no `..`, not absolute).
+    pub fn resolve(&self, rel: &str) -> Option<PathBuf> {
+        let p = Path::new(rel);
+        p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+            .then(|| self.root.join(p))
+    }
+    /// Where a repair moves files that are not part of the dataset (never deleted).
+    pub fn quarantine(&self) -> PathBuf {
+        self.root.join(QUARANTINE)
     }
     /// The writer lock file.
     pub fn lock(&self) -> PathBuf {
@@ -213,9 +324,20 @@ impl Paths {
     }
 }
 
-/// Parses `shard-NNNNNN.<ext>` file names.
-pub fn shard_number(name: &str) -> Option<u32> {
-    name.strip_prefix("shard-")?.split('.').next()?.parse().ok()
+/// The shard number of a file named exactly `shard-NNNNNN.<ext>` (as the writer names
+/// them: at least six digits, no sign, no leading zeros beyond the padding); anything
+/// else — `shard-7.txt`, `shard-000000.bak.json` — is not a shard file.
+pub fn shard_number(name: &str, ext: &str) -> Option<u32> {
+    let digits = name
+        .strip_prefix("shard-")?
+        .strip_suffix(ext)?
+        .strip_suffix('.')?;
+    let n: u32 = if digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse().ok()?
+    } else {
+        return None;
+    };
+    (format!("{n:06}") == digits).then_some(n)
 }
 
 /// The column name of a leaf (`observations`, `observations/rgb`, `actions/_index_0`).
@@ -230,12 +352,19 @@ pub fn column_name(prefix: &str, leaf: &Leaf) -> String {
 /// Image-like observation leaves (uint8 H×W×C with C in 1, 3, 4) go to frame files,
 /// not Parquet: they are most of the bytes and want their own codecs.
 pub fn is_frame_leaf(leaf: &Leaf) -> bool {
-    leaf.dtype == DType::U8 && leaf.shape.len() == 3 && matches!(leaf.shape[2], 1 | 3 | 4) && leaf.shape[0] * leaf.shape[1] >= 64
+    leaf.dtype == DType::U8
+        && leaf.shape.len() == 3
+        && matches!(leaf.shape[2], 1 | 3 | 4)
+        && leaf.shape[0] * leaf.shape[1] >= 64
 }
 
 /// The frame keys of an observation layout.
 pub fn frame_keys(obs: &Layout) -> Vec<String> {
-    obs.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| column_name("observations", l)).collect()
+    obs.leaves()
+        .iter()
+        .filter(|l| is_frame_leaf(l))
+        .map(|l| column_name("observations", l))
+        .collect()
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new
@@ -258,11 +387,56 @@ pub fn commit_file(from: &Path, to: &Path) -> Result<()> {
 
 /// fsyncs a directory so renames and creations inside it survive a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).io("syncing directory", dir)
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .io("syncing directory", dir)
+}
+
+/// Creates `dir` and any missing parents, fsyncing the parent of each directory it
+/// creates, so the directory entries themselves survive a crash (a file renamed into
+/// a directory whose own entry was never synced can vanish with it).
+pub fn create_dir_durable(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_durable(parent)?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
+        Err(e) => {
+            return Err(Error::Io {
+                op: "creating",
+                path: dir.to_path_buf(),
+                source: e,
+            })
+        }
+    }
+    sync_dir(
+        dir.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new(".")),
+    )
+}
+
+/// Refuses to work through a symbolic link where rollway writes or removes files.
+pub fn require_real_dir(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::NotADataset {
+            path: dir.to_path_buf(),
+            message: "it is a symbolic link; rollway does not write or clean up through links"
+                .into(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Reads and parses a JSON file, mapping damage to [`Error::Corrupt`].
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).io("reading", path)?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: e.to_string() })
+    serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
 }

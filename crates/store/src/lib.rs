@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod check;
 mod collector;
 mod columns;
 mod episodes;
@@ -30,6 +31,7 @@ mod error;
 pub mod format;
 pub mod frames;
 mod reader;
+pub(crate) mod recover;
 mod verify;
 mod writer;
 
@@ -37,7 +39,8 @@ pub use collector::Collector;
 pub use columns::arrow_type;
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};
-pub use format::{IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
-pub use reader::{Dataset, EpisodeData, ShardColumns};
+pub use format::{FileSum, IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
+pub use reader::{Damaged, Dataset, EpisodeData, OpenOptions, ShardColumns};
+pub use recover::{repair, RepairReport};
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig};

@@ -1,10 +1,18 @@
 //! The dataset writer: a thread that takes finished episodes through a bounded
 //! queue, buffers them, and commits them shard by shard.
 //!
-//! Commit protocol (FORMAT.md): a shard's Parquet and frame files are written under
-//! `.tmp/`, fsynced and renamed into place; then its index file is written the same
-//! way. The index rename is the commit point: an episode exists once its shard's
-//! index file does. Anything else found on open is debris from a crash and removed.
+//! Commit protocol (FORMAT.md, version 2): a shard's Parquet and frame files are
+//! written under `.tmp/publish/` (same relative paths as their final places),
+//! fsynced, and hashed as written; then its index file — listing each file with its
+//! size and XXH3 — is written under `.tmp/`, fsynced and renamed into `index/`. That
+//! rename is the commit point: an episode exists once its shard's index file does.
+//! Only then are the data files renamed into `steps/` and `frames/`, so a program
+//! that globs those folders never sees a file of an uncommitted shard. A crash
+//! between the two leaves a committed shard whose files are still staged: readers
+//! find them there, and the next writer publishes them ([`crate::recover`]).
+//!
+//! Cost over writing in place: one extra rename per file and reading each file back
+//! once to hash it (from the page cache, at memory speed: under 1% of a commit).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,9 +27,13 @@ use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
 
 use crate::columns::{traj, Columns};
 use crate::error::IoContext;
-use crate::format::{self, is_frame_leaf, sync_dir, write_atomic, EnvInfo, FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex};
+use crate::format::{
+    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, FileSum,
+    FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex,
+};
 use crate::frames::{self, Encoded, FrameMedia, FrameOptions, Geom};
-use crate::reader::{load_shard_indexes, recover};
+use crate::reader::load_shard_indexes;
+use crate::recover;
 use crate::{Error, Result};
 
 /// How much the writer holds in memory and how it queues.
@@ -114,96 +126,223 @@ struct Opened {
 }
 
 fn open_locked(dir: &Path) -> Result<Opened> {
-    std::fs::create_dir_all(dir).io("creating", dir)?;
+    create_dir_durable(dir)?;
     let paths = Paths::new(dir);
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(paths.lock()).io("opening", &paths.lock())?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: dir.to_path_buf() }),
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::Io { op: "locking", path: paths.lock(), source: e }),
-    }
+    let lock = recover::lock(&paths)?;
     let meta = if paths.metadata().exists() {
         Some(crate::reader::read_metadata(&paths)?)
     } else {
-        let stray = std::fs::read_dir(dir).io("listing", dir)?.filter_map(|e| e.ok()).any(|e| !e.file_name().to_string_lossy().starts_with('.'));
+        let stray = std::fs::read_dir(dir)
+            .io("listing", dir)?
+            .filter_map(|e| e.ok())
+            .any(|e| !e.file_name().to_string_lossy().starts_with('.'));
         if stray {
-            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("it has files but no {}", format::METADATA) });
+            return Err(Error::NotADataset {
+                path: dir.to_path_buf(),
+                message: format!("it has files but no {}", format::METADATA),
+            });
         }
         None
     };
-    for d in [paths.tmp(), paths.steps_dir(), paths.index_dir()] {
-        std::fs::create_dir_all(&d).io("creating", &d)?;
+    require_real_dir(&paths.tmp())?;
+    for d in [
+        paths.tmp(),
+        paths.publish_dir(),
+        paths.steps_dir(),
+        paths.index_dir(),
+    ] {
+        create_dir_durable(&d)?;
     }
-    recover(&paths, meta.as_ref())?;
-    let shards = load_shard_indexes(&paths)?;
-    let next_shard = shards.last().map_or(0, |s| s.shard + 1);
-    let entries = shards.into_iter().flat_map(|s| s.episodes).collect();
-    Ok(Opened { paths, meta, lock, next_shard, entries })
+    let (mut next_shard, mut entries) = (0, vec![]);
+    if let Some(m) = &meta {
+        let (shards, damaged) = load_shard_indexes(&paths, m)?;
+        if let Some(d) = damaged.first() {
+            return Err(Error::Corrupt { path: d.path.clone(), message: format!("{}; a writer will not add to a damaged dataset (`rollway verify` lists the damage)", d.message) });
+        }
+        let scan = recover::recover(&paths, m, &shards, &[])?;
+        next_shard = scan.highest.map_or(0, |h| h + 1);
+        entries = shards.into_iter().flat_map(|s| s.episodes).collect();
+    }
+    Ok(Opened {
+        paths,
+        meta,
+        lock,
+        next_shard,
+        entries,
+    })
+}
+
+/// Creates the folders a writer puts frame files in (final and staged) durably.
+fn frame_dirs(paths: &Paths, meta: &Metadata) -> Result<()> {
+    for key in &meta.frame_keys {
+        create_dir_durable(&paths.frames_dir(key))?;
+        create_dir_durable(&paths.staged(&paths.frames_dir(key)))?;
+    }
+    create_dir_durable(&paths.staged(&paths.steps_dir()))
 }
 
 impl DatasetWriter {
     /// Creates a dataset at `dir`, or appends a new run to the one there (same env
     /// and spaces required). `config` describes the run for `resume`.
-    pub fn create(dir: &Path, spec: &EnvSpec, agent: &str, seed: u64, config: serde_json::Value, cfg: WriterConfig) -> Result<DatasetWriter> {
+    pub fn create(
+        dir: &Path,
+        spec: &EnvSpec,
+        agent: &str,
+        seed: u64,
+        config: serde_json::Value,
+        cfg: WriterConfig,
+    ) -> Result<DatasetWriter> {
         let obs = Layout::of(&spec.observation_space);
-        frames::check_setting(&cfg.frame_media, &format::frame_keys(&obs)).map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
+        frames::check_setting(&cfg.frame_media, &format::frame_keys(&obs))
+            .map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
         for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
             let key = format::column_name("observations", leaf);
-            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options).expect("checked above");
-            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
+            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options)
+                .expect("checked above");
+            media
+                .supports(&Geom::of(leaf))
+                .map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
         }
         let o = open_locked(dir)?;
         let env = EnvInfo::of(spec);
         let mut meta = match o.meta.clone() {
             Some(m) => {
-                if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
-                    return Err(Error::Mismatch { path: dir.to_path_buf(), message: format!("it holds {} with other spaces than {}", m.env.id, env.id) });
+                if m.env.id != env.id
+                    || m.env.spaces()?
+                        != (spec.observation_space.clone(), spec.action_space.clone())
+                {
+                    return Err(Error::Mismatch {
+                        path: dir.to_path_buf(),
+                        message: format!("it holds {} with other spaces than {}", m.env.id, env.id),
+                    });
                 }
                 m
             }
-            None => Metadata { format: "rollway".into(), format_version: format::FORMAT_VERSION, env, frame_keys: format::frame_keys(&obs), frame_media: cfg.frame_media.clone(), runs: vec![], counts: Default::default() },
+            None => Metadata {
+                format: "rollway".into(),
+                format_version: format::FORMAT_VERSION,
+                env,
+                frame_keys: format::frame_keys(&obs),
+                frame_media: cfg.frame_media.clone(),
+                runs: vec![],
+                counts: Default::default(),
+            },
         };
-        let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
-        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config };
+        let first_episode_id = o
+            .entries
+            .iter()
+            .map(|e| e.episode_id + 1)
+            .max()
+            .unwrap_or(0);
+        let run = RunInfo {
+            run: meta.runs.len() as u32,
+            agent: agent.into(),
+            seed,
+            first_episode_id,
+            config,
+        };
         meta.runs.push(run.clone());
-        write_atomic(&o.paths.metadata(), &o.paths.tmp(), &serde_json::to_vec_pretty(&meta).expect("metadata serializes"))?;
+        meta.format_version = format::FORMAT_VERSION;
+        write_atomic(
+            &o.paths.metadata(),
+            &o.paths.tmp(),
+            &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
+        )?;
         Self::start(o, meta, run, cfg)
     }
 
     /// Reopens a dataset to continue its last run where the committed episodes end.
     pub fn resume(dir: &Path, cfg: WriterConfig) -> Result<(DatasetWriter, ResumePoint)> {
         let o = open_locked(dir)?;
-        let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "nothing to resume".into() })?;
-        let run = meta.runs.last().cloned().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "no run recorded".into() })?;
+        let mut meta = o.meta.clone().ok_or_else(|| Error::NotADataset {
+            path: dir.to_path_buf(),
+            message: "nothing to resume".into(),
+        })?;
+        if meta.format_version < format::FORMAT_VERSION {
+            // New shards are written by this version's protocol; say so before the first.
+            meta.format_version = format::FORMAT_VERSION;
+            write_atomic(
+                &o.paths.metadata(),
+                &o.paths.tmp(),
+                &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
+            )?;
+        }
+        let run = meta
+            .runs
+            .last()
+            .cloned()
+            .ok_or_else(|| Error::NotADataset {
+                path: dir.to_path_buf(),
+                message: "no run recorded".into(),
+            })?;
         let mut mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run.run).collect();
         mine.sort_by_key(|e| e.run_index);
         // Commits happen in run-index order, so the committed episodes are a prefix.
-        if let Some((i, e)) = mine.iter().enumerate().find(|(i, e)| e.run_index != *i as u64) {
-            return Err(Error::Corrupt { path: o.paths.index_dir(), message: format!("run {} has episode {} at position {i}: not a prefix", run.run, e.run_index) });
+        if let Some((i, e)) = mine
+            .iter()
+            .enumerate()
+            .find(|(i, e)| e.run_index != *i as u64)
+        {
+            return Err(Error::Corrupt {
+                path: o.paths.index_dir(),
+                message: format!(
+                    "run {} has episode {} at position {i}: not a prefix",
+                    run.run, e.run_index
+                ),
+            });
         }
         let point = ResumePoint {
             run: run.clone(),
             next_index: mine.len() as u64,
             episodes: mine.len() as u64,
-            steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
+            steps: mine
+                .iter()
+                .filter(|e| e.status != Status::GivenUp)
+                .map(|e| e.length)
+                .sum(),
         };
         Ok((Self::start(o, meta, run, cfg)?, point))
     }
 
     fn start(o: Opened, meta: Metadata, run: RunInfo, cfg: WriterConfig) -> Result<DatasetWriter> {
+        frame_dirs(&o.paths, &meta)?;
         let (obs, act) = meta.env.spaces()?;
         let obs_layout = Layout::of(&obs);
         let mut frame_leaves = Vec::new();
         for l in obs_layout.leaves().iter().filter(|l| is_frame_leaf(l)) {
             let key = format::column_name("observations", l);
-            let media = frames::media_for(&meta.frame_media, &key, &cfg.frame_options).ok_or_else(|| Error::NotADataset { path: o.paths.root.clone(), message: format!("unknown frame media `{}`", meta.frame_media) })?;
-            frame_leaves.push(FrameLeaf { key, offset: l.offset, geom: Geom::of(l), media });
+            let media = frames::media_for(&meta.frame_media, &key, &cfg.frame_options).ok_or_else(
+                || Error::NotADataset {
+                    path: o.paths.root.clone(),
+                    message: format!("unknown frame media `{}`", meta.frame_media),
+                },
+            )?;
+            frame_leaves.push(FrameLeaf {
+                key,
+                offset: l.offset,
+                geom: Geom::of(l),
+                media,
+            });
         }
-        let pool = if frame_leaves.is_empty() { None } else { Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?) };
+        let pool = if frame_leaves.is_empty() {
+            None
+        } else {
+            Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?)
+        };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
-        let mut shard = Shards { paths: o.paths.clone(), columns, frame_leaves, pool, next: o.next_shard, run: run.clone(), stats: WriteStats::default(), failed: failed.clone(), _lock: o.lock };
+        let mut shard = Shards {
+            paths: o.paths.clone(),
+            columns,
+            frame_leaves,
+            pool,
+            next: o.next_shard,
+            run: run.clone(),
+            stats: WriteStats::default(),
+            failed: failed.clone(),
+            _lock: o.lock,
+        };
         let flag = failed.clone();
         let root = o.paths.root.clone();
         let handle = std::thread::Builder::new()
@@ -216,7 +355,13 @@ impl DatasetWriter {
                 res.map(|()| shard.stats)
             })
             .io("starting writer thread", &root)?;
-        Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root })
+        Ok(DatasetWriter {
+            tx: Some(tx),
+            handle: Some(handle),
+            failed,
+            run,
+            root,
+        })
     }
 
     /// The run being written.
@@ -230,11 +375,22 @@ impl DatasetWriter {
     }
 
     fn gone(&self) -> Error {
-        Error::WriterGone(self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "writer thread ended".into()))
+        Error::WriterGone(
+            self.failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| "writer thread ended".into()),
+        )
     }
 
     fn check_alive(&self) -> Result<()> {
-        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
             Some(m) => Err(Error::WriterGone(m)),
             None => Ok(()),
         }
@@ -263,7 +419,8 @@ impl DatasetWriter {
     pub fn finish(mut self) -> Result<WriteStats> {
         drop(self.tx.take());
         let h = self.handle.take().expect("joined once");
-        h.join().map_err(|_| Error::WriterGone("writer thread panicked".into()))?
+        h.join()
+            .map_err(|_| Error::WriterGone("writer thread panicked".into()))?
     }
 }
 
@@ -296,16 +453,25 @@ impl Shards {
         let (mut steps, mut bytes) = (0usize, 0usize);
         let mut oldest = Instant::now();
         loop {
-            let wait = if buf.is_empty() { Duration::from_secs(3600) } else { cfg.max_buffer_age.saturating_sub(oldest.elapsed()) };
+            let wait = if buf.is_empty() {
+                Duration::from_secs(3600)
+            } else {
+                cfg.max_buffer_age.saturating_sub(oldest.elapsed())
+            };
             match rx.recv_timeout(wait) {
                 Ok(Msg::Episode(ep)) => {
                     if buf.is_empty() {
                         oldest = Instant::now();
                     }
                     steps += ep.length as usize;
-                    bytes += ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
+                    bytes += ep
+                        .trajectory
+                        .as_ref()
+                        .map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
                     buf.push(self.submit(ep));
-                    let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m) || cfg.max_buffer_episodes.is_some_and(|m| buf.len() >= m) || bytes >= cfg.max_buffer_bytes;
+                    let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m)
+                        || cfg.max_buffer_episodes.is_some_and(|m| buf.len() >= m)
+                        || bytes >= cfg.max_buffer_bytes;
                     if full {
                         self.commit(&mut buf)?;
                         (steps, bytes) = (0, 0);
@@ -315,7 +481,8 @@ impl Shards {
                     let r = self.commit(&mut buf);
                     (steps, bytes) = (0, 0);
                     if let Err(e) = &r {
-                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(e.to_string());
                     }
                     let failed = r.as_ref().err().map(|e| Error::WriterGone(e.to_string()));
                     let _ = reply.send(r);
@@ -338,13 +505,22 @@ impl Shards {
     /// Refreshes the informational totals in `rollway.json` on a clean close.
     fn write_counts(&self) -> Result<()> {
         let mut meta = crate::reader::read_metadata(&self.paths)?;
-        let shards = load_shard_indexes(&self.paths)?;
+        let (shards, _) = load_shard_indexes(&self.paths, &meta)?;
         meta.counts = format::Counts {
             episodes: shards.iter().map(|s| s.episodes.len() as u64).sum(),
-            steps: shards.iter().flat_map(|s| &s.episodes).filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
+            steps: shards
+                .iter()
+                .flat_map(|s| &s.episodes)
+                .filter(|e| e.status != Status::GivenUp)
+                .map(|e| e.length)
+                .sum(),
             shards: shards.len() as u64,
         };
-        write_atomic(&self.paths.metadata(), &self.paths.tmp(), &serde_json::to_vec_pretty(&meta).expect("metadata serializes"))
+        write_atomic(
+            &self.paths.metadata(),
+            &self.paths.tmp(),
+            &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
+        )
     }
 
     /// Writes and commits one shard holding `buf`'s episodes.
@@ -358,7 +534,15 @@ impl Shards {
                 let (tx, rx) = bounded(1);
                 let (ep, leaf) = (ep.clone(), leaf.clone());
                 pool.run(Box::new(move || {
-                    let r = traj(&ep).and_then(|t| leaf.media.encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom));
+                    let r = traj(&ep).and_then(|t| {
+                        leaf.media.encode(
+                            &mut t
+                                .obs
+                                .chunks_exact(ob)
+                                .map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]),
+                            &leaf.geom,
+                        )
+                    });
                     let _ = tx.send(r);
                 }));
                 frames.push(rx);
@@ -372,106 +556,191 @@ impl Shards {
             return Ok(());
         }
         let n = self.next;
-        let tmp = self.paths.tmp();
-        let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
-        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
-        let batch = self.columns.batch(&with_data, &ids)?;
-        let pq_tmp = tmp.join(format!("shard-{n:06}.parquet.partial"));
-        let file = std::fs::File::create(&pq_tmp).io("creating", &pq_tmp)?;
-        // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
-        // both faster to write and about as small here.
-        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false).build();
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_err(&pq_tmp, e))?;
-        w.write(&batch).map_err(|e| parquet_err(&pq_tmp, e))?;
-        let file = w.into_inner().map_err(|e| parquet_err(&pq_tmp, e))?;
-        file.sync_all().io("syncing", &pq_tmp)?;
-        let parquet_bytes = file.metadata().io("reading size of", &pq_tmp)?.len();
-        drop(file);
-        let mut committed: Vec<(PathBuf, PathBuf)> = vec![(pq_tmp, self.paths.shard(n))];
-        self.stats.bytes += parquet_bytes;
-        let mut keys = Vec::new();
-        for (k, leaf) in self.frame_leaves.iter().enumerate() {
-            let key = leaf.key.clone();
-            let path = tmp.join(format!("frames-{}-{n:06}.partial", key.replace('/', ".")));
-            let mut encoded: Vec<Encoded> = Vec::with_capacity(buf.len());
-            for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
-                encoded.push(p.frames[k].recv().map_err(|_| Error::Encode("an encoder thread died".into()))??);
-            }
-            self.stats.bytes += leaf.media.write(&path, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
-            let dir = self.paths.frames_dir(&key);
-            std::fs::create_dir_all(&dir).io("creating", &dir)?;
-            committed.push((path, self.paths.frames(&key, n, leaf.media.ext())));
-            keys.push(key);
-        }
-        for (from, to) in &committed {
-            std::fs::rename(from, to).io("renaming into", to)?;
-        }
-        for (_, to) in &committed {
-            sync_dir(to.parent().unwrap_or(Path::new(".")))?;
-        }
+        // A shard of given-up episodes only has no rows and so no files: index only.
+        let files = if buf.iter().any(|p| p.ep.status != Status::GivenUp) {
+            self.stage(n, buf)?
+        } else {
+            vec![]
+        };
+        let keys: Vec<String> = self.frame_leaves.iter().map(|l| l.key.clone()).collect();
+        let parquet = self.paths.rel(&self.paths.shard(n));
+        let parquet_bytes = files
+            .iter()
+            .find(|f| f.path == parquet)
+            .map_or(0, |f| f.bytes);
         let mut row = 0u64;
         let episodes = buf
             .drain(..)
             .map(|p| {
                 // Encoder jobs may still hold their clone for a moment after answering.
                 let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
-                let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
-                let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
-                let entry = IndexEntry {
-                    episode_id: self.run.first_episode_id + e.index,
-                    run: self.run.run,
-                    run_index: e.index,
-                    seed: e.seed,
-                    shard: n,
-                    row_start: row,
-                    rows,
-                    length: e.length,
-                    ret: e.ret,
-                    status: e.status,
-                    labels: e.labels,
-                    info: e.info,
-                    worker: e.worker,
-                    attempt: e.attempt,
-                    wall_ms: e.wall_ms,
-                    error: e.error,
-                    frames,
-                };
-                row += rows;
+                let entry = self.entry(n, row, &keys, e);
+                row += entry.rows;
                 entry
             })
             .collect::<Vec<_>>();
-        let index = ShardIndex { shard: n, rows: row, parquet_bytes, episodes };
+        let index = ShardIndex {
+            shard: n,
+            rows: row,
+            parquet_bytes,
+            episodes,
+            files,
+        };
         // The commit point: once this rename is durable, the shard's episodes exist.
-        write_atomic(&self.paths.shard_index(n), &tmp, &serde_json::to_vec(&index).expect("index serializes"))?;
+        write_atomic(
+            &self.paths.shard_index(n),
+            &self.paths.tmp(),
+            &serde_json::to_vec(&index).expect("index serializes"),
+        )?;
+        let staged: Vec<(PathBuf, PathBuf)> = index
+            .files
+            .iter()
+            .filter_map(|f| self.paths.resolve(&f.path))
+            .map(|fin| (self.paths.staged(&fin), fin))
+            .collect();
+        recover::publish(&staged)?;
         self.stats.shards += 1;
         self.stats.episodes += index.episodes.len() as u64;
-        self.stats.steps += index.episodes.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum::<u64>();
+        self.stats.steps += index
+            .episodes
+            .iter()
+            .filter(|e| e.status != Status::GivenUp)
+            .map(|e| e.length)
+            .sum::<u64>();
+        self.stats.bytes += index.files.iter().map(|f| f.bytes).sum::<u64>();
         self.next += 1;
         Ok(())
+    }
+
+    /// Writes shard `n`'s Parquet and frame files to their staged places, each fsynced,
+    /// their folders too, and returns each with its size and hash as committed.
+    fn stage(&mut self, n: u32, buf: &[Pending]) -> Result<Vec<FileSum>> {
+        let with_data: Vec<&EpisodeResult> = buf
+            .iter()
+            .map(|p| &*p.ep)
+            .filter(|e| e.status != Status::GivenUp)
+            .collect();
+        let ids: Vec<u64> = with_data
+            .iter()
+            .map(|e| self.run.first_episode_id + e.index)
+            .collect();
+        let batch = self.columns.batch(&with_data, &ids)?;
+        let pq_final = self.paths.shard(n);
+        let pq = self.paths.staged(&pq_final);
+        let file = std::fs::File::create(&pq).io("creating", &pq)?;
+        // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
+        // both faster to write and about as small here.
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
+            .map_err(|e| parquet_err(&pq, e))?;
+        w.write(&batch).map_err(|e| parquet_err(&pq, e))?;
+        let file = w.into_inner().map_err(|e| parquet_err(&pq, e))?;
+        file.sync_all().io("syncing", &pq)?;
+        drop(file);
+        let mut sums = vec![FileSum::of(&pq, self.paths.rel(&pq_final))?];
+        let mut dirs = vec![pq.parent().map(Path::to_path_buf).unwrap_or_default()];
+        for (k, leaf) in self.frame_leaves.iter().enumerate() {
+            let fin = self.paths.frames(&leaf.key, n, leaf.media.ext());
+            let staged = self.paths.staged(&fin);
+            let mut encoded: Vec<Encoded> = Vec::with_capacity(buf.len());
+            for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
+                encoded.push(
+                    p.frames[k]
+                        .recv()
+                        .map_err(|_| Error::Encode("an encoder thread died".into()))??,
+                );
+            }
+            leaf.media
+                .write(&staged, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
+            sums.push(FileSum::of(&staged, self.paths.rel(&fin))?);
+            dirs.extend(staged.parent().map(Path::to_path_buf));
+        }
+        for d in &dirs {
+            format::sync_dir(d)?;
+        }
+        Ok(sums)
+    }
+
+    /// The index entry of episode `e`, whose rows start at `row` of shard `n`.
+    fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult) -> IndexEntry {
+        let rows = if e.status == Status::GivenUp {
+            0
+        } else {
+            e.length + 1
+        };
+        let frames = keys
+            .iter()
+            .filter(|_| rows > 0)
+            .map(|k| {
+                (
+                    k.clone(),
+                    FrameRef {
+                        start: row,
+                        count: rows,
+                    },
+                )
+            })
+            .collect();
+        IndexEntry {
+            episode_id: self.run.first_episode_id + e.index,
+            run: self.run.run,
+            run_index: e.index,
+            seed: e.seed,
+            shard: n,
+            row_start: row,
+            rows,
+            length: e.length,
+            ret: e.ret,
+            status: e.status,
+            labels: e.labels,
+            info: e.info,
+            worker: e.worker,
+            attempt: e.attempt,
+            wall_ms: e.wall_ms,
+            error: e.error,
+            frames,
+        }
     }
 }
 
 fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
-    Error::Parquet { path: path.to_path_buf(), message: e.to_string() }
+    Error::Parquet {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
-
 
 /// Rewrites the index under the writer lock, letting `edit` change each entry's
 /// labels (or other index-only fields); each index file is replaced atomically.
 /// Returns how many entries `edit` reported as changed.
 pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) -> Result<u64> {
-    let o = open_locked(dir)?;
-    if o.meta.is_none() {
-        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
+    // Refuse before creating anything: relabelling a typo must not make a dataset.
+    if !Paths::new(dir).metadata().is_file() {
+        return Err(Error::NotADataset {
+            path: dir.to_path_buf(),
+            message: format!("no {}", format::METADATA),
+        });
     }
+    let o = open_locked(dir)?;
+    let meta = o.meta.as_ref().ok_or_else(|| Error::NotADataset {
+        path: dir.to_path_buf(),
+        message: format!("no {}", format::METADATA),
+    })?;
     let mut changed = 0;
-    for mut shard in load_shard_indexes(&o.paths)? {
+    for mut shard in load_shard_indexes(&o.paths, meta)?.0 {
         let before = changed;
         for e in &mut shard.episodes {
             changed += u64::from(edit(e));
         }
         if changed != before {
-            write_atomic(&o.paths.shard_index(shard.shard), &o.paths.tmp(), &serde_json::to_vec(&shard).expect("index serializes"))?;
+            write_atomic(
+                &o.paths.shard_index(shard.shard),
+                &o.paths.tmp(),
+                &serde_json::to_vec(&shard).expect("index serializes"),
+            )?;
         }
     }
     Ok(changed)
@@ -503,7 +772,11 @@ struct EncoderPool {
 
 impl EncoderPool {
     fn start(threads: usize, root: &Path) -> Result<EncoderPool> {
-        let n = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
+        let n = if threads == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            threads
+        };
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let mut handles = Vec::new();
         for i in 0..n {
@@ -518,7 +791,10 @@ impl EncoderPool {
                 .io("starting encoder thread", root)?;
             handles.push(h);
         }
-        Ok(EncoderPool { tx: Some(tx), threads: handles })
+        Ok(EncoderPool {
+            tx: Some(tx),
+            threads: handles,
+        })
     }
 
     fn run(&self, job: Job) {

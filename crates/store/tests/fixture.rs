@@ -1,23 +1,37 @@
 //! The format golden fixture: a small dataset written deterministically (the
-//! collector has no wall-clock fields) must match `tests/fixtures/format-v1/`
+//! collector has no wall-clock fields) must match `tests/fixtures/format-v2/`
 //! byte for byte in its JSON files and value for value in its Parquet and frame
 //! files, and the committed fixture must stay readable. A failure here means the
-//! on-disk format changed: bump FORMAT_VERSION, update FORMAT.md, and regenerate
-//! with `ROLLWAY_UPDATE_FIXTURES=1 cargo test -p rollway-store --test fixture`.
+//! on-disk format changed: bump FORMAT_VERSION, update FORMAT.md, keep the old
+//! fixture as a read-compatibility test, and regenerate with
+//! `ROLLWAY_UPDATE_FIXTURES=1 cargo test -p rollway-store --test fixture`.
+//! `tests/fixtures/format-v1/` (written by version 1) must keep reading the same.
 
 use std::path::{Path, PathBuf};
 
 use rollway_core::{Array, Params, Value};
 use rollway_store::{Collector, Dataset, DatasetWriter, WriterConfig};
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1")
+fn fixture_dir(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/format-v{version}"))
 }
 
 fn write(dir: &Path) {
     // CartPole (Box obs, Discrete actions, infos) ...
     let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
-    let w = DatasetWriter::create(&dir.join("cartpole"), env.spec(), "fixture", 7, serde_json::json!({"fixture": true}), WriterConfig { max_buffer_episodes: Some(2), record_infos: true, ..Default::default() }).unwrap();
+    let w = DatasetWriter::create(
+        &dir.join("cartpole"),
+        env.spec(),
+        "fixture",
+        7,
+        serde_json::json!({"fixture": true}),
+        WriterConfig {
+            max_buffer_episodes: Some(2),
+            record_infos: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut c = Collector::new(env, w);
     for seed in 0..3 {
         c.reset(Some(seed)).unwrap();
@@ -27,8 +41,23 @@ fn write(dir: &Path) {
     }
     c.close().unwrap();
     // ... and the mining world (Dict obs with an image leaf in frame files, raw media).
-    let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=6").unwrap()).unwrap();
-    let w = DatasetWriter::create(&dir.join("mine"), env.spec(), "fixture", 7, serde_json::json!({}), WriterConfig { frame_media: "raw".into(), ..Default::default() }).unwrap();
+    let env = rollway_envs::make(
+        "PixelMine-v0",
+        &Params::parse("size=16,max_steps=6").unwrap(),
+    )
+    .unwrap();
+    let w = DatasetWriter::create(
+        &dir.join("mine"),
+        env.spec(),
+        "fixture",
+        7,
+        serde_json::json!({}),
+        WriterConfig {
+            frame_media: "raw".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut c = Collector::new(env, w);
     for seed in 0..2 {
         c.reset(Some(seed)).unwrap();
@@ -59,11 +88,90 @@ fn files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every file under `root` with its bytes (what "reading changes nothing" compares).
+fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files(root)
+        .into_iter()
+        .map(|f| (f.clone(), std::fs::read(root.join(&f)).unwrap()))
+        .collect()
+}
+
 #[test]
-fn format_v1_fixture_is_stable() {
+fn format_v1_fixture_still_reads_and_is_not_changed_by_reading() {
     let tmp = tempfile::tempdir().unwrap();
     write(tmp.path());
-    let fixture = fixture_dir();
+    let v1 = fixture_dir(1);
+    let before = snapshot(&v1);
+    for name in ["cartpole", "mine"] {
+        let (a, b) = (
+            Dataset::open(&tmp.path().join(name)).unwrap(),
+            Dataset::open(&v1.join(name)).unwrap(),
+        );
+        assert_eq!(b.metadata().format_version, 1);
+        let ids: Vec<u64> = b.episodes().map(|e| e.episode_id).collect();
+        assert_eq!(ids, a.episodes().map(|e| e.episode_id).collect::<Vec<_>>());
+        for id in ids {
+            assert_eq!(
+                a.read_episode(id).unwrap(),
+                b.read_episode(id).unwrap(),
+                "{name} episode {id}"
+            );
+        }
+        assert!(rollway_store::verify(&b).problems.is_empty());
+    }
+    assert!(
+        snapshot(&v1) == before,
+        "reading a dataset changed its files"
+    );
+}
+
+#[test]
+fn a_writer_upgrades_a_v1_dataset_and_keeps_its_episodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("cartpole");
+    for f in files(&fixture_dir(1).join("cartpole")) {
+        std::fs::create_dir_all(copy.join(&f).parent().unwrap()).unwrap();
+        std::fs::copy(fixture_dir(1).join("cartpole").join(&f), copy.join(&f)).unwrap();
+    }
+    let old: Vec<_> = Dataset::open(&copy).unwrap().episodes().cloned().collect();
+    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
+    let w = DatasetWriter::create(
+        &copy,
+        env.spec(),
+        "fixture",
+        8,
+        serde_json::json!({}),
+        WriterConfig {
+            record_infos: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut c = Collector::new(env, w);
+    c.reset(Some(9)).unwrap();
+    for t in 0..4 {
+        c.step_discrete(t % 2).unwrap();
+    }
+    c.close().unwrap();
+    let ds = Dataset::open(&copy).unwrap();
+    assert_eq!(ds.metadata().format_version, rollway_store::FORMAT_VERSION);
+    assert_eq!(
+        ds.episodes().take(old.len()).cloned().collect::<Vec<_>>(),
+        old
+    );
+    assert_eq!(ds.episodes().count(), old.len() + 1);
+    assert!(
+        ds.shards().last().unwrap().files.len() == 1,
+        "new shards list their files"
+    );
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
+
+#[test]
+fn format_v2_fixture_is_stable() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path());
+    let fixture = fixture_dir(2);
     if std::env::var_os("ROLLWAY_UPDATE_FIXTURES").is_some() {
         let _ = std::fs::remove_dir_all(&fixture);
         for f in files(tmp.path()) {
@@ -75,16 +183,28 @@ fn format_v1_fixture_is_stable() {
     for f in files(&fixture) {
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
         if ext == "json" || ext == "raw" {
-            assert!(std::fs::read(tmp.path().join(&f)).unwrap() == std::fs::read(fixture.join(&f)).unwrap(), "{} differs from the fixture", f.display());
+            assert!(
+                std::fs::read(tmp.path().join(&f)).unwrap()
+                    == std::fs::read(fixture.join(&f)).unwrap(),
+                "{} differs from the fixture",
+                f.display()
+            );
         }
     }
     // Parquet bytes carry the writer library's version; compare what they hold instead.
     for name in ["cartpole", "mine"] {
-        let (a, b) = (Dataset::open(&tmp.path().join(name)).unwrap(), Dataset::open(&fixture.join(name)).unwrap());
+        let (a, b) = (
+            Dataset::open(&tmp.path().join(name)).unwrap(),
+            Dataset::open(&fixture.join(name)).unwrap(),
+        );
         let ids: Vec<u64> = b.episodes().map(|e| e.episode_id).collect();
         assert!(!ids.is_empty());
         for id in ids {
-            assert_eq!(a.read_episode(id).unwrap(), b.read_episode(id).unwrap(), "{name} episode {id}");
+            assert_eq!(
+                a.read_episode(id).unwrap(),
+                b.read_episode(id).unwrap(),
+                "{name} episode {id}"
+            );
         }
         assert!(rollway_store::verify(&b).problems.is_empty());
     }
