@@ -1,4 +1,6 @@
-"""Reads a rollway dataset with pyarrow alone and checks it against FORMAT.md.
+"""Reads a rollway dataset with pyarrow alone and checks it against FORMAT.md,
+including each committed file's size and XXH3-64 (with the `xxhash` package, the
+reference implementation's Python binding).
 
 Usage: check_parquet.py DIR   (exit 0 = every shard reads with the documented schema)
 """
@@ -9,6 +11,7 @@ import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 
 
 def fail(msg):
@@ -18,7 +21,7 @@ def fail(msg):
 
 def main(root):
     meta = json.load(open(os.path.join(root, "rollway.json")))
-    if meta["format"] != "rollway" or meta["format_version"] != 1:
+    if meta["format"] != "rollway" or meta["format_version"] != 2:
         fail(f"unexpected format {meta['format']} v{meta['format_version']}")
     obs_space = json.loads(meta["env"]["observation_space"])  # Minari's space JSON, Python's json reads it
     act_space = json.loads(meta["env"]["action_space"])
@@ -28,6 +31,14 @@ def main(root):
     total = 0
     for idx_path in shards:
         idx = json.load(open(idx_path))
+        for f in idx.get("files", []):
+            data = open(os.path.join(root, f["path"]), "rb").read()
+            if len(data) != f["bytes"] or xxhash.xxh3_64_hexdigest(data) != f["xxh3"]:
+                fail(f"{f['path']}: {len(data)} bytes, XXH3 {xxhash.xxh3_64_hexdigest(data)}; the index says {f['bytes']}, {f['xxh3']}")
+        if idx["rows"] > 0 and not idx.get("files"):
+            fail(f"shard {idx['shard']}: no files listed (format 2 lists them)")
+        if idx["rows"] == 0:
+            continue
         table = pq.read_table(os.path.join(root, "steps", "shard-%06d.parquet" % idx["shard"]))
         if table.num_rows != idx["rows"]:
             fail(f"shard {idx['shard']}: {table.num_rows} rows, index says {idx['rows']}")
@@ -35,7 +46,7 @@ def main(root):
         for name, typ in [("episode_id", pa.int64()), ("step", pa.int64()), ("rewards", pa.float64()), ("terminations", pa.bool_()), ("truncations", pa.bool_())]:
             if schema.field(name).type != typ:
                 fail(f"column {name} is {schema.field(name).type}, FORMAT.md says {typ}")
-        if schema.metadata.get(b"rollway:format_version") != b"1":
+        if schema.metadata.get(b"rollway:format_version") != b"2":
             fail("schema lacks rollway:format_version")
         obs_cols = [f for f in schema if f.name == "observations" or f.name.startswith("observations/")]
         act_cols = [f for f in schema if f.name == "actions" or f.name.startswith("actions/")]

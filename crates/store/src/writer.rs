@@ -348,10 +348,13 @@ impl DatasetWriter {
         let handle = std::thread::Builder::new()
             .name("rollway-writer".into())
             .spawn(move || {
-                let res = shard.serve(rx, &cfg);
+                let res = shard.serve(&rx, &cfg);
                 if let Err(e) = &res {
                     *flag.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                 }
+                // Only now may senders see the channel close: the cause is recorded, so
+                // they report it instead of a bare "writer thread ended".
+                drop(rx);
                 res.map(|()| shard.stats)
             })
             .io("starting writer thread", &root)?;
@@ -448,7 +451,7 @@ struct Shards {
 }
 
 impl Shards {
-    fn serve(&mut self, rx: crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
+    fn serve(&mut self, rx: &crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
         let mut buf: Vec<Pending> = Vec::new();
         let (mut steps, mut bytes) = (0usize, 0usize);
         let mut oldest = Instant::now();

@@ -254,3 +254,23 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn issue10_a_writer_that_stops_reports_its_own_error_to_later_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (spec, eps) = episodes("CartPole-v1", "", 2, 30);
+    let cfg = WriterConfig { max_buffer_episodes: Some(1), queue: 1, ..Default::default() };
+    let w = rollway_store::DatasetWriter::create(tmp.path(), &spec, "random", 0, serde_json::json!({}), cfg).unwrap();
+    // The next commit cannot stage its files.
+    std::fs::remove_dir_all(tmp.path().join(".tmp/publish")).unwrap();
+    let mut err = None;
+    for e in eps.iter().cycle().take(500) {
+        if let Err(x) = w.write(e.clone()) {
+            err = Some(x.to_string());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let err = err.expect("writes fail once the writer has stopped");
+    assert!(err.contains(".tmp/publish"), "the cause, not a bare 'writer thread ended': {err}");
+}

@@ -1,0 +1,124 @@
+"""Reads a rollway dataset's steps/ the way third-party tools do — a glob over the
+Parquet files, knowing nothing of rollway's index — and checks that every row read
+belongs to a committed episode, complete and once (issue 16).
+
+Usage: glob_reader.py DIR [--watch PID]
+  once (default): one read; prints JSON {"episodes": {id: [rows, reward_sum]}, ...}
+  --watch PID:    reads in a loop until process PID exits; prints JSON with counts.
+Exit 1 (with the offending rows named) on any row of an uncommitted episode.
+"""
+import glob
+import json
+import math
+import os
+import sys
+import time
+
+import pyarrow.dataset as pads
+
+try:
+    import duckdb
+except ImportError:  # the check runs with pyarrow alone where DuckDB is missing
+    duckdb = None
+
+
+def committed(root):
+    """Episode ids whose index entry exists now (read after the glob: "at that moment or later")."""
+    ids = {}
+    for p in glob.glob(os.path.join(root, "index", "shard-*.json")):
+        try:
+            idx = json.load(open(p))
+        except (OSError, ValueError):
+            continue  # renamed into place atomically: a partial read is an OS-level race only
+        for e in idx["episodes"]:
+            ids[e["episode_id"]] = e
+    return ids
+
+
+def fail(msg):
+    print(f"glob_reader: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def per_episode(ids, steps, rewards):
+    out = {}
+    for i, s, r in zip(ids, steps, rewards):
+        rows, total, seen = out.get(i, (0, 0.0, set()))
+        if s in seen:
+            fail(f"episode {i} step {s} read twice")
+        seen.add(s)
+        out[i] = (rows + 1, total + (0.0 if r is None else r), seen)
+    return {i: (n, t) for i, (n, t, _) in out.items()}
+
+
+def read_arrow(root):
+    files = sorted(glob.glob(os.path.join(root, "steps", "*.parquet")))
+    if not files:
+        return {}
+    t = pads.dataset(files, format="parquet").to_table(columns=["episode_id", "step", "rewards"])
+    return per_episode(t.column("episode_id").to_pylist(), t.column("step").to_pylist(), t.column("rewards").to_pylist())
+
+
+def read_duckdb(root):
+    if duckdb is None or not glob.glob(os.path.join(root, "steps", "*.parquet")):
+        return None
+    rows = duckdb.sql(f"SELECT episode_id, step, rewards FROM read_parquet('{root}/steps/*.parquet')").fetchall()
+    return per_episode([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+
+def check(root, eps, who):
+    index = committed(root)
+    for i, (rows, total) in eps.items():
+        e = index.get(i)
+        if e is None:
+            fail(f"{who} read {rows} rows of episode {i}, which has no index entry")
+        if rows != e["rows"]:
+            fail(f"{who} read {rows} rows of episode {i}, its index entry has {e['rows']}")
+        if not math.isclose(total, e["return"], rel_tol=1e-9, abs_tol=1e-9):
+            fail(f"{who}: episode {i} rewards sum to {total}, the index says {e['return']}")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by the test) is gone for our purposes.
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def main():
+    root = sys.argv[1]
+    if "--watch" not in sys.argv:
+        eps = read_arrow(root)
+        check(root, eps, "pyarrow")
+        db = read_duckdb(root)
+        if db is not None:
+            check(root, db, "duckdb")
+            if db != eps:
+                fail("duckdb and pyarrow read different rows")
+        print(json.dumps({"episodes": {str(i): list(v) for i, v in eps.items()}}))
+        return
+    pid = int(sys.argv[sys.argv.index("--watch") + 1])
+    samples = nonempty = duck = 0
+    most = 0
+    while alive(pid):
+        eps = read_arrow(root)
+        check(root, eps, "pyarrow")
+        samples += 1
+        nonempty += bool(eps)
+        most = max(most, len(eps))
+        if duckdb is not None and samples % 4 == 0:
+            db = read_duckdb(root)
+            if db is not None:
+                check(root, db, "duckdb")
+                duck += 1
+        time.sleep(0.01)
+    print(json.dumps({"samples": samples, "nonempty": nonempty, "duckdb_samples": duck, "most_episodes": most}))
+
+
+if __name__ == "__main__":
+    main()
