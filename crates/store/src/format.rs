@@ -372,8 +372,10 @@ pub fn frame_keys(obs: &Layout) -> Vec<String> {
 pub fn write_atomic(path: &Path, tmp_dir: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = tmp_dir.join(format!("{name}.partial"));
+    crate::faults::check("creating", &tmp)?;
     let mut f = File::create(&tmp).io("creating", &tmp)?;
     f.write_all(bytes).io("writing", &tmp)?;
+    crate::faults::check("syncing", &tmp)?;
     f.sync_all().io("syncing", &tmp)?;
     drop(f);
     commit_file(&tmp, path)
@@ -381,12 +383,14 @@ pub fn write_atomic(path: &Path, tmp_dir: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Renames a fully written, synced file into place and makes the rename durable.
 pub fn commit_file(from: &Path, to: &Path) -> Result<()> {
+    crate::faults::check("renaming into", to)?;
     std::fs::rename(from, to).io("renaming into", to)?;
     sync_dir(to.parent().unwrap_or(Path::new(".")))
 }
 
 /// fsyncs a directory so renames and creations inside it survive a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
+    crate::faults::check("syncing directory", dir)?;
     File::open(dir)
         .and_then(|d| d.sync_all())
         .io("syncing directory", dir)
@@ -402,6 +406,7 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_dir_durable(parent)?;
     }
+    crate::faults::check("creating", dir)?;
     match std::fs::create_dir(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),

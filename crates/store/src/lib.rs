@@ -28,6 +28,7 @@ mod collector;
 mod columns;
 mod episodes;
 mod error;
+mod faults;
 pub mod format;
 pub mod frames;
 mod reader;

@@ -201,6 +201,7 @@ pub(crate) fn recover(
 /// renames durable (each folder synced once, not once per file).
 pub(crate) fn publish(files: &[(PathBuf, PathBuf)]) -> Result<()> {
     for (staged, fin) in files {
+        crate::faults::check("publishing", fin)?;
         std::fs::rename(staged, fin).io("publishing", fin)?;
     }
     let dirs: std::collections::BTreeSet<&Path> =

@@ -630,6 +630,7 @@ impl Shards {
         let batch = self.columns.batch(&with_data, &ids)?;
         let pq_final = self.paths.shard(n);
         let pq = self.paths.staged(&pq_final);
+        crate::faults::check("creating", &pq)?;
         let file = std::fs::File::create(&pq).io("creating", &pq)?;
         // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
         // both faster to write and about as small here.
