@@ -1,0 +1,57 @@
+//! Issue 10 (data safety), the runner's part.
+
+use rollway_core::Params;
+use rollway_runner::{EpisodeResult, Generator, RunConfig, Summary, Target};
+
+/// Faulty-v0 episodes are 20 steps; one env per worker, so in sync mode every
+/// round is one agent call per chunk and episode `4k..4k+4` take rounds `20k+1..=20k+20`.
+fn four_workers(agent_params: Params, max_batch: usize) -> RunConfig {
+    RunConfig {
+        env: "Faulty-v0".into(),
+        agent: "faulty".into(),
+        agent_params,
+        workers: 4,
+        envs_per_worker: 1,
+        max_batch,
+        target: Target::Episodes(8),
+        max_restarts: 1,
+        restart_backoff: std::time::Duration::ZERO,
+        ..Default::default()
+    }
+}
+
+fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
+    let mut eps = Vec::new();
+    let s = Generator::new(cfg, vec![])
+        .unwrap()
+        .run(&mut eps)
+        .expect("one agent panic is within max_restarts 1");
+    (s, eps)
+}
+
+#[test]
+fn issue10_one_agent_panic_over_four_workers_is_one_failure() {
+    // Call 30 acts on episodes 4..8 in one batch spanning all four workers' blocks.
+    let (s, eps) = run(four_workers(Params::new().with("panic_every", 30), 0));
+    assert_eq!(s.restarts, 1, "one agent rebuild");
+    assert_eq!(
+        s.failed_attempts, 4,
+        "each episode of the failed batch loses one attempt"
+    );
+    assert_eq!(s.episodes, 8);
+    let attempts: Vec<u32> = eps.iter().map(|e| e.attempt).collect();
+    assert_eq!(attempts, [1, 1, 1, 1, 2, 2, 2, 2]);
+}
+
+#[test]
+fn issue10_agent_panic_in_one_chunk_spares_the_other_chunk() {
+    // Two calls of two envs per round: call 49 is the first chunk of round 25.
+    let (s, eps) = run(four_workers(Params::new().with("panic_every", 49), 2));
+    assert_eq!(s.restarts, 1);
+    assert_eq!(
+        s.failed_attempts, 2,
+        "only the failed call's episodes lose an attempt"
+    );
+    assert_eq!(eps.iter().filter(|e| e.attempt == 2).count(), 2);
+    assert_eq!(s.episodes, 8);
+}
