@@ -152,7 +152,10 @@ fn run(a: &RunArgs) -> Result<bool> {
     }
     if summary.given_up > 0 {
         eprintln!("rollway: {} episode(s) given up after failed attempts; see the summary", summary.given_up);
-        return Ok(false);
     }
-    Ok(true)
+    if summary.untried > 0 {
+        let how = out.as_ref().map_or(String::new(), |d| format!("; `rollway run --resume {}` runs them", d.display()));
+        eprintln!("rollway: {} episode(s) untried: every worker used up its --max-restarts{how}", summary.untried);
+    }
+    Ok(summary.given_up == 0 && summary.untried == 0)
 }

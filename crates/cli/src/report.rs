@@ -16,6 +16,9 @@ pub fn summary_table(s: &Summary) -> String {
         let shown: Vec<String> = s.given_up_episodes.iter().take(20).map(u64::to_string).collect();
         row("GIVEN UP", format!("{} episodes: {}{}", s.given_up, shown.join(", "), if s.given_up > 20 { ", …" } else { "" }));
     }
+    if s.untried > 0 {
+        row("UNTRIED", format!("{} episodes: no live worker was left to run them (see --max-restarts)", s.untried));
+    }
     if s.discarded > 0 {
         row("discarded", format!("{} episodes past the step target", s.discarded));
     }

@@ -198,15 +198,13 @@ impl Generator {
                 collector_progress(&mut collector, cfg, started, restarts);
             }
         }
-        // No live worker is left to run retries or unissued episodes: account for them.
-        for p in sched.drain_retries() {
-            collector.add(worker::given_up(cfg.seed, p.index, p.attempt - 1, None, "no live worker left to run it".into()));
-        }
-        if let Target::Episodes(_) = cfg.target {
-            for index in sched.unissued() {
-                collector.add(worker::given_up(cfg.seed, index, 0, None, "no live worker left to run it".into()));
-            }
-        }
+        // Whatever is not folded yet had no live worker left to run it (or finished
+        // after such an episode). It stays untried rather than given up, so a resumed
+        // run picks it up where the committed prefix ends.
+        let end = match cfg.target {
+            Target::Episodes(n) => n,
+            Target::Steps(_) => sched.issued_end(),
+        };
         drop(downs);
         for h in handles {
             let _ = h.join();
@@ -214,7 +212,7 @@ impl Generator {
         if let Some(e) = collector.sink_error.take() {
             return Err(Error::Sink(e));
         }
-        let mut s = collector.finish(started.elapsed().as_secs_f64());
+        let mut s = collector.finish(started.elapsed().as_secs_f64(), end);
         s.restarts = restarts;
         s.env = self.spec.id.clone();
         s.agent = cfg.agent.clone();

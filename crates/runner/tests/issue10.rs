@@ -55,3 +55,67 @@ fn issue10_agent_panic_in_one_chunk_spares_the_other_chunk() {
     assert_eq!(eps.iter().filter(|e| e.attempt == 2).count(), 2);
     assert_eq!(s.episodes, 8);
 }
+
+#[test]
+fn issue10_episodes_no_worker_could_run_stay_untried() {
+    // Every env step fails and no restart is allowed: both workers retire on their
+    // first step, with nearly every episode never attempted.
+    let n = 200_000;
+    let cfg = RunConfig {
+        env: "Faulty-v0".into(),
+        env_params: Params::new().with("error_every", 1),
+        agent: "random".into(),
+        workers: 2,
+        envs_per_worker: 2,
+        target: Target::Episodes(n),
+        max_restarts: 0,
+        restart_backoff: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    let mut eps: Vec<EpisodeResult> = Vec::new();
+    let s = Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    assert!(
+        eps.is_empty(),
+        "nothing is reported for episodes no worker finished: {} reported",
+        eps.len()
+    );
+    assert_eq!((s.untried, s.given_up, s.episodes), (n, 0, 0));
+    assert_eq!(s.attempts, s.failed_attempts);
+}
+
+#[test]
+fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
+    // One env per worker; each instance fails on its 25th step call, i.e. in its
+    // second episode, and retires: episodes 0 and 1 finish, 2 and 3 do not.
+    let cfg = RunConfig {
+        env: "Faulty-v0".into(),
+        env_params: Params::new().with("error_every", 25),
+        agent: "random".into(),
+        workers: 2,
+        envs_per_worker: 1,
+        target: Target::Episodes(50),
+        max_restarts: 0,
+        restart_backoff: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    let mut eps: Vec<EpisodeResult> = Vec::new();
+    let s = Generator::new(cfg.clone(), vec![])
+        .unwrap()
+        .run(&mut eps)
+        .unwrap();
+    let idx: Vec<u64> = eps.iter().map(|e| e.index).collect();
+    assert_eq!(idx, [0, 1]);
+    assert_eq!(s.untried, 48);
+    // A resumed run starts at the first untried index.
+    let resumed = RunConfig {
+        start_index: 2,
+        ..cfg
+    };
+    let mut more: Vec<EpisodeResult> = Vec::new();
+    let s = Generator::new(resumed, vec![])
+        .unwrap()
+        .run(&mut more)
+        .unwrap();
+    assert_eq!(more.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(s.untried, 46);
+}
