@@ -4,6 +4,7 @@
 mod args;
 mod data;
 mod interop;
+mod job;
 mod progress;
 mod report;
 
@@ -92,7 +93,7 @@ fn run(a: &RunArgs) -> Result<bool> {
         Some(dir) => {
             let ds = input(rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display())))?;
             let run = input(ds.metadata().runs.last().cloned().context("the dataset has no run to resume"))?;
-            (input(args::resolve_stored(&run.config))?, Some(dir.clone()), true)
+            (input(job::resolve_stored(&run.config))?, Some(dir.clone()), true)
         }
         None => {
             let job = input(a.resolve())?;
