@@ -119,3 +119,42 @@ fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
     assert_eq!(more.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(s.untried, 46);
 }
+
+#[test]
+fn issue10_settings_that_would_abort_the_process_are_refused() {
+    let field = |cfg: RunConfig| match cfg.validate() {
+        Err(rollway_runner::Error::Config { field, .. }) => field,
+        other => panic!("expected a config error, got {other:?}"),
+    };
+    let d = RunConfig::default;
+    assert_eq!(
+        field(RunConfig {
+            envs_per_worker: 100_000_000,
+            ..d()
+        }),
+        "envs_per_worker"
+    );
+    assert_eq!(
+        field(RunConfig {
+            workers: 1024,
+            envs_per_worker: 65_536,
+            ..d()
+        }),
+        "envs_per_worker"
+    );
+    assert_eq!(
+        field(RunConfig {
+            max_wait: std::time::Duration::from_secs(7200),
+            ..d()
+        }),
+        "max_wait"
+    );
+    assert!(RunConfig {
+        workers: 1024,
+        envs_per_worker: 1024,
+        max_wait: RunConfig::MAX_WAIT,
+        ..d()
+    }
+    .validate()
+    .is_ok());
+}
