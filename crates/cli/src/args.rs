@@ -10,11 +10,19 @@ use serde::{Deserialize, Serialize};
 #[command(name = "rollway", version, about = "Generate, filter, record and load RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
 labels them with filters, records them crash-safely (Parquet + lz4/JPEG/H.264 frames), loads them back as training batches, \
 and exports/imports Minari and LeRobot datasets.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
-then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.")]
+then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.",
+after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+const EXIT_STATUS: &str = "EXIT STATUS:\n  \
+0  success\n  \
+1  the work failed: a run gave up or left untried episodes, or its agent, a worker or the disk failed; \
+`verify` found damage\n  \
+2  usage or input error: a bad flag, config key or value, an unknown env or agent, an unusable path, \
+a directory that is not a dataset; nothing was run";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -183,11 +191,11 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1)]
     pub world_size: usize,
     /// Background threads assembling batches; the consuming thread also assembles
-    /// whenever the next batch is not ready [default: CPU cores - 1, at least 1]
-    #[arg(long)]
+    /// whenever the next batch is not ready; at most 1024 [default: CPU cores - 1, at least 1]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(..=1024))]
     pub threads: Option<usize>,
-    /// Batches prepared ahead.
-    #[arg(long, default_value_t = 4)]
+    /// Batches prepared ahead (at most 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(..=1024))]
     pub prefetch: usize,
     /// Only episodes with this label (repeatable: any of them).
     #[arg(long)]
@@ -236,6 +244,14 @@ pub enum ModeArg {
     Async,
 }
 
+/// `run` flags that would change which episodes a resumed run produces, or how
+/// they are stored: the dataset's stored config decides them.
+const RESUME_FIXED: [&str; 25] = [
+    "config", "env", "env_opt", "agent", "agent_opt", "workers", "envs_per_worker", "max_steps", "seed", "mode", "batch", "max_wait", "max_restarts",
+    "max_attempts", "filter", "record_infos", "max_buffer_steps", "max_buffer_episodes", "frame_media", "crf", "preset", "keyint", "fps", "jpeg_quality",
+    "x264_params",
+];
+
 #[derive(Args, Default)]
 #[command(after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
 rollway run --env PixelMine-v0 --env-opt size=64 --agent miner --episodes 200 --filter key=mine_block,val=diamond.*,num=1,label=diamond\n  \
@@ -255,10 +271,10 @@ pub struct RunArgs {
     /// Agent parameters, `key=value[,key=value…]` (repeatable).
     #[arg(long = "agent-opt", value_name = "K=V")]
     pub agent_opt: Vec<String>,
-    /// Worker threads. [default: 2]
+    /// Worker threads, at most 1024. [default: 2]
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Envs per worker. [default: 8]
+    /// Envs per worker, at most 65536 (and 2^20 in all). [default: 8]
     #[arg(long)]
     pub envs_per_worker: Option<usize>,
     /// Stop after this many episodes. [default: 64]
@@ -279,7 +295,7 @@ pub struct RunArgs {
     /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]
     #[arg(long, value_name = "MIN:MAX")]
     pub batch: Option<String>,
-    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`. [default: 0]
+    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`; at most 1 hour. [default: 0]
     #[arg(long, value_name = "DURATION")]
     pub max_wait: Option<String>,
     /// Env rebuilds allowed per worker (agent rebuilds in total). [default: 3]
@@ -302,12 +318,19 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Record the episodes into this dataset directory (created, or appended to when
-    /// it holds the same env). The default job records into ./rollway-data/.
+    /// Record the episodes into this new dataset directory (a DIR that already holds
+    /// a dataset needs --append). The default job records into ./rollway-data/.
     #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     pub out: Option<PathBuf>,
-    /// Continue a killed recording run in DIR to its target (its config comes from the dataset).
-    #[arg(long, value_name = "DIR")]
+    /// With --out DIR holding a dataset (of the same env): record a new run, with
+    /// its own config and seed, after the runs already there.
+    #[arg(long, requires = "out")]
+    pub append: bool,
+    /// Continue the last run recorded in DIR (killed, or short of workers) to its
+    /// target, with the config stored in the dataset. Only output flags
+    /// (--summary-json, --episodes-json, -q) and a larger target in the same unit
+    /// (--episodes, --steps) may be given with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = RESUME_FIXED)]
     pub resume: Option<PathBuf>,
     /// Do not record (the default job otherwise records into ./rollway-data/).
     #[arg(long, conflicts_with_all = ["out", "resume"])]
@@ -336,7 +359,7 @@ pub struct RunArgs {
     /// this many extra frames to reach any window. [default: 128]
     #[arg(long, value_name = "N")]
     pub keyint: Option<u32>,
-    /// h264: frames per second in the mp4 (timestamps = frame / fps). [default: 30]
+    /// h264: frames per second in the mp4 (timestamps = frame / fps), 1–1000. [default: 30]
     #[arg(long, value_name = "FPS")]
     pub fps: Option<u32>,
     /// jpeg: quality, 1–100. [default: 95]
