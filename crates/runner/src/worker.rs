@@ -85,6 +85,8 @@ pub(crate) struct WorkerCtx {
     pub sched: Arc<Schedule>,
     pub up: Sender<Up>,
     pub down: Receiver<Down>,
+    // Boxed like every block in flight: blocks move through the channels by pointer.
+    #[allow(clippy::vec_box)]
     pub blocks: Vec<Box<AgentBlock>>,
 }
 
