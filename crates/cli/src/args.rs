@@ -1,27 +1,28 @@
-//! Command-line flags and the TOML config file, merged into a `RunConfig`
-//! (flags win over the file, the file wins over defaults).
+//! Command-line flags and subcommands; `job` merges `run`'s flags with its
+//! config file.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rollway_core::Params;
-use rollway_runner::{Mode, RunConfig, Target};
 use serde::{Deserialize, Serialize};
-
-/// The default job's filter: MineStudio's diamond filter.
-pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
 
 #[derive(Parser)]
 #[command(name = "rollway", version, about = "Generate, filter, record and load RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
 labels them with filters, records them crash-safely (Parquet + lz4/JPEG/H.264 frames), loads them back as training batches, \
 and exports/imports Minari and LeRobot datasets.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
-then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.")]
+then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.",
+after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+const EXIT_STATUS: &str = "EXIT STATUS:\n  \
+0  success\n  \
+1  the work failed: a run gave up or left untried episodes, or its agent, a worker or the disk failed; \
+`verify` found damage\n  \
+2  usage or input error: a bad flag, config key or value, an unknown env or agent, an unusable path, \
+a directory that is not a dataset; nothing was run";
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -193,11 +194,11 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1)]
     pub world_size: usize,
     /// Background threads assembling batches; the consuming thread also assembles
-    /// whenever the next batch is not ready [default: CPU cores - 1, at least 1]
-    #[arg(long)]
+    /// whenever the next batch is not ready; at most 1024 [default: CPU cores - 1, at least 1]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(..=1024))]
     pub threads: Option<usize>,
-    /// Batches prepared ahead.
-    #[arg(long, default_value_t = 4)]
+    /// Batches prepared ahead (at most 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(..=1024))]
     pub prefetch: usize,
     /// Only episodes with this label (repeatable: any of them).
     #[arg(long)]
@@ -263,6 +264,14 @@ pub enum ModeArg {
     Async,
 }
 
+/// `run` flags that would change which episodes a resumed run produces, or how
+/// they are stored: the dataset's stored config decides them.
+const RESUME_FIXED: [&str; 25] = [
+    "config", "env", "env_opt", "agent", "agent_opt", "workers", "envs_per_worker", "max_steps", "seed", "mode", "batch", "max_wait", "max_restarts",
+    "max_attempts", "filter", "record_infos", "max_buffer_steps", "max_buffer_episodes", "frame_media", "crf", "preset", "keyint", "fps", "jpeg_quality",
+    "x264_params",
+];
+
 #[derive(Args, Default)]
 #[command(after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
 rollway run --env PixelMine-v0 --env-opt size=64 --agent miner --episodes 200 --filter key=mine_block,val=diamond.*,num=1,label=diamond\n  \
@@ -282,10 +291,10 @@ pub struct RunArgs {
     /// Agent parameters, `key=value[,key=value…]` (repeatable).
     #[arg(long = "agent-opt", value_name = "K=V")]
     pub agent_opt: Vec<String>,
-    /// Worker threads. [default: 2]
+    /// Worker threads, at most 1024. [default: 2]
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Envs per worker. [default: 8]
+    /// Envs per worker, at most 65536 (and 2^20 in all). [default: 8]
     #[arg(long)]
     pub envs_per_worker: Option<usize>,
     /// Stop after this many episodes. [default: 64]
@@ -306,7 +315,7 @@ pub struct RunArgs {
     /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]
     #[arg(long, value_name = "MIN:MAX")]
     pub batch: Option<String>,
-    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`. [default: 0]
+    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`; at most 1 hour. [default: 0]
     #[arg(long, value_name = "DURATION")]
     pub max_wait: Option<String>,
     /// Env rebuilds allowed per worker (agent rebuilds in total). [default: 3]
@@ -329,12 +338,19 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Record the episodes into this dataset directory (created, or appended to when
-    /// it holds the same env). The default job records into ./rollway-data/.
+    /// Record the episodes into this new dataset directory (a DIR that already holds
+    /// a dataset needs --append). The default job records into ./rollway-data/.
     #[arg(long, value_name = "DIR", conflicts_with = "resume")]
     pub out: Option<PathBuf>,
-    /// Continue a killed recording run in DIR to its target (its config comes from the dataset).
-    #[arg(long, value_name = "DIR")]
+    /// With --out DIR holding a dataset (of the same env): record a new run, with
+    /// its own config and seed, after the runs already there.
+    #[arg(long, requires = "out")]
+    pub append: bool,
+    /// Continue the last run recorded in DIR (killed, or short of workers) to its
+    /// target, with the config stored in the dataset. Only output flags
+    /// (--summary-json, --episodes-json, -q) and a larger target in the same unit
+    /// (--episodes, --steps) may be given with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = RESUME_FIXED)]
     pub resume: Option<PathBuf>,
     /// Do not record (the default job otherwise records into ./rollway-data/).
     #[arg(long, conflicts_with_all = ["out", "resume"])]
@@ -363,7 +379,7 @@ pub struct RunArgs {
     /// this many extra frames to reach any window. [default: 128]
     #[arg(long, value_name = "N")]
     pub keyint: Option<u32>,
-    /// h264: frames per second in the mp4 (timestamps = frame / fps). [default: 30]
+    /// h264: frames per second in the mp4 (timestamps = frame / fps), 1–1000. [default: 30]
     #[arg(long, value_name = "FPS")]
     pub fps: Option<u32>,
     /// jpeg: quality, 1–100. [default: 95]
@@ -372,253 +388,4 @@ pub struct RunArgs {
     /// h264: extra x264 options, `key=value:key=value` (as ffmpeg's -x264-params).
     #[arg(long, value_name = "OPTS")]
     pub x264_params: Option<String>,
-}
-
-/// The TOML config file. Unknown keys are errors, so typos do not pass silently.
-/// Recording runs store it (fully resolved) in the dataset, for `--resume`.
-#[derive(Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    env: Option<String>,
-    env_params: Option<toml::Table>,
-    agent: Option<String>,
-    agent_params: Option<toml::Table>,
-    workers: Option<usize>,
-    envs_per_worker: Option<usize>,
-    episodes: Option<u64>,
-    steps: Option<u64>,
-    max_steps: Option<u64>,
-    seed: Option<u64>,
-    mode: Option<ModeArg>,
-    batch: Option<String>,
-    max_wait: Option<String>,
-    max_restarts: Option<u32>,
-    max_attempts: Option<u32>,
-    filters: Option<Vec<String>>,
-    summary_json: Option<PathBuf>,
-    episodes_json: Option<PathBuf>,
-    record_infos: Option<bool>,
-    max_buffer_steps: Option<usize>,
-    max_buffer_episodes: Option<usize>,
-    #[serde(alias = "image_media")]
-    frame_media: Option<String>,
-    crf: Option<f32>,
-    preset: Option<String>,
-    keyint: Option<u32>,
-    fps: Option<u32>,
-    jpeg_quality: Option<u8>,
-    x264_params: Option<String>,
-}
-
-/// A fully resolved `run` invocation.
-pub struct Job {
-    pub cfg: RunConfig,
-    pub filters: Vec<String>,
-    pub summary_json: Option<PathBuf>,
-    pub episodes_json: Option<PathBuf>,
-    pub writer: rollway_store::WriterConfig,
-    /// True when this is the built-in default job (no env, agent or config given).
-    pub is_default: bool,
-}
-
-impl Job {
-    /// The resolved configuration as a config file, stored in datasets for `--resume`.
-    pub fn to_file_config(&self) -> FileConfig {
-        let c = &self.cfg;
-        let table = |p: &Params| p.0.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect::<toml::Table>();
-        let (episodes, steps) = match c.target {
-            Target::Episodes(n) => (Some(n), None),
-            Target::Steps(n) => (None, Some(n)),
-        };
-        FileConfig {
-            env: Some(c.env.clone()),
-            env_params: Some(table(&c.env_params)),
-            agent: Some(c.agent.clone()),
-            agent_params: Some(table(&c.agent_params)),
-            workers: Some(c.workers),
-            envs_per_worker: Some(c.envs_per_worker),
-            episodes,
-            steps,
-            max_steps: c.max_steps,
-            seed: Some(c.seed),
-            mode: Some(if c.mode == Mode::Async { ModeArg::Async } else { ModeArg::Sync }),
-            batch: Some(format!("{}:{}", c.min_batch, c.max_batch)),
-            max_wait: Some(format!("{}us", c.max_wait.as_micros())),
-            max_restarts: Some(c.max_restarts),
-            max_attempts: Some(c.max_attempts),
-            filters: Some(self.filters.clone()),
-            summary_json: None,
-            episodes_json: None,
-            record_infos: Some(self.writer.record_infos),
-            max_buffer_steps: self.writer.max_buffer_steps,
-            max_buffer_episodes: self.writer.max_buffer_episodes,
-            frame_media: Some(self.writer.frame_media.clone()),
-            crf: Some(self.writer.frame_options.h264.crf),
-            preset: Some(self.writer.frame_options.h264.preset.clone()),
-            keyint: Some(self.writer.frame_options.h264.keyint),
-            fps: Some(self.writer.frame_options.h264.fps),
-            jpeg_quality: Some(self.writer.frame_options.jpeg_quality),
-            x264_params: Some(self.writer.frame_options.h264.x264_params.clone()),
-        }
-    }
-}
-
-/// Resolves a stored config (from a dataset) as if it were a config file with no flags.
-pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
-    let file: FileConfig = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
-    RunArgs::default().resolve_with(file)
-}
-
-fn table_params(t: Option<toml::Table>) -> Params {
-    let mut p = Params::new();
-    for (k, v) in t.unwrap_or_default() {
-        let s = match v {
-            toml::Value::String(s) => s,
-            other => other.to_string(),
-        };
-        p.0.insert(k, s);
-    }
-    p
-}
-
-fn opt_params(base: Params, opts: &[String], flag: &str) -> Result<Params> {
-    let mut p = base;
-    for o in opts {
-        // Each flag takes `k=v` or several as `k=v,k=v`.
-        let more = Params::parse(o).with_context(|| format!("{flag} `{o}`: expected KEY=VALUE[,KEY=VALUE…]"))?;
-        p.0.extend(more.0);
-    }
-    Ok(p)
-}
-
-/// Parses `500us`, `2ms`, `1.5s` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num.trim().parse().with_context(|| format!("`{s}` is not a duration (try 500us, 2ms, 1s)"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        bail!("`{s}`: a duration must be a non-negative number");
-    }
-    Ok(Duration::from_secs_f64(v * scale))
-}
-
-fn parse_batch(s: &str) -> Result<(usize, usize)> {
-    let (a, b) = s.split_once(':').with_context(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
-    Ok((a.trim().parse().with_context(|| format!("`{a}` is not a count"))?, b.trim().parse().with_context(|| format!("`{b}` is not a count"))?))
-}
-
-impl RunArgs {
-    /// Reads the config file (if any) and applies the flags on top.
-    pub fn resolve(&self) -> Result<Job> {
-        let file: FileConfig = match &self.config {
-            None => FileConfig::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-                toml::from_str(&text).with_context(|| format!("config {}", path.display()))?
-            }
-        };
-        self.resolve_with(file)
-    }
-
-    fn resolve_with(&self, file: FileConfig) -> Result<Job> {
-        let is_default = self.config.is_none() && self.env.is_none() && self.agent.is_none() && file.env.is_none() && file.agent.is_none();
-        let d = RunConfig::default();
-        let env = self.env.clone().or(file.env).unwrap_or(d.env.clone());
-        let agent = self.agent.clone().or(file.agent).unwrap_or(d.agent.clone());
-        // A target flag replaces the file's target, whichever kind it is.
-        let target = match (self.episodes, self.steps, file.episodes, file.steps) {
-            (Some(e), _, _, _) => Target::Episodes(e),
-            (None, Some(s), _, _) => Target::Steps(s),
-            (None, None, Some(_), Some(_)) => bail!("config fields `episodes` and `steps`: give one target, not both"),
-            (None, None, Some(e), None) => Target::Episodes(e),
-            (None, None, None, Some(s)) => Target::Steps(s),
-            (None, None, None, None) => d.target,
-        };
-        let mode = match self.mode.or(file.mode) {
-            Some(ModeArg::Async) => Mode::Async,
-            _ => Mode::Sync,
-        };
-        let (min_batch, max_batch) = match self.batch.as_deref().or(file.batch.as_deref()) {
-            Some(b) => parse_batch(b).context("config field `batch`")?,
-            None => (d.min_batch, d.max_batch),
-        };
-        let max_wait = match self.max_wait.as_deref().or(file.max_wait.as_deref()) {
-            Some(w) => parse_duration(w).context("config field `max_wait`")?,
-            None => d.max_wait,
-        };
-        let filters = if !self.filter.is_empty() {
-            self.filter.clone()
-        } else if let Some(f) = file.filters {
-            f
-        } else if env == d.env {
-            vec![DEFAULT_FILTER.to_string()]
-        } else {
-            vec![]
-        };
-        let cfg = RunConfig {
-            env_params: opt_params(table_params(file.env_params), &self.env_opt, "--env-opt")?,
-            agent_params: opt_params(table_params(file.agent_params), &self.agent_opt, "--agent-opt")?,
-            env,
-            agent,
-            workers: self.workers.or(file.workers).unwrap_or(d.workers),
-            envs_per_worker: self.envs_per_worker.or(file.envs_per_worker).unwrap_or(d.envs_per_worker),
-            target,
-            max_steps: self.max_steps.or(file.max_steps),
-            seed: self.seed.or(file.seed).unwrap_or(d.seed),
-            mode,
-            min_batch,
-            max_batch,
-            max_wait,
-            max_restarts: self.max_restarts.or(file.max_restarts).unwrap_or(d.max_restarts),
-            max_attempts: self.max_attempts.or(file.max_attempts).unwrap_or(d.max_attempts),
-            ..d
-        };
-        let wd = rollway_store::WriterConfig::default();
-        let writer = rollway_store::WriterConfig {
-            record_infos: self.record_infos || file.record_infos.unwrap_or(false),
-            max_buffer_steps: self.max_buffer_steps.or(file.max_buffer_steps).or(wd.max_buffer_steps),
-            max_buffer_episodes: self.max_buffer_episodes.or(file.max_buffer_episodes),
-            frame_media: self.frame_media.clone().or(file.frame_media).unwrap_or(wd.frame_media.clone()),
-            frame_options: {
-                let (d, h) = (&wd.frame_options, &wd.frame_options.h264);
-                let h264 = rollway_store::frames::H264Options {
-                    crf: self.crf.or(file.crf).unwrap_or(h.crf),
-                    preset: self.preset.clone().or(file.preset).unwrap_or(h.preset.clone()),
-                    keyint: self.keyint.or(file.keyint).unwrap_or(h.keyint),
-                    fps: self.fps.or(file.fps).unwrap_or(h.fps),
-                    x264_params: self.x264_params.clone().or(file.x264_params).unwrap_or(h.x264_params.clone()),
-                };
-                rollway_store::frames::FrameOptions { jpeg_quality: self.jpeg_quality.or(file.jpeg_quality).unwrap_or(d.jpeg_quality), h264 }
-            },
-            ..wd
-        };
-        // Keys are checked against the env's frame keys when the dataset is created.
-        let names: Vec<String> = writer.frame_media.split(',').filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_string())).collect();
-        if let Err(m) = rollway_store::frames::check_setting(&writer.frame_media, &names) {
-            bail!("config field `frame_media`: {m}");
-        }
-        let h = &writer.frame_options.h264;
-        if !(0.0..=51.0).contains(&h.crf) {
-            bail!("config field `crf`: {} is outside 0–51", h.crf);
-        }
-        if h.keyint == 0 || h.fps == 0 {
-            bail!("config fields `keyint` and `fps` must be at least 1");
-        }
-        const PRESETS: [&str; 10] = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"];
-        if !PRESETS.contains(&h.preset.as_str()) {
-            bail!("config field `preset`: `{}` is not one of {}", h.preset, PRESETS.join(", "));
-        }
-        if !(1..=100).contains(&writer.frame_options.jpeg_quality) {
-            bail!("config field `jpeg_quality`: {} is outside 1–100", writer.frame_options.jpeg_quality);
-        }
-        Ok(Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json), writer, is_default })
-    }
 }

@@ -1,19 +1,24 @@
-//! `rollway`: flags → library calls. Exit codes: 0 ok, 1 the run failed,
-//! 2 usage or input error.
+//! `rollway`: flags → library calls. Exit codes (listed in `--help`): 0 ok,
+//! 1 the work failed, 2 usage or input error.
 
 mod args;
 mod data;
 mod interop;
+mod job;
 mod progress;
 mod report;
 
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use rollway_runner::{filter, Generator};
 
 use args::{Cli, Command, RunArgs};
+use job::Job;
 
 /// An error in what the user gave us (exit 2), as opposed to a failed run (exit 1).
 #[derive(Debug)]
@@ -21,7 +26,7 @@ pub(crate) struct InputError(pub(crate) anyhow::Error);
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#}", self.0)
+        f.write_str(&chain_text(&self.0))
     }
 }
 
@@ -29,6 +34,23 @@ impl std::error::Error for InputError {}
 
 pub(crate) fn input<T>(r: Result<T>) -> Result<T> {
     r.map_err(|e| InputError(e).into())
+}
+
+/// `context: cause: cause…`, each message once: some errors (e.g. the store's I/O
+/// errors) print their source themselves and also return it as `source()`.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn main() -> ExitCode {
@@ -59,7 +81,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("rollway: run failed: {e:#}");
+            eprintln!("rollway: failed: {}", chain_text(&e));
             ExitCode::from(1)
         }
     }
@@ -86,20 +108,9 @@ fn quiet_worker_panics() {
     }));
 }
 
-/// Returns Ok(false) when the run finished but gave up episodes.
+/// Returns Ok(false) when the run finished but gave up or left untried episodes.
 fn run(a: &RunArgs) -> Result<bool> {
-    let (mut job, out, resume) = match &a.resume {
-        Some(dir) => {
-            let ds = input(rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display())))?;
-            let run = input(ds.metadata().runs.last().cloned().context("the dataset has no run to resume"))?;
-            (input(args::resolve_stored(&run.config))?, Some(dir.clone()), true)
-        }
-        None => {
-            let job = input(a.resolve())?;
-            let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| data::fresh_dir(&job.cfg.env)));
-            (job, out, false)
-        }
-    };
+    let (mut job, out, resume) = input(plan(a))?;
     if out.is_some() {
         job.cfg.record_steps = true;
         job.cfg.record_infos = job.writer.record_infos;
@@ -107,7 +118,6 @@ fn run(a: &RunArgs) -> Result<bool> {
     let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
     let writer = match &out {
-        None => None,
         Some(dir) if resume => {
             let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone()).map_err(Into::into))?;
             job.cfg.start_index = point.next_index;
@@ -117,9 +127,9 @@ fn run(a: &RunArgs) -> Result<bool> {
             }
             Some(w)
         }
-        Some(_) => None,
+        _ => None,
     };
-    let generator = input(Generator::new(job.cfg.clone(), filters).map_err(Into::into))?;
+    let generator = input(Generator::new(job.cfg.clone(), filters).map_err(|e| job.explain(e)))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -127,10 +137,9 @@ fn run(a: &RunArgs) -> Result<bool> {
         }
         (_, w) => w,
     };
-    let episodes_out = match &job.episodes_json {
-        Some(p) => Some(input(std::fs::File::create(p).with_context(|| format!("creating {}", p.display())))?),
-        None => None,
-    };
+    // Both output files are created before the run, so a bad path costs no work.
+    let episodes_out = input(create(job.episodes_json.as_deref(), "--episodes-json"))?;
+    let summary_out = input(create(job.summary_json.as_deref(), "--summary-json"))?;
     let mut display = progress::Display::new(generator.config().target, a.quiet, episodes_out);
     display.writer = writer;
     let summary = generator.run(&mut display);
@@ -146,13 +155,32 @@ fn run(a: &RunArgs) -> Result<bool> {
     if let (Some(dir), Some(w)) = (&out, &written) {
         println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards, w.bytes as f64 / 1e6);
     }
-    if let Some(p) = &job.summary_json {
+    if let Some(mut f) = summary_out {
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
-        std::fs::write(p, text + "\n").with_context(|| format!("writing summary to {}", p.display()))?;
+        writeln!(f, "{text}").context("writing --summary-json")?;
     }
-    if summary.given_up > 0 {
-        eprintln!("rollway: {} episode(s) given up after failed attempts; see the summary", summary.given_up);
-        return Ok(false);
+    Ok(report::shortfall(&summary, out.as_deref()))
+}
+
+/// The job, where it records, and whether it resumes a recorded run.
+fn plan(a: &RunArgs) -> Result<(Job, Option<PathBuf>, bool)> {
+    if let Some(dir) = &a.resume {
+        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
+        let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
+        return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), true));
     }
-    Ok(true)
+    let job = a.resolve()?;
+    if let Some(dir) = &a.out {
+        // A second `run --out D` after a crash would otherwise record a duplicate run.
+        if !a.append && dir.join(rollway_store::format::METADATA).exists() {
+            let d = dir.display();
+            return Err(anyhow!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it"));
+        }
+    }
+    let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| data::fresh_dir(&job.cfg.env)));
+    Ok((job, out, false))
+}
+
+fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {
+    path.map(|p| File::create(p).with_context(|| format!("{flag} {}", p.display()))).transpose()
 }

@@ -1,5 +1,7 @@
 //! The end-of-run summary table and the `envs` / `agents` listings.
 
+use std::path::Path;
+
 use rollway_core::Layout;
 use rollway_runner::Summary;
 
@@ -16,6 +18,9 @@ pub fn summary_table(s: &Summary) -> String {
         let shown: Vec<String> = s.given_up_episodes.iter().take(20).map(u64::to_string).collect();
         row("GIVEN UP", format!("{} episodes: {}{}", s.given_up, shown.join(", "), if s.given_up > 20 { ", …" } else { "" }));
     }
+    if s.untried > 0 {
+        row("UNTRIED", format!("{} episodes: no live worker was left to run them (see --max-restarts)", s.untried));
+    }
     if s.discarded > 0 {
         row("discarded", format!("{} episodes past the step target", s.discarded));
     }
@@ -27,6 +32,18 @@ pub fn summary_table(s: &Summary) -> String {
     }
     row("throughput", format!("{}/s steps, {}/s episodes, {:.2} s", human(s.steps_per_sec), human(s.episodes_per_sec), s.seconds));
     out
+}
+
+/// Says on stderr what a run left undone; true when it left nothing.
+pub fn shortfall(s: &Summary, out: Option<&Path>) -> bool {
+    if s.given_up > 0 {
+        eprintln!("rollway: {} episode(s) given up after failed attempts; see the summary", s.given_up);
+    }
+    if s.untried > 0 {
+        let how = out.map_or(String::new(), |d| format!("; `rollway run --resume {}` runs them", d.display()));
+        eprintln!("rollway: {} episode(s) untried: every worker used up its --max-restarts{how}", s.untried);
+    }
+    s.given_up == 0 && s.untried == 0
 }
 
 pub fn list_envs() -> String {

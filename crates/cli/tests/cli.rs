@@ -87,7 +87,7 @@ fn bad_input_exits_2_and_names_the_field() {
         (vec!["run", "--filter", "key=a,val=(unclosed"], "regex"),
         (vec!["run", "--batch", "8:2"], "batch"),
         (vec!["run", "--batch", "eight"], "batch"),
-        (vec!["run", "--max-wait", "soon"], "max_wait"),
+        (vec!["run", "--max-wait", "soon"], "--max-wait"),
         (vec!["run", "--env-opt", "size=63"], "size"),
         (vec!["run", "--env", "CartPole-v1", "--agent", "miner"], "miner"),
         (vec!["run", "--env", "CartPole-v1", "--agent", "constant", "--agent-opt", "action=5"], "action"),

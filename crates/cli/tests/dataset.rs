@@ -32,12 +32,12 @@ fn record_append_inspect_relabel_verify() {
     let long = s["labels"]["long"].as_u64().unwrap();
     assert!(long > 0 && long < 50);
     // Same env again: appended as a second run with fresh episode ids.
-    ok(&run(&["--seed", "1"]));
+    ok(&run(&["--seed", "1", "--append"]));
     let s = inspect(&dir);
     assert_eq!((s["episodes"].as_u64(), s["runs"].as_u64()), (Some(100), Some(2)));
     assert!(s["steps"].as_u64().unwrap() > 100 && s["bytes"].as_u64().unwrap() > 0);
     // Another env: refused, exit 2, nothing touched.
-    let o = rollway(&["run", "--env", "MountainCar-v0", "--agent", "random", "--episodes", "2", "--out", d, "-q"]);
+    let o = rollway(&["run", "--env", "MountainCar-v0", "--agent", "random", "--episodes", "2", "--out", d, "--append", "-q"]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("CartPole-v1"));
     assert_eq!(inspect(&dir)["episodes"], 100);

@@ -45,9 +45,9 @@ fn bad_media_settings_exit_2_naming_the_field() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 5] = [
         (&["--image-media", "gif"], "`gif` is not a frame media"),
-        (&["--image-media", "h264", "--crf", "60"], "`crf`"),
-        (&["--image-media", "h264", "--preset", "warp"], "`preset`"),
-        (&["--image-media", "jpeg", "--jpeg-quality", "0"], "`jpeg_quality`"),
+        (&["--image-media", "h264", "--crf", "60"], "--crf: 60"),
+        (&["--image-media", "h264", "--preset", "warp"], "--preset: `warp`"),
+        (&["--image-media", "jpeg", "--jpeg-quality", "0"], "--jpeg-quality: 0"),
         (&["--image-media", "observations/depth=h264"], "observations/depth"),
     ];
     for (i, (flags, want)) in cases.iter().enumerate() {

@@ -82,6 +82,11 @@ pub struct Summary {
     pub given_up: u64,
     /// Indices of the given-up episodes.
     pub given_up_episodes: Vec<u64>,
+    /// Episodes of the target this run did not finish because no live worker was
+    /// left (every one used up its restarts): never attempted, interrupted with
+    /// attempts left, or finished after such an episode (episodes are reported in
+    /// index order). Nothing was reported for them, so a resumed run runs them.
+    pub untried: u64,
     /// Episodes finished past a step target (the target is a prefix of indices).
     pub discarded: u64,
     /// Completed episodes that terminated.
@@ -196,7 +201,6 @@ impl<'a> Collector<'a> {
 
     fn fold(&mut self, mut ep: EpisodeResult) {
         let s = &mut self.summary;
-        s.attempts += ep.attempt as u64;
         if ep.status == Status::GivenUp {
             s.given_up += 1;
             s.given_up_episodes.push(ep.index);
@@ -235,16 +239,17 @@ impl<'a> Collector<'a> {
         self.next
     }
 
-    pub fn finish(mut self, seconds: f64) -> Summary {
-        // Whatever is still buffered arrived out of order after a gap that never
-        // filled (e.g. all workers gone); fold it rather than drop it.
-        let rest: Vec<_> = self.pending.drain(..).flatten().collect();
-        for ep in rest {
-            self.fold(ep);
-        }
+    /// Ends the books; `end` is one past the last index the run was to report.
+    pub fn finish(mut self, seconds: f64, end: u64) -> Summary {
+        // Episodes still buffered wait behind one that never finished: reporting
+        // them would leave a gap in the index order, so they are left to a later run.
+        self.pending.clear();
+        self.summary.untried = if self.complete { 0 } else { end.saturating_sub(self.next) };
         let s = &mut self.summary;
         s.ret = self.ret.stat();
         s.length = self.len.stat();
+        // Given-up episodes' attempts are all among the failed ones.
+        s.attempts = s.episodes + s.failed_attempts;
         s.seconds = seconds;
         s.steps_per_sec = s.steps as f64 / seconds.max(1e-9);
         s.episodes_per_sec = s.episodes as f64 / seconds.max(1e-9);

@@ -100,6 +100,15 @@ impl Default for RunConfig {
 }
 
 impl RunConfig {
+    /// Most worker threads a run may have.
+    pub const MAX_WORKERS: usize = 1024;
+    /// Most envs one worker may own.
+    pub const MAX_ENVS_PER_WORKER: usize = 65_536;
+    /// Most env slots in all: each has its observation and action rows allocated up front.
+    pub const MAX_ENVS: usize = 1 << 20;
+    /// Longest `max_wait`: far more than any batch is worth waiting for.
+    pub const MAX_WAIT: Duration = Duration::from_secs(3600);
+
     /// Total env slots.
     pub fn total_envs(&self) -> usize {
         self.workers * self.envs_per_worker
@@ -114,8 +123,17 @@ impl RunConfig {
         if self.envs_per_worker == 0 {
             return bad("envs_per_worker", "must be at least 1");
         }
-        if self.workers > 1024 {
-            return bad("workers", "more than 1024 worker threads is not supported");
+        if self.workers > Self::MAX_WORKERS {
+            return bad("workers", &format!("more than {} worker threads is not supported", Self::MAX_WORKERS));
+        }
+        if self.envs_per_worker > Self::MAX_ENVS_PER_WORKER {
+            return bad("envs_per_worker", &format!("more than {} envs per worker is not supported", Self::MAX_ENVS_PER_WORKER));
+        }
+        if self.total_envs() > Self::MAX_ENVS {
+            return bad("envs_per_worker", &format!("{} workers × {} envs is more than {} env slots", self.workers, self.envs_per_worker, Self::MAX_ENVS));
+        }
+        if self.max_wait > Self::MAX_WAIT {
+            return bad("max_wait", "must be at most 1 hour");
         }
         match self.target {
             Target::Episodes(0) => return bad("episodes", "must be at least 1"),

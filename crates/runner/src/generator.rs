@@ -116,9 +116,10 @@ impl Generator {
                 && (at_worker == 0
                     || (cfg.mode == Mode::Async && (rows >= max_batch || (rows >= cfg.min_batch && waited >= cfg.max_wait))));
             if go {
-                let failures = act(agent.as_mut(), &ol, &al, &mut queued, cfg.max_batch);
-                if let Some(msg) = failures.iter().flatten().next().cloned() {
-                    agent_restarts += failures.iter().flatten().count() as u32;
+                let (failures, failed) = act(agent.as_mut(), &ol, &al, &mut queued, cfg.max_batch);
+                if let Some(msg) = failed {
+                    // One failed call is one failure, however many blocks it covered.
+                    agent_restarts += 1;
                     restarts += 1;
                     if agent_restarts > cfg.max_restarts {
                         drop(downs);
@@ -128,7 +129,8 @@ impl Generator {
                     std::thread::sleep(cfg.restart_backoff);
                     agent = self.build_agent()?;
                 }
-                for (mut b, fail) in queued.drain(..).zip(failures) {
+                // Blocks after the failed call were not acted on: they wait for the rebuilt agent.
+                for (mut b, fail) in queued.drain(..failures.len()).zip(failures) {
                     b.abort = fail;
                     at[id(&b)] = Where::Worker;
                     let _ = downs[b.worker].send(Down::Act(b));
@@ -196,15 +198,13 @@ impl Generator {
                 collector_progress(&mut collector, cfg, started, restarts);
             }
         }
-        // No live worker is left to run retries or unissued episodes: account for them.
-        for p in sched.drain_retries() {
-            collector.add(worker::given_up(cfg.seed, p.index, p.attempt - 1, None, "no live worker left to run it".into()));
-        }
-        if let Target::Episodes(_) = cfg.target {
-            for index in sched.unissued() {
-                collector.add(worker::given_up(cfg.seed, index, 0, None, "no live worker left to run it".into()));
-            }
-        }
+        // Whatever is not folded yet had no live worker left to run it (or finished
+        // after such an episode). It stays untried rather than given up, so a resumed
+        // run picks it up where the committed prefix ends.
+        let end = match cfg.target {
+            Target::Episodes(n) => n,
+            Target::Steps(_) => sched.issued_end(),
+        };
         drop(downs);
         for h in handles {
             let _ = h.join();
@@ -212,7 +212,7 @@ impl Generator {
         if let Some(e) = collector.sink_error.take() {
             return Err(Error::Sink(e));
         }
-        let mut s = collector.finish(started.elapsed().as_secs_f64());
+        let mut s = collector.finish(started.elapsed().as_secs_f64(), end);
         s.restarts = restarts;
         s.env = self.spec.id.clone();
         s.agent = cfg.agent.clone();
@@ -249,15 +249,17 @@ fn split(n: usize, k: usize) -> Vec<usize> {
 }
 
 /// Calls the agent on `blocks` in chunks of at most `max_batch` envs (0 = one
-/// chunk). Returns, per block, the failure message of the chunk it was in, if any.
-fn act(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentBlock>], max_batch: usize) -> Vec<Option<String>> {
+/// chunk), stopping at the first call that fails: an agent that failed is not
+/// trusted with more rows. Returns, per block up to the failed call's last one,
+/// the failure of the call it was in (if any), and that failure.
+fn act(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentBlock>], max_batch: usize) -> (Vec<Option<String>>, Option<String>) {
     let max = if max_batch == 0 { usize::MAX } else { max_batch };
     let mut failed: Vec<Option<String>> = vec![None; blocks.len()];
     let (ob, ab) = (ol.row_bytes(), al.row_bytes());
     let mut segs: Vec<Segment<'_>> = Vec::new();
     let mut owners: Vec<usize> = Vec::new();
     let mut rows = 0;
-    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<usize>, failed: &mut Vec<Option<String>>| {
+    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<usize>, failed: &mut Vec<Option<String>>| -> Option<String> {
         let mut batch = ActBatch { obs_layout: ol, act_layout: al, segments: std::mem::take(segs) };
         let res = catch_unwind(AssertUnwindSafe(|| agent.act(&mut batch)));
         let msg = match res {
@@ -265,10 +267,12 @@ fn act(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentB
             Ok(Err(e)) => Some(e.to_string()),
             Err(p) => Some(format!("panicked: {}", p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default())),
         };
-        if let Some(m) = msg {
+        if let Some(m) = &msg {
             owners.iter().for_each(|&o| failed[o] = Some(m.clone()));
+            failed.truncate(owners.last().map_or(0, |&o| o + 1));
         }
         owners.clear();
+        msg
     };
     for (bi, b) in blocks.iter_mut().enumerate() {
         let AgentBlock { obs, act, first, memory, rng, .. } = &mut **b;
@@ -285,13 +289,13 @@ fn act(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentB
             owners.push(bi);
             rows += k;
             if rows == max {
-                call(&mut segs, &mut owners, &mut failed);
+                if let Some(msg) = call(&mut segs, &mut owners, &mut failed) {
+                    return (failed, Some(msg));
+                }
                 rows = 0;
             }
         }
     }
-    if !segs.is_empty() {
-        call(&mut segs, &mut owners, &mut failed);
-    }
-    failed
+    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut failed) };
+    (failed, msg)
 }

@@ -57,21 +57,14 @@ impl Schedule {
         self.retry_len.load(Ordering::Acquire) > 0
     }
 
-    /// Removes every waiting retry (used when no worker is left to run them).
-    pub fn drain_retries(&self) -> Vec<Pending> {
-        let mut q = self.retry.lock().unwrap_or_else(|p| p.into_inner());
-        self.retry_len.store(0, Ordering::Release);
-        q.drain(..).collect()
-    }
-
     /// Stops handing out fresh indices (the step target is covered).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
 
-    /// Fresh indices not handed out yet, below the limit.
-    pub fn unissued(&self) -> std::ops::Range<u64> {
-        self.next.load(Ordering::Acquire).min(self.limit)..self.limit
+    /// One past the last fresh index handed out (at most the limit).
+    pub fn issued_end(&self) -> u64 {
+        self.next.load(Ordering::Acquire).min(self.limit)
     }
 }
 
@@ -87,7 +80,7 @@ mod tests {
         assert_eq!(s.take(), Some(Pending { index: 0, attempt: 2 }));
         assert_eq!(s.take(), Some(Pending { index: 1, attempt: 1 }));
         assert_eq!(s.take(), None);
-        assert_eq!(s.unissued(), 2..2);
+        assert_eq!(s.issued_end(), 2);
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub(crate) struct WorkerCtx {
     pub sched: Arc<Schedule>,
     pub up: Sender<Up>,
     pub down: Receiver<Down>,
+    // Boxed like every block in flight: blocks move through the channels by pointer.
+    #[allow(clippy::vec_box)]
     pub blocks: Vec<Box<AgentBlock>>,
 }
 
@@ -293,7 +295,7 @@ impl Worker {
             self.restart();
         }
         if p.attempt >= self.ctx.cfg.max_attempts {
-            b.finished.push(given_up(self.ctx.cfg.seed, p.index, p.attempt, Some(self.ctx.worker), msg));
+            b.finished.push(given_up(self.ctx.cfg.seed, p.index, p.attempt, self.ctx.worker, msg));
             return None;
         }
         Some(Pending { index: p.index, attempt: p.attempt + 1 })
@@ -333,7 +335,7 @@ impl Worker {
 }
 
 /// The record of an episode that will not be run again.
-pub(crate) fn given_up(run_seed: u64, index: u64, attempts: u32, worker: Option<usize>, error: String) -> EpisodeResult {
+fn given_up(run_seed: u64, index: u64, attempts: u32, worker: usize, error: String) -> EpisodeResult {
     EpisodeResult {
         index,
         seed: seed::episode_seed(run_seed, index),
@@ -342,7 +344,7 @@ pub(crate) fn given_up(run_seed: u64, index: u64, attempts: u32, worker: Option<
         status: Status::GivenUp,
         labels: Vec::new(),
         info: Info::new(),
-        worker: worker.unwrap_or(usize::MAX),
+        worker,
         attempt: attempts,
         wall_ms: 0.0,
         error: Some(error),

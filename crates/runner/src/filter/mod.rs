@@ -31,8 +31,11 @@ pub struct FilterEntry {
     /// Accepted keys besides `kind` and `label`.
     pub keys: &'static [&'static str],
     /// Builds the filter from its keys and label.
-    pub make: fn(&Params, String) -> std::result::Result<Box<dyn EpisodeFilter>, String>,
+    pub make: MakeFilter,
 }
+
+/// Builds a filter from its keys and label, or says what is wrong with them.
+pub type MakeFilter = fn(&Params, String) -> std::result::Result<Box<dyn EpisodeFilter>, String>;
 
 /// Every filter kind. Adding one: write its file, add its `ENTRY` here.
 pub static REGISTRY: &[&FilterEntry] = &[&info::ENTRY, &range::RETURN, &range::LENGTH];

@@ -13,11 +13,11 @@ pub static RETURN: FilterEntry = FilterEntry { kind: "return", summary: "episode
 pub static LENGTH: FilterEntry = FilterEntry { kind: "length", summary: "episode length within [min, max]", keys: &["min", "max"], make: make_length };
 
 fn make_return(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
-    RangeFilter::new(p, label, "return", |ep| ep.ret)
+    RangeFilter::boxed(p, label, "return", |ep| ep.ret)
 }
 
 fn make_length(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
-    RangeFilter::new(p, label, "length", |ep| ep.length as f64)
+    RangeFilter::boxed(p, label, "length", |ep| ep.length as f64)
 }
 
 struct RangeFilter {
@@ -29,7 +29,7 @@ struct RangeFilter {
 }
 
 impl RangeFilter {
-    fn new(p: &Params, label: String, what: &'static str, measure: fn(&EpisodeResult) -> f64) -> Result<Box<dyn EpisodeFilter>, String> {
+    fn boxed(p: &Params, label: String, what: &'static str, measure: fn(&EpisodeResult) -> f64) -> Result<Box<dyn EpisodeFilter>, String> {
         let bound = |key: &str| p.raw(key).map(|v| v.parse::<f64>().map_err(|e| format!("`{key}`: `{v}`: {e}"))).transpose();
         let (min, max) = (bound("min")?, bound("max")?);
         if min.is_none() && max.is_none() {
