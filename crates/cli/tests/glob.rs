@@ -13,6 +13,9 @@ use std::time::Duration;
 
 const JOB: &[&str] = &["--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "8", "--episodes", "60000", "--seed", "16", "--max-buffer-episodes", "400", "-q"];
 
+/// The two tests time runs against each other's absence: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn rollway() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rollway"))
 }
@@ -28,6 +31,7 @@ fn glob_once(py: &str, dir: &Path) -> BTreeMap<u64, (u64, f64)> {
 #[test]
 fn issue16_glob_readers_see_only_committed_episodes_while_a_run_records() {
     let Some(py) = common::peer_python(&["pyarrow"]) else { return };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("d");
     let mut child = rollway().arg("run").arg("--out").arg(&d).args(JOB).stdout(Stdio::null()).spawn().unwrap();
@@ -42,6 +46,7 @@ fn issue16_glob_readers_see_only_committed_episodes_while_a_run_records() {
 #[test]
 fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no_duplicates() {
     let Some(py) = common::peer_python(&["pyarrow"]) else { return };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let (reference, d) = (tmp.path().join("reference"), tmp.path().join("killed"));
     let t0 = std::time::Instant::now();
@@ -50,7 +55,7 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     let want = glob_once(&py, &reference);
     assert_eq!(want.len(), 60000);
     let mut rng = 0x16u64;
-    let mut mid_run_kills = 0;
+    let (mut mid_run_kills, mut slice) = (0, full_ms / 3);
     for round in 0..6 {
         let mut cmd = rollway();
         if round == 0 || !d.join("rollway.json").exists() {
@@ -62,11 +67,16 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        std::thread::sleep(Duration::from_millis(full_ms / 8 + rng % (full_ms / 3).max(1)));
+        std::thread::sleep(Duration::from_millis(slice / 4 + rng % slice.max(1)));
         let finished = child.try_wait().unwrap().is_some();
         let _ = child.kill();
         child.wait().unwrap();
         mid_run_kills += usize::from(!finished);
+        // A resumed run has less left to do: a run that ended before its kill halves the
+        // next slices, so kills keep landing mid-run.
+        if finished {
+            slice = (slice / 2).max(5);
+        }
         // Before any rollway command: what a glob reads is committed, and right.
         for (id, got) in glob_once(&py, &d) {
             assert_eq!(Some(&got), want.get(&id), "round {round}: episode {id} differs from the clean run");

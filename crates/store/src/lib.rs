@@ -44,4 +44,4 @@ pub use format::{FileSum, IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERS
 pub use reader::{Damaged, Dataset, EpisodeData, OpenOptions, ShardColumns};
 pub use recover::{repair, RepairReport};
 pub use verify::{verify, Problem, VerifyReport};
-pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig};
+pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig, MAX_SHARD_EPISODES};

@@ -76,6 +76,13 @@ impl Default for WriterConfig {
     }
 }
 
+/// The most episodes in one shard, whatever the config says: it bounds the index file
+/// (a few hundred bytes an entry) and what a reader holds per shard.
+pub const MAX_SHARD_EPISODES: usize = 16_384;
+
+/// About what one index entry costs in memory and on disk, counted toward the byte limit.
+const INDEX_ENTRY_BYTES: usize = 256;
+
 /// What a run needs to know to continue a killed run.
 #[derive(Clone, Debug)]
 pub struct ResumePoint {
@@ -466,14 +473,18 @@ impl Shards {
                     if buf.is_empty() {
                         oldest = Instant::now();
                     }
-                    steps += ep.length as usize;
-                    bytes += ep
-                        .trajectory
-                        .as_ref()
-                        .map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
+                    // A given-up episode has no steps but still an index entry: it counts
+                    // as one step and its entry's bytes, so a run that gives up millions
+                    // of episodes still commits bounded shards.
+                    steps += (ep.length as usize).max(1);
+                    bytes += INDEX_ENTRY_BYTES
+                        + ep
+                            .trajectory
+                            .as_ref()
+                            .map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
                     buf.push(self.submit(ep));
                     let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m)
-                        || cfg.max_buffer_episodes.is_some_and(|m| buf.len() >= m)
+                        || buf.len() >= cfg.max_buffer_episodes.unwrap_or(MAX_SHARD_EPISODES).min(MAX_SHARD_EPISODES)
                         || bytes >= cfg.max_buffer_bytes;
                     if full {
                         self.commit(&mut buf)?;

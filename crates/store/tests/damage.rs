@@ -274,3 +274,20 @@ fn issue10_a_writer_that_stops_reports_its_own_error_to_later_writes() {
     let err = err.expect("writes fail once the writer has stopped");
     assert!(err.contains(".tmp/publish"), "the cause, not a bare 'writer thread ended': {err}");
 }
+
+#[test]
+fn issue10_given_up_episodes_count_toward_the_buffer_so_shards_stay_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (spec, _) = episodes("CartPole-v1", "", 1, 5);
+    let w = rollway_store::DatasetWriter::create(tmp.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    let n = rollway_store::MAX_SHARD_EPISODES as u64 * 2 + 10;
+    for i in 0..n {
+        let mut gone = rollway_core::EpisodeResult::from_trajectory(i, i, Default::default());
+        (gone.status, gone.trajectory) = (rollway_core::Status::GivenUp, None);
+        w.write(gone).unwrap();
+    }
+    w.finish().unwrap();
+    let ds = Dataset::open(tmp.path()).unwrap();
+    assert_eq!(ds.episodes().count() as u64, n);
+    assert_eq!(ds.shards().len(), 3, "at most {} episodes a shard", rollway_store::MAX_SHARD_EPISODES);
+}
