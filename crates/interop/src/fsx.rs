@@ -121,3 +121,61 @@ pub(crate) fn replace_dir(staging: Staging, dest: &Path) -> Result<()> {
     std::fs::remove_dir_all(&old).io("removing the replaced", &old)?;
     sync_dir(parent)
 }
+
+/// How an export may write `dest`: it is absent or an empty directory, or — with
+/// `force` — a directory that `is_export` recognises as a previous export of
+/// `format` (it has `markers`); anything else is refused.
+pub(crate) fn check_replaceable(dest: &Path, force: bool, format: &'static str, markers: &'static str, is_export: fn(&Path) -> bool) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.io("reading", dest)?,
+    };
+    if !meta.is_dir() {
+        let what = if meta.file_type().is_symlink() { "it is a symlink; give the directory itself" } else { "it is not a directory" };
+        return Err(Error::OutputExists { path: dest.to_path_buf(), hint: what.into() });
+    }
+    if std::fs::read_dir(dest).io("listing", dest)?.next().is_none() {
+        return Ok(());
+    }
+    if !force {
+        return Err(Error::OutputExists { path: dest.to_path_buf(), hint: "pass --force to replace it".into() });
+    }
+    if !is_export(dest) {
+        return Err(Error::NotAnExport { path: dest.to_path_buf(), format, markers });
+    }
+    Ok(())
+}
+
+/// Refuses an output that is, is inside, or contains the source: replacing it, or
+/// writing into it, would destroy the data being read.
+pub(crate) fn refuse_overlap(src: &Path, out: &Path) -> Result<()> {
+    let (s, o) = (resolved(src)?, resolved(out)?);
+    if o.starts_with(&s) || s.starts_with(&o) {
+        return Err(Error::OutputOverlapsInput { out: out.to_path_buf(), input: src.to_path_buf() });
+    }
+    Ok(())
+}
+
+/// `p` made absolute with every symlink resolved; the components below its
+/// deepest existing ancestor are taken as written (they cannot be links yet).
+fn resolved(p: &Path) -> Result<PathBuf> {
+    use std::path::Component;
+    let abs = std::path::absolute(p).io("resolving", p)?;
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            // `out` is resolved, so its parent is the real one.
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => {
+                out.push(other);
+                if let Ok(real) = out.canonicalize() {
+                    out = real;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
