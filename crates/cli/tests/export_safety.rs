@@ -100,3 +100,78 @@ fn issue10_export_force_replaces_only_previous_exports() {
     common::rollway(&[&"export", &src, &"--to", &"minari", &mout, &"--force", &"-q"]);
     assert!(mout.join("data/main_data.hdf5").is_file());
 }
+
+/// Whether `out` holds a whole export of `episodes` episodes in format `to`: the
+/// file each export writes last is there, and its totals are the source's.
+fn assert_whole(to: &str, out: &Path, episodes: u64, when: &str) {
+    let (meta, last) = match to {
+        "lerobot" => (out.join("meta/info.json"), out.join("meta/rollway.json")),
+        _ => (out.join("data/metadata.json"), out.join("data/main_data.hdf5")),
+    };
+    let text = std::fs::read(&meta).unwrap_or_else(|e| panic!("{when}: {}: {e}", meta.display()));
+    let j: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(j["total_episodes"], episodes, "{when}");
+    assert!(last.is_file(), "{when}: no {}", last.display());
+}
+
+fn hidden(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect()
+}
+
+#[test]
+fn issue10_killed_export_force_always_leaves_a_whole_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    // Big enough that an export takes a few hundred ms.
+    record(&src, 3000);
+    // A fixed-seed xorshift: the kill instants are the same on every run.
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for (to, out) in [("lerobot", tmp.path().join("l/out")), ("minari", tmp.path().join("ns/cp-v0"))] {
+        common::rollway(&[&"export", &src, &"--to", &to, &out, &"-q"]);
+        let t0 = std::time::Instant::now();
+        common::rollway(&[&"export", &src, &"--to", &to, &out, &"--force", &"-q"]);
+        let full = t0.elapsed().as_millis() as u64;
+        for i in 0..12 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            // Mostly late in the run, where the old export is being replaced.
+            let delay = full * (30 + rng % 90) / 100;
+            let mut child =
+                Command::new(env!("CARGO_BIN_EXE_rollway")).arg("export").arg(&src).args(["--to", to]).arg(&out).args(["--force", "-q"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            assert_whole(to, &out, 3000, &format!("{to}: killed after {delay} ms of {full} (round {i})"));
+        }
+        // The next export cleans what the killed ones left, and leaves nothing of its own.
+        common::rollway(&[&"export", &src, &"--to", &to, &out, &"--force", &"-q"]);
+        assert_whole(to, &out, 3000, "after a clean export");
+        let beside = if to == "lerobot" { out.parent().unwrap().to_path_buf() } else { out.clone() };
+        assert_eq!(hidden(&beside), Vec::<String>::new(), "{to}: debris left in {}", beside.display());
+    }
+}
+
+/// Debris is only ever removed for a process that is gone, and only under its exact names.
+#[test]
+fn issue10_export_keeps_what_a_live_process_or_the_user_owns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, out) = (tmp.path().join("src"), tmp.path().join("out"));
+    record(&src, 3);
+    // A live process (this test) still building; a user's look-alike names; a symlinked debris name.
+    let live = tmp.path().join(format!(".out.partial-{}", std::process::id()));
+    let dead = tmp.path().join(".out.old-999999999");
+    let keep = [live.clone(), tmp.path().join(".out.partial-12x"), tmp.path().join(".out.old-0"), tmp.path().join(".outer.partial-999999998"), tmp.path().join("out.partial-999999997")];
+    for d in keep.iter().chain([&dead]) {
+        std::fs::create_dir_all(d.join("inside")).unwrap();
+    }
+    let target = tmp.path().join("target");
+    std::fs::create_dir_all(target.join("precious")).unwrap();
+    std::os::unix::fs::symlink(&target, tmp.path().join(".out.partial-999999996")).unwrap();
+    common::rollway(&[&"export", &src, &"--to", &"lerobot", &out, &"-q"]);
+    assert!(!dead.exists(), "a dead process's debris is removed");
+    for d in &keep {
+        assert!(d.join("inside").is_dir(), "{} kept", d.display());
+    }
+    assert!(tmp.path().join(".out.partial-999999996").is_symlink() && target.join("precious").is_dir());
+}
