@@ -42,6 +42,25 @@ pub enum Error {
         /// How to proceed.
         hint: String,
     },
+    /// The output is, is inside, or contains the dataset being exported: writing it
+    /// (or replacing it with `force`) would destroy the source.
+    #[error("{out} overlaps the source dataset {input}: export to a directory that is outside it and does not contain it")]
+    OutputOverlapsInput {
+        /// The output as given.
+        out: PathBuf,
+        /// The source dataset as given.
+        input: PathBuf,
+    },
+    /// `force` was asked to replace a directory that is not a previous export of the format.
+    #[error("{path} is not a previous {format} export ({markers} missing); --force only replaces one: remove it yourself or export elsewhere")]
+    NotAnExport {
+        /// The directory that would have been replaced.
+        path: PathBuf,
+        /// `LeRobot` or `Minari`.
+        format: &'static str,
+        /// The files an export of the format has.
+        markers: &'static str,
+    },
     /// A Minari dataset id that Minari would reject.
     #[error("dataset id `{id}`: {message}")]
     BadDatasetId {

@@ -36,10 +36,8 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
         return bad_opt("crf must be in 0..=51 and keyint positive");
     }
     let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
-    if out.exists() && (!opts.force || !out.is_dir()) {
-        let hint = if out.is_dir() { "pass --force to replace it" } else { "it is not a directory" };
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: hint.into() });
-    }
+    fsx::refuse_overlap(src, out)?;
+    fsx::check_replaceable(out, opts.force, "LeRobot", "meta/info.json with a codebase_version", is_export)?;
     let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
     let plan = Plan::new(&obs, &act, None).map_err(|message| Error::Unsupported { path: src.to_path_buf(), message })?;
     let (staging, out_abs) = Staging::beside(out, "export into a named directory")?;
@@ -48,6 +46,12 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     report.bytes = fsx::dir_bytes(staging.path());
     fsx::replace_dir(staging, &out_abs)?;
     Ok(report)
+}
+
+/// Whether `dir` is a LeRobot dataset (ours or not): what `force` may replace.
+fn is_export(dir: &Path) -> bool {
+    let info = std::fs::read(dir.join(meta::INFO)).ok().and_then(|b| serde_json::from_slice::<Json>(&b).ok());
+    info.is_some_and(|i| i.get("codebase_version").is_some_and(Json::is_string))
 }
 
 /// The mp4 file being filled for one video key.

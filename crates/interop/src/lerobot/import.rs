@@ -9,7 +9,7 @@ use rollway_media::mp4::{self, Video};
 use rollway_store::{DatasetWriter, WriterConfig};
 use serde_json::json;
 
-use super::meta::{self, InfoJson};
+use super::meta::{self, InfoJson, Root};
 use super::plan::Col;
 use super::source::{self, EpisodeRef, Mapping};
 use super::{ImportReport, FINAL_OBSERVATION};
@@ -31,24 +31,26 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         let message = if src.exists() { format!("no {}", meta::INFO) } else { "it does not exist".into() };
         return Err(Error::NotLeRobot { path: src.to_path_buf(), message });
     }
+    let root = Root::new(src).io("resolving", src)?;
+    let info_path = root.inside(info_path).map_err(|message| Error::BadMetadata { path: src.join(meta::INFO), message })?;
     let text = std::fs::read_to_string(&info_path).io("reading", &info_path)?;
     let info = InfoJson::parse(&text).map_err(|message| Error::BadMetadata { path: info_path.clone(), message })?;
     if !info.version.starts_with("v3.") {
         let hint = if info.version.starts_with("v2.") { ": convert it with `python -m lerobot.scripts.convert_dataset_v21_to_v30`" } else { "" };
         return Err(Error::Unsupported { path: info_path, message: format!("codebase_version {}; rollway reads v3.x{hint}", info.version) });
     }
-    let rw = source::rollway(src)?;
+    let rw = source::rollway(&root)?;
     let env = info.robot_type.clone().unwrap_or_else(|| std::path::absolute(src).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "lerobot".into()));
     let map = match &rw {
         Some(rw) => source::from_rollway(rw, &info, &src.join(meta::ROLLWAY))?,
-        None => source::infer(src, &info, env)?,
+        None => source::infer(&root, &info, env)?,
     };
     source::check(&map.plan, &info, &info_path)?;
     let keys: Vec<String> = map.plan.videos().map(|c| c.name.clone()).collect();
     if !keys.is_empty() && info.video_path.is_none() {
         return Err(Error::BadMetadata { path: info_path, message: "video features but no `video_path`".into() });
     }
-    let eps = source::episodes(src, &keys)?;
+    let eps = source::episodes(&root, &keys)?;
     if let Some(t) = info.total_episodes.filter(|&t| t != eps.len() as u64) {
         return Err(Error::Malformed { path: src.join(meta::EPISODES_DIR), object: "/".into(), message: format!("{} episodes listed, info.json says {t}", eps.len()) });
     }
@@ -58,7 +60,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let store_err = |source| Error::Store { path: out.to_path_buf(), source };
     let cfg = WriterConfig { record_infos: map.infos, ..Default::default() };
     let writer = DatasetWriter::create(staging.path(), &map.spec, &map.agent, 0, config, cfg).map_err(store_err)?;
-    let mut r = Reader { root: src, info: &info, map: &map, data: None, videos: (0..keys.len()).map(|_| None).collect() };
+    let mut r = Reader { root: &root, info: &info, map: &map, data: None, videos: (0..keys.len()).map(|_| None).collect() };
     let n = eps.len() as u64;
     let mut steps = 0;
     for (k, e) in eps.iter().enumerate() {
@@ -95,7 +97,7 @@ struct VideoFile {
 }
 
 struct Reader<'a> {
-    root: &'a Path,
+    root: &'a Root,
     info: &'a InfoJson,
     map: &'a Mapping,
     data: Option<DataFile>,
@@ -107,10 +109,19 @@ fn malformed(path: &Path, object: impl Into<String>, message: impl Into<String>)
 }
 
 impl Reader<'_> {
+    /// The file `template` (info.json's `field`) names for `at`, confined to the dataset.
+    fn path_of(&self, field: &str, template: &str, key: Option<&str>, at: (u64, u64)) -> Result<PathBuf> {
+        let bad = |m: String| {
+            let key = key.map_or(String::new(), |k| format!(" with video_key `{k}`"));
+            Error::BadMetadata { path: self.root.path.join(meta::INFO), message: format!("`{field}` `{template}`{key}: {m}") }
+        };
+        let rel = meta::fill(template, key, at.0, at.1).map_err(bad)?;
+        self.root.file(&rel).map_err(bad)
+    }
+
     fn data_file(&mut self, at: (u64, u64)) -> Result<&DataFile> {
         if self.data.as_ref().is_none_or(|d| d.at != at) {
-            let rel = meta::fill(&self.info.data_path, None, at.0, at.1).map_err(|m| Error::BadMetadata { path: self.root.join(meta::INFO), message: format!("data_path: {m}") })?;
-            let path = self.root.join(rel);
+            let path = self.path_of("data_path", &self.info.data_path, None, at)?;
             if !path.is_file() {
                 return Err(malformed(&path, "/", "missing (the episodes table points here)"));
             }
@@ -132,8 +143,7 @@ impl Reader<'_> {
     fn frames(&mut self, v: usize, c: &Col, e: &EpisodeRef, n: usize) -> Result<Vec<u8>> {
         let (at, from_ts) = e.videos[v];
         let template = self.info.video_path.as_deref().expect("checked before reading");
-        let rel = meta::fill(template, Some(&c.name), at.0, at.1).map_err(|m| Error::BadMetadata { path: self.root.join(meta::INFO), message: format!("video_path: {m}") })?;
-        let path = self.root.join(rel);
+        let path = self.path_of("video_path", template, Some(&c.name), at)?;
         let [h, w, _] = c.video.expect("video column");
         if self.videos[v].as_ref().is_none_or(|f| f.path != path) {
             if !path.is_file() {

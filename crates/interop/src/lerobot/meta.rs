@@ -2,7 +2,7 @@
 //! rollway's own `rollway.json`, and LeRobot's path templates.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
@@ -11,7 +11,6 @@ use rollway_core::{Info, Label, Status};
 use rollway_store::format::EnvInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-
 
 pub(crate) const INFO: &str = "meta/info.json";
 pub(crate) const STATS: &str = "meta/stats.json";
@@ -25,32 +24,85 @@ pub(crate) const EPISODES_PATH: &str = "meta/episodes/chunk-{chunk_index:03d}/fi
 /// The frame bookkeeping columns every LeRobot dataset has (`DEFAULT_FEATURES`).
 pub(crate) const DEFAULTS: [(&str, &str); 5] = [("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64")];
 
+/// The widest field a path template may ask for: far beyond any real index, and
+/// small enough that filling it cannot exhaust memory.
+const MAX_WIDTH: usize = 32;
+
 /// Fills a Python format template such as `data/chunk-{chunk_index:03d}/…`:
-/// `{name}` and `{name:0Nd}` fields only, which is all LeRobot's templates use.
+/// `{name}`, `{name:d}` and `{name:Nd}`/`{name:0Nd}` fields of `chunk_index`,
+/// `file_index` and (with a `key`) `video_key`, which is all LeRobot's templates use.
 pub(crate) fn fill(template: &str, key: Option<&str>, chunk: u64, file: u64) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
-        let close = rest[open..].find('}').ok_or_else(|| format!("unclosed `{{` in `{template}`"))? + open;
+        let close = rest[open..].find('}').ok_or("unclosed `{`")? + open;
         let field = &rest[open + 1..close];
         let (name, spec) = field.split_once(':').unwrap_or((field, ""));
         let value = match (name, key) {
             ("chunk_index", _) => chunk.to_string(),
             ("file_index", _) => file.to_string(),
             ("video_key", Some(k)) => k.to_string(),
-            _ => return Err(format!("unknown field `{{{field}}}` in `{template}`")),
+            _ => return Err(format!("unknown field `{{{field}}}`")),
         };
-        let width = match spec.strip_suffix('d') {
-            Some(w) => w.trim_start_matches('0').parse::<usize>().unwrap_or(0),
-            None if spec.is_empty() => 0,
-            None => return Err(format!("unsupported format `{{{field}}}` in `{template}`")),
+        let digits = spec.strip_suffix('d').or((spec.is_empty()).then_some("")).ok_or_else(|| format!("unsupported format `{{{field}}}`"))?;
+        let width = match digits {
+            "" => 0,
+            w if w.bytes().all(|b| b.is_ascii_digit()) => w.parse::<usize>().ok().filter(|&w| w <= MAX_WIDTH).ok_or_else(|| format!("width of `{{{field}}}` above {MAX_WIDTH}"))?,
+            _ => return Err(format!("unsupported format `{{{field}}}`")),
         };
-        out.push_str(&format!("{value:0>width$}"));
+        // Python pads with zeros only when the width starts with one.
+        out.push_str(&if digits.starts_with('0') { format!("{value:0>width$}") } else { format!("{value:>width$}") });
         rest = &rest[close + 1..];
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Checks that `rel` stays below the directory it is joined to: no root, no `..`.
+fn relative(rel: &str) -> Result<(), String> {
+    match Path::new(rel).components().find(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        None => Ok(()),
+        Some(Component::ParentDir) => Err(format!("`{rel}` has `..`, which would leave the dataset")),
+        Some(_) => Err(format!("`{rel}` is absolute, outside the dataset")),
+    }
+}
+
+/// Checks an `info.json` path template the way the import will fill it.
+fn check_template(field: &str, template: &str, key: Option<&str>) -> Result<(), String> {
+    fill(template, key, 0, 0).and_then(|rel| relative(&rel)).map_err(|m| format!("`{field}` `{template}`: {m}"))
+}
+
+/// A LeRobot dataset's root directory. Every file an import reads is named
+/// through it, so that no `info.json` template, feature name or symlink makes it
+/// read outside the dataset.
+pub(crate) struct Root {
+    pub path: PathBuf,
+    /// `path` with symlinks resolved: where every file read must be.
+    real: PathBuf,
+}
+
+impl Root {
+    pub fn new(path: &Path) -> std::io::Result<Root> {
+        Ok(Root { path: path.to_path_buf(), real: path.canonicalize()? })
+    }
+
+    /// `rel` below the root, or why not: absolute, with `..`, or resolving outside
+    /// the root through a symlink. A file that does not exist is not an error here.
+    pub fn file(&self, rel: &str) -> Result<PathBuf, String> {
+        relative(rel)?;
+        self.inside(self.path.join(rel))
+    }
+
+    /// `path` (under the root) unless a symlink takes it outside.
+    pub fn inside(&self, path: PathBuf) -> Result<PathBuf, String> {
+        match path.canonicalize() {
+            Ok(real) if !real.starts_with(&self.real) => {
+                Err(format!("{} resolves to {}, outside the dataset root {}; copy the dataset with its links resolved (`cp -rL`)", path.display(), real.display(), self.real.display()))
+            }
+            _ => Ok(path),
+        }
+    }
 }
 
 /// One entry of `info.json`'s `features`.
@@ -89,15 +141,12 @@ impl InfoJson {
             features.insert(name.clone(), Feature { dtype, shape });
         }
         let s = |k: &str| m.get(k).and_then(Json::as_str).map(String::from);
-        Ok(InfoJson {
-            version,
-            fps,
-            robot_type: s("robot_type"),
-            total_episodes: m.get("total_episodes").and_then(Json::as_u64),
-            data_path: s("data_path").unwrap_or_else(|| DATA_PATH.into()),
-            video_path: s("video_path"),
-            features,
-        })
+        let (data_path, video_path) = (s("data_path").unwrap_or_else(|| DATA_PATH.into()), s("video_path"));
+        check_template("data_path", &data_path, None)?;
+        if let Some(v) = &video_path {
+            check_template("video_path", v, Some("key"))?;
+        }
+        Ok(InfoJson { version, fps, robot_type: s("robot_type"), total_episodes: m.get("total_episodes").and_then(Json::as_u64), data_path, video_path, features })
     }
 }
 
@@ -164,8 +213,8 @@ pub(crate) struct EpisodeMeta {
 
 /// Reads `meta/rollway.json` when there is one; a damaged one is an error (it
 /// says the data is rollway's, so guessing would silently lose the final frames).
-pub(crate) fn read_rollway(root: &Path) -> Result<Option<RollwayMeta>, String> {
-    let p = root.join(ROLLWAY);
+pub(crate) fn read_rollway(root: &Root) -> Result<Option<RollwayMeta>, String> {
+    let p = root.file(ROLLWAY)?;
     match std::fs::read(&p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.to_string()),
@@ -183,6 +232,14 @@ mod tests {
         assert_eq!(fill(VIDEO_PATH, Some("observation.images.rgb"), 3, 1000).unwrap(), "videos/observation.images.rgb/chunk-003/file-1000.mp4");
         assert!(fill("x/{episode_chunk}", None, 0, 0).is_err());
         assert!(fill("x/{chunk_index", None, 0, 0).is_err());
+        // Python's widths: zero-padded only with a leading 0, and capped so a template cannot exhaust memory.
+        assert_eq!(fill("{chunk_index:3d}-{file_index:d}-{file_index}", None, 5, 7).unwrap(), "  5-7-7");
+        assert_eq!(fill("{chunk_index:032d}", None, 1, 0).unwrap().len(), 32);
+        for bad in ["{chunk_index:033d}", "{chunk_index:0999999999999999999999d}", "{chunk_index:+3d}", "{chunk_index:03x}", "{video_key}"] {
+            assert!(fill(bad, None, 0, 0).is_err(), "{bad}");
+        }
+        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "data_path": "/etc/{chunk_index}"}"#).unwrap_err().contains("`data_path` `/etc/{chunk_index}`"));
+        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "video_path": "v/../../{video_key}"}"#).unwrap_err().contains("`..`"));
     }
 
     #[test]

@@ -72,7 +72,8 @@ pub struct ExportOptions {
     pub task: Option<String>,
     /// `robot_type` in `info.json` (null when unset).
     pub robot_type: Option<String>,
-    /// Replace an existing output directory.
+    /// Replace an existing output directory, which must be a LeRobot dataset (hold
+    /// `meta/info.json` with a `codebase_version`); anything else is refused.
     pub force: bool,
     /// H.264 constant rate factor (lower is better quality, bigger files).
     pub crf: f32,

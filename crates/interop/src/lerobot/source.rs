@@ -9,7 +9,7 @@ use rollway_core::{DType, EnvSpec, Layout, Space};
 use serde_json::Value as Json;
 
 use super::arrowx;
-use super::meta::{self, InfoJson, RollwayMeta};
+use super::meta::{self, InfoJson, RollwayMeta, Root};
 use super::plan::Plan;
 use super::FINAL_OBSERVATION;
 use crate::{Error, Result};
@@ -26,25 +26,27 @@ pub(crate) struct EpisodeRef {
 }
 
 /// Every `meta/episodes/chunk-*/file-*.parquet`, in path order.
-fn episode_files(root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = root.join(meta::EPISODES_DIR);
+fn episode_files(root: &Root) -> Result<Vec<PathBuf>> {
+    let dir = root.path.join(meta::EPISODES_DIR);
     let mut files = Vec::new();
     let mut chunks: Vec<PathBuf> = std::fs::read_dir(&dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
     chunks.sort();
     for c in chunks {
         let mut fs: Vec<PathBuf> = std::fs::read_dir(&c).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "parquet")).collect()).unwrap_or_default();
         fs.sort();
-        files.extend(fs);
+        for f in fs {
+            files.push(root.inside(f).map_err(|message| Error::Malformed { path: dir.clone(), object: "/".into(), message })?);
+        }
     }
     if files.is_empty() {
-        return Err(Error::NotLeRobot { path: root.to_path_buf(), message: format!("no {}/chunk-*/file-*.parquet", meta::EPISODES_DIR) });
+        return Err(Error::NotLeRobot { path: root.path.clone(), message: format!("no {}/chunk-*/file-*.parquet", meta::EPISODES_DIR) });
     }
     Ok(files)
 }
 
 /// The episodes table, sorted by `episode_index`; `video_keys` name the
 /// `videos/<key>/…` columns to read.
-pub(crate) fn episodes(root: &Path, video_keys: &[String]) -> Result<Vec<EpisodeRef>> {
+pub(crate) fn episodes(root: &Root, video_keys: &[String]) -> Result<Vec<EpisodeRef>> {
     let mut out = Vec::new();
     for path in episode_files(root)? {
         let bad = |object: &str, message: String| Error::Malformed { path: path.clone(), object: object.into(), message };
@@ -76,7 +78,7 @@ pub(crate) fn episodes(root: &Path, video_keys: &[String]) -> Result<Vec<Episode
     }
     out.sort_by_key(|e| e.index);
     if let Some(w) = out.windows(2).find(|w| w[0].index == w[1].index) {
-        return Err(Error::Malformed { path: root.join(meta::EPISODES_DIR), object: "episode_index".into(), message: format!("episode {} is listed twice", w[0].index) });
+        return Err(Error::Malformed { path: root.path.join(meta::EPISODES_DIR), object: "episode_index".into(), message: format!("episode {} is listed twice", w[0].index) });
     }
     Ok(out)
 }
@@ -128,9 +130,10 @@ fn bounds(dtype: DType, n: usize, stats: Option<&Json>) -> (Vec<f64>, Vec<f64>) 
 /// A space for a dataset made elsewhere: `observation.*` features (videos as
 /// uint8 frames) become a Dict (a bare Box for a lone `observation.state`),
 /// `action`/`action.*` the action space.
-pub(crate) fn infer(root: &Path, info: &InfoJson, env: String) -> Result<Mapping> {
-    let meta_path = root.join(meta::INFO);
-    let stats: Option<Json> = std::fs::read(root.join(meta::STATS)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping> {
+    let meta_path = root.path.join(meta::INFO);
+    let stats_path = root.file(meta::STATS).map_err(|message| Error::BadMetadata { path: root.path.join(meta::STATS), message })?;
+    let stats: Option<Json> = std::fs::read(stats_path).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let (mut obs, mut act, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for (name, f) in &info.features {
         if known(name) {
@@ -207,6 +210,6 @@ pub(crate) fn check(plan: &Plan, info: &InfoJson, meta_path: &Path) -> Result<()
 }
 
 /// `meta/rollway.json`, when the dataset is a rollway export.
-pub(crate) fn rollway(root: &Path) -> Result<Option<RollwayMeta>> {
-    meta::read_rollway(root).map_err(|message| Error::BadMetadata { path: root.join(meta::ROLLWAY), message })
+pub(crate) fn rollway(root: &Root) -> Result<Option<RollwayMeta>> {
+    meta::read_rollway(root).map_err(|message| Error::BadMetadata { path: root.path.join(meta::ROLLWAY), message })
 }

@@ -21,6 +21,7 @@ use crate::{Error, Result};
 /// each episode.
 pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
     let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
+    fsx::refuse_overlap(src, out)?;
     let dataset_id = match &opts.dataset_id {
         Some(id) => {
             check_dataset_id(id)?;
@@ -32,9 +33,7 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     if out.exists() && !out.is_dir() {
         return Err(Error::OutputExists { path: out.to_path_buf(), hint: "it is a file; the output is the Minari dataset's directory".into() });
     }
-    if data.exists() && !opts.force {
-        return Err(Error::OutputExists { path: data, hint: "pass --force to replace it".into() });
-    }
+    fsx::check_replaceable(&data, opts.force, "Minari", "main_data.hdf5 or metadata.json", is_export)?;
     let created = !out.exists();
     std::fs::create_dir_all(out).io("creating", out)?;
     let res = write(&ds, src, out, &dataset_id, opts, progress);
@@ -43,6 +42,11 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
         let _ = std::fs::remove_dir(out);
     }
     res
+}
+
+/// Whether `data` is a Minari `data/` directory as our export writes it: what `force` may replace.
+fn is_export(data: &Path) -> bool {
+    data.join("main_data.hdf5").is_file() || data.join("metadata.json").is_file()
 }
 
 fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {

@@ -39,7 +39,8 @@ pub struct ExportOptions {
     /// Minari dataset id (`namespace/name-vN`); by default the last two
     /// components of the output path.
     pub dataset_id: Option<String>,
-    /// Replace an existing `OUT/data`.
+    /// Replace an existing `OUT/data`, which must be a previous Minari export (hold
+    /// `main_data.hdf5` or `metadata.json`); anything else is refused.
     pub force: bool,
     /// `author` metadata.
     pub author: Option<String>,
