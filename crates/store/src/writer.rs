@@ -179,6 +179,11 @@ fn open_locked(dir: &Path) -> Result<Opened> {
     })
 }
 
+/// Replaces `rollway.json` atomically.
+fn write_metadata(paths: &Paths, meta: &Metadata) -> Result<()> {
+    write_atomic(&paths.metadata(), &paths.tmp(), &serde_json::to_vec_pretty(meta).expect("metadata serializes"))
+}
+
 /// Creates the folders a writer puts frame files in (final and staged) durably.
 fn frame_dirs(paths: &Paths, meta: &Metadata) -> Result<()> {
     for key in &meta.frame_keys {
@@ -250,11 +255,7 @@ impl DatasetWriter {
         };
         meta.runs.push(run.clone());
         meta.format_version = format::FORMAT_VERSION;
-        write_atomic(
-            &o.paths.metadata(),
-            &o.paths.tmp(),
-            &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
-        )?;
+        write_metadata(&o.paths, &meta)?;
         Self::start(o, meta, run, cfg)
     }
 
@@ -268,11 +269,7 @@ impl DatasetWriter {
         if meta.format_version < format::FORMAT_VERSION {
             // New shards are written by this version's protocol; say so before the first.
             meta.format_version = format::FORMAT_VERSION;
-            write_atomic(
-                &o.paths.metadata(),
-                &o.paths.tmp(),
-                &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
-            )?;
+            write_metadata(&o.paths, &meta)?;
         }
         let run = meta
             .runs
@@ -530,11 +527,7 @@ impl Shards {
                 .sum(),
             shards: shards.len() as u64,
         };
-        write_atomic(
-            &self.paths.metadata(),
-            &self.paths.tmp(),
-            &serde_json::to_vec_pretty(&meta).expect("metadata serializes"),
-        )
+        write_metadata(&self.paths, &meta)
     }
 
     /// Writes and commits one shard holding `buf`'s episodes.
