@@ -41,6 +41,7 @@
 
 mod error;
 mod fsx;
+mod limits;
 pub mod lerobot;
 pub mod minari;
 

@@ -288,7 +288,7 @@ fn malformed_minari_inputs_are_typed_errors_and_leave_nothing() {
     edit_meta(&d, |m| {
         m.insert("total_episodes".into(), 4.into());
     });
-    assert!(matches!(import_fails(&d, "episode_3"), Error::Malformed { .. }));
+    assert!(matches!(import_fails(&d, "counts 4 episodes, the file has 3"), Error::Malformed { .. }));
 
     let d = fresh("noactions");
     hdf5::File::open_rw(d.join("data/main_data.hdf5")).unwrap().unlink("episode_1/actions").unwrap();

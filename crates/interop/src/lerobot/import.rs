@@ -172,7 +172,7 @@ impl Reader<'_> {
         if !(0.0..=1e12).contains(&start) || start as usize + n > f.video.frames() {
             return Err(malformed(&path, format!("episode {}", e.index), format!("frames {start}..{start}+{n} of a {}-frame video", f.video.frames())));
         }
-        let mut out = Vec::with_capacity(n * h * w * 3);
+        let mut out = Vec::with_capacity(crate::limits::mul(n, h * w * 3).map_err(|m| malformed(&path, format!("episode {}", e.index), m))?);
         let s = start as i64;
         decode_range(&mut f.dec, &f.video.packets, s, s + n as i64, &mut |_, rgb| {
             out.extend_from_slice(rgb);
@@ -211,7 +211,8 @@ impl Reader<'_> {
         };
         let (ol, al) = (Layout::of(&map.spec.observation_space), Layout::of(&map.spec.action_space));
         let (ob, ab) = (ol.row_bytes(), al.row_bytes());
-        let mut obs = vec![0u8; (t + 1) * ob];
+        let size = |rows: usize, per_row: usize| crate::limits::mul(rows, per_row).map_err(|m| malformed(&path, &object, m));
+        let mut obs = vec![0u8; size(t + 1, ob)?];
         for (v, c) in map.plan.videos().enumerate() {
             let px = self.frames(v, c, e, rows)?;
             scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &px);
@@ -224,7 +225,7 @@ impl Reader<'_> {
             // A foreign episode's last frame is a step too; its successor is not recorded.
             obs.copy_within((t - 1) * ob..t * ob, t * ob);
         }
-        let mut actions = vec![0u8; t * ab];
+        let mut actions = vec![0u8; size(t, ab)?];
         for c in &map.plan.act {
             let bytes = super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, t).map_err(|m| malformed(&path, &c.name, m))?;
             scatter(&mut actions, ab, al.leaves()[c.leaf].offset, c.bytes(), &bytes);

@@ -136,8 +136,9 @@ impl InfoJson {
             let shape = f
                 .get("shape")
                 .and_then(Json::as_array)
-                .and_then(|s| s.iter().map(|d| d.as_u64().map(|d| d as usize)).collect::<Option<Vec<_>>>())
+                .and_then(|s| s.iter().map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok())).collect::<Option<Vec<_>>>())
                 .ok_or_else(|| format!("feature `{name}` has no shape (a list of sizes)"))?;
+            crate::limits::elements(&shape).map_err(|m| format!("feature `{name}`: {m}"))?;
             features.insert(name.clone(), Feature { dtype, shape });
         }
         let s = |k: &str| m.get(k).and_then(Json::as_str).map(String::from);

@@ -91,6 +91,7 @@ pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType) -> Result<Vec<u8>, St
     if !ok {
         return Err(format!("holds {}, expected {dtype}", type_name(&stored)));
     }
+    checked_size(ds)?;
     if ds.size() == 0 {
         return Ok(vec![]);
     }
@@ -110,6 +111,7 @@ pub(crate) fn read_bools(ds: &hdf5::Dataset) -> Result<Vec<bool>, String> {
 /// Reads any numeric dataset as float64.
 pub(crate) fn read_f64(ds: &hdf5::Dataset) -> Result<Vec<f64>, String> {
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
+    checked_size(ds)?;
     if ds.size() == 0 && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean) {
         return Ok(vec![]);
     }
@@ -118,6 +120,12 @@ pub(crate) fn read_f64(ds: &hdf5::Dataset) -> Result<Vec<f64>, String> {
         TypeDescriptor::Boolean => Ok(ds.read_raw::<bool>().map_err(|e| e.to_string())?.into_iter().map(|b| f64::from(u8::from(b))).collect()),
         other => Err(format!("holds {}, expected numbers", type_name(&other))),
     }
+}
+
+/// Refuses a dataset whose declared shape is beyond what a read could hold: a
+/// chunked dataset can declare any size without storing it.
+pub(crate) fn checked_size(ds: &hdf5::Dataset) -> Result<usize, String> {
+    crate::limits::elements(&ds.shape())
 }
 
 /// What an info dataset holds, as far as JSON goes.

@@ -106,9 +106,12 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let dataset_id = meta.dataset_id.clone().unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
     let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
     let mut r = Reader::open(&h5_path, ol, al)?;
+    // Counted, not trusted: a huge `total_episodes` would otherwise drive the loops below.
+    let groups = r.count_episodes()?;
     let n = match meta.total_episodes {
+        Some(n) if n > groups => return Err(r.bad("/", format!("metadata.json counts {n} episodes, the file has {groups} episode groups"))),
         Some(n) => n,
-        None => r.count_episodes()?,
+        None => groups,
     };
     let spec = EnvSpec { id: env.clone(), observation_space: meta.obs.clone(), action_space: meta.act.clone(), max_episode_steps: meta.max_episode_steps, render_fps: None, reward_threshold: meta.reward_threshold };
     let config = json!({"imported_from": {"format": "minari", "path": std::path::absolute(&data).unwrap_or(data.clone()), "dataset_id": dataset_id, "minari_version": meta.minari_version}});
@@ -170,7 +173,7 @@ impl Reader {
     /// Reads leaf datasets `prefix/…` of `layout`, each `[rows, ...shape]`, into rows.
     fn rows(&self, g: &hdf5::Group, ep: &str, prefix: &str, layout: &Layout, rows: usize) -> Result<Vec<u8>> {
         let rb = layout.row_bytes();
-        let mut out = vec![0u8; rows * rb];
+        let mut out = vec![0u8; crate::limits::mul(rows, rb).map_err(|m| self.bad(format!("{ep}/{prefix}"), m))?];
         for leaf in layout.leaves() {
             let name = column_name(prefix, leaf);
             let object = format!("{ep}/{name}");

@@ -168,7 +168,7 @@ fn read_into(group: &hdf5::Group, prefix: &str, rows: usize, out: &mut [Info], s
                     skipped.push(path);
                     continue;
                 };
-                if n != rows {
+                if n != rows || h5::checked_size(&ds).is_err() {
                     skipped.push(path);
                     continue;
                 }
