@@ -229,13 +229,16 @@ fn print_verify(dir: &Path, report: &rollway_store::VerifyReport) {
 }
 
 pub fn relabel(a: &RelabelArgs) -> Result<bool> {
-    let filters = input(
-        a.filter
-            .iter()
-            .map(|f| filter::parse(f).map_err(Into::into))
-            .collect::<Result<Vec<_>>>(),
-    )?;
-    let changed = rollway_store::rewrite_index(&a.dir, |e| {
+    let changed = relabel_dataset(&a.dir, &a.filter)?;
+    println!("relabelled: {changed} episode(s) changed labels");
+    Ok(true)
+}
+
+/// Runs `filters` again over the committed episodes of `dir` and rewrites only the
+/// index (labels); returns how many episodes changed labels.
+pub fn relabel_dataset(dir: &Path, filters: &[String]) -> Result<u64> {
+    let filters = input(filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let changed = rollway_store::rewrite_index(dir, |e| {
         if e.status == Status::GivenUp {
             return false;
         }
@@ -259,14 +262,10 @@ pub fn relabel(a: &RelabelArgs) -> Result<bool> {
         e.labels = ep.labels;
         changed
     });
-    let changed = changed.map_err(|e| match e {
-        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => {
-            crate::InputError(e.into()).into()
-        }
+    changed.map_err(|e| match e {
+        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => crate::InputError(e.into()).into(),
         other => anyhow::Error::from(other),
-    })?;
-    println!("relabelled: {changed} episode(s) changed labels");
-    Ok(true)
+    })
 }
 
 pub fn load(a: &LoadArgs) -> Result<bool> {

@@ -232,7 +232,8 @@ impl RunArgs {
         self.resolve_with(file)
     }
 
-    fn resolve_with(&self, mut file: FileConfig) -> Result<Job> {
+    /// Applies the flags on top of an already parsed config.
+    pub fn resolve_with(&self, mut file: FileConfig) -> Result<Job> {
         let is_default = self.config.is_none() && self.env.is_none() && self.agent.is_none() && file.env.is_none() && file.agent.is_none();
         let mut origin = Origin::default();
         let writer = self.writer_config(&mut file, &mut origin)?;

@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rollway_runner::{EpisodeResult, Observer, Progress, SinkError, Target};
 
 /// Shows progress and optionally streams episodes as JSON lines.
-pub struct Display {
+pub struct Display<'a> {
     bar: Option<ProgressBar>,
     log_every: Option<Duration>,
     last_log: Instant,
@@ -15,10 +15,12 @@ pub struct Display {
     pub write_error: Option<std::io::Error>,
     /// Where recorded episodes go, if the run records.
     pub writer: Option<rollway_store::DatasetWriter>,
+    /// Asked at every progress tick; `true` stops the run.
+    pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
 }
 
-impl Display {
-    pub fn new(target: Target, quiet: bool, episodes_out: Option<std::fs::File>) -> Display {
+impl Display<'_> {
+    pub fn new(target: Target, quiet: bool, episodes_out: Option<std::fs::File>) -> Self {
         let tty = std::io::stderr().is_terminal();
         let bar = (!quiet && tty).then(|| {
             let (len, unit) = match target {
@@ -31,7 +33,7 @@ impl Display {
             pb
         });
         let log_every = (!quiet && !tty).then_some(Duration::from_secs(2));
-        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None, writer: None }
+        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None, writer: None, stop: None }
     }
 
     pub fn finish(&mut self) {
@@ -46,7 +48,7 @@ impl Display {
     }
 }
 
-impl Observer for Display {
+impl Observer for Display<'_> {
     fn on_episode(&mut self, episode: EpisodeResult) -> Result<(), SinkError> {
         if let Some(w) = &mut self.episodes_out {
             let line = serde_json::to_string(&episode).expect("episode results serialize");
@@ -58,7 +60,10 @@ impl Observer for Display {
         Ok(())
     }
 
-    fn on_progress(&mut self, p: &Progress) {
+    fn on_progress(&mut self, p: &Progress) -> Result<(), SinkError> {
+        if self.stop.as_mut().is_some_and(|stop| stop()) {
+            return Err(Box::new(crate::run::Interrupted));
+        }
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let msg = format!("{} ep, {}/s steps{}", p.episodes, human(rate), if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() });
         let pos = match p.target {
@@ -74,6 +79,7 @@ impl Observer for Display {
                 eprintln!("rollway: {:.1}s: {} steps, {msg}", p.elapsed.as_secs_f64(), p.steps);
             }
         }
+        Ok(())
     }
 }
 

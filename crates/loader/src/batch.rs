@@ -62,6 +62,11 @@ impl Batch {
         self.len() == 0
     }
 
+    /// True for a buffer that has never held a batch (nothing allocated yet).
+    pub(crate) fn is_cold(&self) -> bool {
+        self.scratch.capacity() == 0 && self.rewards.data.capacity() == 0
+    }
+
     /// Bytes of data in all fields.
     pub fn bytes(&self) -> usize {
         let fields = [

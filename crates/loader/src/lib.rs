@@ -43,6 +43,7 @@ use std::sync::Arc;
 pub use batch::Batch;
 pub use config::{default_threads, LoaderConfig, LoaderState, Selection, Window};
 pub use error::{Error, Result};
+pub use pipeline::LentBatch;
 pub use table::EpisodeSpan;
 
 /// Batches from a dataset.
@@ -169,6 +170,15 @@ impl Loader {
         // The pool may have run ahead into the next epoch with the old windows.
         self.pipe = None;
         self.view = view;
+    }
+
+    /// Like [`Loader::next_batch`], but the batch is the caller's to keep: it goes back
+    /// to the pool when dropped (Python's numpy views hold it this way).
+    pub fn next_lent(&mut self) -> Result<Option<LentBatch>> {
+        if self.next_batch()?.is_none() {
+            return Ok(None);
+        }
+        Ok(self.pipe.as_mut().and_then(|p| p.lend()))
     }
 
     /// The next batch of the current epoch, or `None` once it is over (the following

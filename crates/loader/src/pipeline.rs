@@ -8,6 +8,12 @@
 //! helping also puts the consumer's core to work whenever loading is the bottleneck.
 //! Threads sleep only when there is nothing to claim, and are woken only if asleep.
 //!
+//! A consumer that keeps batches (Python holding numpy views of one) borrows them out
+//! of the pool as [`LentBatch`]es; each goes back when dropped, from any thread. One
+//! lent batch is what the pool was sized for (the consumer's current one); for each
+//! further one held, the pool makes a fresh buffer so loading never waits on the
+//! consumer's memory, and drops the extra again when they come back.
+//!
 //! The pool outlives epochs: threads go on into the next epoch (shuffling it once,
 //! whoever gets there first) while the consumer finishes the current one, so an
 //! epoch boundary costs neither a pause nor fresh threads and buffers.
@@ -79,6 +85,8 @@ struct State {
     stop: bool,
     consumer_asleep: bool,
     threads_asleep: usize,
+    /// Batches lent out and not yet returned.
+    lent: usize,
 }
 
 impl State {
@@ -190,6 +198,7 @@ impl Pipeline {
             stop: false,
             consumer_asleep: false,
             threads_asleep: 0,
+            lent: 0,
         };
         let shared = Arc::new(Shared { work: Work { table, windows, clip, cfg }, state: Mutex::new(state), ready: Condvar::new(), room: Condvar::new() });
         for t in 0..threads {
@@ -245,6 +254,55 @@ impl Pipeline {
 
     pub fn current(&self) -> Option<&Batch> {
         self.current.as_deref()
+    }
+
+    /// Lends the current batch out of the pool (see the module docs).
+    pub fn lend(&mut self) -> Option<LentBatch> {
+        let b = self.current.take()?;
+        let mut st = self.shared.lock();
+        st.lent += 1;
+        if st.lent >= 2 {
+            st.free.push(Box::default());
+            if st.threads_asleep > 0 {
+                self.shared.room.notify_one();
+            }
+        }
+        Some(LentBatch { batch: Some(b), home: self.shared.clone() })
+    }
+}
+
+/// A batch borrowed out of the loader's pool; it returns there when dropped, so the
+/// memory of a batch the consumer still holds is never reused.
+pub struct LentBatch {
+    batch: Option<Box<Batch>>,
+    home: Arc<Shared>,
+}
+
+impl std::ops::Deref for LentBatch {
+    type Target = Batch;
+
+    fn deref(&self) -> &Batch {
+        self.batch.as_deref().expect("present until dropped")
+    }
+}
+
+impl Drop for LentBatch {
+    fn drop(&mut self) {
+        let Some(b) = self.batch.take() else { return };
+        let mut st = self.home.lock();
+        st.lent -= 1;
+        if st.lent == 0 {
+            st.free.push(b);
+        } else if let Some(cold) = st.free.iter_mut().find(|f| f.is_cold()) {
+            // Keep the warm buffer (its memory is mapped in), drop the fresh one.
+            *cold = b;
+            return;
+        } else {
+            return;
+        }
+        if st.threads_asleep > 0 {
+            self.home.room.notify_one();
+        }
     }
 }
 

@@ -226,7 +226,9 @@ impl<'a> Collector<'a> {
     }
 
     pub fn progress(&mut self, p: &crate::Progress) {
-        self.observer.on_progress(p);
+        if let Err(e) = self.observer.on_progress(p) {
+            self.sink_error.get_or_insert(e);
+        }
     }
 
     /// Steps folded so far, counting resumed ones.

@@ -32,11 +32,13 @@ mod faults;
 pub mod format;
 pub mod frames;
 mod reader;
+mod recorder;
 pub(crate) mod recover;
 mod verify;
 mod writer;
 
-pub use collector::Collector;
+pub use collector::{Collector, StepCallback};
+pub use recorder::{EpisodeCallback, Recorder};
 pub use columns::arrow_type;
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};

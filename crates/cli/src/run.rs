@@ -1,0 +1,141 @@
+//! The `run` command: a job planned from flags or an in-memory config, run with
+//! live progress, its episodes committed as they finish.
+//!
+//! [`execute`] is the one place a run happens, for the CLI and for Python alike.
+//! Whatever way a run ends (done, failed, interrupted), the episodes it finished are
+//! committed before `execute` returns, so the dataset is always resumable.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use rollway_runner::{filter, Generator, Summary};
+use rollway_store::{ResumePoint, WriteStats};
+
+use crate::args::RunArgs;
+use crate::job::{self, FileConfig, Job};
+use crate::{input, progress, report};
+
+/// A run stopped because its caller asked (Ctrl-C in Python).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted; the episodes committed so far are kept and the run can be resumed")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// What a caller adds to a run besides its settings.
+#[derive(Default)]
+pub struct RunHooks<'a> {
+    /// Asked about ten times a second; `true` stops the run ([`Interrupted`]).
+    pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
+}
+
+/// How a run went.
+pub struct Outcome {
+    /// The run's summary.
+    pub summary: Summary,
+    /// The dataset it recorded into, if it recorded.
+    pub out: Option<PathBuf>,
+    /// What this run added to the dataset.
+    pub written: Option<WriteStats>,
+    /// Where a resumed run started.
+    pub resumed: Option<ResumePoint>,
+}
+
+/// Returns Ok(false) when the run finished but gave up or left untried episodes.
+pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
+    let o = execute(a, None, RunHooks::default())?;
+    let summary = &o.summary;
+    print!("{}", report::summary_table(summary));
+    if let (Some(dir), Some(w)) = (&o.out, &o.written) {
+        println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards, w.bytes as f64 / 1e6);
+    }
+    Ok(report::shortfall(summary, o.out.as_deref()))
+}
+
+/// Plans and runs a job: `a` as the flags, `file` (when given) in place of the
+/// `--config` file. Input errors are [`crate::InputError`]s.
+pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Result<Outcome> {
+    let (mut job, out, resume) = input(plan(a, file))?;
+    if out.is_some() {
+        job.cfg.record_steps = true;
+        job.cfg.record_infos = job.writer.record_infos;
+    }
+    let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
+    let (writer, resumed) = match &out {
+        Some(dir) if resume => {
+            let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone()).map_err(Into::into))?;
+            job.cfg.start_index = point.next_index;
+            job.cfg.start_steps = point.steps;
+            if !a.quiet {
+                eprintln!("rollway: resuming run {} in {}: {} episodes ({} steps) already committed", point.run.run, dir.display(), point.episodes, point.steps);
+            }
+            (Some(w), Some(point))
+        }
+        _ => (None, None),
+    };
+    let generator = input(Generator::new(job.cfg.clone(), filters).map_err(|e| job.explain(e)))?;
+    let writer = match (&out, writer) {
+        (Some(dir), None) => {
+            let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
+            Some(input(w.with_context(|| format!("--out {}", dir.display())))?)
+        }
+        (_, w) => w,
+    };
+    // Both output files are created before the run, so a bad path costs no work.
+    let episodes_out = input(create(job.episodes_json.as_deref(), "--episodes-json"))?;
+    let summary_out = input(create(job.summary_json.as_deref(), "--summary-json"))?;
+    let mut display = progress::Display::new(generator.config().target, a.quiet, episodes_out);
+    display.writer = writer;
+    display.stop = hooks.stop;
+    let summary = generator.run(&mut display);
+    display.finish();
+    // Commit what the run produced even when it failed part-way: it is all valid.
+    let written = display.writer.take().map(|w| w.finish()).transpose();
+    let summary = summary.map_err(|e| match e {
+        rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => anyhow!(Interrupted),
+        e => e.into(),
+    })?;
+    let written = written.context("committing the dataset")?;
+    if let Some(e) = display.write_error.take() {
+        return Err(e).context("writing --episodes-json");
+    }
+    if let Some(mut f) = summary_out {
+        let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
+        writeln!(f, "{text}").context("writing --summary-json")?;
+    }
+    Ok(Outcome { summary, out, written, resumed })
+}
+
+/// The job, where it records, and whether it resumes a recorded run.
+fn plan(a: &RunArgs, file: Option<FileConfig>) -> Result<(Job, Option<PathBuf>, bool)> {
+    if let Some(dir) = &a.resume {
+        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
+        let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
+        return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), true));
+    }
+    let job = match file {
+        Some(f) => a.resolve_with(f)?,
+        None => a.resolve()?,
+    };
+    if let Some(dir) = &a.out {
+        // A second `run --out D` after a crash would otherwise record a duplicate run.
+        if !a.append && dir.join(rollway_store::format::METADATA).exists() {
+            let d = dir.display();
+            return Err(anyhow!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it"));
+        }
+    }
+    let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| crate::data::fresh_dir(&job.cfg.env)));
+    Ok((job, out, false))
+}
+
+fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {
+    path.map(|p| File::create(p).with_context(|| format!("{flag} {}", p.display()))).transpose()
+}

@@ -1,0 +1,117 @@
+//! numpy arrays over Rust memory, without a copy.
+//!
+//! A [`Buffer`] holds whatever owns the bytes (an episode's `Vec`, a loader batch
+//! lent out of the pool) behind an `Arc` and describes one array in it through
+//! numpy's `__array_interface__`. `numpy.asarray(buffer)` then makes an array that
+//! views those bytes and keeps the `Buffer` as its `base`: the memory lives exactly
+//! as long as some array (or a torch tensor made by `torch.from_numpy`) still
+//! views it, and is freed or returned to the loader's pool when the last one goes.
+//!
+//! `__array_interface__` is plain Python attribute protocol, so this works under
+//! the stable ABI (abi3, Python ≥ 3.9), where the C buffer protocol is unavailable
+//! before 3.11. Cost: one small Python object and one `asarray` call per array
+//! (about a microsecond), whatever the array's size.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
+use rollway_core::{Array, DType};
+
+/// Something that keeps bytes alive.
+pub type Keep = Arc<dyn Any + Send + Sync>;
+
+/// One array's view of memory owned by `keep` (see the module docs).
+#[pyclass(frozen, module = "rollway._rollway")]
+pub struct Buffer {
+    keep: Keep,
+    ptr: usize,
+    shape: Vec<usize>,
+    typestr: &'static str,
+}
+
+#[pymethods]
+impl Buffer {
+    /// numpy's array interface (version 3): shape, type, and the data pointer.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let _ = &self.keep;
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        d.set_item("typestr", self.typestr)?;
+        // Writable: the memory is this array's alone (a lent batch is not reused
+        // until every view is gone), and torch.from_numpy warns on read-only arrays.
+        d.set_item("data", (self.ptr, false))?;
+        Ok(d)
+    }
+}
+
+/// A space's leaves as Python sees them: the array itself for a single-leaf space,
+/// else a dict by leaf path. Columns are named `observation` / `observation/<path>`.
+pub fn leaves<'py>(py: Python<'py>, cols: Vec<(&str, Bound<'py, PyAny>)>) -> PyResult<Bound<'py, PyAny>> {
+    let path = |col: &str| col.split_once('/').map_or(String::new(), |(_, p)| p.to_string());
+    if let [(col, a)] = cols.as_slice() {
+        if path(col).is_empty() {
+            return Ok(a.clone());
+        }
+    }
+    let d = PyDict::new(py);
+    for (col, a) in cols {
+        d.set_item(path(col), a)?;
+    }
+    Ok(d.into_any())
+}
+
+/// numpy's type string of a dtype (native little-endian).
+pub fn typestr(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "|b1",
+        DType::U8 => "|u1",
+        DType::I8 => "|i1",
+        DType::U16 => "<u2",
+        DType::I16 => "<i2",
+        DType::U32 => "<u4",
+        DType::I32 => "<i4",
+        DType::U64 => "<u8",
+        DType::I64 => "<i8",
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+    }
+}
+
+fn asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    ASARRAY.import(py, "numpy", "asarray")
+}
+
+/// A numpy array over `bytes`, which must lie inside memory `keep` owns and hold
+/// `shape`'s elements of `dtype`.
+pub fn view<'py>(py: Python<'py>, keep: &Keep, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    debug_assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size());
+    let buf = Buffer { keep: keep.clone(), ptr: bytes.as_ptr() as usize, shape: shape.to_vec(), typestr: typestr(dtype) };
+    asarray(py)?.call1((Bound::new(py, buf)?,))
+}
+
+/// A numpy array that takes over `a`'s bytes (no copy).
+pub fn owned<'py>(py: Python<'py>, a: Array) -> PyResult<Bound<'py, PyAny>> {
+    let (dtype, shape) = (a.dtype, a.shape);
+    let data: Arc<Vec<u8>> = Arc::new(a.data);
+    let keep: Keep = data.clone();
+    view(py, &keep, &data, dtype, &shape)
+}
+
+/// A numpy array that takes over a vector of numbers (no copy).
+pub fn from_vec<'py, T: bytemuck::Pod + Send + Sync>(py: Python<'py>, v: Vec<T>, dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    debug_assert_eq!(std::mem::size_of::<T>(), dtype.size());
+    let data = Arc::new(v);
+    let keep: Keep = data.clone();
+    view(py, &keep, bytemuck::cast_slice(&data), dtype, shape)
+}
+
+/// A bool numpy array (numpy's bools are bytes 0 and 1, like Rust's).
+pub fn from_bools<'py>(py: Python<'py>, v: &[bool]) -> PyResult<Bound<'py, PyAny>> {
+    from_vec(py, v.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>(), DType::Bool, &[v.len()])
+}

@@ -1,0 +1,101 @@
+//! The recording half of `rollway.DataCollector`: steps of a Python env, already
+//! packed into the dataset's row layout by the package, go into a
+//! `rollway_store::Recorder` and from there to the crash-safe writer, whose
+//! background thread commits shards. Per step this is one call that copies two
+//! small rows and pushes three numbers, so the wrapper adds little to the env's own
+//! cost; a killed Python process loses at most the unfinished episode and whatever
+//! finished episodes were not yet committed (see `max_buffer_steps`).
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
+use rollway_store::{DatasetWriter, Recorder, WriterConfig};
+
+use crate::errors::{input_error, ToPy};
+
+/// An open recording (the `rollway.DataCollector` class drives it). Unsendable:
+/// a collector belongs to the thread that steps its env.
+#[pyclass(module = "rollway._rollway", unsendable)]
+pub struct RecorderHandle {
+    rec: Option<Recorder>,
+    record_infos: bool,
+}
+
+fn parse_info(text: Option<&str>) -> PyResult<Option<Info>> {
+    text.map(|t| serde_json::from_str::<Info>(t).map_err(|e| input_error(format!("info is not a JSON object: {e}")))).transpose()
+}
+
+#[pymethods]
+impl RecorderHandle {
+    /// Creates the dataset at `path` for an env with these spaces (Minari's space JSON).
+    #[new]
+    #[pyo3(signature = (path, env_id, observation_space, action_space, max_episode_steps=None, algorithm="python", record_infos=false, max_buffer_steps=None, max_buffer_episodes=None, frame_media=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        env_id: String,
+        observation_space: &str,
+        action_space: &str,
+        max_episode_steps: Option<u64>,
+        algorithm: &str,
+        record_infos: bool,
+        max_buffer_steps: Option<usize>,
+        max_buffer_episodes: Option<usize>,
+        frame_media: Option<String>,
+    ) -> PyResult<Self> {
+        let observation_space = Space::from_json(observation_space).map_err(|e| input_error(format!("observation space: {e}")))?;
+        let action_space = Space::from_json(action_space).map_err(|e| input_error(format!("action space: {e}")))?;
+        let spec = EnvSpec { id: env_id, observation_space, action_space, max_episode_steps, render_fps: None, reward_threshold: None };
+        let d = WriterConfig::default();
+        let cfg = WriterConfig { record_infos, max_buffer_steps: max_buffer_steps.or(d.max_buffer_steps), max_buffer_episodes: max_buffer_episodes.or(d.max_buffer_episodes), frame_media: frame_media.unwrap_or(d.frame_media.clone()), ..d };
+        let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
+        let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg).map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
+        let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+        Ok(RecorderHandle { rec: Some(Recorder::new(writer, ol, al)), record_infos })
+    }
+
+    /// Starts an episode at its reset observation (packed row), truncating an unfinished one.
+    #[pyo3(signature = (seed, obs, info=None))]
+    fn begin(&mut self, seed: u64, obs: &[u8], info: Option<&str>) -> PyResult<()> {
+        let info = if self.record_infos { parse_info(info)? } else { None };
+        self.open()?.begin(seed, obs, info).py()
+    }
+
+    /// Records a step; true when it ended the episode.
+    #[pyo3(signature = (action, obs, reward, terminated, truncated, info=None))]
+    fn step(&mut self, action: &[u8], obs: &[u8], reward: f64, terminated: bool, truncated: bool, info: Option<&str>) -> PyResult<bool> {
+        let info = if self.record_infos { parse_info(info)? } else { None };
+        self.open()?.step(action, obs, &StepOutcome { reward, terminated, truncated }, info).py()
+    }
+
+    /// Commits every finished episode so far.
+    fn save(&mut self, py: Python<'_>) -> PyResult<()> {
+        let rec = self.open()?;
+        py.detach(|| rec.save()).py()
+    }
+
+    /// Episodes recorded so far.
+    #[getter]
+    fn episodes(&self) -> u64 {
+        self.rec.as_ref().map_or(0, Recorder::episodes)
+    }
+
+    /// Truncates the unfinished episode, commits and closes; returns
+    /// (shards, episodes, steps, bytes) written. A second call does nothing.
+    fn close(&mut self, py: Python<'_>) -> PyResult<Option<(u64, u64, u64, u64)>> {
+        let Some(rec) = self.rec.take() else { return Ok(None) };
+        let s = py.detach(|| rec.close()).py()?;
+        Ok(Some((s.shards, s.episodes, s.steps, s.bytes)))
+    }
+}
+
+impl RecorderHandle {
+    fn open(&mut self) -> PyResult<&mut Recorder> {
+        self.rec.as_mut().ok_or_else(|| input_error("the DataCollector is closed"))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RecorderHandle>()
+}

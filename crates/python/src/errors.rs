@@ -1,0 +1,124 @@
+//! Every Rust error that reaches Python goes through this file.
+//!
+//! | Python exception | raised for |
+//! |---|---|
+//! | `rollway.RollwayError` (base, `Exception`) | a run or write that failed (the CLI's exit 1) |
+//! | `rollway.InputError(RollwayError, ValueError)` | bad settings, paths, filters or data (the CLI's exit 2) |
+//! | `rollway.DatasetNotFoundError(RollwayError, FileNotFoundError)` | a path that is missing or holds no dataset |
+//! | `KeyboardInterrupt` | Ctrl-C during a long call (committed episodes are kept) |
+//!
+//! Messages are the CLI's (`context: cause: cause…`). The classes are made here at
+//! import, with two bases each, which `create_exception!` cannot do.
+
+use std::io::ErrorKind;
+
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+static ROLLWAY_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// What kind of failure an error is, by the types in its chain.
+enum Kind {
+    Interrupted,
+    NotFound,
+    Input,
+    Failed,
+}
+
+fn kind(e: &anyhow::Error) -> Kind {
+    if e.chain().any(|c| c.is::<rollway_cli::run::Interrupted>()) {
+        return Kind::Interrupted;
+    }
+    let missing = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == ErrorKind::NotFound)
+            || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::NotADataset { .. }))
+            || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound)
+    });
+    if missing {
+        Kind::NotFound
+    } else if e.is::<rollway_cli::InputError>() || e.chain().any(is_input) {
+        Kind::Input
+    } else {
+        Kind::Failed
+    }
+}
+
+/// Errors of the library crates that mean "what you gave is wrong".
+fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(e) = c.downcast_ref::<rollway_interop::Error>() {
+        return e.is_input();
+    }
+    if let Some(e) = c.downcast_ref::<rollway_loader::Error>() {
+        return matches!(e, rollway_loader::Error::Config { .. });
+    }
+    matches!(
+        c.downcast_ref::<rollway_store::Error>(),
+        Some(rollway_store::Error::Corrupt { .. } | rollway_store::Error::Locked { .. } | rollway_store::Error::NoEpisode(_) | rollway_store::Error::Mismatch { .. } | rollway_store::Error::BadEpisode { .. })
+    )
+}
+
+/// The Python exception for `e`.
+pub fn to_py(e: anyhow::Error) -> PyErr {
+    let msg = rollway_cli::chain_text(&e);
+    Python::attach(|py| {
+        let class = match kind(&e) {
+            Kind::Interrupted => return PyKeyboardInterrupt::new_err(msg),
+            Kind::NotFound => NOT_FOUND.get(py),
+            Kind::Input => INPUT_ERROR.get(py),
+            Kind::Failed => ROLLWAY_ERROR.get(py),
+        };
+        match class {
+            Some(c) => PyErr::from_type(c.bind(py).clone(), msg),
+            None => PyException::new_err(msg),
+        }
+    })
+}
+
+/// Converts any error the crates return.
+pub trait ToPy<T> {
+    /// The result with its error as a Python exception.
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T, E: Into<anyhow::Error>> ToPy<T> for Result<T, E> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(|e| to_py(e.into()))
+    }
+}
+
+/// An `InputError` with this message (for checks made in the bindings).
+pub fn input_error(msg: impl Into<String>) -> PyErr {
+    to_py(rollway_cli::InputError(anyhow::anyhow!(msg.into())).into())
+}
+
+/// Makes the classes and adds them to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let make = |name: &str, bases: Bound<'_, PyTuple>, doc: &str| -> PyResult<Py<PyType>> {
+        let ns = PyDict::new(py);
+        ns.set_item("__doc__", doc)?;
+        ns.set_item("__module__", "rollway")?;
+        let class = py.get_type::<PyType>().call1((name, bases, ns))?;
+        Ok(class.cast_into::<PyType>()?.unbind())
+    };
+    let base = make("RollwayError", PyTuple::new(py, [py.get_type::<PyException>()])?, "A rollway call failed (the CLI's exit code 1).")?;
+    let input = make(
+        "InputError",
+        PyTuple::new(py, [base.bind(py).clone(), py.get_type::<PyValueError>()])?,
+        "Bad settings, paths or data (the CLI's exit code 2); nothing was changed.",
+    )?;
+    let missing = make(
+        "DatasetNotFoundError",
+        PyTuple::new(py, [base.bind(py).clone(), py.get_type::<PyFileNotFoundError>()])?,
+        "A path that does not exist or holds no rollway dataset.",
+    )?;
+    for (name, class, cell) in [("RollwayError", base, &ROLLWAY_ERROR), ("InputError", input, &INPUT_ERROR), ("DatasetNotFoundError", missing, &NOT_FOUND)] {
+        m.add(name, class.bind(py))?;
+        let _ = cell.set(py, class);
+    }
+    Ok(())
+}

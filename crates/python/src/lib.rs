@@ -1,0 +1,83 @@
+//! `rollway._rollway`: the Python bindings. All PyO3 code of the project lives in
+//! this crate (the core crates know nothing of Python); the package around it,
+//! with the pure-Python parts, the stubs and `py.typed`, is `python/rollway/`.
+//!
+//! Each file binds one part: [`run`] the generator, [`dataset`] reading,
+//! [`loader`] the training loader (zero-copy batches), [`collector`] recording
+//! from a Python env, [`arrays`] the numpy views they share, [`errors`] the
+//! mapping of every error to a Python exception.
+
+mod arrays;
+mod collector;
+mod convert;
+mod dataset;
+mod errors;
+mod loader;
+mod run;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The built-in envs: id, summary, spaces (Minari's space JSON), time limit, parameters.
+#[pyfunction]
+fn envs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut out = Vec::new();
+    for e in rollway_envs::REGISTRY {
+        let d = PyDict::new(py);
+        d.set_item("id", e.id)?;
+        d.set_item("summary", e.summary)?;
+        d.set_item("params", e.params.iter().map(|(k, h)| (*k, *h)).collect::<Vec<_>>())?;
+        if let Ok(env) = rollway_envs::make(e.id, &Default::default()) {
+            let s = env.spec();
+            d.set_item("observation_space", s.observation_space.to_json())?;
+            d.set_item("action_space", s.action_space.to_json())?;
+            d.set_item("max_episode_steps", s.max_episode_steps)?;
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The built-in agents: name, summary, the envs they are made for (empty: any), parameters.
+#[pyfunction]
+fn agents(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    rollway_agents::REGISTRY
+        .iter()
+        .map(|a| {
+            let d = PyDict::new(py);
+            d.set_item("name", a.name)?;
+            d.set_item("summary", a.summary)?;
+            d.set_item("envs", a.envs.to_vec())?;
+            d.set_item("params", a.params.iter().map(|(k, h)| (*k, *h)).collect::<Vec<_>>())?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// A space's row layout: its leaves as (path, numpy dtype, shape, bytes), and the
+/// row's size. Leaves start at multiples of 8 bytes.
+#[pyfunction]
+fn layout(space_json: &str) -> PyResult<(Vec<(String, &'static str, Vec<usize>, usize)>, usize)> {
+    let space = rollway_core::Space::from_json(space_json).map_err(|e| errors::input_error(format!("space: {e}")))?;
+    let l = rollway_core::Layout::of(&space);
+    let leaves = l.leaves().iter().map(|f| (f.path.clone(), f.dtype.name(), f.shape.clone(), f.bytes())).collect();
+    Ok((leaves, l.row_bytes()))
+}
+
+#[pymodule]
+fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    rollway_cli::quiet_worker_panics();
+    errors::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FORMAT_VERSION", rollway_store::FORMAT_VERSION)?;
+    m.add_function(wrap_pyfunction!(envs, m)?)?;
+    m.add_function(wrap_pyfunction!(agents, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(layout, m)?)?;
+    m.add_class::<arrays::Buffer>()?;
+    dataset::register(m)?;
+    convert::register(m)?;
+    loader::register(m)?;
+    collector::register(m)?;
+    Ok(())
+}

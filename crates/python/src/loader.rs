@@ -1,0 +1,145 @@
+//! `rollway.Loader`: the training loader, its batches handed to Python without a copy.
+//!
+//! Every array of a batch is a numpy view of the loader's own batch buffer, lent
+//! out of the pool (`rollway_loader::LentBatch`). The buffer goes back only when the
+//! last view of it is gone (see `arrays`), so a batch Python keeps is never
+//! overwritten, and a loop that drops each batch before the next runs with the
+//! pool's fixed set of buffers, allocating nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rollway_core::Array;
+use rollway_loader::{LentBatch, Loader, LoaderConfig, LoaderState, Selection};
+
+use crate::arrays::{self, Keep};
+use crate::errors::ToPy;
+
+/// An open loader (the `rollway.Loader` class wraps it).
+#[pyclass(module = "rollway._rollway")]
+pub struct LoaderHandle {
+    inner: Loader,
+    fields: Option<Vec<String>>,
+}
+
+#[pymethods]
+impl LoaderHandle {
+    #[new]
+    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        clip: usize,
+        stride: usize,
+        batch: usize,
+        shuffle: bool,
+        seed: u64,
+        rank: usize,
+        world: usize,
+        pad: bool,
+        drop_last: bool,
+        replacement: bool,
+        prefetch: usize,
+        threads: Option<usize>,
+        labels: Vec<String>,
+        min_return: Option<f64>,
+        max_return: Option<f64>,
+        min_length: Option<u64>,
+        max_length: Option<u64>,
+        fields: Option<Vec<String>>,
+    ) -> PyResult<Self> {
+        let select = Selection { labels, min_return, max_return, min_length, max_length };
+        let d = LoaderConfig::default();
+        let cfg = LoaderConfig { clip_len: clip, stride, pad, batch_size: batch, shuffle, replacement, seed, rank, world_size: world, prefetch_batches: prefetch, threads: threads.unwrap_or(d.threads), drop_last, select };
+        let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
+        Ok(LoaderHandle { inner, fields })
+    }
+
+    /// Windows per epoch over all ranks.
+    #[getter]
+    fn num_windows(&self) -> usize {
+        self.inner.num_windows()
+    }
+
+    /// Batches per epoch for this rank.
+    #[getter]
+    fn batches_per_epoch(&self) -> u64 {
+        self.inner.batches_per_epoch()
+    }
+
+    /// Steps per window.
+    #[getter]
+    fn clip_len(&self) -> usize {
+        self.inner.clip_len()
+    }
+
+    /// Episodes the loader sees.
+    #[getter]
+    fn num_episodes(&self) -> usize {
+        self.inner.episodes().len()
+    }
+
+    /// Where the loader is: (epoch, batches of it delivered).
+    fn state(&self) -> (u64, u64) {
+        let s = self.inner.state();
+        (s.epoch, s.batches)
+    }
+
+    /// Continues from a state: the next batch is the one after it.
+    fn restore(&mut self, epoch: u64, batches: u64) {
+        self.inner.restore(LoaderState { epoch, batches });
+    }
+
+    /// Takes in episodes committed since; they join at the next epoch.
+    fn refresh(&mut self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| self.inner.refresh()).py()
+    }
+
+    /// The next batch of the epoch as a dict of numpy arrays, or None at its end
+    /// (the following call starts the next epoch).
+    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let Some(lent) = py.detach(|| inner.next_lent()).py()? else { return Ok(None) };
+        batch_dict(py, lent, self.fields.as_deref()).map(Some)
+    }
+}
+
+/// A batch's fields as views of the lent buffer (only `fields`, when given).
+fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>) -> PyResult<Bound<'py, PyDict>> {
+    let lent = Arc::new(lent);
+    let keep: Keep = lent.clone();
+    let b: &rollway_loader::Batch = &lent;
+    let d = PyDict::new(py);
+    let want = |name: &str| fields.is_none_or(|f| f.iter().any(|x| x == name));
+    let view = |a: &Array| arrays::view(py, &keep, &a.data, a.dtype, &a.shape);
+    for (name, cols) in [("observations", &b.observations), ("actions", &b.actions)] {
+        if want(name) {
+            let views = cols.iter().map(|(col, a)| Ok((col.as_str(), view(a)?))).collect::<PyResult<Vec<_>>>()?;
+            d.set_item(name, arrays::leaves(py, views)?)?;
+        }
+    }
+    let plain = [
+        ("rewards", &b.rewards),
+        ("terminated", &b.terminated),
+        ("truncated", &b.truncated),
+        ("first", &b.first),
+        ("mask", &b.mask),
+        ("episode_id", &b.episode_id),
+        ("step", &b.step),
+        ("state", &b.state),
+    ];
+    for (name, a) in plain {
+        if want(name) {
+            d.set_item(name, view(a)?)?;
+        }
+    }
+    d.set_item("index", b.index)?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<LoaderHandle>()
+}

@@ -1,0 +1,64 @@
+//! `rollway.run`: the CLI's `run`, with the config given as the TOML file's keys.
+//!
+//! The package turns keyword arguments into the config file's table (the same keys,
+//! the same defaults, the same checks and messages) and calls [`run`] with it; the
+//! run itself is `rollway_cli::run::execute`, the one the CLI uses. The GIL is
+//! released for the whole run; about ten times a second the progress tick takes it
+//! back to let Python handle signals, so Ctrl-C stops the run, its finished
+//! episodes are committed, and `KeyboardInterrupt` is raised.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use rollway_cli::args::RunArgs;
+use rollway_cli::job::FileConfig;
+use rollway_cli::run::{execute, Outcome, RunHooks};
+use serde_json::json;
+
+use crate::errors::{input_error, ToPy};
+
+/// Runs a job; returns the summary and what was written, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    py: Python<'_>,
+    config: Option<&str>,
+    out: Option<PathBuf>,
+    resume: Option<PathBuf>,
+    append: bool,
+    record: bool,
+    progress: bool,
+    episodes: Option<u64>,
+    steps: Option<u64>,
+) -> PyResult<String> {
+    let file: Option<FileConfig> = match config {
+        Some(text) => Some(serde_json::from_str(text).map_err(|e| {
+            // serde_json adds where in the JSON text it was: meaningless to a caller of run().
+            let msg = e.to_string();
+            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m);
+            input_error(format!("run settings: {msg}"))
+        })?),
+        None => None,
+    };
+    if append && out.is_none() {
+        return Err(input_error("append=True needs out="));
+    }
+    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, episodes, steps, ..RunArgs::default() };
+    let outcome = py.detach(|| {
+        let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
+        execute(&args, file, RunHooks { stop: Some(stop) })
+    });
+    Ok(report(&outcome.py()?).to_string())
+}
+
+fn report(o: &Outcome) -> serde_json::Value {
+    let written = o.written.as_ref().map(|w| json!({"shards": w.shards, "episodes": w.episodes, "steps": w.steps, "bytes": w.bytes}));
+    let resumed = o.resumed.as_ref().map(|r| json!({"run": r.run.run, "episodes": r.episodes, "steps": r.steps, "next_index": r.next_index}));
+    json!({
+        "summary": o.summary,
+        "out": o.out.as_ref().map(|p| p.display().to_string()),
+        "written": written,
+        "resumed": resumed,
+    })
+}

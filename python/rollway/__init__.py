@@ -1,0 +1,58 @@
+"""rollway: fast, crash-safe RL and embodied-agent data, from Python.
+
+Generate episodes with rollway's parallel runner, record them into a dataset that
+survives ``kill -9``, read them back as numpy arrays, and feed training with a
+zero-copy loader::
+
+    import rollway
+
+    summary = rollway.run(env="CartPole-v1", agent="random", episodes=100, out="data/cp")
+    ds = rollway.Dataset("data/cp")
+    ep = ds[0]                      # numpy arrays: ep.observations, ep.actions, ep.rewards, ...
+    for batch in rollway.Loader("data/cp", clip=16, batch=256):
+        batch["rewards"]            # [256, 16] float64, a view of rollway's buffer
+
+Every call maps one-to-one onto the ``rollway`` command line (``rollway run --help``).
+Errors are :class:`RollwayError` (bad input: :class:`InputError`, also a
+``ValueError``; missing datasets: :class:`DatasetNotFoundError`, also a
+``FileNotFoundError``). Long calls release the GIL, show a progress bar on a
+terminal (``progress=False`` turns it off) and stop on Ctrl-C, keeping every
+committed episode.
+"""
+
+from rollway._rollway import (
+    FORMAT_VERSION,
+    DatasetNotFoundError,
+    InputError,
+    RollwayError,
+    __version__,
+)
+from rollway._run import Summary, agents, envs, run
+from rollway.dataset import Dataset, Episode, import_lerobot, import_minari
+from rollway.loader import Loader
+
+__all__ = [
+    "FORMAT_VERSION",
+    "DataCollector",
+    "Dataset",
+    "DatasetNotFoundError",
+    "Episode",
+    "InputError",
+    "Loader",
+    "RollwayError",
+    "Summary",
+    "__version__",
+    "agents",
+    "envs",
+    "import_lerobot",
+    "import_minari",
+    "run",
+]
+
+
+def __getattr__(name: str):  # PEP 562: gymnasium is imported only when DataCollector is used
+    if name == "DataCollector":
+        from rollway.collector import DataCollector
+
+        return DataCollector
+    raise AttributeError(f"module 'rollway' has no attribute {name!r}")

@@ -1,0 +1,179 @@
+"""``rollway.run``: the ``rollway run`` command as a function."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from rollway import _rollway
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Summary:
+    """What a run did: every field of ``rollway run --summary-json`` as an attribute.
+
+    ``episodes``, ``steps``, ``terminated``, ``truncated``, ``given_up``, ``untried``,
+    ``labels`` (label → count), ``label_rates``, ``ret`` and ``length`` (mean/std/min/max),
+    ``steps_per_sec``, ``seconds``, … plus ``out`` (the dataset directory, or None),
+    ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
+    """
+
+    def __init__(self, report: Mapping[str, Any]):
+        self._fields: Dict[str, Any] = dict(report["summary"])
+        self.out: Optional[str] = report.get("out")
+        self.written: Optional[Dict[str, int]] = report.get("written")
+        self.resumed: Optional[Dict[str, int]] = report.get("resumed")
+
+    def __getattr__(self, name: str) -> Any:
+        fields = self.__dict__.get("_fields", {})
+        if name in fields:
+            return fields[name]
+        if name == "return_" and "ret" in fields:
+            return fields["ret"]
+        raise AttributeError(f"Summary has no field {name!r}; fields: {', '.join(sorted(fields))}")
+
+    @property
+    def complete(self) -> bool:
+        """True when no episode was given up or left untried (the CLI's exit code 0)."""
+        return not self._fields.get("given_up") and not self._fields.get("untried")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The summary JSON's fields, plus ``out``, ``written`` and ``resumed``."""
+        return {**self._fields, "out": self.out, "written": self.written, "resumed": self.resumed}
+
+    def __repr__(self) -> str:
+        f = self._fields
+        return (
+            f"Summary(env={f.get('env')!r}, agent={f.get('agent')!r}, episodes={f.get('episodes')}, "
+            f"steps={f.get('steps')}, given_up={f.get('given_up')}, out={self.out!r})"
+        )
+
+
+def _duration(x: Union[str, float, int, None]) -> Optional[str]:
+    if x is None or isinstance(x, str):
+        return x
+    return f"{int(round(float(x) * 1e6))}us"
+
+
+def _batch(x: Union[str, Tuple[int, int], Sequence[int], None]) -> Optional[str]:
+    if x is None or isinstance(x, str):
+        return x
+    lo, hi = x
+    return f"{int(lo)}:{int(hi)}"
+
+
+def _params(x: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
+    if x is None:
+        return None
+    return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in x.items()}
+
+
+# Arguments that are not config-file keys.
+_CALL_ONLY = ("out", "resume", "append", "record", "progress")
+# What `rollway run --resume` accepts besides the stored config.
+_RESUMABLE = ("episodes", "steps")
+
+
+def run(
+    env: Optional[str] = None,
+    agent: Optional[str] = None,
+    *,
+    workers: Optional[int] = None,
+    envs_per_worker: Optional[int] = None,
+    episodes: Optional[int] = None,
+    steps: Optional[int] = None,
+    max_steps: Optional[int] = None,
+    seed: Optional[int] = None,
+    mode: Optional[str] = None,
+    batch: Union[str, Tuple[int, int], None] = None,
+    max_wait: Union[str, float, None] = None,
+    max_restarts: Optional[int] = None,
+    max_attempts: Optional[int] = None,
+    filters: Optional[List[str]] = None,
+    env_params: Optional[Mapping[str, Any]] = None,
+    agent_params: Optional[Mapping[str, Any]] = None,
+    out: Optional[PathLike] = None,
+    resume: Optional[PathLike] = None,
+    append: bool = False,
+    record: bool = True,
+    progress: bool = True,
+    config: Optional[PathLike] = None,
+    **more: Any,
+) -> Summary:
+    """Runs envs and an agent in parallel, like ``rollway run``; returns a :class:`Summary`.
+
+    The keyword arguments are the keys of ``rollway run --config FILE`` (the TOML
+    file), with the same defaults and checks: ``rollway.run()`` alone runs the default
+    job (``PixelMine-v0`` with the scripted miner, recorded under ``./rollway-data``).
+    Others: ``record_infos``, ``max_buffer_steps``, ``max_buffer_episodes``,
+    ``frame_media`` (alias ``image_media``: ``lz4``, ``raw``, ``jpeg``, ``h264``), ``crf``,
+    ``preset``, ``keyint``, ``fps``, ``jpeg_quality``, ``x264_params``, ``summary_json``,
+    ``episodes_json``.
+
+    - ``batch``: ``(min, max)`` envs per agent call (``max`` 0: all); ``max_wait``: seconds
+      or a duration string (``"2ms"``); ``mode``: ``"sync"`` or ``"async"``.
+    - ``out``: record into this new dataset directory (``append=True`` adds a run to an
+      existing one); ``resume``: continue the last run of that dataset exactly where its
+      committed episodes end (only ``episodes``/``steps`` may raise its target).
+    - ``config``: a TOML config file; keyword arguments override its keys.
+
+    Ctrl-C stops the run: the finished episodes are committed, then
+    ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
+    """
+    given = {
+        "env": env, "agent": agent, "workers": workers, "envs_per_worker": envs_per_worker,
+        "episodes": episodes, "steps": steps, "max_steps": max_steps, "seed": seed, "mode": mode,
+        "batch": _batch(batch), "max_wait": _duration(max_wait), "max_restarts": max_restarts,
+        "max_attempts": max_attempts, "filters": list(filters) if filters is not None else None,
+        "env_params": _params(env_params), "agent_params": _params(agent_params),
+    }
+    if "image_media" in more:
+        more["frame_media"] = more.pop("image_media")
+    given.update(more)
+    settings = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
+    common = dict(out=_path(out), append=append, record=record, progress=progress)
+    if resume is not None:
+        extra = sorted(set(settings) - set(_RESUMABLE)) + (["config"] if config is not None else [])
+        if extra or out is not None:
+            raise InputError_(
+                f"resume={os.fspath(resume)!r} continues the stored run as it was; only episodes= or steps= "
+                f"(raised, same unit) may be given, not {', '.join(extra or ['out'])}"
+            )
+        common.update(out=None)
+        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, **{k: v for k, v in common.items() if k != "out"})
+        return Summary(json.loads(report))
+    if config is not None:
+        settings = {**_read_config(config), **settings}
+    report = _rollway.run(json.dumps(settings), **common)
+    return Summary(json.loads(report))
+
+
+def _path(p: Optional[PathLike]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def _read_config(path: PathLike) -> Dict[str, Any]:
+    try:
+        import tomllib  # Python 3.11+
+    except ImportError:  # pragma: no cover - older Pythons
+        import tomli as tomllib  # type: ignore[no-redef]
+    with open(path, "rb") as f:
+        try:
+            return tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise InputError_(f"config {os.fspath(path)}: {e}") from None
+
+
+InputError_ = _rollway.InputError
+
+
+def envs() -> List[Dict[str, Any]]:
+    """The built-in envs (``rollway envs``): id, summary, spaces, time limit, parameters."""
+    return _rollway.envs()
+
+
+def agents() -> List[Dict[str, Any]]:
+    """The built-in agents (``rollway agents``): name, summary, envs, parameters."""
+    return _rollway.agents()

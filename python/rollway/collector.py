@@ -1,0 +1,112 @@
+"""``rollway.DataCollector``: Minari's ``DataCollector`` on rollway's crash-safe writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
+
+import gymnasium as gym
+import numpy as np
+
+from rollway import _rollway
+from rollway.spaces import packer, to_json
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _plain(x: Any) -> Any:
+    # json.dumps fallback for numpy values in infos.
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"info value of type {type(x).__name__} is not JSON-serializable")
+
+
+class DataCollector(gym.Wrapper):
+    """Records every episode of a Gymnasium env into a rollway dataset at ``path``.
+
+    The semantics are Minari's ``DataCollector``: ``reset``/``step`` pass through
+    unchanged; a ``reset`` before the episode ended records it as truncated; a reset
+    without a seed draws one (and passes it to the env) so every episode is
+    reproducible; spaces are taken from the env; ``close()`` records the unfinished
+    episode, commits and closes the dataset. Unlike Minari's, each finished episode
+    goes to rollway's crash-safe writer, which commits shards in the background: if
+    the Python process is killed, the dataset holds every committed episode intact
+    (``max_buffer_steps``/``max_buffer_episodes`` bound what is not yet committed).
+
+    ``record_infos=True`` also keeps every step's info dict (JSON-serializable values
+    and numpy arrays). ``to_minari(dataset_id)`` exports a dataset ``minari`` loads.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        path: PathLike,
+        *,
+        record_infos: bool = False,
+        max_buffer_steps: Optional[int] = None,
+        max_buffer_episodes: Optional[int] = None,
+        frame_media: Optional[str] = None,
+        algorithm_name: str = "python",
+    ):
+        super().__init__(env)
+        self.path = os.fspath(path)
+        obs_json, act_json = to_json(env.observation_space), to_json(env.action_space)
+        self._pack_obs, self._pack_act = packer(obs_json), packer(act_json)
+        spec = env.spec
+        env_id = spec.id if spec is not None else type(env.unwrapped).__name__
+        limit = spec.max_episode_steps if spec is not None else None
+        self._infos = record_infos
+        self._rec = _rollway.RecorderHandle(
+            self.path, env_id, obs_json, act_json, limit, algorithm_name, record_infos,
+            max_buffer_steps, max_buffer_episodes, frame_media,
+        )
+
+    def _info(self, info: Dict[str, Any]) -> Optional[str]:
+        return json.dumps(info, default=_plain) if self._infos else None
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+        if seed is None:
+            seed = secrets.randbits(63)
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._rec.begin(seed, self._pack_obs(obs), self._info(info))
+        return obs, info
+
+    def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info_json = json.dumps(info, default=_plain) if self._infos else None
+        self._rec.step(self._pack_act(action), self._pack_obs(obs), float(reward), bool(terminated), bool(truncated), info_json)
+        return obs, reward, terminated, truncated, info
+
+    @property
+    def episodes(self) -> int:
+        """Episodes recorded so far (committed or on their way)."""
+        return self._rec.episodes
+
+    def save(self) -> None:
+        """Commits every finished episode now (the writer also commits on its own)."""
+        self._rec.save()
+
+    def close(self) -> None:
+        """Records the unfinished episode (truncated), commits, and closes the dataset and env."""
+        self._rec.close()
+        super().close()
+
+    def to_minari(self, dataset_id: str, path: Optional[PathLike] = None, *, force: bool = False,
+                  author: Optional[str] = None, description: Optional[str] = None) -> Any:
+        """Exports the committed episodes as Minari dataset ``dataset_id``; returns it loaded
+        with ``minari`` (needs minari). ``path`` defaults to Minari's own place for the id
+        (``$MINARI_DATASETS_PATH`` or ``~/.minari/datasets``), so ``minari.load_dataset(id)``
+        finds it too."""
+        import minari
+
+        self._rec.save()
+        if path is None:
+            root = os.environ.get("MINARI_DATASETS_PATH") or os.path.join(os.path.expanduser("~"), ".minari", "datasets")
+            path = os.path.join(root, *dataset_id.split("/"))
+        report = json.loads(_rollway.export_minari(self.path, os.fspath(path), dataset_id=dataset_id, force=force,
+                                                   author=author, description=description, progress=False))
+        return minari.MinariDataset(report["path"])

@@ -1,0 +1,123 @@
+"""``rollway.Loader``: shuffled, resumable, rank-sharded training windows, zero-copy into numpy."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, Optional, Sequence, Union
+
+from rollway import _rollway
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Loader:
+    """Batches of fixed-length windows from a dataset, assembled by rollway's threads.
+
+    Each batch is a dict of numpy arrays ``[batch, clip, ...]``: ``observations`` and
+    ``actions`` (arrays, or dicts by leaf path for Dict spaces), ``rewards``,
+    ``terminated``, ``truncated``, ``first`` (true at an episode's first step), ``mask``
+    (false on padding), ``state`` (the agent's recurrent state going into the window),
+    and per window ``episode_id`` and ``step``. The arrays **view rollway's batch
+    buffers without a copy**; a buffer is reused only after every array viewing it is
+    gone, so keeping a batch (or a ``torch.from_numpy`` tensor of it) is always safe.
+
+    Iterating yields ``epochs`` epochs (None: one epoch per ``for`` loop, continuing
+    with the next epoch the next time). ``clip=0`` loads whole episodes (padded).
+    ``select`` keeps episodes by ``label``/``labels``, ``min_return``, ``max_return``,
+    ``min_length``, ``max_length``. ``fields`` limits the batch to those keys.
+    ``state_dict()``/``load_state_dict()`` resume mid-epoch with exactly the windows not
+    yet delivered.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        clip: int = 16,
+        stride: int = 1,
+        batch: int = 256,
+        shuffle: bool = True,
+        seed: int = 0,
+        epochs: Optional[int] = None,
+        rank: int = 0,
+        world: int = 1,
+        fields: Optional[Sequence[str]] = None,
+        pad: bool = False,
+        drop_last: bool = False,
+        select: Optional[Dict[str, Any]] = None,
+        *,
+        replacement: bool = False,
+        prefetch: int = 4,
+        threads: Optional[int] = None,
+    ):
+        sel = dict(select or {})
+        labels = sel.pop("labels", None) or []
+        if "label" in sel:
+            labels = [sel.pop("label")] + list(labels)
+        unknown = set(sel) - {"min_return", "max_return", "min_length", "max_length"}
+        if unknown:
+            raise _rollway.InputError(f"select: unknown key(s) {', '.join(sorted(unknown))}; expected label(s), min_return, max_return, min_length, max_length")
+        if epochs is not None and epochs < 1:
+            raise _rollway.InputError(f"epochs={epochs}: must be at least 1 (or None)")
+        self.path = os.fspath(path)
+        self.epochs = epochs
+        self._config = dict(clip=clip, stride=stride, batch=batch, shuffle=shuffle, seed=seed, rank=rank, world=world,
+                            pad=pad, drop_last=drop_last, replacement=replacement)
+        self._h = _rollway.LoaderHandle(
+            self.path, clip, stride, batch, shuffle, seed, rank, world, pad, drop_last, replacement, prefetch, threads,
+            [str(x) for x in labels], sel.get("min_return"), sel.get("max_return"), sel.get("min_length"),
+            sel.get("max_length"), list(fields) if fields is not None else None,
+        )
+
+    @property
+    def num_windows(self) -> int:
+        """Windows per epoch, over all ranks."""
+        return self._h.num_windows
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        return self._h.batches_per_epoch
+
+    @property
+    def clip_len(self) -> int:
+        return self._h.clip_len
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch."""
+        return self._h.state()[0]
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        epochs = 1 if self.epochs is None else self.epochs
+        done = 0
+        while done < epochs:
+            b = self._h.next_batch()
+            if b is None:
+                done += 1
+                continue
+            yield b
+
+    def next_batch(self) -> Optional[Dict[str, Any]]:
+        """The next batch of the current epoch, or None at its end (the next call starts
+        the following epoch)."""
+        return self._h.next_batch()
+
+    def refresh(self) -> int:
+        """Takes in episodes committed since (a dataset still being written); they join at
+        the next epoch. Returns how many more episodes the loader will see."""
+        return self._h.refresh()
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the loader is, to resume exactly (with the same dataset and settings)."""
+        epoch, batches = self._h.state()
+        return {"epoch": epoch, "batches": batches, "num_windows": self.num_windows, **self._config}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues from ``state_dict()``: the next batch is the first one not delivered."""
+        for k, v in self._config.items():
+            if k in state and state[k] != v:
+                raise _rollway.InputError(f"load_state_dict: the state was saved with {k}={state[k]!r}, this loader has {k}={v!r}")
+        if state.get("num_windows", self.num_windows) != self.num_windows:
+            raise _rollway.InputError(
+                f"load_state_dict: the state was saved over {state['num_windows']} windows, this loader sees {self.num_windows}"
+            )
+        self._h.restore(int(state["epoch"]), int(state["batches"]))
