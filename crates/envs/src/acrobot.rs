@@ -2,10 +2,11 @@
 //!
 //! The state `(theta1, theta2, dtheta1, dtheta2)` is float64 after a step; a reset
 //! draws each element uniformly from `[-0.1, 0.1)` and rounds it to float32, as
-//! Gymnasium does (reset options `low`/`high` change the range; our random stream is
-//! PCG, not numpy's). A step integrates one RK4 step of 0.2 s with the torque held,
-//! wraps the angles into `[-pi, pi]` and bounds the velocities. The rollway-only
-//! reset option `state` (four numbers) starts from an exact state.
+//! Gymnasium does (reset options `low`/`high` change the range; the stream is
+//! numpy's, so `reset(seed=s)` gives Gymnasium's start state exactly). A step
+//! integrates one RK4 step of 0.2 s with the torque held, wraps the angles into
+//! `[-pi, pi]` and bounds the velocities. The rollway-only reset option `state`
+//! (four numbers) starts from an exact state.
 //!
 //! One known difference: on the reset observation Gymnasium takes cos/sin of the
 //! float32 state with numpy's float32 routines, which are not correctly rounded;

@@ -3,8 +3,8 @@
 //! The physical state `(x, x_dot, theta, theta_dot)` is kept in float64 and the
 //! observation is its float32 rounding, exactly like Gymnasium. Reset draws each
 //! state element uniformly from `[-0.05, 0.05)` (reset options `low`/`high` change
-//! the range, as in Gymnasium); our random stream is PCG, not numpy's, so seeded
-//! resets give different (equally distributed) starts than Gymnasium. The
+//! the range, as in Gymnasium) with numpy's random stream, so `reset(seed=s)` starts
+//! exactly where `gymnasium.make("CartPole-v1").reset(seed=s)` does. The
 //! rollway-only reset option `state` (four numbers) starts from an exact state.
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};

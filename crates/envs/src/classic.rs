@@ -1,32 +1,36 @@
 //! Helpers shared by the Gymnasium classic-control envs: reset options, seeded
-//! uniform draws the way numpy computes them, action checks and numpy-exact powers.
+//! uniform draws exactly as numpy makes them, action checks and numpy-exact powers.
 
-use rand::{Rng, SeedableRng};
 use rollway_core::{Error, Info, Result, RowRef};
 
-/// The random generator of the classic-control envs.
-pub(crate) type EnvRng = rand_pcg::Pcg64Mcg;
+/// The random generator of the classic-control envs: numpy's `PCG64` seeded
+/// through `SeedSequence`, as Gymnasium's `np_random`, so seeded resets start
+/// where Gymnasium's do (see [`crate::np_random`]).
+pub(crate) type EnvRng = crate::np_random::NpRandom;
 
 /// Seed used when an env is reset without ever having been seeded. Gymnasium draws
-/// OS entropy there; a fixed seed keeps every rollway run reproducible instead.
+/// OS entropy there; a fixed seed keeps every rollway run reproducible instead, so
+/// an env's first unseeded reset is its `reset(seed=0)`.
 const DEFAULT_SEED: u64 = 0;
 
 /// A generator with the default seed.
 pub(crate) fn default_rng() -> EnvRng {
-    EnvRng::seed_from_u64(DEFAULT_SEED)
+    EnvRng::new(DEFAULT_SEED)
 }
 
-/// Reseeds `rng` when `seed` is given; `None` keeps the stream going.
+/// Reseeds `rng` when `seed` is given, like Gymnasium's `Env.reset(seed=...)`;
+/// `None` keeps the stream going.
 pub(crate) fn maybe_reseed(rng: &mut EnvRng, seed: Option<u64>) {
     if let Some(s) = seed {
-        *rng = EnvRng::seed_from_u64(s);
+        *rng = EnvRng::new(s);
     }
 }
 
-/// numpy's `uniform(low, high)`: `low + (high - low) * u` with `u` in `[0, 1)`.
+/// numpy's `Generator.uniform(low, high)`: `low + (high - low) * u` with `u` in `[0, 1)`.
+/// One call per element, in element order, as numpy fills `size=(n,)`.
 #[inline]
 pub(crate) fn uniform(rng: &mut EnvRng, low: f64, high: f64) -> f64 {
-    low + (high - low) * rng.random::<f64>()
+    rng.uniform(low, high)
 }
 
 /// An `Error::Env` for env `id`.
@@ -54,7 +58,22 @@ pub(crate) fn reset_bounds(options: Option<&Info>, low: f64, high: f64, id: &str
     if low > high {
         return Err(env_error(id, format!("reset option low ({low}) must not exceed high ({high})")));
     }
+    uniform_bounds(low, high, id)?;
     Ok((low, high))
+}
+
+/// The checks numpy's `Generator.uniform` makes before drawing: `high - low` must
+/// be finite (NaN and infinite bounds fail) and not negative. Gymnasium surfaces
+/// them as exceptions from `reset`; we return them as errors.
+pub(crate) fn uniform_bounds(low: f64, high: f64, id: &str) -> Result<()> {
+    let range = high - low;
+    if !range.is_finite() {
+        return Err(env_error(id, format!("reset range high - low ({high} - {low}) exceeds valid bounds")));
+    }
+    if range < 0.0 {
+        return Err(env_error(id, format!("reset range high - low ({high} - {low}) is negative")));
+    }
+    Ok(())
 }
 
 /// The rollway-only reset option `state`: an exact physical state to start from
@@ -134,6 +153,15 @@ mod tests {
         assert!(reset_bounds(Some(&o), -0.05, 0.05, "X").is_err());
         o.insert("high", serde_json::json!([1]));
         assert!(reset_bounds(Some(&o), -0.05, 0.05, "X").is_err());
+        // numpy's own range checks, which Gymnasium's `low <= high` check lets through.
+        o.insert("low", "nan");
+        o.insert("high", 0.2);
+        assert!(reset_bounds(Some(&o), -0.05, 0.05, "X").is_err());
+        o.insert("low", -1e308);
+        o.insert("high", 1e308);
+        assert!(reset_bounds(Some(&o), -0.05, 0.05, "X").is_err());
+        assert!(uniform_bounds(1.0, -1.0, "X").is_err());
+        assert!(uniform_bounds(2.5, 2.5, "X").is_ok());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! The classic-control envs reproduce Gymnasium 1.x exactly (dynamics, rewards,
 //! termination and time limits), checked against golden vectors produced by the
 //! real Gymnasium package (`tests/golden/`, made by `tests/golden/make_golden.py`).
+//! Their random stream is numpy's ([`np_random`]), so `reset(seed=s)` starts from
+//! the same state as `gymnasium.make(id).reset(seed=s)` (`tests/seeding.rs`).
 //!
 //! ```
 //! use rollway_core::{Layout, Params, Rows};
@@ -25,6 +27,7 @@ pub mod cartpole;
 mod classic;
 pub mod faulty;
 pub mod mountain_car;
+pub mod np_random;
 pub mod pendulum;
 pub mod mine;
 

@@ -2,8 +2,9 @@
 //!
 //! The state `(position, velocity)` is float64, the observation its float32
 //! rounding. Reset puts the car at a uniform position in `[-0.6, -0.4)` (reset
-//! options `low`/`high` change that) at rest; our random stream is PCG, not numpy's.
-//! The rollway-only reset option `state` (two numbers) starts from an exact state.
+//! options `low`/`high` change that) at rest, drawn from numpy's random stream so
+//! `reset(seed=s)` starts exactly where Gymnasium's does. The rollway-only reset
+//! option `state` (two numbers) starts from an exact state.
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
 

@@ -3,8 +3,9 @@
 //! The state `(theta, theta_dot)` is float64; the observation is
 //! `(cos theta, sin theta, theta_dot)` rounded to float32. Reset draws theta from
 //! `[-pi, pi)` and theta_dot from `[-1, 1)` (reset options `x_init`/`y_init` change
-//! the half-widths, as in Gymnasium; our random stream is PCG, not numpy's). The
-//! rollway-only reset option `state` (two numbers) starts from an exact state.
+//! the half-widths, as in Gymnasium; the stream is numpy's, so `reset(seed=s)` gives
+//! Gymnasium's start state exactly). The rollway-only reset option `state` (two
+//! numbers) starts from an exact state.
 //!
 //! Like Gymnasium, out-of-range torques are clipped to `[-2, 2]` rather than
 //! refused; only NaN torques are an error, since they would poison the state.
@@ -101,6 +102,9 @@ impl Env for Pendulum {
         classic::maybe_reseed(&mut self.rng, seed);
         let x = classic::option_f64(options, "x_init", DEFAULT_X, id)?;
         let y = classic::option_f64(options, "y_init", DEFAULT_Y, id)?;
+        // Bounds are `[-x, x]` and `[-y, y]`: numpy refuses negative or non-finite widths.
+        classic::uniform_bounds(-x, x, id)?;
+        classic::uniform_bounds(-y, y, id)?;
         let mut state = [classic::uniform(&mut self.rng, -x, x), classic::uniform(&mut self.rng, -y, y)];
         if let Some(exact) = classic::state_option::<2>(options, id)? {
             state = exact;
