@@ -15,7 +15,7 @@ class Summary:
     """What a run did: every field of ``rollway run --summary-json`` as an attribute.
 
     ``episodes``, ``steps``, ``terminated``, ``truncated``, ``given_up``, ``untried``,
-    ``labels`` (label → count), ``label_rates``, ``ret`` and ``length`` (mean/std/min/max),
+    ``labels`` (label → count), ``label_rates``, ``return_`` and ``length`` (mean/std/min/max),
     ``steps_per_sec``, ``seconds``, … plus ``out`` (the dataset directory, or None),
     ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
     """
@@ -30,8 +30,8 @@ class Summary:
         fields = self.__dict__.get("_fields", {})
         if name in fields:
             return fields[name]
-        if name == "return_" and "ret" in fields:
-            return fields["ret"]
+        if name == "return_" and "return" in fields:
+            return fields["return"]
         raise AttributeError(f"Summary has no field {name!r}; fields: {', '.join(sorted(fields))}")
 
     @property

@@ -90,11 +90,13 @@ class Loader:
         epochs = 1 if self.epochs is None else self.epochs
         done = 0
         while done < epochs:
-            b = self._h.next_batch()
-            if b is None:
+            # Held in a list and popped as it is yielded: a suspended generator holding
+            # the batch would keep its buffer out of the pool while the next one loads.
+            got = [self._h.next_batch()]
+            if got[0] is None:
                 done += 1
                 continue
-            yield b
+            yield got.pop()
 
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of the current epoch, or None at its end (the next call starts

@@ -1,0 +1,151 @@
+"""rollway.run, envs, agents and the exceptions: the CLI's semantics from Python."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rollway
+
+
+def test_envs_and_agents_are_the_registries():
+    ids = [e["id"] for e in rollway.envs()]
+    assert "CartPole-v1" in ids and "PixelMine-v0" in ids
+    cp = next(e for e in rollway.envs() if e["id"] == "CartPole-v1")
+    assert json.loads(cp["action_space"].replace("Infinity", "1e999"))["type"] == "Discrete"
+    assert cp["max_episode_steps"] == 500
+    assert "random" in [a["name"] for a in rollway.agents()]
+
+
+def test_run_summary_matches_the_cli(tmp_path):
+    s = rollway.run(env="CartPole-v1", agent="random", episodes=30, seed=7, workers=2, envs_per_worker=4, progress=False)
+    assert s.episodes == 30 and s.given_up == 0 and s.complete
+    assert s.return_["mean"] == s.to_dict()["return"]["mean"]
+    assert s.out is None  # not the default job: nothing recorded unless out= is given
+    summary_json = tmp_path / "s.json"
+    cli = rollway_cli()
+    subprocess.run([*cli, "run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "30", "--seed", "7",
+                    "--workers", "2", "--envs-per-worker", "4", "--quiet", "--summary-json", str(summary_json)],
+                   check=True, capture_output=True)
+    theirs = json.loads(summary_json.read_text())
+    ours = s.to_dict()
+    for key in ("episodes", "steps", "terminated", "truncated", "return", "length"):
+        assert ours[key] == theirs[key], key
+
+
+def rollway_cli():
+    exe = os.environ.get("ROLLWAY_BIN")
+    if exe:
+        return [exe]
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "target"))
+    path = os.path.join(target, "release", "rollway")
+    if not os.path.exists(path):
+        pytest.skip("the rollway binary is not built (cargo build --release)")
+    return [path]
+
+
+def test_run_records_and_resumes(tmp_path):
+    out = tmp_path / "ds"
+    s = rollway.run(env="CartPole-v1", agent="random", episodes=20, out=out, progress=False, max_buffer_episodes=5)
+    assert s.written["episodes"] == 20 and s.out == os.fspath(out)
+    s2 = rollway.run(resume=out, episodes=35, progress=False)
+    assert s2.resumed["next_index"] == 20 and s2.written["episodes"] == 15
+    assert len(rollway.Dataset(out)) == 35
+
+
+def test_run_takes_every_config_key(tmp_path):
+    s = rollway.run(env="Pendulum-v1", agent="random", steps=2000, mode="async", batch=(2, 8), max_wait=0.001,
+                    max_steps=50, env_params={"g": 9.81}, filters=["kind=length,min=50,label=full"],
+                    record_infos=True, out=tmp_path / "p", progress=False)
+    assert s.steps >= 2000 and s.labels["full"] == s.episodes
+    stored = rollway.Dataset(tmp_path / "p").metadata["runs"][0]["config"]
+    assert stored["mode"] == "async" and stored["batch"] == "2:8" and stored["max_wait"] == "1000us"
+    assert stored["env_params"] == {"g": "9.81"} and stored["record_infos"] is True
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(env="Nope-v0"), "unknown env"),
+    (dict(env="CartPole-v1", workers=0), "workers"),
+    (dict(env="CartPole-v1", bogus=1), "unknown field `bogus`"),
+    (dict(env="CartPole-v1", batch=(4, 2)), "min 4 > max 2"),
+    (dict(env="CartPole-v1", filters=["kind=nonsense"]), "nonsense"),
+])
+def test_bad_input_is_an_input_error(kwargs, needle):
+    with pytest.raises(rollway.InputError) as e:
+        rollway.run(progress=False, **kwargs)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, rollway.RollwayError)
+    assert needle in str(e.value)
+
+
+def test_out_that_holds_a_dataset_is_refused_and_kept(cartpole):
+    before = sorted(os.listdir(cartpole))
+    with pytest.raises(rollway.InputError, match="already holds a dataset"):
+        rollway.run(env="CartPole-v1", agent="random", episodes=2, out=cartpole, progress=False)
+    assert sorted(os.listdir(cartpole)) == before
+
+
+def test_resume_refuses_changed_settings(cartpole):
+    with pytest.raises(rollway.InputError, match="only episodes= or steps="):
+        rollway.run(resume=cartpole, seed=9)
+
+
+def test_missing_dataset_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        rollway.Dataset(tmp_path / "nothing")
+    assert isinstance(e.value, rollway.DatasetNotFoundError)
+    assert "nothing" in str(e.value)
+
+
+INTERRUPT = r"""
+import os, signal, sys, threading, rollway
+# Ctrl-C half a second in, from another thread, as a terminal would send it.
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    rollway.run(episodes=300, env_params={"size": 32, "max_steps": 200}, out=sys.argv[1], max_buffer_episodes=10, progress=False)
+except KeyboardInterrupt as e:
+    print("interrupted:", e)
+    sys.exit(0)
+sys.exit("not interrupted")
+"""
+
+
+def test_ctrl_c_stops_keeps_committed_and_resumes(tmp_path):
+    out = tmp_path / "ds"
+    p = subprocess.run([sys.executable, "-c", INTERRUPT, str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "interrupted" in p.stdout
+    ds = rollway.Dataset(out)
+    kept = len(ds)
+    assert kept > 0
+    assert rollway.Dataset(out).verify()["problems"] == []
+    assert kept < 300, "the run ended before the interrupt"
+    s = rollway.run(resume=out, progress=False)
+    assert s.resumed["next_index"] == kept
+    assert [e.id for e in rollway.Dataset(out)] == list(range(300))
+
+
+def test_long_calls_release_the_gil(tmp_path):
+    import threading
+    import time
+
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.01)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    start = time.perf_counter()
+    rollway.run(env="PixelMine-v0", agent="miner", episodes=8, env_params={"size": 32}, progress=False, record=False)
+    took = time.perf_counter() - start
+    stop.set()
+    t.join()
+    during = [x for x in ticks if start < x < start + took]
+    assert took > 0.1, "the run is too short to tell"
+    # A thread that cannot get the GIL does not tick at all during the run.
+    assert len(during) >= took / 0.01 / 4
