@@ -33,6 +33,7 @@ from rollway.loader import Loader
 
 __all__ = [
     "FORMAT_VERSION",
+    "VectorEnv",
     "DataCollector",
     "Dataset",
     "DatasetNotFoundError",
@@ -46,6 +47,7 @@ __all__ = [
     "envs",
     "import_lerobot",
     "import_minari",
+    "make_vec",
     "run",
 ]
 
@@ -55,4 +57,8 @@ def __getattr__(name: str):  # PEP 562: gymnasium is imported only when DataColl
         from rollway.collector import DataCollector
 
         return DataCollector
+    if name in ("make_vec", "VectorEnv"):
+        from rollway import vector
+
+        return getattr(vector, name)
     raise AttributeError(f"module 'rollway' has no attribute {name!r}")

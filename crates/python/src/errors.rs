@@ -52,6 +52,10 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(e) = c.downcast_ref::<rollway_interop::Error>() {
         return e.is_input();
     }
+    if let Some(e) = c.downcast_ref::<rollway_core::Error>() {
+        // Env and agent errors happen while running; the rest are about what was asked for.
+        return !matches!(e, rollway_core::Error::Env { .. } | rollway_core::Error::Agent { .. });
+    }
     if let Some(e) = c.downcast_ref::<rollway_loader::Error>() {
         return matches!(e, rollway_loader::Error::Config { .. });
     }

@@ -14,6 +14,7 @@ mod dataset;
 mod errors;
 mod loader;
 mod run;
+mod vec_env;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -79,5 +80,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     loader::register(m)?;
     collector::register(m)?;
+    vec_env::register(m)?;
     Ok(())
 }

@@ -1,0 +1,178 @@
+//! The engine of `rollway.make_vec`: N of rollway's Rust envs stepped together, for
+//! a `gymnasium.vector.VectorEnv` driven from Python (EnvPool's use case).
+//!
+//! One call steps all N envs with the GIL released and returns fresh arrays (the
+//! caller may keep every observation it was given). Observations are written into
+//! one block of rows and split into per-leaf arrays `[N, ...]` on the way out;
+//! actions arrive as the leaves' packed bytes. Autoreset follows Gymnasium's default
+//! (next-step): the step after an episode ended resets that env instead of stepping
+//! it, returning the reset observation with reward 0 and both flags false.
+//!
+//! Envs are stepped on `threads` scoped threads when asked (each takes a contiguous
+//! slice); a thread costs more to start than a small batch of classic-control steps,
+//! so one thread (the caller's) is the default.
+
+use pyo3::prelude::*;
+use rollway_core::{DType, Env, Info, Layout, Params, RowMut, RowRef, Rows, StepOutcome};
+
+use crate::arrays;
+use crate::errors::{input_error, ToPy};
+
+/// N envs of one id (the `rollway.VectorEnv` class drives them). Unsendable: envs
+/// are `Send` but not `Sync`, and a vector env belongs to the thread that steps it.
+#[pyclass(module = "rollway._rollway", unsendable)]
+pub struct VecEnvHandle {
+    envs: Vec<Box<dyn Env>>,
+    ol: Layout,
+    al: Layout,
+    obs: Rows,
+    act: Rows,
+    /// The env's episode ended on the last step: the next step resets it.
+    ended: Vec<bool>,
+    threads: usize,
+}
+
+/// What one env did in a step, written by whichever thread stepped it.
+#[derive(Clone, Copy, Default)]
+struct Out {
+    reward: f64,
+    terminated: bool,
+    truncated: bool,
+}
+
+#[pymethods]
+impl VecEnvHandle {
+    #[new]
+    #[pyo3(signature = (env_id, num_envs, params=vec![], threads=1))]
+    fn new(env_id: &str, num_envs: usize, params: Vec<(String, String)>, threads: usize) -> PyResult<Self> {
+        if num_envs == 0 {
+            return Err(input_error("num_envs must be at least 1"));
+        }
+        let params = Params(params.into_iter().collect());
+        let envs = (0..num_envs).map(|_| rollway_envs::make(env_id, &params)).collect::<Result<Vec<_>, _>>().py()?;
+        let spec = envs[0].spec();
+        let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+        let (obs, act) = (Rows::new(ol.row_bytes(), num_envs), Rows::new(al.row_bytes(), num_envs));
+        Ok(VecEnvHandle { envs, ol, al, obs, act, ended: vec![false; num_envs], threads: threads.clamp(1, num_envs) })
+    }
+
+    /// (observation space, action space) of one env, as space JSON; and its time limit.
+    fn spec(&self) -> (String, String, Option<u64>) {
+        let s = self.envs[0].spec();
+        (s.observation_space.to_json(), s.action_space.to_json(), s.max_episode_steps)
+    }
+
+    /// Resets every env: env i with `seeds[i]` (None continues its stream). Returns the
+    /// observations and the infos (JSON list, or None when all are empty).
+    #[pyo3(signature = (seeds, options=None))]
+    fn reset<'py>(&mut self, py: Python<'py>, seeds: Vec<Option<u64>>, options: Option<&str>) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
+        if seeds.len() != self.envs.len() {
+            return Err(input_error(format!("{} seeds for {} envs", seeds.len(), self.envs.len())));
+        }
+        let options: Option<Info> = options.map(serde_json::from_str).transpose().map_err(|e| input_error(format!("reset options: {e}")))?;
+        let (ol, obs) = (&self.ol, &mut self.obs);
+        for (i, env) in self.envs.iter_mut().enumerate() {
+            env.reset(seeds[i], options.as_ref(), RowMut::new(ol, obs.row_mut(i))).py()?;
+        }
+        self.ended.iter_mut().for_each(|e| *e = false);
+        Ok((self.observations(py)?, self.infos()))
+    }
+
+    /// Steps every env with its action (the actions' leaves packed row after row);
+    /// returns (observations, rewards, terminations, truncations, infos JSON or None).
+    #[allow(clippy::type_complexity)]
+    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8]) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<String>)> {
+        self.load_actions(actions)?;
+        let n = self.envs.len();
+        let mut outs = vec![Out::default(); n];
+        py.detach(|| self.step_all(&mut outs)).py()?;
+        for (e, o) in self.ended.iter_mut().zip(&outs) {
+            *e = o.terminated || o.truncated;
+        }
+        let rewards = arrays::from_vec(py, outs.iter().map(|o| o.reward).collect::<Vec<f64>>(), DType::F64, &[n])?;
+        let term = arrays::from_bools(py, &outs.iter().map(|o| o.terminated).collect::<Vec<_>>())?;
+        let trunc = arrays::from_bools(py, &outs.iter().map(|o| o.truncated).collect::<Vec<_>>())?;
+        Ok((self.observations(py)?, rewards, term, trunc, self.infos()))
+    }
+}
+
+impl VecEnvHandle {
+    /// Copies packed action leaves into the action rows, checking each against the space.
+    fn load_actions(&mut self, packed: &[u8]) -> PyResult<()> {
+        let n = self.envs.len();
+        let per_env: usize = self.al.leaves().iter().map(|l| l.bytes()).sum();
+        if packed.len() != n * per_env {
+            return Err(input_error(format!("actions: {} bytes for {n} envs of {} ({per_env} bytes each)", packed.len(), self.al.space().describe())));
+        }
+        for i in 0..n {
+            let mut src = &packed[i * per_env..(i + 1) * per_env];
+            let row = self.act.row_mut(i);
+            for leaf in self.al.leaves() {
+                row[leaf.offset..leaf.offset + leaf.bytes()].copy_from_slice(&src[..leaf.bytes()]);
+                src = &src[leaf.bytes()..];
+            }
+            if !self.al.contains_row(self.act.row(i)) {
+                return Err(input_error(format!("action of env {i} is not in the action space {}", self.al.space().describe())));
+            }
+        }
+        Ok(())
+    }
+
+    fn step_all(&mut self, outs: &mut [Out]) -> rollway_core::Result<()> {
+        let (ol, al, n) = (&self.ol, &self.al, self.envs.len());
+        let chunk = n.div_ceil(self.threads);
+        let (obs_w, act_w) = (self.obs.row_bytes(), self.act.row_bytes());
+        let work = self
+            .envs
+            .chunks_mut(chunk)
+            .zip(self.obs.bytes_mut().chunks_mut(chunk * obs_w.max(1)))
+            .zip(self.act.bytes().chunks(chunk * act_w.max(1)))
+            .zip(self.ended.chunks(chunk))
+            .zip(outs.chunks_mut(chunk));
+        let step_slice = |((((envs, obs), act), ended), outs): ((((&mut [Box<dyn Env>], &mut [u8]), &[u8]), &[bool]), &mut [Out])| {
+            for (i, env) in envs.iter_mut().enumerate() {
+                let row = RowMut::new(ol, &mut obs[i * obs_w..(i + 1) * obs_w]);
+                outs[i] = if ended[i] {
+                    env.reset(None, None, row)?;
+                    Out::default()
+                } else {
+                    let o: StepOutcome = env.step(RowRef::new(al, &act[i * act_w..(i + 1) * act_w]), row)?;
+                    Out { reward: o.reward, terminated: o.terminated, truncated: o.truncated }
+                };
+            }
+            Ok(())
+        };
+        if self.threads == 1 {
+            return work.map(step_slice).collect();
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = work.map(|w| s.spawn(move || step_slice(w))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        })
+    }
+
+    /// The observation rows split into one fresh array `[N, ...]` per leaf.
+    fn observations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.envs.len();
+        let mut cols = Vec::new();
+        for leaf in self.ol.leaves() {
+            let (b, w) = (leaf.bytes(), self.obs.row_bytes());
+            let data: Vec<u8> = if b == w { self.obs.bytes().to_vec() } else { (0..n).flat_map(|i| &self.obs.row(i)[leaf.offset..leaf.offset + b]).copied().collect() };
+            let shape: Vec<usize> = std::iter::once(n).chain(leaf.shape.iter().copied()).collect();
+            let a = rollway_core::Array { dtype: leaf.dtype, shape, data };
+            cols.push((leaf.path.clone(), arrays::owned(py, a)?));
+        }
+        let named: Vec<(String, Bound<'py, PyAny>)> = cols.into_iter().map(|(p, a)| (if p.is_empty() { "observation".to_string() } else { format!("observation/{p}") }, a)).collect();
+        arrays::leaves(py, named.iter().map(|(c, a)| (c.as_str(), a.clone())).collect())
+    }
+
+    /// The envs' infos as a JSON list, or None when every one is empty (the common case).
+    fn infos(&self) -> Option<String> {
+        let infos: Vec<Info> = self.envs.iter().map(|e| e.info()).collect();
+        infos.iter().any(|i| !i.0.is_empty()).then(|| serde_json::to_string(&infos).expect("infos serialize"))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<VecEnvHandle>()
+}

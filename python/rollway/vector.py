@@ -1,0 +1,97 @@
+"""``rollway.make_vec``: rollway's Rust envs as a ``gymnasium.vector.VectorEnv``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
+from rollway import _rollway
+from rollway.spaces import from_json
+
+
+def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
+    # Gymnasium's vector info layout: key → array over envs, "_key" → which envs set it.
+    if raw is None:
+        return {}
+    infos: List[Dict[str, Any]] = json.loads(raw)
+    out: Dict[str, Any] = {}
+    for key in sorted({k for i in infos for k in i}):
+        vals = [i.get(key) for i in infos]
+        mask = np.array([key in i for i in infos])
+        try:
+            arr = np.array([v if v is not None else 0 for v in vals])
+        except ValueError:
+            arr = np.array(vals, dtype=object)
+        out[key], out["_" + key] = arr, mask
+    return out
+
+
+class VectorEnv(gym.vector.VectorEnv):
+    """N rollway envs of one id, stepped in Rust: a drop-in ``gymnasium.vector.VectorEnv``.
+
+    Same semantics as ``gymnasium.make_vec(id, N, vectorization_mode="sync")``:
+    ``reset(seed=s)`` seeds env i with ``s + i`` (or takes a list of seeds) and gives the
+    same observations bit for bit for the classic-control envs; autoreset is
+    Gymnasium's default next-step mode (the step after an episode ends returns the
+    reset observation, reward 0, both flags false); infos use Gymnasium's vector
+    layout (``key``/``_key`` arrays). Observations and flags are fresh arrays each step.
+    """
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, env_id: str, num_envs: int, *, threads: int = 1, **env_params: Any):
+        params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in env_params.items()]
+        self._h = _rollway.VecEnvHandle(env_id, int(num_envs), params, int(threads))
+        obs_json, act_json, limit = self._h.spec()
+        self.num_envs = int(num_envs)
+        self.single_observation_space = from_json(obs_json)
+        self.single_action_space = from_json(act_json)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.spec = None
+        self.env_id, self.max_episode_steps = env_id, limit
+        self._act_dtypes = [np.dtype(dt) for _, dt, _, _ in _rollway.layout(act_json)[0]]
+        self._act_paths = [p for p, _, _, _ in _rollway.layout(act_json)[0]]
+
+    def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
+              options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+        if seed is None:
+            seeds: List[Optional[int]] = [None] * self.num_envs
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = [None if s is None else int(s) for s in seed]
+        obs, infos = self._h.reset(seeds, json.dumps(options) if options else None)
+        return obs, _vector_infos(infos, self.num_envs)
+
+    def _pack(self, actions: Any) -> bytes:
+        if len(self._act_paths) == 1:
+            return np.ascontiguousarray(actions, dtype=self._act_dtypes[0]).tobytes()
+        # Several leaves (Dict/Tuple actions): each env's leaves side by side.
+        cols = []
+        for path, dt in zip(self._act_paths, self._act_dtypes):
+            v = actions
+            for part in path.split("/"):
+                v = v[int(part[len("_index_"):])] if part.startswith("_index_") else v[part]
+            cols.append(np.ascontiguousarray(v, dtype=dt).reshape(self.num_envs, -1).view(np.uint8))
+        return np.concatenate(cols, axis=1).tobytes()
+
+    def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        obs, rew, term, trunc, infos = self._h.step(self._pack(actions))
+        return obs, rew, term, trunc, _vector_infos(infos, self.num_envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        pass
+
+
+def make_vec(env_id: str, num_envs: int = 1, *, threads: int = 1, **env_params: Any) -> VectorEnv:
+    """rollway's ``env_id`` (``rollway.envs()``) × ``num_envs`` as a Gymnasium vector env.
+
+    ``threads`` > 1 steps slices of the envs on that many threads (worth it for large
+    ``num_envs`` or costly envs); ``env_params`` are the env's parameters (``rollway envs``).
+    """
+    return VectorEnv(env_id, num_envs, threads=threads, **env_params)

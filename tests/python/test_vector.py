@@ -1,0 +1,72 @@
+"""rollway.make_vec: rollway's Rust envs as a Gymnasium VectorEnv, equal to Gymnasium's own."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rollway
+
+CLASSIC = ["CartPole-v1", "MountainCar-v0", "Acrobot-v1", "Pendulum-v1"]
+
+
+@pytest.mark.parametrize("env_id", CLASSIC)
+@pytest.mark.parametrize("seed", [0, 42, 2**32 + 5])
+def test_equals_gymnasium_sync_vector_env_bit_for_bit(env_id, seed):
+    ours = rollway.make_vec(env_id, 6)
+    theirs = gym.make_vec(env_id, 6, vectorization_mode="sync")
+    a, _ = ours.reset(seed=seed)
+    b, _ = theirs.reset(seed=seed)
+    np.testing.assert_array_equal(a, b)
+    assert ours.single_observation_space == theirs.single_observation_space
+    assert ours.single_action_space == theirs.single_action_space
+    theirs.action_space.seed(seed)
+    for t in range(600):  # past time limits and terminations: autoresets included
+        act = theirs.action_space.sample()
+        for x, y in zip(ours.step(act)[:4], theirs.step(act)[:4]):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y, err_msg=f"{env_id} step {t}")
+
+
+def test_reset_with_seed_list_and_none():
+    ours = rollway.make_vec("CartPole-v1", 3)
+    theirs = gym.make_vec("CartPole-v1", 3, vectorization_mode="sync")
+    np.testing.assert_array_equal(ours.reset(seed=[5, None, 7])[0][[0, 2]], theirs.reset(seed=[5, None, 7])[0][[0, 2]])
+
+
+def test_threads_give_the_same_steps():
+    one, two = rollway.make_vec("CartPole-v1", 64), rollway.make_vec("CartPole-v1", 64, threads=2)
+    np.testing.assert_array_equal(one.reset(seed=1)[0], two.reset(seed=1)[0])
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        act = rng.integers(0, 2, 64)
+        for x, y in zip(one.step(act)[:4], two.step(act)[:4]):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_observations_are_fresh_arrays():
+    v = rollway.make_vec("CartPole-v1", 4)
+    first, _ = v.reset(seed=0)
+    kept = first.copy()
+    v.step(np.zeros(4, dtype=np.int64))
+    np.testing.assert_array_equal(first, kept)
+
+
+def test_dict_observations_and_infos():
+    v = rollway.make_vec("PixelMine-v0", 2, size=16, max_steps=5)
+    obs, info = v.reset(seed=0)
+    assert set(obs) == {"rgb", "inventory"} and obs["rgb"].shape == (2, 16, 16, 3)
+    for _ in range(5):
+        obs, r, term, trunc, info = v.step(np.array([1, 2]))
+    assert trunc.all()
+    assert isinstance(info, dict)
+
+
+def test_bad_actions_and_ids():
+    v = rollway.make_vec("CartPole-v1", 2)
+    v.reset(seed=0)
+    with pytest.raises(rollway.InputError, match="not in the action space"):
+        v.step(np.array([0, 5]))
+    with pytest.raises(rollway.InputError, match="bytes"):
+        v.step(np.array([0, 1, 1]))
+    with pytest.raises(rollway.InputError, match="unknown env"):
+        rollway.make_vec("Nope-v0", 2)
