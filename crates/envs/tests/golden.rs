@@ -12,22 +12,13 @@
 
 use rollway_core::{DType, Env, Info, Layout, Params, RowMut, RowRef, Rows, Space, TimeLimit};
 use rollway_envs::{acrobot::Acrobot, cartpole::CartPole, mountain_car::MountainCar, pendulum::Pendulum};
+mod common;
+
+use common::{f64_of, f64s, load};
 use serde_json::Value as Json;
 
-fn load(id: &str) -> Json {
-    let path = format!("{}/tests/golden/{id}.json", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
-/// A float64 written as a `repr` string (exact, unlike serde_json's default number parser).
-fn f64_of(j: &Json) -> f64 {
-    j.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not a float64 string: {j}"))
-}
 
-fn f64s(j: &Json) -> Vec<f64> {
-    j.as_array().expect("list").iter().map(f64_of).collect()
-}
 
 /// Float32 values written as JSON numbers: any parse error is far below float32 precision.
 fn f32s(j: &Json) -> Vec<f32> {

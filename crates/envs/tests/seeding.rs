@@ -12,22 +12,13 @@
 use rollway_core::{Env, Info, Layout, Params, RowMut, RowRef, Rows};
 use rollway_envs::np_random::{seed_words, NpRandom};
 use rollway_envs::{acrobot::Acrobot, cartpole::CartPole, mountain_car::MountainCar, pendulum::Pendulum};
+mod common;
+
+use common::{f64_of, f64s, load};
 use serde_json::Value as Json;
 
-fn load() -> Json {
-    let path = format!("{}/tests/golden/seeding.json", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
-/// A float64 written as a `repr` string (exact).
-fn f64_of(j: &Json) -> f64 {
-    j.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not a float64 string: {j}"))
-}
 
-fn f64s(j: &Json) -> Vec<f64> {
-    j.as_array().expect("list").iter().map(f64_of).collect()
-}
 
 /// Float32 observation values, written as the `repr` of their exact float64 widening.
 fn f32s(j: &Json) -> Vec<f32> {
@@ -48,7 +39,7 @@ fn seeds(g: &Json) -> impl Iterator<Item = (u64, &Json)> {
 
 #[test]
 fn raw_outputs_match_numpy() {
-    let g = load();
+    let g = load("seeding");
     for (seed, s) in seeds(&g) {
         assert_eq!(seed_words(seed), words(&s["words"]), "seed {seed}: entropy words");
         let mut r = NpRandom::new(seed);
@@ -66,7 +57,7 @@ fn raw_outputs_match_numpy() {
 
 #[test]
 fn uniform_draws_match_numpy() {
-    let g = load();
+    let g = load("seeding");
     for (seed, s) in seeds(&g) {
         let mut r = NpRandom::new(seed);
         for (k, call) in s["uniform"].as_array().unwrap().iter().enumerate() {
@@ -135,7 +126,7 @@ fn options_of(j: &Json) -> Info {
 /// Checks one env's three recorded resets for every seed; returns how many
 /// reset observations needed the one-ulp allowance.
 fn check_env<E: Env>(id: &str, new_env: impl Fn() -> E, state_of: impl Fn(&E) -> Vec<f64>) -> usize {
-    let g = load();
+    let g = load("seeding");
     let mut ulp_off = 0;
     for (seed, s) in seeds(&g) {
         let rec = &s["envs"][id];
@@ -188,7 +179,7 @@ fn pendulum_resets_match_gymnasium() {
 
 #[test]
 fn cartpole_episodes_match_gymnasium_from_the_seed() {
-    let g = load();
+    let g = load("seeding");
     for (seed, s) in seeds(&g) {
         let mut p = Probe::new("CartPole-v1", CartPole::new(false).unwrap());
         p.reset(Some(seed), None);
