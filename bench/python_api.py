@@ -15,6 +15,13 @@ generator, ``--collect-steps`` steps, reset on episode end, then close/commit):
 * ``rollway.DataCollector``, then ``close()`` (commits everything);
 * ``minari.DataCollector(data_format="hdf5")``, then ``create_dataset``.
 
+make_vec (random CartPole-v1 actions pre-drawn per batch, stepped from a Python loop
+for ~``--vec-s`` seconds, N = ``--vec-n``):
+
+* ``rollway.make_vec("CartPole-v1", N)`` (and ``threads=2``);
+* ``envpool.make_gymnasium("CartPole-v1", num_envs=N)`` (sync ``step``), when installed;
+* Gymnasium's numpy-vectorised ``CartPoleVectorEnv`` (``vectorization_mode="vector_entry_point"``).
+
 Reported: medians of ``--reps`` (taken in turn, so all see the same machine), ratios,
 and for the collectors the µs per step each adds over the bare env.
 """
@@ -152,7 +159,66 @@ def bench_collect(a) -> Dict[str, List[float]]:
     return rates
 
 
-def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], a, note: List[str]) -> str:
+def vec_rate(make: Callable, n: int, secs: float, seed: int) -> float:
+    import numpy as np
+
+    env = make(n)
+    env.reset(seed=seed)
+    acts = np.random.default_rng(seed).integers(0, 2, size=(64, n))
+    steps, t = 0, time.perf_counter()
+    while time.perf_counter() - t < secs:
+        for a in acts:
+            env.step(a)
+        steps += len(acts) * n
+    rate = steps / (time.perf_counter() - t)
+    env.close()
+    return rate
+
+
+def vec_makers() -> Dict[str, Callable]:
+    import gymnasium as gym
+    import rollway
+
+    makers: Dict[str, Callable] = {
+        "rollway": lambda n: rollway.make_vec("CartPole-v1", n),
+        "rollway2": lambda n: rollway.make_vec("CartPole-v1", n, threads=2),
+        "gymvec": lambda n: gym.make_vec("CartPole-v1", n, vectorization_mode="vector_entry_point"),
+    }
+    if _importable("envpool"):
+        import envpool
+
+        makers["envpool"] = lambda n: envpool.make_gymnasium("CartPole-v1", num_envs=n, seed=0)
+    return makers
+
+
+def bench_vec(a) -> Dict[int, Dict[str, List[float]]]:
+    makers = vec_makers()
+    out: Dict[int, Dict[str, List[float]]] = {}
+    for n in a.vec_n:
+        out[n] = {k: [] for k in makers}
+        for i in range(a.reps):
+            for k, mk in makers.items():
+                out[n][k].append(vec_rate(mk, n, a.vec_s, a.seed + i))
+        log(f"  make_vec N={n}: " + ", ".join(f"{k} {fmt_rate(med(v))}" for k, v in out[n].items()))
+    return out
+
+
+def render_vec(vec: Dict[int, Dict[str, List[float]]], a) -> List[str]:
+    names = {"rollway": "`rollway.make_vec`", "rollway2": "`rollway.make_vec(threads=2)`",
+             "envpool": "EnvPool `make_gymnasium` (sync)", "gymvec": "Gymnasium `CartPoleVectorEnv`"}
+    keys = [k for k in names if any(k in v for v in vec.values())]
+    L = ["", f"### make_vec: CartPole-v1 steps/s from a Python loop, median of {a.reps} × {a.vec_s:g} s", "",
+         "| N | " + " | ".join(names[k] for k in keys) + " | rollway best / EnvPool | rollway best / Gymnasium |",
+         "|---:|" + "---:|" * (len(keys) + 2)]
+    for n, rates in vec.items():
+        m = {k: med(v) for k, v in rates.items()}
+        best = max(m["rollway"], m["rollway2"])
+        ep = f"{best / m['envpool']:.2f}×" if "envpool" in m else "n/a (envpool not installed)"
+        L.append(f"| {n} | " + " | ".join(fmt_rate(m[k]) for k in keys) + f" | {ep} | {best / m['gymvec']:.2f}× |")
+    return L
+
+
+def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, note: List[str]) -> str:
     m = {k: med(v) for k, v in load.items() if v}
     L = ["## Python package: `rollway.Loader` and `rollway.DataCollector`", ""] + note + [""]
     L += [f"### Loader: shuffled {a.clip}-step windows, batch {a.batch}, {a.epochs} epochs a repetition "
@@ -179,6 +245,7 @@ def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], a, note: 
         add = "—" if k == "bare" else f"{us[k]:.2f}"
         L.append(f"| {name} | {fmt_rate(c[k])} | {', '.join(fmt_rate(x) for x in coll[k])} | {add} |")
     L += ["", f"- rollway / Minari: **{c['rollway'] / c['minari']:.1f}×** steps/s"]
+    L += render_vec(vec, a)
     return "\n".join(L) + "\n"
 
 
@@ -194,6 +261,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torchrl-max-s", type=float, default=10.0)
     p.add_argument("--skip-torchrl", action="store_true")
+    p.add_argument("--vec-n", type=lambda x: [int(v) for v in x.split(",")], default=[8, 64, 256, 1024])
+    p.add_argument("--vec-s", type=float, default=1.0, help="seconds per make_vec measurement")
     p.add_argument("--out", help="also write the markdown report here")
     a = p.parse_args(argv)
     binary = resolve_binary(a.rollway)
@@ -209,11 +278,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         load = bench_loader(binary, ds, a)
         log("collectors: bare env, rollway, minari in turn")
         coll = bench_collect(a)
+        log("make_vec: rollway, EnvPool, Gymnasium in turn")
+        vec = bench_vec(a)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     versions = module_versions(["numpy", "gymnasium", "minari", "torch", "torchrl"])
     note = machine_note(binary, load_start, os.getloadavg(), packages=", ".join(f"{k} {v}" for k, v in versions.items()))
-    write_report(render(load, coll, a, note), a.out)
+    write_report(render(load, coll, vec, a, note), a.out)
     return 0
 
 

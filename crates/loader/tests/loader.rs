@@ -402,3 +402,32 @@ fn windows_carry_the_recorded_recurrent_state_going_in() {
     let b = l.next_batch().unwrap().unwrap();
     assert_eq!((b.state.shape.clone(), b.state.data.len()), (vec![4, 0], 0));
 }
+
+/// Lent batches (what Python's numpy views hold) are never reused while held, come
+/// back to the pool when dropped, and deliver the same epoch as `next_batch`.
+#[test]
+fn lent_batches_are_never_overwritten_while_held() {
+    let dir = tempfile::tempdir().unwrap();
+    cartpole(dir.path());
+    let cfg = LoaderConfig { prefetch_batches: 1, threads: 1, ..cfg(4) };
+    let mut plain = Loader::open(dir.path(), cfg.clone()).unwrap();
+    let want = epoch(&mut plain);
+    let mut l = Loader::open(dir.path(), cfg).unwrap();
+    let mut held = Vec::new();
+    while let Some(b) = l.next_lent().unwrap() {
+        let copy = keys(&b);
+        held.push((b, copy));
+    }
+    assert!(held.len() > 3, "more batches held than the pool has buffers");
+    for (b, copy) in &held {
+        assert_eq!(&keys(b), copy, "a held batch was overwritten");
+    }
+    assert_eq!(held.iter().flat_map(|(_, k)| k.clone()).collect::<Vec<_>>(), want);
+    drop(held);
+    // Dropped batches went back: the next epoch runs on the pool's own buffers.
+    let mut seen = BTreeSet::new();
+    while let Some(b) = l.next_lent().unwrap() {
+        seen.insert(b.rewards.data.as_ptr() as usize);
+    }
+    assert!(seen.len() <= 3, "{} distinct buffers for a pool of 3", seen.len());
+}
