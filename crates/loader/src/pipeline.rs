@@ -9,10 +9,12 @@
 //! Threads sleep only when there is nothing to claim, and are woken only if asleep.
 //!
 //! A consumer that keeps batches (Python holding numpy views of one) borrows them out
-//! of the pool as [`LentBatch`]es; each goes back when dropped, from any thread. One
-//! lent batch is what the pool was sized for (the consumer's current one); for each
-//! further one held, the pool makes a fresh buffer so loading never waits on the
-//! consumer's memory, and drops the extra again when they come back.
+//! of the pool as [`LentBatch`]es; each goes back when dropped, from any thread. Up to
+//! `prefetch_batches` lent batches come out of the pool's own buffers (a training loop
+//! holds one or two: the batch in use and the one being fetched), which leaves the
+//! threads and the consumer one buffer each; for each further one held, the pool makes
+//! a fresh buffer so loading never waits on the consumer's memory, and drops the
+//! extra again when they come back.
 //!
 //! The pool outlives epochs: threads go on into the next epoch (shuffling it once,
 //! whoever gets there first) while the consumer finishes the current one, so an
@@ -87,6 +89,8 @@ struct State {
     threads_asleep: usize,
     /// Batches lent out and not yet returned.
     lent: usize,
+    /// How many may be lent before the pool replaces them with fresh buffers.
+    lendable: usize,
 }
 
 impl State {
@@ -199,6 +203,7 @@ impl Pipeline {
             consumer_asleep: false,
             threads_asleep: 0,
             lent: 0,
+            lendable: cfg.prefetch_batches.max(1),
         };
         let shared = Arc::new(Shared { work: Work { table, windows, clip, cfg }, state: Mutex::new(state), ready: Condvar::new(), room: Condvar::new() });
         for t in 0..threads {
@@ -261,7 +266,7 @@ impl Pipeline {
         let b = self.current.take()?;
         let mut st = self.shared.lock();
         st.lent += 1;
-        if st.lent >= 2 {
+        if st.lent > st.lendable {
             st.free.push(Box::default());
             if st.threads_asleep > 0 {
                 self.shared.room.notify_one();
@@ -291,7 +296,7 @@ impl Drop for LentBatch {
         let Some(b) = self.batch.take() else { return };
         let mut st = self.home.lock();
         st.lent -= 1;
-        if st.lent == 0 {
+        if st.lent < st.lendable {
             st.free.push(b);
         } else if let Some(cold) = st.free.iter_mut().find(|f| f.is_cold()) {
             // Keep the warm buffer (its memory is mapped in), drop the fresh one.

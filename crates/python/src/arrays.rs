@@ -7,16 +7,16 @@
 //! as long as some array (or a torch tensor made by `torch.from_numpy`) still
 //! views it, and is freed or returned to the loader's pool when the last one goes.
 //!
-//! `__array_interface__` is plain Python attribute protocol, so this works under
-//! the stable ABI (abi3, Python ≥ 3.9), where the C buffer protocol is unavailable
-//! before 3.11. Cost: one small Python object and one `asarray` call per array
-//! (about a microsecond), whatever the array's size.
+//! The array is made through numpy's C API (`PyArray_NewFromDescr` via rust-numpy,
+//! which works under the stable ABI, abi3, Python ≥ 3.9, where the C buffer
+//! protocol is unavailable before 3.11), with the `Buffer` set as its base: a few
+//! hundred nanoseconds per array, whatever its size. The `Buffer` also describes
+//! its array through `__array_interface__`, so it can be handed to numpy directly.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use rollway_core::{Array, DType};
 
@@ -82,17 +82,65 @@ pub fn typestr(d: DType) -> &'static str {
     }
 }
 
-fn asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    ASARRAY.import(py, "numpy", "asarray")
+/// Keeps memory alive as the base object of several arrays (a loader batch's fields).
+#[pyclass(frozen, module = "rollway._rollway")]
+pub struct Keeper {
+    _keep: Keep,
+}
+
+/// A Python object that keeps `keep` alive, to be the base of arrays over its memory.
+pub fn keeper<'py>(py: Python<'py>, keep: Keep) -> PyResult<Bound<'py, PyAny>> {
+    Ok(Bound::new(py, Keeper { _keep: keep })?.into_any())
+}
+
+/// A numpy array of `T` over `bytes`, with `base` as its base object.
+fn typed<'py, T: numpy::Element>(base: Bound<'py, PyAny>, bytes: &[u8], shape: &[usize]) -> Bound<'py, PyAny> {
+    // SAFETY: `bytes` holds exactly `shape`'s elements of `T` (asserted by the caller:
+    // every array comes from a dtype and shape rollway wrote), its start is aligned for
+    // `T` (checked by the caller), and the memory it lies in is kept alive by `base`
+    // (a `Buffer` or `Keeper` owning it), which the new array holds as its base
+    // object, so it stays valid and unmoved for as long as the array exists. Nothing
+    // else writes it meanwhile: episode arrays own their vectors, and a lent loader
+    // batch returns to the pool only when its last view is gone.
+    unsafe {
+        let view = ndarray::ArrayView::from_shape_ptr(ndarray::IxDyn(shape), bytes.as_ptr().cast::<T>());
+        numpy::PyArray::borrow_from_array(&view, base).into_any()
+    }
+}
+
+/// A numpy array over `bytes`, which must lie inside memory that `base` keeps alive
+/// and hold `shape`'s elements of `dtype`.
+pub fn view_in<'py>(base: &Bound<'py, PyAny>, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "array bytes and shape disagree");
+    let base = base.clone();
+    if bytes.as_ptr() as usize % dtype.size() != 0 {
+        // Never seen (allocations are aligned): a copy is safe where a view might not be.
+        let py = base.py();
+        let raw = pyo3::types::PyBytes::new(py, bytes);
+        let np = py.import("numpy")?;
+        let shape = pyo3::types::PyTuple::new(py, shape)?;
+        return np.getattr("frombuffer")?.call1((raw, typestr(dtype)))?.call_method1("reshape", (shape,))?.call_method0("copy");
+    }
+    Ok(match dtype {
+        DType::Bool => typed::<bool>(base, bytes, shape),
+        DType::U8 => typed::<u8>(base, bytes, shape),
+        DType::I8 => typed::<i8>(base, bytes, shape),
+        DType::U16 => typed::<u16>(base, bytes, shape),
+        DType::I16 => typed::<i16>(base, bytes, shape),
+        DType::U32 => typed::<u32>(base, bytes, shape),
+        DType::I32 => typed::<i32>(base, bytes, shape),
+        DType::U64 => typed::<u64>(base, bytes, shape),
+        DType::I64 => typed::<i64>(base, bytes, shape),
+        DType::F32 => typed::<f32>(base, bytes, shape),
+        DType::F64 => typed::<f64>(base, bytes, shape),
+    })
 }
 
 /// A numpy array over `bytes`, which must lie inside memory `keep` owns and hold
-/// `shape`'s elements of `dtype`.
+/// `shape`'s elements of `dtype`; its base is a `Buffer` describing it.
 pub fn view<'py>(py: Python<'py>, keep: &Keep, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    debug_assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size());
-    let buf = Buffer { keep: keep.clone(), ptr: bytes.as_ptr() as usize, shape: shape.to_vec(), typestr: typestr(dtype) };
-    asarray(py)?.call1((Bound::new(py, buf)?,))
+    let buf = Bound::new(py, Buffer { keep: keep.clone(), ptr: bytes.as_ptr() as usize, shape: shape.to_vec(), typestr: typestr(dtype) })?;
+    view_in(&buf.into_any(), bytes, dtype, shape)
 }
 
 /// A numpy array that takes over `a`'s bytes (no copy).

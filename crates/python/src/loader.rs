@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use rollway_core::Array;
 use rollway_loader::{LentBatch, Loader, LoaderConfig, LoaderState, Selection};
 
-use crate::arrays::{self, Keep};
+use crate::arrays;
 use crate::errors::ToPy;
 
 /// An open loader (the `rollway.Loader` class wraps it).
@@ -110,11 +110,12 @@ impl LoaderHandle {
 /// A batch's fields as views of the lent buffer (only `fields`, when given).
 fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>) -> PyResult<Bound<'py, PyDict>> {
     let lent = Arc::new(lent);
-    let keep: Keep = lent.clone();
+    // One base object for all the batch's arrays: the buffer returns when the last goes.
+    let base = arrays::keeper(py, lent.clone())?;
     let b: &rollway_loader::Batch = &lent;
     let d = PyDict::new(py);
     let want = |name: &str| fields.is_none_or(|f| f.iter().any(|x| x == name));
-    let view = |a: &Array| arrays::view(py, &keep, &a.data, a.dtype, &a.shape);
+    let view = |a: &Array| arrays::view_in(&base, &a.data, a.dtype, &a.shape);
     for (name, cols) in [("observations", &b.observations), ("actions", &b.actions)] {
         if want(name) {
             let views = cols.iter().map(|(col, a)| Ok((col.as_str(), view(a)?))).collect::<PyResult<Vec<_>>>()?;
