@@ -32,10 +32,10 @@ impl Agent for Faulty {
             layout.sample_row(row.rng, row.action.bytes_mut());
             Ok(())
         })?;
-        if self.panic_every > 0 && self.calls % self.panic_every == 0 {
+        if self.panic_every > 0 && self.calls.is_multiple_of(self.panic_every) {
             panic!("faulty agent: injected panic on call {}", self.calls);
         }
-        if self.error_every > 0 && self.calls % self.error_every == 0 {
+        if self.error_every > 0 && self.calls.is_multiple_of(self.error_every) {
             return Err(Error::Agent { agent: "faulty".into(), message: format!("injected error on call {}", self.calls) });
         }
         Ok(())

@@ -281,7 +281,7 @@ impl Planner {
         for _ in 0..4 {
             let heading = Dir::ALL[memory[HEADING] as usize % 4];
             let at_edge = |u: usize| match heading {
-                Dir::Left => u % VIEW == 0,
+                Dir::Left => u.is_multiple_of(VIEW),
                 Dir::Right => u % VIEW == VIEW - 1,
                 Dir::Up => u / VIEW == 0,
                 Dir::Down => u / VIEW == VIEW - 1,

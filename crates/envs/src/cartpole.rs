@@ -133,7 +133,7 @@ impl Env for CartPole {
         let state = [x, x_dot, theta, theta_dot];
         self.state = Some(state);
 
-        let terminated = x < -X_THRESHOLD || x > X_THRESHOLD || theta < -THETA_THRESHOLD || theta > THETA_THRESHOLD;
+        let terminated = !(-X_THRESHOLD..=X_THRESHOLD).contains(&x) || !(-THETA_THRESHOLD..=THETA_THRESHOLD).contains(&theta);
         let fail_reward = if self.sutton_barto { -1.0 } else { 1.0 };
         let reward = if !terminated {
             if self.sutton_barto {

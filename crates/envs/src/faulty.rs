@@ -74,10 +74,10 @@ impl Env for Faulty {
     fn step(&mut self, action: RowRef<'_>, mut obs: RowMut<'_>) -> Result<StepOutcome> {
         self.calls += 1;
         self.t += 1;
-        if self.panic_every > 0 && self.calls % self.panic_every == 0 {
+        if self.panic_every > 0 && self.calls.is_multiple_of(self.panic_every) {
             panic!("Faulty-v0: injected panic on step call {}", self.calls);
         }
-        if self.error_every > 0 && self.calls % self.error_every == 0 {
+        if self.error_every > 0 && self.calls.is_multiple_of(self.error_every) {
             return Err(Error::Env { env: self.spec.id.clone(), message: format!("injected error on step call {}", self.calls) });
         }
         if self.poison.contains(&self.seed) && self.t == self.length / 2 {

@@ -115,6 +115,8 @@ impl Env for Pendulum {
     }
 
     #[inline]
+    // numpy's `clip` order (max, then min) is kept as written: bit-exactness is the point here.
+    #[allow(clippy::manual_clamp)]
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
         let id = &self.spec.id;
         let raw = action.leaf::<f32>(0)[0];

@@ -64,7 +64,7 @@ fn ff_err(what: &str) -> impl Fn(ff::Error) -> Error + '_ {
 }
 
 fn check_dims(width: usize, height: usize) -> Result<()> {
-    if width == 0 || height == 0 || width % 2 != 0 || height % 2 != 0 {
+    if width == 0 || height == 0 || !width.is_multiple_of(2) || !height.is_multiple_of(2) {
         return Err(Error::Unsupported(format!("H.264 (yuv420p) needs even, non-zero frame sizes; got {width}×{height}")));
     }
     Ok(())

@@ -113,7 +113,7 @@ fn typed<'py, T: numpy::Element>(base: Bound<'py, PyAny>, bytes: &[u8], shape: &
 pub fn view_in<'py>(base: &Bound<'py, PyAny>, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "array bytes and shape disagree");
     let base = base.clone();
-    if bytes.as_ptr() as usize % dtype.size() != 0 {
+    if !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
         // Never seen (allocations are aligned): a copy is safe where a view might not be.
         let py = base.py();
         let raw = pyo3::types::PyBytes::new(py, bytes);

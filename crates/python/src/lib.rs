@@ -55,10 +55,13 @@ fn agents(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// A leaf of a row layout: path, numpy dtype, shape, bytes.
+type LeafInfo = (String, &'static str, Vec<usize>, usize);
+
 /// A space's row layout: its leaves as (path, numpy dtype, shape, bytes), and the
 /// row's size. Leaves start at multiples of 8 bytes.
 #[pyfunction]
-fn layout(space_json: &str) -> PyResult<(Vec<(String, &'static str, Vec<usize>, usize)>, usize)> {
+fn layout(space_json: &str) -> PyResult<(Vec<LeafInfo>, usize)> {
     let space = rollway_core::Space::from_json(space_json).map_err(|e| errors::input_error(format!("space: {e}")))?;
     let l = rollway_core::Layout::of(&space);
     let leaves = l.leaves().iter().map(|f| (f.path.clone(), f.dtype.name(), f.shape.clone(), f.bytes())).collect();

@@ -40,6 +40,32 @@ struct Out {
     truncated: bool,
 }
 
+/// A contiguous share of the envs with their rows and results: one thread's work.
+struct Slice<'a> {
+    envs: &'a mut [Box<dyn Env>],
+    obs: &'a mut [u8],
+    act: &'a [u8],
+    ended: &'a [bool],
+    outs: &'a mut [Out],
+}
+
+impl Slice<'_> {
+    fn step(self, ol: &Layout, al: &Layout) -> rollway_core::Result<()> {
+        let (obs_w, act_w) = (ol.row_bytes(), al.row_bytes());
+        for (i, env) in self.envs.iter_mut().enumerate() {
+            let row = RowMut::new(ol, &mut self.obs[i * obs_w..(i + 1) * obs_w]);
+            self.outs[i] = if self.ended[i] {
+                env.reset(None, None, row)?;
+                Out::default()
+            } else {
+                let o: StepOutcome = env.step(RowRef::new(al, &self.act[i * act_w..(i + 1) * act_w]), row)?;
+                Out { reward: o.reward, terminated: o.terminated, truncated: o.truncated }
+            };
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl VecEnvHandle {
     #[new]
@@ -121,33 +147,20 @@ impl VecEnvHandle {
     fn step_all(&mut self, outs: &mut [Out]) -> rollway_core::Result<()> {
         let (ol, al, n) = (&self.ol, &self.al, self.envs.len());
         let chunk = n.div_ceil(self.threads);
-        let (obs_w, act_w) = (self.obs.row_bytes(), self.act.row_bytes());
-        let work = self
+        let (obs_w, act_w) = (self.obs.row_bytes().max(1), self.act.row_bytes().max(1));
+        let slices = self
             .envs
             .chunks_mut(chunk)
-            .zip(self.obs.bytes_mut().chunks_mut(chunk * obs_w.max(1)))
-            .zip(self.act.bytes().chunks(chunk * act_w.max(1)))
-            .zip(self.ended.chunks(chunk))
-            .zip(outs.chunks_mut(chunk));
-        let step_slice = |((((envs, obs), act), ended), outs): ((((&mut [Box<dyn Env>], &mut [u8]), &[u8]), &[bool]), &mut [Out])| {
-            for (i, env) in envs.iter_mut().enumerate() {
-                let row = RowMut::new(ol, &mut obs[i * obs_w..(i + 1) * obs_w]);
-                outs[i] = if ended[i] {
-                    env.reset(None, None, row)?;
-                    Out::default()
-                } else {
-                    let o: StepOutcome = env.step(RowRef::new(al, &act[i * act_w..(i + 1) * act_w]), row)?;
-                    Out { reward: o.reward, terminated: o.terminated, truncated: o.truncated }
-                };
-            }
-            Ok(())
-        };
+            .zip(self.obs.bytes_mut().chunks_mut(chunk * obs_w))
+            .zip(self.act.bytes().chunks(chunk * act_w))
+            .zip(self.ended.chunks(chunk).zip(outs.chunks_mut(chunk)))
+            .map(|(((envs, obs), act), (ended, outs))| Slice { envs, obs, act, ended, outs });
         if self.threads == 1 {
-            return work.map(step_slice).collect();
+            return slices.into_iter().try_for_each(|s| s.step(ol, al));
         }
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work.map(|w| s.spawn(move || step_slice(w))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = slices.map(|s| scope.spawn(move || s.step(ol, al))).collect();
+            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
         })
     }
 

@@ -309,7 +309,7 @@ fn leaf_array(
 /// `Vec`'s dangling pointer is aligned to 1 only (a shard of given-up episodes has no
 /// rows), and that case — or any other misaligned one — gets a copy.
 fn aligned(bytes: Vec<u8>, align: usize) -> Buffer {
-    if (bytes.as_ptr() as usize) % align.max(1) == 0 {
+    if (bytes.as_ptr() as usize).is_multiple_of(align.max(1)) {
         Buffer::from_vec(bytes)
     } else {
         Buffer::from_slice_ref(&bytes)

@@ -322,7 +322,7 @@ impl Dataset {
                 let schema = b.schema().clone();
                 self.schema.check(&schema)?;
                 let total = b.metadata().file_metadata().num_rows() as u64;
-                if start.checked_add(rows).map_or(true, |end| end > total) {
+                if start.checked_add(rows).is_none_or(|end| end > total) {
                     return Err(format!(
                         "rows {start}..{} asked for, the file has {total}",
                         start.saturating_add(rows)

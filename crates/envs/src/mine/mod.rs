@@ -86,7 +86,7 @@ impl PixelMine {
     pub fn new(p: &Params) -> Result<PixelMine> {
         p.expect_only(&["size", "max_steps", "world", "diamond_rate"])?;
         let size: usize = p.get("size", 128)?;
-        if size == 0 || size % VIEW != 0 || size > 1024 {
+        if size == 0 || !size.is_multiple_of(VIEW) || size > 1024 {
             return Err(param_err("size", format!("{size} is not a multiple of 16 between 16 and 1024")));
         }
         let max_steps: u64 = p.get("max_steps", 1000)?;

@@ -91,7 +91,7 @@ fn texel(k: usize, x: usize, y: usize, t: usize) -> Option<[u8; 3]> {
         8 => ore(SIGNATURE[8]),
         9 => {
             let top = v < 0.3;
-            let leg = v > 0.75 && !(u < 0.25 || u > 0.75);
+            let leg = v > 0.75 && (0.25..=0.75).contains(&u);
             if leg {
                 grass
             } else if top {
@@ -115,6 +115,7 @@ fn texel(k: usize, x: usize, y: usize, t: usize) -> Option<[u8; 3]> {
 }
 
 /// Builds the atlas (`ATLAS_LEN` textures of `t×t` RGB pixels) and the player's opacity mask.
+#[allow(clippy::needless_range_loop)] // `k` is the texture id, passed on and compared, not just an index
 fn build_atlas(t: usize) -> (Vec<u8>, Vec<bool>) {
     let tex = t * t * 3;
     let mut atlas = vec![0u8; ATLAS_LEN * tex];
@@ -248,7 +249,7 @@ fn center_pixel(rgb: &[u8], size: usize, col: usize, row: usize) -> Option<&[u8]
 /// as `Tile::Player`). Unknown colours and malformed input decode as `Void`.
 pub fn decode_view(rgb: &[u8], size: usize) -> [[Tile; VIEW]; VIEW] {
     let mut out = [[Tile::Void; VIEW]; VIEW];
-    if size == 0 || size % VIEW != 0 || rgb.len() < size * size * 3 {
+    if size == 0 || !size.is_multiple_of(VIEW) || rgb.len() < size * size * 3 {
         return out;
     }
     for (r, line) in out.iter_mut().enumerate() {
@@ -263,7 +264,7 @@ pub fn decode_view(rgb: &[u8], size: usize) -> [[Tile; VIEW]; VIEW] {
 
 /// The agent's facing, read from its sprite at the centre of a frame.
 pub fn decode_facing(rgb: &[u8], size: usize) -> Option<Dir> {
-    if size == 0 || size % VIEW != 0 || rgb.len() < size * size * 3 {
+    if size == 0 || !size.is_multiple_of(VIEW) || rgb.len() < size * size * 3 {
         return None;
     }
     let k = center_pixel(rgb, size, PAD, PAD).and_then(signature_of)?;

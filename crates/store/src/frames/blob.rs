@@ -63,7 +63,7 @@ impl FrameShard for RawShard {
     }
     fn frames(&self, start: u64, out: &mut [u8], frame_bytes: usize) -> Result<()> {
         let count = (out.len() / frame_bytes.max(1)) as u64;
-        if start.checked_add(count).map_or(true, |end| end > self.n) {
+        if start.checked_add(count).is_none_or(|end| end > self.n) {
             return Err(corrupt(
                 &self.path,
                 format!(
@@ -127,7 +127,7 @@ impl FrameMedia for Raw {
         let need = start
             .checked_add(count)
             .and_then(|end| end.checked_mul(geom.bytes() as u64));
-        if need.map_or(true, |need| len < need) {
+        if need.is_none_or(|need| len < need) {
             return Err(corrupt(
                 path,
                 format!(
@@ -246,7 +246,7 @@ fn offsets(path: &Path, magic: &[u8; 8]) -> Result<Vec<u64>> {
 fn check_range(path: &Path, offs: &[u64], start: u64, count: u64) -> Result<()> {
     if start
         .checked_add(count)
-        .map_or(true, |end| end > offs.len() as u64 - 1)
+        .is_none_or(|end| end > offs.len() as u64 - 1)
     {
         return Err(corrupt(
             path,

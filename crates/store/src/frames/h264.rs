@@ -34,7 +34,7 @@ fn frames_of(path: &Path, geom: &Geom) -> Result<Video> {
 fn check_count(path: &Path, v: &Video, start: u64, count: u64) -> Result<()> {
     if start
         .checked_add(count)
-        .map_or(true, |end| end > v.frames() as u64)
+        .is_none_or(|end| end > v.frames() as u64)
     {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
@@ -56,7 +56,7 @@ impl FrameMedia for H264 {
         "mp4"
     }
     fn supports(&self, geom: &Geom) -> Result<()> {
-        if geom.channels != 3 || geom.width % 2 != 0 || geom.height % 2 != 0 {
+        if geom.channels != 3 || !geom.width.is_multiple_of(2) || !geom.height.is_multiple_of(2) {
             return Err(Error::Unsupported(format!("h264 stores RGB frames with even sides; this key is {}×{}×{} (use lz4, raw or jpeg)", geom.height, geom.width, geom.channels)));
         }
         Ok(())
