@@ -64,6 +64,8 @@ class DataCollector(gym.Wrapper):
             self.path, env_id, obs_json, act_json, limit, algorithm_name, record_infos,
             max_buffer_steps, max_buffer_episodes, frame_media,
         )
+        # Bound once: `step` runs for every env step and each attribute lookup costs.
+        self._env_step, self._rec_step = env.step, self._rec.step
 
     def _info(self, info: Dict[str, Any]) -> Optional[str]:
         return json.dumps(info, default=_plain) if self._infos else None
@@ -76,9 +78,9 @@ class DataCollector(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        info_json = json.dumps(info, default=_plain) if self._infos else None
-        self._rec.step(self._pack_act(action), self._pack_obs(obs), float(reward), bool(terminated), bool(truncated), info_json)
+        obs, reward, terminated, truncated, info = self._env_step(action)
+        self._rec_step(self._pack_act(action), self._pack_obs(obs), reward, terminated, truncated,
+                       json.dumps(info, default=_plain) if self._infos else None)
         return obs, reward, terminated, truncated, info
 
     @property
