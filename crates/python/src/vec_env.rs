@@ -8,8 +8,9 @@
 //! (next-step): the step after an episode ended resets that env instead of stepping
 //! it, returning the reset observation with reward 0 and both flags false.
 //!
-//! Envs are stepped on `threads` scoped threads when asked (each takes a contiguous
-//! slice); a thread costs more to start than a small batch of classic-control steps,
+//! Envs are stepped on `threads` threads when asked (each takes a contiguous slice,
+//! the caller's thread one of them); the others are started per step (~15 µs each),
+//! which pays only when a slice's steps cost more than that (large N, costly envs),
 //! so one thread (the caller's) is the default.
 
 use pyo3::prelude::*;
@@ -158,9 +159,14 @@ impl VecEnvHandle {
         if self.threads == 1 {
             return slices.into_iter().try_for_each(|s| s.step(ol, al));
         }
+        // The caller's thread takes the last slice itself: one thread start fewer per step.
+        let mut slices: Vec<Slice<'_>> = slices.collect();
+        let mine = slices.pop();
         std::thread::scope(|scope| {
-            let handles: Vec<_> = slices.map(|s| scope.spawn(move || s.step(ol, al))).collect();
-            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            let handles: Vec<_> = slices.into_iter().map(|s| scope.spawn(move || s.step(ol, al))).collect();
+            let own = mine.map_or(Ok(()), |s| s.step(ol, al));
+            handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))?;
+            own
         })
     }
 
