@@ -87,16 +87,9 @@ class Loader:
         return self._h.state()[0]
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        epochs = 1 if self.epochs is None else self.epochs
-        done = 0
-        while done < epochs:
-            # Held in a list and popped as it is yielded: a suspended generator holding
-            # the batch would keep its buffer out of the pool while the next one loads.
-            got = [self._h.next_batch()]
-            if got[0] is None:
-                done += 1
-                continue
-            yield got.pop()
+        # The Rust handle is the iterator: no Python frame per batch. It holds no batch
+        # between calls, so each buffer returns to the pool as soon as Python drops it.
+        return iter(self._h.start(1 if self.epochs is None else self.epochs))
 
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of the current epoch, or None at its end (the next call starts
