@@ -1,15 +1,19 @@
 //! Built-in agents. Each agent is one file plus one line in [`REGISTRY`].
 //!
 //! ```
-//! use rollway_core::Params;
+//! use rollway_core::{AgentFactory, Params};
 //!
 //! let env = rollway_envs::make("Faulty-v0", &Params::new()).unwrap();
 //! let agent = rollway_agents::make("random", env.spec(), &Params::new()).unwrap();
 //! # drop(agent);
+//! // The same, as the factory a run builds (and rebuilds) its agent with.
+//! let factory = rollway_agents::Registered::new("random", Params::new());
+//! let agent = factory.make(env.spec()).unwrap();
+//! # drop(agent);
 //! ```
 #![deny(missing_docs)]
 
-use rollway_core::{Agent, AgentEntry, EnvSpec, Error, Params, Result};
+use rollway_core::{Agent, AgentEntry, AgentFactory, EnvSpec, Error, Params, Result};
 
 pub mod acrobot_pump;
 pub mod cartpole_balance;
@@ -53,4 +57,31 @@ pub fn make(name: &str, spec: &EnvSpec, params: &Params) -> Result<Box<dyn Agent
         });
     }
     (entry.make)(spec, params)
+}
+
+/// A registered agent with its parameters, as the [`AgentFactory`] a run builds
+/// its agent with: every agent is what [`make`] builds from `name` and `params`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registered {
+    /// Registered name, e.g. `random`; also the factory's name.
+    pub name: String,
+    /// Agent parameters.
+    pub params: Params,
+}
+
+impl Registered {
+    /// Agent `name` with `params` (looked up when an agent is built).
+    pub fn new(name: impl Into<String>, params: Params) -> Registered {
+        Registered { name: name.into(), params }
+    }
+}
+
+impl AgentFactory for Registered {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
+        make(&self.name, spec, &self.params)
+    }
 }

@@ -4,13 +4,17 @@
 //! [`execute`] is the one place a run happens, for the CLI and for Python alike.
 //! Whatever way a run ends (done, failed, interrupted), the episodes it finished are
 //! committed before `execute` returns, so the dataset is always resumable.
+//!
+//! The generator knows envs and agents only as factories; [`generator`] is where a
+//! job's env and agent names are resolved to them (today: the built-in registries).
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use rollway_runner::{filter, Generator, Summary};
+use rollway_runner::{filter, Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
 use crate::args::RunArgs;
@@ -81,7 +85,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         }
         _ => (None, None),
     };
-    let generator = input(Generator::new(job.cfg.clone(), filters).map_err(|e| job.explain(e)))?;
+    let generator = input(generator(job.cfg.clone(), filters).map_err(|e| job.explain(e)))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -112,6 +116,14 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         writeln!(f, "{text}").context("writing --summary-json")?;
     }
     Ok(Outcome { summary, out, written, resumed })
+}
+
+/// A generator for `cfg`, its env and agent (with their parameters) taken from the
+/// built-in registries.
+pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>) -> rollway_runner::Result<Generator> {
+    let envs = Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone()));
+    let agents = Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone()));
+    Generator::new(cfg, envs, agents, filters)
 }
 
 /// The job, where it records, and whether it resumes a recorded run.

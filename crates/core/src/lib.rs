@@ -1,5 +1,6 @@
 //! Core types of rollway: Gymnasium-semantic spaces, values and infos, flat row
-//! layouts for batches, and the `Env` and `Agent` traits. No IO lives here.
+//! layouts for batches, the `Env` and `Agent` traits, and the factories a run
+//! builds them with ([`EnvFactory`], [`AgentFactory`]). No IO lives here.
 //!
 //! Envs write observations into rows of a [`Layout`]; agents read a batch of such
 //! rows and write actions. Spaces serialize to the JSON Minari writes.
@@ -23,6 +24,7 @@ pub mod dtype;
 pub mod env;
 pub mod episode;
 mod error;
+pub mod factory;
 pub mod info;
 pub mod layout;
 pub mod params;
@@ -37,6 +39,7 @@ pub use dtype::DType;
 pub use env::{Env, EnvSpec, StepOutcome, TimeLimit};
 pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};
 pub use error::{Error, Result};
+pub use factory::{AgentFactory, EnvFactory};
 pub use info::Info;
 pub use layout::{Layout, Leaf, LeafKind, RowMut, RowRef, Rows};
 pub use params::Params;

@@ -1,5 +1,6 @@
 //! Registry entry types: an env, agent or filter is one file plus one line in a
-//! registry table (see `rollway-envs` and `rollway-agents`).
+//! registry table (see `rollway-envs` and `rollway-agents`). A registry is one
+//! source of envs and agents for a run; see [`crate::factory`] for the seam.
 
 use crate::{Agent, Env, EnvSpec, Params, Result};
 

@@ -18,9 +18,12 @@
 //! let out = env.step(rollway_core::RowRef::new(&al, act.row(0)), rollway_core::RowMut::new(&ol, obs.row_mut(0))).unwrap();
 //! assert_eq!(out.reward, 1.0);
 //! ```
+//!
+//! A run gets its envs through [`Registered`], the registry as an
+//! [`EnvFactory`].
 #![deny(missing_docs)]
 
-use rollway_core::{Env, EnvEntry, Error, Params, Result, TimeLimit};
+use rollway_core::{Env, EnvEntry, EnvFactory, Error, Params, Result, TimeLimit};
 
 pub mod acrobot;
 pub mod cartpole;
@@ -57,4 +60,31 @@ pub fn make(id: &str, params: &Params) -> Result<Box<dyn Env>> {
         Some(max) => Box::new(TimeLimit::new(env, max)),
         None => env,
     })
+}
+
+/// A registered env with its parameters, as the [`EnvFactory`] a run builds its
+/// envs with: every env is what [`make`] builds from `id` and `params`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registered {
+    /// Registered id, e.g. `CartPole-v1`; also the factory's name.
+    pub id: String,
+    /// Env parameters.
+    pub params: Params,
+}
+
+impl Registered {
+    /// Env `id` with `params` (looked up when an env is built).
+    pub fn new(id: impl Into<String>, params: Params) -> Registered {
+        Registered { id: id.into(), params }
+    }
+}
+
+impl EnvFactory for Registered {
+    fn name(&self) -> &str {
+        &self.id
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>> {
+        make(&self.id, &self.params)
+    }
 }

@@ -4,12 +4,16 @@
 //! Run with `cargo bench -p rollway-runner --bench generator`. The side-by-side
 //! comparison with Gymnasium and EnvPool is `bench/run_all.sh`.
 
+use std::sync::Arc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rollway_core::Params;
 use rollway_runner::{Generator, Mode, RunConfig, Target};
 
 fn bench_run(c: &mut Criterion, name: &str, cfg: RunConfig, steps: u64) {
-    let generator = Generator::new(RunConfig { target: Target::Steps(steps), ..cfg }, vec![]).expect("valid config");
+    let envs = Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone()));
+    let agents = Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone()));
+    let generator = Generator::new(RunConfig { target: Target::Steps(steps), ..cfg }, envs, agents, vec![]).expect("valid config");
     let mut group = c.benchmark_group("generator");
     group.sample_size(10);
     group.throughput(Throughput::Elements(steps));

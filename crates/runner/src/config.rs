@@ -30,13 +30,16 @@ pub enum Mode {
 /// Everything a run needs. Defaults are the CLI's defaults.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    /// Registered env id.
+    /// The env, by name: the run's env factory must have this name (for the
+    /// built-in registry, the env id). Summaries and datasets record it.
     pub env: String,
-    /// Env parameters.
+    /// Env parameters, for a factory made from this config (the registry's);
+    /// other factories carry their own.
     pub env_params: Params,
-    /// Registered agent name.
+    /// The agent, by name: the run's agent factory must have this name (for the
+    /// built-in registry, the agent name). Summaries and datasets record it.
     pub agent: String,
-    /// Agent parameters.
+    /// Agent parameters, as for `env_params`.
     pub agent_params: Params,
     /// Worker threads.
     pub workers: usize,

@@ -6,22 +6,30 @@
 //! `seed::episode_seed(s, i)` and its own agent random stream, so its actions,
 //! return and length do not depend on the worker count, batch sizes or mode.
 //!
+//! The generator builds envs and agents through the factory traits of
+//! `rollway-core` and knows no registry; here the built-in ones provide them:
+//!
 //! ```
+//! use std::sync::Arc;
 //! use rollway_runner::{filter, Generator, RunConfig, Target};
 //!
 //! let cfg = RunConfig { env: "Faulty-v0".into(), agent: "random".into(), target: Target::Episodes(10), ..Default::default() };
+//! let envs = Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone()));
+//! let agents = Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone()));
 //! let filters = vec![filter::parse("kind=length,min=20,label=full").unwrap()];
-//! let summary = Generator::new(cfg, filters).unwrap().run(&mut ()).unwrap();
+//! let summary = Generator::new(cfg, envs, agents, filters).unwrap().run(&mut ()).unwrap();
 //! assert_eq!(summary.episodes, 10);
 //! assert_eq!(summary.labels["full"], 10);
 //! ```
 #![deny(missing_docs)]
 
+mod central;
 mod collect;
 mod config;
 mod error;
 pub mod filter;
 mod generator;
+mod pool;
 mod schedule;
 mod worker;
 

@@ -1,6 +1,7 @@
-//! Worker threads: each owns `envs_per_worker` envs split into one or two blocks,
-//! steps a block when its actions come back from the central stage, starts new
-//! episodes in freed slots, and turns env panics and errors into failed attempts.
+//! Worker threads: each owns `envs_per_worker` envs (built with the run's env
+//! factory, on first use and after a failure) split into one or two blocks, steps
+//! a block when its actions come back from the central stage, starts new episodes
+//! in freed slots, and turns env panics and errors into failed attempts.
 //!
 //! A block (observation rows, action rows, first flags, agent memory and random
 //! streams) moves between the worker and the central stage by ownership, so no
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use rollway_core::{seed, AgentRng, Env, Info, Layout, Memory, RowMut, RowRef, Rows};
+use rollway_core::{seed, AgentRng, Env, EnvFactory, Info, Layout, Memory, RowMut, RowRef, Rows};
 
 use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
 use crate::schedule::{Pending, Schedule};
@@ -80,6 +81,7 @@ pub(crate) enum Down {
 pub(crate) struct WorkerCtx {
     pub worker: usize,
     pub cfg: Arc<RunConfig>,
+    pub envs: Arc<dyn EnvFactory>,
     pub obs_layout: Arc<Layout>,
     pub act_layout: Arc<Layout>,
     pub sched: Arc<Schedule>,
@@ -278,8 +280,8 @@ impl Worker {
     /// The env of a slot, built on first use.
     fn env(&mut self, l: usize, j: usize) -> Result<&mut Box<dyn Env>, String> {
         if self.envs[l][j].is_none() {
-            let cfg = &self.ctx.cfg;
-            let env = guarded(|| rollway_envs::make(&cfg.env, &cfg.env_params))?;
+            let factory = &self.ctx.envs;
+            let env = guarded(|| factory.make())?;
             self.envs[l][j] = Some(env);
         }
         Ok(self.envs[l][j].as_mut().expect("just built"))

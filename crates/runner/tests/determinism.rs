@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
-use rollway_runner::{EpisodeResult, Generator, Mode, RunConfig, Target};
+use rollway_runner::{EpisodeResult, Mode, RunConfig, Target};
+
+mod common;
 
 fn outcomes(cfg: RunConfig) -> Vec<String> {
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let s = Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
     assert_eq!(s.given_up, 0);
     assert_eq!(eps.len() as u64, s.episodes);
     eps.iter().map(EpisodeResult::outcome_json).collect()
@@ -55,7 +57,7 @@ fn step_target_is_the_same_prefix_whatever_the_schedule() {
 fn max_steps_truncates_and_counts_as_truncated() {
     let cfg = RunConfig { env: "CartPole-v1".into(), agent: "constant".into(), max_steps: Some(5), target: Target::Episodes(20), ..Default::default() };
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let s = Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
     // Pushing left always tips the pole only after ~8 steps, so every episode is cut at 5.
     assert!(eps.iter().all(|e| e.length == 5 && e.status == rollway_runner::Status::Truncated));
     assert_eq!(s.truncated, 20);
@@ -65,7 +67,7 @@ fn max_steps_truncates_and_counts_as_truncated() {
 fn recorded_trajectories_follow_gymnasium_shapes() {
     let cfg = RunConfig { env: "CartPole-v1".into(), agent: "random".into(), record_steps: true, record_infos: true, target: Target::Episodes(5), ..Default::default() };
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    common::registered(cfg).unwrap().run(&mut eps).unwrap();
     for e in &eps {
         let t = e.trajectory.as_ref().unwrap();
         let n = e.length as usize;

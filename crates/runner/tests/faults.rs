@@ -2,7 +2,9 @@
 //! episodes. Every episode index is accounted for exactly once.
 
 use rollway_core::{seed, Params};
-use rollway_runner::{EpisodeResult, Generator, Mode, RunConfig, Status, Summary, Target};
+use rollway_runner::{EpisodeResult, Mode, RunConfig, Status, Summary, Target};
+
+mod common;
 
 const N: u64 = 300;
 
@@ -24,7 +26,7 @@ fn faulty(env_params: Params, agent: &str, agent_params: Params) -> RunConfig {
 
 fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
     let mut eps = Vec::new();
-    let s = Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
     (s, eps)
 }
 
@@ -96,6 +98,6 @@ fn agent_panics_cost_the_batch_attempts_and_reruns_match() {
 #[test]
 fn agent_that_keeps_failing_stops_the_run_with_an_error() {
     let cfg = RunConfig { max_restarts: 3, ..faulty(Params::new(), "faulty", Params::new().with("error_every", 1)) };
-    let err = Generator::new(cfg, vec![]).unwrap().run(&mut ()).unwrap_err();
+    let err = common::registered(cfg).unwrap().run(&mut ()).unwrap_err();
     assert!(err.to_string().contains("agent failed"), "{err}");
 }

@@ -1,7 +1,9 @@
 //! Issue 10 (data safety), the runner's part.
 
 use rollway_core::Params;
-use rollway_runner::{EpisodeResult, Generator, RunConfig, Summary, Target};
+use rollway_runner::{EpisodeResult, RunConfig, Summary, Target};
+
+mod common;
 
 /// Faulty-v0 episodes are 20 steps; one env per worker, so in sync mode every
 /// round is one agent call per chunk and episode `4k..4k+4` take rounds `20k+1..=20k+20`.
@@ -22,7 +24,7 @@ fn four_workers(agent_params: Params, max_batch: usize) -> RunConfig {
 
 fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
     let mut eps = Vec::new();
-    let s = Generator::new(cfg, vec![])
+    let s = common::registered(cfg)
         .unwrap()
         .run(&mut eps)
         .expect("one agent panic is within max_restarts 1");
@@ -73,7 +75,7 @@ fn issue10_episodes_no_worker_could_run_stay_untried() {
         ..Default::default()
     };
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let s = Generator::new(cfg, vec![]).unwrap().run(&mut eps).unwrap();
+    let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
     assert!(
         eps.is_empty(),
         "nothing is reported for episodes no worker finished: {} reported",
@@ -99,7 +101,7 @@ fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
         ..Default::default()
     };
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let s = Generator::new(cfg.clone(), vec![])
+    let s = common::registered(cfg.clone())
         .unwrap()
         .run(&mut eps)
         .unwrap();
@@ -112,7 +114,7 @@ fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
         ..cfg
     };
     let mut more: Vec<EpisodeResult> = Vec::new();
-    let s = Generator::new(resumed, vec![])
+    let s = common::registered(resumed)
         .unwrap()
         .run(&mut more)
         .unwrap();

@@ -1,6 +1,7 @@
 //! A recorded dataset for the interop tests.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rollway_core::{EpisodeResult, Params};
 use rollway_runner::{Generator, RunConfig, Target};
@@ -23,7 +24,8 @@ pub fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_step
         record_infos: infos,
         ..Default::default()
     };
-    let g = Generator::new(cfg, vec![]).unwrap();
+    let envs = Arc::new(rollway_envs::Registered::new(env, cfg.env_params.clone()));
+    let g = Generator::new(cfg, envs, Arc::new(rollway_agents::Registered::new(agent, Params::new())), vec![]).unwrap();
     let mut eps: Vec<EpisodeResult> = Vec::new();
     g.run(&mut eps).unwrap();
     let w = DatasetWriter::create(dir, g.spec(), agent, seed, serde_json::json!({"env_params": {}}), WriterConfig { record_infos: infos, max_buffer_episodes: Some(shard_episodes), ..Default::default() }).unwrap();

@@ -1,0 +1,71 @@
+//! Env and agent factories: how a run gets its envs and its agent without knowing
+//! where they come from.
+//!
+//! The generator builds an env for every env slot, rebuilds one after each env
+//! failure, and rebuilds its agent after each agent failure; all it needs for that
+//! is "make me another one". The built-in registries (`rollway_envs::Registered`,
+//! `rollway_agents::Registered`) are one implementation; an env host in other
+//! processes, or a policy living in Python, is another. Keeping this seam in core
+//! means the runner depends on neither.
+//!
+//! A factory is shared by every worker thread (`Send + Sync`) and is called only
+//! when something is built, never per step, so a `dyn` call costs nothing that
+//! shows.
+//!
+//! ```
+//! use rollway_core::{Agent, AgentFactory, ActBatch, EnvSpec, Result};
+//!
+//! /// Always picks action 0 (for a `Discrete` action space).
+//! struct Zero;
+//!
+//! impl Agent for Zero {
+//!     fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()> {
+//!         batch.for_each_row(|mut row| Ok(row.action.set_discrete(0, 0)))
+//!     }
+//! }
+//!
+//! struct ZeroFactory;
+//!
+//! impl AgentFactory for ZeroFactory {
+//!     fn name(&self) -> &str {
+//!         "zero"
+//!     }
+//!     fn make(&self, _spec: &EnvSpec) -> Result<Box<dyn Agent>> {
+//!         Ok(Box::new(Zero))
+//!     }
+//! }
+//! # let _ = ZeroFactory.name();
+//! ```
+
+use crate::{Agent, Env, EnvSpec, Result};
+
+/// Builds the envs of a run: one per env slot, and a fresh one after each failure.
+pub trait EnvFactory: Send + Sync {
+    /// The name runs record for these envs and that a later run resolves again
+    /// (the CLI's `--env`, e.g. `CartPole-v1`). A run's `RunConfig::env` must equal it.
+    fn name(&self) -> &str;
+
+    /// A new env, wrappers (such as the time limit) applied, ready for a seeded
+    /// `reset`. Called from worker threads, concurrently; errors and panics count
+    /// as a failed attempt of the episode that needed the env.
+    fn make(&self) -> Result<Box<dyn Env>>;
+
+    /// The spec every env [`EnvFactory::make`] builds has. The default builds one
+    /// env and reads it, which also checks the parameters before a run starts; a
+    /// host whose envs are costly to start (a process, a simulator) may answer
+    /// from what it already knows, and then should check what it can here.
+    fn spec(&self) -> Result<EnvSpec> {
+        Ok(self.make()?.spec().clone())
+    }
+}
+
+/// Builds a run's agent: once before the run to check it fits the env, once to
+/// start, and again after each failed `act`.
+pub trait AgentFactory: Send + Sync {
+    /// The name runs record for the agent (the CLI's `--agent`, e.g. `random`).
+    /// A run's `RunConfig::agent` must equal it.
+    fn name(&self) -> &str;
+
+    /// A new agent for envs with `spec`; an error says why it does not fit.
+    fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>>;
+}

@@ -1,0 +1,350 @@
+//! The central stage as a small state machine: it owns the agent, forms batches
+//! from worker blocks, acts, sends actions back, and keeps the books (episodes,
+//! faults, restarts).
+//!
+//! Each turn of [`Central::drive`] looks at where the blocks are and takes one
+//! step: wake idle blocks for retries, act on the queued blocks, or wait for a
+//! worker's message (then maybe report progress). Every way a run stops (done, an
+//! observer error, the agent giving up, a worker dying) is a return from `drive`;
+//! ending the workers is left to [`Central::finish`], which drops the [`Pool`]:
+//! the one place that hangs up on the workers and joins them.
+//!
+//! A turn costs a scan of the block states (two per worker at most), next to an
+//! agent call or a channel receive: nothing that shows.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::RecvTimeoutError;
+use rollway_core::{ActBatch, Agent, Layout, Segment};
+
+use crate::collect::{Collector, Summary};
+use crate::pool::Pool;
+use crate::schedule::Schedule;
+use crate::worker::{AgentBlock, Down, Up};
+use crate::{Error, Generator, Mode, Observer, Progress, Result, Target};
+
+/// How often progress is reported, and the longest wait between looks at the workers.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Where a block is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Where {
+    Worker,
+    Queued,
+    Idle,
+    Retired,
+}
+
+/// What the central stage does next.
+enum Turn {
+    /// Retries are waiting and only idle blocks could run them.
+    Wake,
+    /// Call the agent on the queued blocks.
+    Act,
+    /// Wait this long for a worker's message.
+    Wait(Duration),
+    /// Nothing is out with a worker and nothing is left to run.
+    Done,
+}
+
+/// A run in progress.
+pub(crate) struct Central<'a> {
+    g: &'a Generator,
+    pool: Pool,
+    sched: Arc<Schedule>,
+    ol: Arc<Layout>,
+    al: Arc<Layout>,
+    /// Blocks per worker; block `local` of worker `w` is `at[w * per_worker + local]`.
+    per_worker: usize,
+    /// Largest batch an async turn waits for (`cfg.max_batch`, with 0 meaning every env).
+    max_batch: usize,
+    agent: Box<dyn Agent>,
+    agent_restarts: u32,
+    /// Env and agent rebuilds.
+    restarts: u64,
+    collector: Collector<'a>,
+    at: Vec<Where>,
+    // Boxed like every block in flight: blocks move through the channels by pointer.
+    #[allow(clippy::vec_box)]
+    queued: Vec<Box<AgentBlock>>,
+    #[allow(clippy::vec_box)]
+    idle: Vec<Box<AgentBlock>>,
+    /// When the first block of the forming batch was queued.
+    batch_since: Instant,
+    last_progress: Instant,
+    started: Instant,
+}
+
+fn slot(b: &AgentBlock, per_worker: usize) -> usize {
+    b.worker * per_worker + b.local
+}
+
+impl<'a> Central<'a> {
+    /// Starts the workers, then builds the agent while they start their envs.
+    pub fn start(g: &'a Generator, observer: &'a mut dyn Observer) -> Result<Central<'a>> {
+        let started = Instant::now();
+        let cfg = &g.cfg;
+        let ol = Arc::new(Layout::of(&g.spec.observation_space));
+        let al = Arc::new(Layout::of(&g.spec.action_space));
+        let sched = Arc::new(Schedule::new(cfg.start_index, match cfg.target {
+            Target::Episodes(n) => n,
+            Target::Steps(_) => u64::MAX,
+        }));
+        if matches!(cfg.target, Target::Steps(n) if cfg.start_steps >= n) {
+            sched.stop();
+        }
+        // Two blocks per worker in async mode so a worker steps one while the other waits.
+        let per_worker = if cfg.mode == Mode::Async && cfg.envs_per_worker >= 2 { 2 } else { 1 };
+        let pool = Pool::spawn(cfg, &g.envs, (&ol, &al), &sched, per_worker)?;
+        // On failure `pool` drops here, which joins the workers just started.
+        let agent = g.agents.make(&g.spec)?;
+        Ok(Central {
+            g,
+            pool,
+            sched,
+            ol,
+            al,
+            per_worker,
+            max_batch: if cfg.max_batch == 0 { cfg.total_envs() } else { cfg.max_batch },
+            agent,
+            agent_restarts: 0,
+            restarts: 0,
+            collector: Collector::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
+            at: vec![Where::Worker; cfg.workers * per_worker],
+            queued: Vec::new(),
+            idle: Vec::new(),
+            batch_since: Instant::now(),
+            last_progress: Instant::now(),
+            started,
+        })
+    }
+
+    /// Takes turns until the run stops; `Ok` when it ran out of work.
+    pub fn drive(&mut self) -> Result<()> {
+        loop {
+            if let Some(e) = self.collector.sink_error.take() {
+                return Err(Error::Sink(e));
+            }
+            match self.turn() {
+                Turn::Done => return Ok(()),
+                Turn::Wake => self.wake_idle(),
+                Turn::Act => self.act()?,
+                Turn::Wait(wait) => {
+                    if !self.receive(wait)? {
+                        return Ok(());
+                    }
+                    self.tick();
+                }
+            }
+        }
+    }
+
+    /// Ends the run: joins every worker, then closes the books unless `outcome` failed.
+    pub fn finish(self, outcome: Result<()>) -> Result<Summary> {
+        // Whatever is not folded yet had no live worker left to run it (or finished
+        // after such an episode). It stays untried rather than given up, so a resumed
+        // run picks it up where the committed prefix ends.
+        let end = match self.g.cfg.target {
+            Target::Episodes(n) => n,
+            Target::Steps(_) => self.sched.issued_end(),
+        };
+        let Central { pool, mut collector, restarts, started, .. } = self;
+        drop(pool);
+        outcome?;
+        if let Some(e) = collector.sink_error.take() {
+            return Err(Error::Sink(e));
+        }
+        let mut s = collector.finish(started.elapsed().as_secs_f64(), end);
+        s.restarts = restarts;
+        Ok(s)
+    }
+
+    fn turn(&self) -> Turn {
+        let cfg = &self.g.cfg;
+        let at_worker = self.at.iter().filter(|&&w| w == Where::Worker).count();
+        if at_worker == 0 && self.queued.is_empty() {
+            // Retries put back by a retired worker need a block to run in.
+            return if self.sched.has_retries() && !self.idle.is_empty() { Turn::Wake } else { Turn::Done };
+        }
+        let rows: usize = self.queued.iter().map(|b| b.len()).sum();
+        let waited = self.batch_since.elapsed();
+        let is_async = cfg.mode == Mode::Async;
+        let ready = rows >= self.max_batch || (rows >= cfg.min_batch && waited >= cfg.max_wait);
+        if !self.queued.is_empty() && (at_worker == 0 || (is_async && ready)) {
+            return Turn::Act;
+        }
+        if is_async && !self.queued.is_empty() && rows >= cfg.min_batch {
+            Turn::Wait(cfg.max_wait.saturating_sub(waited).min(TICK))
+        } else {
+            Turn::Wait(TICK)
+        }
+    }
+
+    fn wake_idle(&mut self) {
+        for b in self.idle.drain(..) {
+            self.at[slot(&b, self.per_worker)] = Where::Worker;
+            self.pool.send(b.worker, Down::Wake(b));
+        }
+    }
+
+    fn act(&mut self) -> Result<()> {
+        let (failures, failed) = call_agent(self.agent.as_mut(), &self.ol, &self.al, &mut self.queued, self.g.cfg.max_batch);
+        if let Some(msg) = failed {
+            self.rebuild_agent(msg)?;
+        }
+        // Blocks after the failed call were not acted on: they wait for the rebuilt agent.
+        for (mut b, fail) in self.queued.drain(..failures.len()).zip(failures) {
+            b.abort = fail;
+            self.at[slot(&b, self.per_worker)] = Where::Worker;
+            self.pool.send(b.worker, Down::Act(b));
+        }
+        Ok(())
+    }
+
+    fn rebuild_agent(&mut self, msg: String) -> Result<()> {
+        // One failed call is one failure, however many blocks it covered.
+        self.agent_restarts += 1;
+        self.restarts += 1;
+        if self.agent_restarts > self.g.cfg.max_restarts {
+            return Err(Error::AgentGaveUp { restarts: self.agent_restarts, last: msg });
+        }
+        std::thread::sleep(self.g.cfg.restart_backoff);
+        self.agent = self.g.agents.make(&self.g.spec)?;
+        Ok(())
+    }
+
+    /// Waits up to `wait` for one message; false when every worker has hung up.
+    fn receive(&mut self, wait: Duration) -> Result<bool> {
+        match self.pool.up.recv_timeout(wait) {
+            Ok(Up::Ready(b)) => self.ready(b),
+            Ok(Up::Idle(b)) => self.idled(b),
+            Ok(Up::Retired(b)) => self.retired(b),
+            Err(RecvTimeoutError::Timeout) => self.check_workers()?,
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Books first: what a block carries happened before its state changed.
+    fn books(&mut self, b: &mut AgentBlock) {
+        self.restarts += b.restarts;
+        if self.collector.take_from(b) {
+            self.sched.stop();
+        }
+    }
+
+    fn ready(&mut self, mut b: Box<AgentBlock>) {
+        self.books(&mut b);
+        if self.queued.is_empty() {
+            self.batch_since = Instant::now();
+        }
+        self.at[slot(&b, self.per_worker)] = Where::Queued;
+        self.queued.push(b);
+    }
+
+    fn idled(&mut self, mut b: Box<AgentBlock>) {
+        self.books(&mut b);
+        if self.sched.has_retries() {
+            self.pool.send(b.worker, Down::Wake(b));
+        } else {
+            self.at[slot(&b, self.per_worker)] = Where::Idle;
+            self.idle.push(b);
+        }
+    }
+
+    fn retired(&mut self, mut b: Box<AgentBlock>) {
+        self.books(&mut b);
+        let (w, per_worker) = (b.worker, self.per_worker);
+        self.at[slot(&b, per_worker)] = Where::Retired;
+        // Its worker's idle blocks go with it: nothing would step them.
+        let at = &mut self.at;
+        self.idle.retain(|x| {
+            let mine = x.worker == w;
+            if mine {
+                at[slot(x, per_worker)] = Where::Retired;
+            }
+            !mine
+        });
+    }
+
+    /// A worker thread ends only when hung up on, so one that ended while it still
+    /// holds blocks panicked outside the fault handling: those blocks never come back.
+    fn check_workers(&self) -> Result<()> {
+        let holds = |w: usize| self.at[w * self.per_worker..(w + 1) * self.per_worker].contains(&Where::Worker);
+        match (0..self.g.cfg.workers).find(|&w| self.pool.finished(w) && holds(w)) {
+            Some(w) => Err(Error::Worker { worker: w, message: "thread ended unexpectedly".into() }),
+            None => Ok(()),
+        }
+    }
+
+    fn tick(&mut self) {
+        if self.last_progress.elapsed() < TICK {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let c = &mut self.collector;
+        let p = Progress {
+            episodes: c.folded(),
+            steps: c.steps_so_far(),
+            target: self.g.cfg.target,
+            elapsed: self.started.elapsed(),
+            restarts: self.restarts,
+            given_up: c.summary.given_up,
+        };
+        c.progress(&p);
+    }
+}
+
+/// Calls the agent on `blocks` in chunks of at most `max_batch` envs (0 = one
+/// chunk), stopping at the first call that fails: an agent that failed is not
+/// trusted with more rows. Returns, per block up to the failed call's last one,
+/// the failure of the call it was in (if any), and that failure.
+fn call_agent(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentBlock>], max_batch: usize) -> (Vec<Option<String>>, Option<String>) {
+    let max = if max_batch == 0 { usize::MAX } else { max_batch };
+    let mut failed: Vec<Option<String>> = vec![None; blocks.len()];
+    let (ob, ab) = (ol.row_bytes(), al.row_bytes());
+    let mut segs: Vec<Segment<'_>> = Vec::new();
+    let mut owners: Vec<usize> = Vec::new();
+    let mut rows = 0;
+    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<usize>, failed: &mut Vec<Option<String>>| -> Option<String> {
+        let mut batch = ActBatch { obs_layout: ol, act_layout: al, segments: std::mem::take(segs) };
+        let res = catch_unwind(AssertUnwindSafe(|| agent.act(&mut batch)));
+        let msg = match res {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(p) => Some(format!("panicked: {}", p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default())),
+        };
+        if let Some(m) = &msg {
+            owners.iter().for_each(|&o| failed[o] = Some(m.clone()));
+            failed.truncate(owners.last().map_or(0, |&o| o + 1));
+        }
+        owners.clear();
+        msg
+    };
+    for (bi, b) in blocks.iter_mut().enumerate() {
+        let AgentBlock { obs, act, first, memory, rng, .. } = &mut **b;
+        let (mut o, mut a, mut f, mut m, mut r) = (obs.bytes(), act.bytes_mut(), &first[..], &mut memory[..], &mut rng[..]);
+        while !f.is_empty() {
+            let k = (max - rows).min(f.len());
+            let (o1, o2) = o.split_at(k * ob);
+            let (a1, a2) = std::mem::take(&mut a).split_at_mut(k * ab);
+            let (f1, f2) = f.split_at(k);
+            let (m1, m2) = std::mem::take(&mut m).split_at_mut(k);
+            let (r1, r2) = std::mem::take(&mut r).split_at_mut(k);
+            (o, a, f, m, r) = (o2, a2, f2, m2, r2);
+            segs.push(Segment { obs: o1, actions: a1, first: f1, memory: m1, rng: r1 });
+            owners.push(bi);
+            rows += k;
+            if rows == max {
+                if let Some(msg) = call(&mut segs, &mut owners, &mut failed) {
+                    return (failed, Some(msg));
+                }
+                rows = 0;
+            }
+        }
+    }
+    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut failed) };
+    (failed, msg)
+}
