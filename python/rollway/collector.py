@@ -64,8 +64,9 @@ class DataCollector(gym.Wrapper):
             self.path, env_id, obs_json, act_json, limit, algorithm_name, record_infos,
             max_buffer_steps, max_buffer_episodes, frame_media,
         )
-        # Bound once: `step` runs for every env step and each attribute lookup costs.
-        self._env_step, self._rec_step = env.step, self._rec.step
+        # `step` is the Rust handle's: one call per env step that steps, packs and records.
+        self._rec.bind(env.step, self._pack_act, self._pack_obs, lambda info: json.dumps(info, default=_plain))
+        self.step = self._rec.wrapped_step  # type: ignore[method-assign]
 
     def _info(self, info: Dict[str, Any]) -> Optional[str]:
         return json.dumps(info, default=_plain) if self._infos else None
@@ -78,10 +79,8 @@ class DataCollector(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self._env_step(action)
-        self._rec_step(self._pack_act(action), self._pack_obs(obs), reward, terminated, truncated,
-                       json.dumps(info, default=_plain) if self._infos else None)
-        return obs, reward, terminated, truncated, info
+        """``env.step``, recorded (replaced per instance by the Rust handle's ``wrapped_step``)."""
+        return self._rec.wrapped_step(action)
 
     @property
     def episodes(self) -> int:

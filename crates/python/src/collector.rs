@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
+use rollway_core::{DType, EnvSpec, Info, Layout, Space, StepOutcome};
 use rollway_store::{DatasetWriter, Recorder, WriterConfig};
 
 use crate::errors::{input_error, ToPy};
@@ -20,6 +20,51 @@ use crate::errors::{input_error, ToPy};
 pub struct RecorderHandle {
     rec: Option<Recorder>,
     record_infos: bool,
+    hooks: Option<Hooks>,
+    /// Row layouts, for packing numpy values without a Python call.
+    ol: Layout,
+    al: Layout,
+}
+
+/// The Python callables `wrapped_step` uses: the env's `step`, the packers for values
+/// the fast path does not take, and the info serializer.
+struct Hooks {
+    env_step: Py<PyAny>,
+    pack_act: Py<PyAny>,
+    pack_obs: Py<PyAny>,
+    dump_info: Py<PyAny>,
+}
+
+/// The row of a single-leaf, unpadded layout straight from a numpy array of its dtype
+/// and shape (or a Python int for Discrete): no Python call. None: use the packer.
+fn fast_row(layout: &Layout, v: &Bound<'_, PyAny>, buf: &mut Vec<u8>) -> bool {
+    let [leaf] = layout.leaves() else { return false };
+    if leaf.bytes() != layout.row_bytes() {
+        return false;
+    }
+    buf.clear();
+    if leaf.shape.is_empty() && leaf.dtype == DType::I64 {
+        return v.extract::<i64>().map(|x| buf.extend_from_slice(&x.to_ne_bytes())).is_ok();
+    }
+    use numpy::{PyArrayMethods, PyUntypedArrayMethods};
+    fn take<T: numpy::Element + bytemuck::Pod>(v: &Bound<'_, PyAny>, shape: &[usize], buf: &mut Vec<u8>) -> bool {
+        let Ok(a) = v.cast::<numpy::PyArrayDyn<T>>() else { return false };
+        let ro = a.readonly();
+        match ro.as_slice() {
+            Ok(s) if ro.shape() == shape => {
+                buf.extend_from_slice(bytemuck::cast_slice(s));
+                true
+            }
+            _ => false,
+        }
+    }
+    match leaf.dtype {
+        DType::F32 => take::<f32>(v, &leaf.shape, buf),
+        DType::F64 => take::<f64>(v, &leaf.shape, buf),
+        DType::U8 => take::<u8>(v, &leaf.shape, buf),
+        DType::I64 => take::<i64>(v, &leaf.shape, buf),
+        _ => false,
+    }
 }
 
 fn parse_info(text: Option<&str>) -> PyResult<Option<Info>> {
@@ -52,7 +97,7 @@ impl RecorderHandle {
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
         let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg).map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
-        Ok(RecorderHandle { rec: Some(Recorder::new(writer, ol, al)), record_infos })
+        Ok(RecorderHandle { rec: Some(Recorder::new(writer, ol.clone(), al.clone())), record_infos, hooks: None, ol, al })
     }
 
     /// Starts an episode at its reset observation (packed row), truncating an unfinished one.
@@ -67,6 +112,35 @@ impl RecorderHandle {
     fn step(&mut self, action: &[u8], obs: &[u8], reward: f64, terminated: bool, truncated: bool, info: Option<&str>) -> PyResult<bool> {
         let info = if self.record_infos { parse_info(info)? } else { None };
         self.open()?.step(action, obs, &StepOutcome { reward, terminated, truncated }, info).py()
+    }
+
+    /// Sets what `wrapped_step` calls: the env's `step`, the two packers, the info serializer.
+    fn bind(&mut self, env_step: Py<PyAny>, pack_act: Py<PyAny>, pack_obs: Py<PyAny>, dump_info: Py<PyAny>) {
+        self.hooks = Some(Hooks { env_step, pack_act, pack_obs, dump_info });
+    }
+
+    /// `DataCollector.step` in one call: steps the env, records the step, returns the
+    /// env's own 5-tuple. Arrays of the space's dtype and shape (and ints for Discrete)
+    /// are read in place; anything else goes through the Python packers.
+    fn wrapped_step<'py>(&mut self, py: Python<'py>, action: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.hooks.as_ref().ok_or_else(|| input_error("the DataCollector is not bound to an env"))?;
+        let out = h.env_step.bind(py).call1((&action,))?;
+        let t = out.cast::<pyo3::types::PyTuple>().map_err(|_| input_error("env.step must return a 5-tuple"))?;
+        if t.len() != 5 {
+            return Err(input_error(format!("env.step returned {} values, Gymnasium's API has 5", t.len())));
+        }
+        let (obs, reward, terminated, truncated) = (t.get_item(0)?, t.get_item(1)?.extract::<f64>()?, t.get_item(2)?.extract::<bool>()?, t.get_item(3)?.extract::<bool>()?);
+        let (mut act_row, mut obs_row) = (Vec::new(), Vec::new());
+        if !fast_row(&self.al, &action, &mut act_row) {
+            act_row = h.pack_act.bind(py).call1((&action,))?.extract::<Vec<u8>>()?;
+        }
+        if !fast_row(&self.ol, &obs, &mut obs_row) {
+            obs_row = h.pack_obs.bind(py).call1((&obs,))?.extract::<Vec<u8>>()?;
+        }
+        let info = if self.record_infos { Some(h.dump_info.bind(py).call1((t.get_item(4)?,))?.extract::<String>()?) } else { None };
+        let info = parse_info(info.as_deref())?;
+        self.open()?.step(&act_row, &obs_row, &StepOutcome { reward, terminated, truncated }, info).py()?;
+        Ok(out)
     }
 
     /// Commits every finished episode so far.
