@@ -5,7 +5,8 @@ Loader (same data, same windows: shuffled ``--clip``-step windows, stride 1, bat
 
 * ``rollway load DIR --json`` as a subprocess (its in-process ``windows_per_sec``): the target;
 * ``rollway.Loader`` iterated from Python, numpy arrays (each batch's arrays touched: shape read);
-* the same, each field turned into a torch tensor with ``torch.from_numpy`` (no copy);
+* ``rollway.Loader(torch=True)``: every field a ``torch.from_numpy`` tensor (no copy), as
+  ``rollway.torch.IterableDataset`` gives them;
 * numpy ``np.take`` gather and TorchRL ``SliceSampler``, as in ``load_throughput.py`` (reused).
 
 DataCollector (``gym.make("CartPole-v1")``, random actions from a seeded numpy
@@ -57,16 +58,10 @@ def cli_load(binary: str, ds: str, a) -> float:
 def py_load(ds: str, a, torch_too: bool) -> float:
     import rollway
 
-    ld = rollway.Loader(ds, clip=a.clip, stride=1, batch=a.batch, seed=a.seed, epochs=a.epochs)
-    if torch_too:
-        import torch
-
-        conv: Callable = torch.from_numpy
+    ld = rollway.Loader(ds, clip=a.clip, stride=1, batch=a.batch, seed=a.seed, epochs=a.epochs, torch=torch_too)
     n = 0
     t = time.perf_counter()
     for b in ld:
-        if torch_too:
-            b = {k: conv(v) for k, v in b.items() if k != "index"}
         n += b["rewards"].shape[0]
     return n / (time.perf_counter() - t)
 
@@ -225,7 +220,7 @@ def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, n
           f"(CartPole, {a.steps:,} steps), median of {a.reps}", "",
           "| loader | windows/s (median) | reps | vs `rollway load` |", "|---|---:|---|---:|"]
     names = {"cli": "`rollway load --json` (CLI, in-process rate)", "py": "`rollway.Loader` → numpy (zero-copy)",
-             "torch": "`rollway.Loader` → `torch.from_numpy` every field", "numpy": "numpy `np.take` gather",
+             "torch": "`rollway.Loader(torch=True)` → tensors (`torch.from_numpy` of every field)", "numpy": "numpy `np.take` gather",
              "torchrl": "TorchRL `ReplayBuffer` + `SliceSampler`"}
     for k, name in names.items():
         if k in m:

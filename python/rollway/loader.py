@@ -26,7 +26,7 @@ class Loader:
     ``select`` keeps episodes by ``label``/``labels``, ``min_return``, ``max_return``,
     ``min_length``, ``max_length``. ``fields`` limits the batch to those keys.
     ``state_dict()``/``load_state_dict()`` resume mid-epoch with exactly the windows not
-    yet delivered.
+    yet delivered. ``torch=True`` gives ``torch.from_numpy`` tensors of the same memory.
     """
 
     def __init__(
@@ -48,6 +48,7 @@ class Loader:
         replacement: bool = False,
         prefetch: int = 4,
         threads: Optional[int] = None,
+        torch: bool = False,
     ):
         sel = dict(select or {})
         labels = sel.pop("labels", None) or []
@@ -65,7 +66,7 @@ class Loader:
         self._h = _rollway.LoaderHandle(
             self.path, clip, stride, batch, shuffle, seed, rank, world, pad, drop_last, replacement, prefetch, threads,
             [str(x) for x in labels], sel.get("min_return"), sel.get("max_return"), sel.get("min_length"),
-            sel.get("max_length"), list(fields) if fields is not None else None,
+            sel.get("max_length"), list(fields) if fields is not None else None, torch,
         )
 
     @property

@@ -18,14 +18,6 @@ import torch.utils.data
 from rollway.loader import Loader
 
 
-def _tensors(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _tensors(v) for k, v in x.items()}
-    if hasattr(x, "__array_interface__"):
-        return torch.from_numpy(x)
-    return x
-
-
 class IterableDataset(torch.utils.data.IterableDataset):
     """Batches of torch tensors that share memory with rollway's batch buffers.
 
@@ -51,14 +43,14 @@ class IterableDataset(torch.utils.data.IterableDataset):
             rank, world = self.rank, self.world
             if info is not None:
                 rank, world = rank * info.num_workers + info.id, world * info.num_workers
-            self._loader = Loader(self.path, rank=rank, world=world, **self.loader_args)
+            self._loader = Loader(self.path, rank=rank, world=world, torch=True, **self.loader_args)
             if self._pending is not None:
                 self._loader.load_state_dict(self._pending)
         return self._loader
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        for batch in self._get():
-            yield _tensors(batch)
+        # Tensors come from the loader itself (`torch=True`): no Python loop per batch.
+        return iter(self._get())
 
     def __len__(self) -> int:
         return len(self._get())

@@ -126,3 +126,16 @@ def test_torch_tensors_share_the_buffers(cartpole):
     b = next(iter(rollway.Loader(cartpole, clip=4, batch=8)))
     t = torch.from_numpy(b["rewards"])
     assert t.data_ptr() == b["rewards"].__array_interface__["data"][0]
+
+
+def test_torch_tensors_from_the_loader_are_never_overwritten_while_held(cartpole):
+    torch = pytest.importorskip("torch")
+    held, copies = [], []
+    for b in rollway.Loader(cartpole, clip=4, batch=8, prefetch=1, threads=1, epochs=2, torch=True):
+        assert isinstance(b["rewards"], torch.Tensor) and isinstance(b["observations"], torch.Tensor)
+        held.append(b)
+        copies.append({k: b[k].clone() for k in ("observations", "rewards", "episode_id")})
+    assert len(held) > 8
+    for b, c in zip(held, copies):
+        for k, v in c.items():
+            assert torch.equal(b[k], v), k

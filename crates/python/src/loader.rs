@@ -22,6 +22,9 @@ use crate::errors::ToPy;
 pub struct LoaderHandle {
     inner: Loader,
     fields: Option<Vec<String>>,
+    /// `torch.from_numpy`, when batches are to be torch tensors (made here, in one call
+    /// per batch from Python's side, instead of a Python loop over the fields).
+    to_tensor: Option<Py<PyAny>>,
     /// Epochs the current iteration still delivers (see `start`).
     epochs_left: u64,
 }
@@ -29,7 +32,7 @@ pub struct LoaderHandle {
 #[pymethods]
 impl LoaderHandle {
     #[new]
-    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None))]
+    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -52,12 +55,14 @@ impl LoaderHandle {
         min_length: Option<u64>,
         max_length: Option<u64>,
         fields: Option<Vec<String>>,
+        torch: bool,
     ) -> PyResult<Self> {
+        let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
         let select = Selection { labels, min_return, max_return, min_length, max_length };
         let d = LoaderConfig::default();
         let cfg = LoaderConfig { clip_len: clip, stride, pad, batch_size: batch, shuffle, replacement, seed, rank, world_size: world, prefetch_batches: prefetch, threads: threads.unwrap_or(d.threads), drop_last, select };
         let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
-        Ok(LoaderHandle { inner, fields, epochs_left: 0 })
+        Ok(LoaderHandle { inner, fields, to_tensor, epochs_left: 0 })
     }
 
     /// Windows per epoch over all ranks.
@@ -126,12 +131,12 @@ impl LoaderHandle {
     fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
         let Some(lent) = py.detach(|| inner.next_lent()).py()? else { return Ok(None) };
-        batch_dict(py, lent, self.fields.as_deref()).map(Some)
+        batch_dict(py, lent, self.fields.as_deref(), self.to_tensor.as_ref()).map(Some)
     }
 }
 
 /// A batch's fields as views of the lent buffer (only `fields`, when given).
-fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>) -> PyResult<Bound<'py, PyDict>> {
+fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>, to_tensor: Option<&Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let lent = Arc::new(lent);
     // One base object for all the batch's arrays: the buffer returns when the last goes.
     let base = arrays::keeper(py, lent.clone())?;
@@ -139,7 +144,14 @@ fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>) 
     let d = PyDict::new(py);
     let key = |k: &'static str| -> Bound<'py, pyo3::types::PyString> { pyo3::types::PyString::intern(py, k) };
     let want = |name: &str| fields.is_none_or(|f| f.iter().any(|x| x == name));
-    let view = |a: &Array| arrays::view_in(&base, &a.data, a.dtype, &a.shape);
+    let view = |a: &Array| -> PyResult<Bound<'py, PyAny>> {
+        let arr = arrays::view_in(&base, &a.data, a.dtype, &a.shape)?;
+        match to_tensor {
+            // The tensor shares the array's memory and keeps the array (so the batch) alive.
+            Some(f) => f.bind(py).call1((arr,)),
+            None => Ok(arr),
+        }
+    };
     for (name, cols) in [("observations", &b.observations), ("actions", &b.actions)] {
         if want(name) {
             let views = cols.iter().map(|(col, a)| Ok((col.as_str(), view(a)?))).collect::<PyResult<Vec<_>>>()?;
