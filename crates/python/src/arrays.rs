@@ -1,53 +1,25 @@
 //! numpy arrays over Rust memory, without a copy.
 //!
-//! A [`Buffer`] holds whatever owns the bytes (an episode's `Vec`, a loader batch
-//! lent out of the pool) behind an `Arc` and describes one array in it through
-//! numpy's `__array_interface__`. `numpy.asarray(buffer)` then makes an array that
-//! views those bytes and keeps the `Buffer` as its `base`: the memory lives exactly
-//! as long as some array (or a torch tensor made by `torch.from_numpy`) still
-//! views it, and is freed or returned to the loader's pool when the last one goes.
+//! A [`Keeper`] holds whatever owns the bytes (an episode's `Vec`, a loader batch
+//! lent out of the pool) behind an `Arc`, and is the `base` object of every array
+//! made over that memory: the memory lives exactly as long as some array (or a
+//! torch tensor made by `torch.from_numpy`, which keeps its array) still views it,
+//! and is freed or returned to the loader's pool when the last one goes.
 //!
-//! The array is made through numpy's C API (`PyArray_NewFromDescr` via rust-numpy,
+//! Arrays are made through numpy's C API (`PyArray_NewFromDescr` via rust-numpy,
 //! which works under the stable ABI, abi3, Python ≥ 3.9, where the C buffer
-//! protocol is unavailable before 3.11), with the `Buffer` set as its base: a few
-//! hundred nanoseconds per array, whatever its size. The `Buffer` also describes
-//! its array through `__array_interface__`, so it can be handed to numpy directly.
+//! protocol is unavailable before 3.11): a few hundred nanoseconds per array,
+//! whatever its size; a loader batch's ten arrays share one `Keeper`.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 use rollway_core::{Array, DType};
 
 /// Something that keeps bytes alive.
 pub type Keep = Arc<dyn Any + Send + Sync>;
-
-/// One array's view of memory owned by `keep` (see the module docs).
-#[pyclass(frozen, module = "rollway._rollway")]
-pub struct Buffer {
-    keep: Keep,
-    ptr: usize,
-    shape: Vec<usize>,
-    typestr: &'static str,
-}
-
-#[pymethods]
-impl Buffer {
-    /// numpy's array interface (version 3): shape, type, and the data pointer.
-    #[getter]
-    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let _ = &self.keep;
-        let d = PyDict::new(py);
-        d.set_item("version", 3)?;
-        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
-        d.set_item("typestr", self.typestr)?;
-        // Writable: the memory is this array's alone (a lent batch is not reused
-        // until every view is gone), and torch.from_numpy warns on read-only arrays.
-        d.set_item("data", (self.ptr, false))?;
-        Ok(d)
-    }
-}
 
 /// A space's leaves as Python sees them: the array itself for a single-leaf space,
 /// else a dict by leaf path. Columns are named `observation` / `observation/<path>`.
@@ -82,7 +54,7 @@ pub fn typestr(d: DType) -> &'static str {
     }
 }
 
-/// Keeps memory alive as the base object of several arrays (a loader batch's fields).
+/// Keeps memory alive as the base object of the arrays over it (see the module docs).
 #[pyclass(frozen, module = "rollway._rollway")]
 pub struct Keeper {
     _keep: Keep,
@@ -98,7 +70,7 @@ fn typed<'py, T: numpy::Element>(base: Bound<'py, PyAny>, bytes: &[u8], shape: &
     // SAFETY: `bytes` holds exactly `shape`'s elements of `T` (asserted by the caller:
     // every array comes from a dtype and shape rollway wrote), its start is aligned for
     // `T` (checked by the caller), and the memory it lies in is kept alive by `base`
-    // (a `Buffer` or `Keeper` owning it), which the new array holds as its base
+    // (a `Keeper` owning it), which the new array holds as its base
     // object, so it stays valid and unmoved for as long as the array exists. Nothing
     // else writes it meanwhile: episode arrays own their vectors, and a lent loader
     // batch returns to the pool only when its last view is gone.
@@ -137,10 +109,9 @@ pub fn view_in<'py>(base: &Bound<'py, PyAny>, bytes: &[u8], dtype: DType, shape:
 }
 
 /// A numpy array over `bytes`, which must lie inside memory `keep` owns and hold
-/// `shape`'s elements of `dtype`; its base is a `Buffer` describing it.
+/// `shape`'s elements of `dtype`.
 pub fn view<'py>(py: Python<'py>, keep: &Keep, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    let buf = Bound::new(py, Buffer { keep: keep.clone(), ptr: bytes.as_ptr() as usize, shape: shape.to_vec(), typestr: typestr(dtype) })?;
-    view_in(&buf.into_any(), bytes, dtype, shape)
+    view_in(&keeper(py, keep.clone())?, bytes, dtype, shape)
 }
 
 /// A numpy array that takes over `a`'s bytes (no copy).

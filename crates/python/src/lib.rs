@@ -78,7 +78,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
-    m.add_class::<arrays::Buffer>()?;
     m.add_class::<arrays::Keeper>()?;
     dataset::register(m)?;
     convert::register(m)?;
