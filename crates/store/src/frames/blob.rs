@@ -63,16 +63,7 @@ impl FrameShard for RawShard {
     }
     fn frames(&self, start: u64, out: &mut [u8], frame_bytes: usize) -> Result<()> {
         let count = (out.len() / frame_bytes.max(1)) as u64;
-        if start.checked_add(count).is_none_or(|end| end > self.n) {
-            return Err(corrupt(
-                &self.path,
-                format!(
-                    "frames {start}..{} of {}",
-                    start.saturating_add(count),
-                    self.n
-                ),
-            ));
-        }
+        super::check_range(&self.path, start, count, self.n)?;
         self.file
             .read_exact_at(out, start * self.frame_bytes as u64)
             .io("reading", &self.path)
@@ -243,21 +234,9 @@ fn offsets(path: &Path, magic: &[u8; 8]) -> Result<Vec<u64>> {
     Ok(offs)
 }
 
+/// Frames `start..start+count` exist in a file with these offsets (one more than frames).
 fn check_range(path: &Path, offs: &[u64], start: u64, count: u64) -> Result<()> {
-    if start
-        .checked_add(count)
-        .is_none_or(|end| end > offs.len() as u64 - 1)
-    {
-        return Err(corrupt(
-            path,
-            format!(
-                "has {} frames, frames {start}..{} asked for",
-                offs.len() - 1,
-                start.saturating_add(count)
-            ),
-        ));
-    }
-    Ok(())
+    super::check_range(path, start, count, offs.len() as u64 - 1)
 }
 
 struct BlobShard {

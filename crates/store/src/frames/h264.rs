@@ -32,20 +32,7 @@ fn frames_of(path: &Path, geom: &Geom) -> Result<Video> {
 }
 
 fn check_count(path: &Path, v: &Video, start: u64, count: u64) -> Result<()> {
-    if start
-        .checked_add(count)
-        .is_none_or(|end| end > v.frames() as u64)
-    {
-        return Err(Error::Corrupt {
-            path: path.to_path_buf(),
-            message: format!(
-                "has {} frames, frames {start}..{} asked for",
-                v.frames(),
-                start.saturating_add(count)
-            ),
-        });
-    }
-    Ok(())
+    super::check_range(path, start, count, v.frames() as u64)
 }
 
 impl FrameMedia for H264 {

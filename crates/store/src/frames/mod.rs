@@ -144,6 +144,16 @@ pub fn media_name_for<'a>(setting: &'a str, key: &str) -> &'a str {
     default
 }
 
+/// Frames `start..start+count` of a file holding `frames` frames: checked arithmetic,
+/// so a corrupt index naming frames past the end is an error, never a panic. Every
+/// media's reader asks here.
+pub(crate) fn check_range(path: &Path, start: u64, count: u64, frames: u64) -> Result<()> {
+    if start.checked_add(count).is_none_or(|end| end > frames) {
+        return Err(Error::Corrupt { path: path.to_path_buf(), message: format!("has {frames} frames, frames {start}..{} asked for", start.saturating_add(count)) });
+    }
+    Ok(())
+}
+
 /// The media, with settings `opts`, that a `frame_media` setting gives frame key `key`.
 pub fn media_for(setting: &str, key: &str, opts: &FrameOptions) -> Option<Arc<dyn FrameMedia>> {
     media_with(media_name_for(setting, key), opts)
