@@ -107,13 +107,6 @@ impl RecorderHandle {
         self.open()?.begin(seed, obs, info).py()
     }
 
-    /// Records a step; true when it ended the episode.
-    #[pyo3(signature = (action, obs, reward, terminated, truncated, info=None))]
-    fn step(&mut self, action: &[u8], obs: &[u8], reward: f64, terminated: bool, truncated: bool, info: Option<&str>) -> PyResult<bool> {
-        let info = if self.record_infos { parse_info(info)? } else { None };
-        self.open()?.step(action, obs, &StepOutcome { reward, terminated, truncated }, info).py()
-    }
-
     /// Sets what `wrapped_step` calls: the env's `step`, the two packers, the info serializer.
     fn bind(&mut self, env_step: Py<PyAny>, pack_act: Py<PyAny>, pack_obs: Py<PyAny>, dump_info: Py<PyAny>) {
         self.hooks = Some(Hooks { env_step, pack_act, pack_obs, dump_info });
