@@ -37,7 +37,7 @@
 //! # let _ = ZeroFactory.name();
 //! ```
 
-use crate::{Agent, Env, EnvSpec, Result};
+use crate::{Agent, BlockOptions, Env, EnvBlock, EnvSpec, Result};
 
 /// Builds the envs of a run: one per env slot, and a fresh one after each failure.
 pub trait EnvFactory: Send + Sync {
@@ -56,6 +56,15 @@ pub trait EnvFactory: Send + Sync {
     /// from what it already knows, and then should check what it can here.
     fn spec(&self) -> Result<EnvSpec> {
         Ok(self.make()?.spec().clone())
+    }
+
+    /// A block of `n` env slots stepped together, for envs that are costly to
+    /// reach one at a time (see [`crate::block`]). `None` (the default): the worker
+    /// keeps `n` envs from [`EnvFactory::make`] and steps them one by one.
+    /// Building a block must not fail; a host that cannot start reports that as
+    /// failed ops, which the run counts and retries like any env failure.
+    fn block(&self, _n: usize, _options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
+        None
     }
 }
 

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod block;
 pub mod dtype;
 pub mod env;
 pub mod episode;
@@ -35,6 +36,7 @@ mod space_json;
 pub mod value;
 
 pub use agent::{ActBatch, Agent, AgentRng, AgentRow, Memory, Segment};
+pub use block::{BlockOptions, EnvBlock, Failure, InfoNeed, Op, SlotResult};
 pub use dtype::DType;
 pub use env::{Env, EnvSpec, StepOutcome, TimeLimit};
 pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};

@@ -65,6 +65,9 @@ pub struct RunConfig {
     pub max_attempts: u32,
     /// First restart delay; doubles with each restart of the same worker, capped at 2 s.
     pub restart_backoff: Duration,
+    /// A round of env steps slower than this fails its episodes' attempts, for
+    /// envs hosted in other processes (which can be killed); `None`: no limit.
+    pub step_timeout: Option<Duration>,
     /// Keep per-step data (observations, actions, rewards, flags) of each episode.
     pub record_steps: bool,
     /// Also keep the info dict of every step (costly for rich infos).
@@ -94,6 +97,7 @@ impl Default for RunConfig {
             max_restarts: 3,
             max_attempts: 3,
             restart_backoff: Duration::from_millis(10),
+            step_timeout: None,
             record_steps: false,
             record_infos: false,
             start_index: 0,

@@ -31,6 +31,7 @@ pub mod filter;
 mod generator;
 mod pool;
 mod schedule;
+mod serial;
 mod worker;
 
 use std::time::Duration;

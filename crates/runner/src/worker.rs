@@ -1,21 +1,23 @@
-//! Worker threads: each owns `envs_per_worker` envs (built with the run's env
-//! factory, on first use and after a failure) split into one or two blocks, steps
-//! a block when its actions come back from the central stage, starts new episodes
-//! in freed slots, and turns env panics and errors into failed attempts.
+//! Worker threads: each owns `envs_per_worker` env slots split into one or two
+//! blocks, steps a block when its actions come back from the central stage (one
+//! [`EnvBlock`] round for all its running slots), starts new episodes in freed
+//! slots (one round of resets), and turns failed ops into failed attempts. The envs
+//! themselves sit behind the run's env factory: in this thread ([`Serial`]) or in a
+//! host of the factory's own, such as a Python process.
 //!
 //! A block (observation rows, action rows, first flags, agent memory and random
 //! streams) moves between the worker and the central stage by ownership, so no
 //! observation is copied on its way to the agent and nothing is shared mutably.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use rollway_core::{seed, AgentRng, Env, EnvFactory, Info, Layout, Memory, RowMut, RowRef, Rows};
+use rollway_core::{seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, InfoNeed, Layout, Memory, Op, Rows, SlotResult, StepOutcome};
 
 use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
 use crate::schedule::{Pending, Schedule};
+use crate::serial::Serial;
 use crate::RunConfig;
 
 /// The agent-facing half of a block of env slots.
@@ -102,49 +104,40 @@ struct Running {
     traj: Option<Box<Trajectory>>,
 }
 
+/// A slot to start an episode in: the retry it owes, or the schedule's next.
+type Start = (usize, Option<Pending>);
+
 struct Worker {
     ctx: WorkerCtx,
-    envs: Vec<Vec<Option<Box<dyn Env>>>>,
+    envs: Vec<Box<dyn EnvBlock>>,
     slots: Vec<Vec<Option<Running>>>,
     restarts: u32,
     retired: bool,
-}
-
-fn panic_text(e: Box<dyn std::any::Any + Send>) -> String {
-    e.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| e.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
-}
-
-/// Runs `f`, turning both errors and panics into a message.
-fn guarded<T>(f: impl FnOnce() -> rollway_core::Result<T>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(p) => Err(format!("panicked: {}", panic_text(p))),
-    }
+    // Reused between rounds so a step allocates nothing.
+    ops: Vec<(usize, Op)>,
+    results: Vec<SlotResult>,
 }
 
 pub(crate) fn run(mut ctx: WorkerCtx) {
     let blocks = std::mem::take(&mut ctx.blocks);
-    let mut w = Worker { envs: Vec::new(), slots: Vec::new(), restarts: 0, retired: false, ctx };
-    for b in &blocks {
-        w.slots.push((0..b.len()).map(|_| None).collect());
-        w.envs.push((0..b.len()).map(|_| None).collect());
-    }
+    let cfg = &ctx.cfg;
+    let infos = if cfg.record_infos { InfoNeed::All } else { InfoNeed::Final };
+    let options = BlockOptions { infos, step_timeout: cfg.step_timeout };
+    let serial = |n| Box::new(Serial::new(ctx.envs.clone(), n, ctx.obs_layout.clone(), ctx.act_layout.clone())) as Box<dyn EnvBlock>;
+    let envs = blocks.iter().map(|b| ctx.envs.block(b.len(), options).unwrap_or_else(|| serial(b.len()))).collect();
+    let slots = blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
+    let mut w = Worker { envs, slots, restarts: 0, retired: false, ops: Vec::new(), results: Vec::new(), ctx };
     for mut b in blocks {
-        for j in 0..b.len() {
-            w.begin(&mut b, j, None);
-        }
+        let all = (0..b.len()).map(|j| (j, None)).collect();
+        w.begin(&mut b, all);
         w.send(b);
     }
     while let Ok(msg) = w.ctx.down.recv() {
         match msg {
             Down::Act(b) => w.step_block(b),
             Down::Wake(mut b) => {
-                for j in 0..b.len() {
-                    if w.slots[b.local][j].is_none() {
-                        w.begin(&mut b, j, None);
-                    }
-                }
+                let free = (0..b.len()).filter(|&j| w.slots[b.local][j].is_none()).map(|j| (j, None)).collect();
+                w.begin(&mut b, free);
                 w.send(b);
             }
         }
@@ -158,7 +151,7 @@ impl Worker {
                 if let Some(r) = self.slots[b.local][j].take() {
                     // Interrupted mid-episode: that attempt is spent; another worker retries.
                     let msg = format!("worker {} retired after {} restarts", self.ctx.worker, self.restarts);
-                    let next = self.after_failure(&mut b, r.p, msg, None);
+                    let next = self.after_failure(&mut b, r.p, msg, false);
                     if let Some(p) = next {
                         self.ctx.sched.requeue(p);
                     }
@@ -174,125 +167,149 @@ impl Worker {
         let _ = self.ctx.up.send(msg);
     }
 
+    /// Steps every running slot of `b` in one round, books the outcomes, and starts
+    /// episodes in the slots that ended or were free.
     fn step_block(&mut self, mut b: Box<AgentBlock>) {
-        let (ol, al) = (self.ctx.obs_layout.clone(), self.ctx.act_layout.clone());
-        let cfg = self.ctx.cfg.clone();
         let l = b.local;
+        let mut starts: Vec<Start> = Vec::new();
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.clear();
         for j in 0..b.len() {
-            if self.retired {
-                break;
-            }
-            if self.slots[l][j].is_none() {
-                self.begin(&mut b, j, None);
-                continue;
-            }
-            if let Some(msg) = b.abort.clone() {
-                let r = self.slots[l][j].take().expect("slot is running");
-                let next = self.after_failure(&mut b, r.p, format!("agent: {msg}"), None);
-                self.begin(&mut b, j, next);
-                continue;
-            }
-            let env = self.envs[l][j].as_mut().expect("running slot has an env");
-            let (act, obs) = (b.act.row(j), b.obs.row_mut(j));
-            let out = match guarded(|| env.step(RowRef::new(&al, act), RowMut::new(&ol, obs))) {
-                Ok(out) => out,
-                Err(msg) => {
+            match (&self.slots[l][j], b.abort.clone()) {
+                (None, _) => starts.push((j, None)),
+                (Some(_), Some(msg)) => {
                     let r = self.slots[l][j].take().expect("slot is running");
-                    let next = self.after_failure(&mut b, r.p, msg, Some((l, j)));
-                    self.begin(&mut b, j, next);
-                    continue;
+                    let next = self.after_failure(&mut b, r.p, format!("agent: {msg}"), false);
+                    starts.push((j, next));
                 }
-            };
-            let run = self.slots[l][j].as_mut().expect("slot is running");
-            run.length += 1;
-            run.ret += out.reward;
-            let cut = cfg.max_steps.is_some_and(|m| run.length >= m);
-            let truncated = out.truncated || (cut && !out.terminated);
-            if let Some(t) = &mut run.traj {
-                t.actions.extend_from_slice(b.act.row(j));
-                t.obs.extend_from_slice(b.obs.row(j));
-                t.rewards.push(out.reward);
-                t.terminations.push(out.terminated);
-                t.truncations.push(truncated);
-                t.push_state(&b.memory[j]);
-                if cfg.record_infos {
-                    t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());
-                }
-            }
-            if out.terminated || truncated {
-                self.finish(&mut b, j, if out.terminated { Status::Terminated } else { Status::Truncated });
-                self.begin(&mut b, j, None);
-            } else {
-                b.first[j] = false;
+                (Some(_), None) => ops.push((j, Op::Step)),
             }
         }
         b.abort = None;
+        let mut results = std::mem::take(&mut self.results);
+        if !ops.is_empty() && !self.retired {
+            self.envs[l].run(&ops, &b.act, &mut b.obs, &mut results);
+        }
+        for (&(j, _), res) in ops.iter().zip(results.drain(..)) {
+            if self.retired {
+                // `send` fails what is still running.
+                break;
+            }
+            match res {
+                Ok(out) if self.book_step(&mut b, j, out) => starts.push((j, None)),
+                Ok(_) => {}
+                Err(f) => {
+                    let r = self.slots[l][j].take().expect("slot is running");
+                    let next = self.after_failure(&mut b, r.p, f.error, f.restarted);
+                    starts.push((j, next));
+                }
+            }
+        }
+        (self.ops, self.results) = (ops, results);
+        starts.sort_unstable_by_key(|s| s.0);
+        self.begin(&mut b, starts);
         self.send(b);
     }
 
-    /// Starts `next` (or the schedule's next episode) in slot `j`, retrying resets that fail.
-    fn begin(&mut self, b: &mut AgentBlock, j: usize, mut next: Option<Pending>) {
+    /// Books a successful step of slot `j`; true when its episode ended.
+    fn book_step(&mut self, b: &mut AgentBlock, j: usize, out: StepOutcome) -> bool {
+        let (l, cfg) = (b.local, &self.ctx.cfg);
+        let run = self.slots[l][j].as_mut().expect("slot is running");
+        run.length += 1;
+        run.ret += out.reward;
+        let cut = cfg.max_steps.is_some_and(|m| run.length >= m);
+        let truncated = out.truncated || (cut && !out.terminated);
+        if let Some(t) = &mut run.traj {
+            t.actions.extend_from_slice(b.act.row(j));
+            t.obs.extend_from_slice(b.obs.row(j));
+            t.rewards.push(out.reward);
+            t.terminations.push(out.terminated);
+            t.truncations.push(truncated);
+            t.push_state(&b.memory[j]);
+            if cfg.record_infos {
+                t.infos.push(self.envs[l].info(j));
+            }
+        }
+        if out.terminated || truncated {
+            self.finish(b, j, if out.terminated { Status::Terminated } else { Status::Truncated });
+            return true;
+        }
+        b.first[j] = false;
+        false
+    }
+
+    /// Starts an episode in each slot of `starts` (its retry, or the schedule's
+    /// next), resetting them a round at a time and retrying resets that fail.
+    fn begin(&mut self, b: &mut AgentBlock, mut starts: Vec<Start>) {
         let l = b.local;
-        loop {
-            if self.retired {
-                if let Some(p) = next {
-                    self.ctx.sched.requeue(p);
+        let mut pending = Vec::new();
+        while !starts.is_empty() {
+            let mut ops = std::mem::take(&mut self.ops);
+            ops.clear();
+            pending.clear();
+            for (j, next) in starts.drain(..) {
+                if self.retired {
+                    if let Some(p) = next {
+                        self.ctx.sched.requeue(p);
+                    }
+                    continue;
                 }
-                return;
+                let Some(p) = next.or_else(|| self.ctx.sched.take()) else { continue };
+                ops.push((j, Op::Reset(seed::episode_seed(self.ctx.cfg.seed, p.index))));
+                pending.push(p);
             }
-            let Some(p) = next.take().or_else(|| self.ctx.sched.take()) else { return };
-            let episode_seed = seed::episode_seed(self.ctx.cfg.seed, p.index);
-            let ol = self.ctx.obs_layout.clone();
-            let res = self.env(l, j).and_then(|env| guarded(|| env.reset(Some(episode_seed), None, RowMut::new(&ol, b.obs.row_mut(j)))));
-            match res {
-                Ok(()) => {
-                    b.first[j] = true;
-                    b.memory[j].clear();
-                    b.rng[j] = seed::agent_rng(episode_seed);
-                    let traj = self.ctx.cfg.record_steps.then(|| {
-                        // Sized for a typical episode up front, so recording does not grow by reallocation.
-                        let cap = 64;
-                        let (ob, ab) = (b.obs.row_bytes(), b.act.row_bytes());
-                        let mut obs = Vec::with_capacity(ob * (cap + 1));
-                        obs.extend_from_slice(b.obs.row(j));
-                        let mut t = Box::new(Trajectory {
-                            obs,
-                            actions: Vec::with_capacity(ab * cap),
-                            rewards: Vec::with_capacity(cap),
-                            terminations: Vec::with_capacity(cap),
-                            truncations: Vec::with_capacity(cap),
-                            infos: Vec::new(),
-                            ..Default::default()
-                        });
-                        if self.ctx.cfg.record_infos {
-                            t.infos.push(self.envs[l][j].as_ref().map(|e| e.info()).unwrap_or_default());
-                        }
-                        t
-                    });
-                    self.slots[l][j] = Some(Running { p, seed: episode_seed, length: 0, ret: 0.0, started: Instant::now(), traj });
-                    return;
+            let mut results = std::mem::take(&mut self.results);
+            if !ops.is_empty() {
+                self.envs[l].run(&ops, &b.act, &mut b.obs, &mut results);
+            }
+            for ((&(j, op), res), p) in ops.iter().zip(results.drain(..)).zip(pending.drain(..)) {
+                let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
+                match res {
+                    Ok(_) => self.started(b, j, p, episode_seed),
+                    Err(f) => {
+                        let next = self.after_failure(b, p, f.error, f.restarted);
+                        starts.push((j, next));
+                    }
                 }
-                Err(msg) => next = self.after_failure(b, p, msg, Some((l, j))),
             }
+            (self.ops, self.results) = (ops, results);
         }
     }
 
-    /// The env of a slot, built on first use.
-    fn env(&mut self, l: usize, j: usize) -> Result<&mut Box<dyn Env>, String> {
-        if self.envs[l][j].is_none() {
-            let factory = &self.ctx.envs;
-            let env = guarded(|| factory.make())?;
-            self.envs[l][j] = Some(env);
-        }
-        Ok(self.envs[l][j].as_mut().expect("just built"))
+    /// Slot `j` was reset for episode `p`: set up its agent state and recording.
+    fn started(&mut self, b: &mut AgentBlock, j: usize, p: Pending, episode_seed: u64) {
+        let l = b.local;
+        b.first[j] = true;
+        b.memory[j].clear();
+        b.rng[j] = seed::agent_rng(episode_seed);
+        let traj = self.ctx.cfg.record_steps.then(|| {
+            // Sized for a typical episode up front, so recording does not grow by reallocation.
+            let cap = 64;
+            let (ob, ab) = (b.obs.row_bytes(), b.act.row_bytes());
+            let mut obs = Vec::with_capacity(ob * (cap + 1));
+            obs.extend_from_slice(b.obs.row(j));
+            let mut t = Box::new(Trajectory {
+                obs,
+                actions: Vec::with_capacity(ab * cap),
+                rewards: Vec::with_capacity(cap),
+                terminations: Vec::with_capacity(cap),
+                truncations: Vec::with_capacity(cap),
+                infos: Vec::new(),
+                ..Default::default()
+            });
+            if self.ctx.cfg.record_infos {
+                t.infos.push(self.envs[l].info(j));
+            }
+            t
+        });
+        self.slots[l][j] = Some(Running { p, seed: episode_seed, length: 0, ret: 0.0, started: Instant::now(), traj });
     }
 
-    /// Records a failed attempt, drops the failed env (if any) so it is rebuilt,
-    /// and says what to run next in its place: the retry, or nothing if given up.
-    fn after_failure(&mut self, b: &mut AgentBlock, p: Pending, msg: String, env_slot: Option<(usize, usize)>) -> Option<Pending> {
+    /// Records a failed attempt (and the restart it cost, if any) and says what to
+    /// run next in its place: the retry, or nothing if given up.
+    fn after_failure(&mut self, b: &mut AgentBlock, p: Pending, msg: String, restarted: bool) -> Option<Pending> {
         b.faults.push(Fault { episode: p.index, attempt: p.attempt, worker: Some(self.ctx.worker), error: msg.clone() });
-        if let Some((l, j)) = env_slot {
-            self.envs[l][j] = None;
+        if restarted {
             b.restarts += 1;
             self.restart();
         }
@@ -317,7 +334,7 @@ impl Worker {
     fn finish(&mut self, b: &mut AgentBlock, j: usize, status: Status) {
         let l = b.local;
         let r = self.slots[l][j].take().expect("slot is running");
-        let info = self.envs[l][j].as_ref().map(|e| guarded(|| Ok(e.info())).unwrap_or_default()).unwrap_or_default();
+        let info = self.envs[l].info(j);
         let ep = EpisodeResult {
             index: r.p.index,
             seed: r.seed,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
-use rollway_core::{ActBatch, Agent, AgentFactory, DType, Env, EnvFactory, EnvSpec, Error, Info, Result, RowMut, RowRef, Space, StepOutcome};
+use rollway_core::{ActBatch, Agent, AgentFactory, BlockOptions, DType, Env, EnvBlock, EnvFactory, EnvSpec, Error, Info, Op, Result, RowMut, RowRef, Rows, SlotResult, Space, StepOutcome};
 use rollway_runner::{EpisodeResult, Generator, Mode, Observer, Progress, RunConfig, SinkError, Target};
 
 /// Counts what the factories built and what is still alive.
@@ -52,7 +52,7 @@ impl Env for Walk {
         Ok(StepOutcome { reward: -(self.pos.abs() as f64), terminated: self.pos.abs() >= 6, truncated: self.t >= 40 })
     }
     fn info(&self) -> Info {
-        // Infos are read outside the env fault handling: this kills the worker thread.
+        // A panic here costs the info, nothing else (the run reads infos under guard).
         assert!(self.panic_info_seed != Some(self.seed) || self.t < 3, "Walk-v0: info panics");
         let mut i = Info::new();
         i.insert("pos", self.pos);
@@ -74,6 +74,21 @@ struct Walks {
     /// `make` calls (counting from 1) that fail.
     fail_makes: Vec<usize>,
     panic_info_seed: Option<u64>,
+    /// The block of this `block` call (counting from 1) panics in its first round.
+    panicking_block: Option<usize>,
+    blocks: AtomicUsize,
+}
+
+/// A block whose host broke in a way its own fault handling did not catch.
+struct Broken;
+
+impl EnvBlock for Broken {
+    fn run(&mut self, _ops: &[(usize, Op)], _act: &Rows, _obs: &mut Rows, _out: &mut Vec<SlotResult>) {
+        panic!("the env host broke");
+    }
+    fn info(&mut self, _slot: usize) -> Info {
+        Info::new()
+    }
 }
 
 impl EnvFactory for Walks {
@@ -95,6 +110,10 @@ impl EnvFactory for Walks {
         };
         self.books.live.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(Walk { spec, books: self.books.clone(), panic_info_seed: self.panic_info_seed, seed: 0, pos: 0, t: 0 }))
+    }
+    fn block(&self, _n: usize, _options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
+        let n = self.blocks.fetch_add(1, Ordering::SeqCst) + 1;
+        (self.panicking_block == Some(n)).then(|| Box::new(Broken) as Box<dyn EnvBlock>)
     }
 }
 
@@ -241,8 +260,28 @@ fn every_way_a_run_stops_joins_every_worker() {
         assert!(rebuild.contains("cannot load the policy again"), "{rebuild}");
     }
     // A worker thread that dies outside the fault handling: the other one is joined too.
-    let poison = rollway_core::seed::episode_seed(11, 9);
-    let envs = Walks { panic_info_seed: Some(poison), ..Default::default() };
+    let envs = Walks { panicking_block: Some(2), ..Default::default() };
     let died = fails_and_joins(RunConfig { record_steps: true, record_infos: true, ..walk(2, 4, Mode::Sync) }, envs, Drifts::default(), &mut quiet);
     assert!(died.contains("thread ended unexpectedly"), "{died}");
+}
+
+#[test]
+fn an_info_that_panics_costs_only_that_info() {
+    let poison = rollway_core::seed::episode_seed(11, 9);
+    let envs = Walks { panic_info_seed: Some(poison), ..Default::default() };
+    let cfg = RunConfig { record_steps: true, record_infos: true, ..walk(2, 4, Mode::Sync) };
+    let mut eps: Vec<EpisodeResult> = Vec::new();
+    let s = generator(cfg, envs, Drifts::default()).run(&mut eps).expect("the run completes");
+    assert_eq!((s.given_up, s.restarts), (0, 0));
+    for ep in &eps {
+        let infos = &ep.trajectory.as_ref().expect("recorded").infos;
+        assert_eq!(infos.len() as u64, ep.length + 1);
+        let empty = infos.iter().filter(|i| i.get("pos").is_none()).count() as u64;
+        if ep.index == 9 {
+            // Reset and the first two steps have theirs; the final info is empty too.
+            assert_eq!((empty, ep.info.get("pos")), (ep.length - 2, None));
+        } else {
+            assert_eq!((empty, ep.info.get("pos").is_some()), (0, true));
+        }
+    }
 }
