@@ -2,7 +2,7 @@
 (``rollway.Dataset``, ``rollway.Loader``, ``rollway.DataCollector``, ``rollway.run``);
 these are the handles they wrap."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
 __version__: str
@@ -27,7 +27,10 @@ def run(
     progress: bool = True,
     episodes: Optional[int] = None,
     steps: Optional[int] = None,
+    python: Optional[str] = None,
+    env_factory: Optional[Tuple[str, bytes]] = None,
 ) -> str: ...
+def host_serve(reply_fd: int, prepare: Callable[[str, bytes], Tuple[Any, ...]]) -> None: ...
 def verify(path: str) -> str: ...
 def repair(path: str) -> str: ...
 def relabel(path: str, filters: List[str]) -> int: ...

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+import sys
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from rollway import _rollway
 
@@ -76,8 +77,17 @@ _CALL_ONLY = ("out", "resume", "append", "record", "progress")
 _RESUMABLE = ("episodes", "steps")
 
 
+def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:
+    # A callable env travels to the env processes pickled by value (lambdas and
+    # closures too); runs record it as `python:<its name>`.
+    import cloudpickle
+
+    name = getattr(env, "__qualname__", None) or type(env).__name__
+    return f"python:{name}", cloudpickle.dumps(env)
+
+
 def run(
-    env: Optional[str] = None,
+    env: Union[str, Callable[[], Any], None] = None,
     agent: Optional[str] = None,
     *,
     workers: Optional[int] = None,
@@ -91,6 +101,7 @@ def run(
     max_wait: Union[str, float, None] = None,
     max_restarts: Optional[int] = None,
     max_attempts: Optional[int] = None,
+    step_timeout: Union[str, float, None] = None,
     filters: Optional[List[str]] = None,
     env_params: Optional[Mapping[str, Any]] = None,
     agent_params: Optional[Mapping[str, Any]] = None,
@@ -103,6 +114,14 @@ def run(
     **more: Any,
 ) -> Summary:
     """Runs envs and an agent in parallel, like ``rollway run``; returns a :class:`Summary`.
+
+    ``env`` is a built-in env id (``rollway.envs()``), ``"gym:ID"`` (any registered
+    Gymnasium env; ``env_params`` are ``gymnasium.make`` keyword arguments),
+    ``"module:callable"``, or a callable returning a Gymnasium env (a lambda is fine:
+    it is pickled with cloudpickle). Python envs run in worker processes, a block of
+    envs per process, stepped through shared memory; ``step_timeout`` (seconds or a
+    duration string) kills a process whose envs take longer for one round, and an
+    exception or a dead process costs the episodes involved one attempt each.
 
     The keyword arguments are the keys of ``rollway run --config FILE`` (the TOML
     file), with the same defaults and checks: ``rollway.run()`` alone runs the default
@@ -122,18 +141,22 @@ def run(
     Ctrl-C stops the run: the finished episodes are committed, then
     ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
     """
+    factory = None
+    if callable(env):
+        factory = _env_factory(env)
+        env = factory[0]
     given = {
         "env": env, "agent": agent, "workers": workers, "envs_per_worker": envs_per_worker,
         "episodes": episodes, "steps": steps, "max_steps": max_steps, "seed": seed, "mode": mode,
         "batch": _batch(batch), "max_wait": _duration(max_wait), "max_restarts": max_restarts,
-        "max_attempts": max_attempts, "filters": list(filters) if filters is not None else None,
+        "max_attempts": max_attempts, "step_timeout": _duration(step_timeout), "filters": list(filters) if filters is not None else None,
         "env_params": _params(env_params), "agent_params": _params(agent_params),
     }
     if "image_media" in more:
         more["frame_media"] = more.pop("image_media")
     given.update(more)
     settings = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
-    common = dict(out=_path(out), append=append, record=record, progress=progress)
+    common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
     if resume is not None:
         extra = sorted(set(settings) - set(_RESUMABLE)) + (["config"] if config is not None else [])
         if extra or out is not None:
@@ -146,7 +169,7 @@ def run(
         return Summary(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}
-    report = _rollway.run(json.dumps(settings), **common)
+    report = _rollway.run(json.dumps(settings), env_factory=factory, **common)
     return Summary(json.loads(report))
 
 

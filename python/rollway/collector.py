@@ -11,18 +11,9 @@ import gymnasium as gym
 import numpy as np
 
 from rollway import _rollway
-from rollway.spaces import packer, to_json
+from rollway.spaces import dump_info, packer, to_json
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _plain(x: Any) -> Any:
-    # json.dumps fallback for numpy values in infos.
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(f"info value of type {type(x).__name__} is not JSON-serializable")
 
 
 class DataCollector(gym.Wrapper):
@@ -65,11 +56,11 @@ class DataCollector(gym.Wrapper):
             max_buffer_steps, max_buffer_episodes, frame_media,
         )
         # `step` is the Rust handle's: one call per env step that steps, packs and records.
-        self._rec.bind(env.step, self._pack_act, self._pack_obs, lambda info: json.dumps(info, default=_plain))
+        self._rec.bind(env.step, self._pack_act, self._pack_obs, dump_info)
         self.step = self._rec.wrapped_step  # type: ignore[method-assign]
 
     def _info(self, info: Dict[str, Any]) -> Optional[str]:
-        return json.dumps(info, default=_plain) if self._infos else None
+        return dump_info(info) if self._infos else None
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
         if seed is None:

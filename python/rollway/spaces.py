@@ -101,3 +101,41 @@ def packer(space_json: str) -> Callable[[Any], bytes]:
         return b"".join(np.ascontiguousarray(_get(v, p), dtype=dt).tobytes() + pad for p, dt, pad in parts)
 
     return pack
+
+
+def unpacker(space_json: str) -> Callable[[bytes], Any]:
+    """A function turning one row of the space's layout back into a value of the space
+    (ints for Discrete, numpy arrays for the other leaves, dicts and tuples nested)."""
+    space = json.loads(space_json)
+    leaves, _ = _rollway.layout(space_json)
+    offsets, at = [], 0
+    for path, dtype, shape, nbytes in leaves:
+        offsets.append((path, np.dtype(dtype), tuple(shape), at))
+        at += nbytes + (-nbytes) % 8
+
+    def leaf(row: bytes, dt: np.dtype, shape: Tuple[int, ...], off: int, discrete: bool) -> Any:
+        a = np.frombuffer(row, dtype=dt, count=int(np.prod(shape)), offset=off).reshape(shape).copy()
+        return int(a) if discrete else a
+
+    def build(o: Dict[str, Any], row: bytes, it: Any) -> Any:
+        if o["type"] == "Dict":
+            return {k: build(v, row, it) for k, v in o["subspaces"].items()}
+        if o["type"] == "Tuple":
+            return tuple(build(v, row, it) for v in o["subspaces"])
+        _, dt, shape, off = next(it)
+        return leaf(row, dt, shape, off, o["type"] == "Discrete")
+
+    return lambda row: build(space, row, iter(offsets))
+
+
+def dump_info(info: Any) -> str:
+    """An info dict as JSON text (numpy values as lists and numbers)."""
+    return json.dumps(info, default=_plain)
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"info value of type {type(x).__name__} is not JSON-serializable")

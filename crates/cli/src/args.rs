@@ -266,8 +266,8 @@ pub enum ModeArg {
 
 /// `run` flags that would change which episodes a resumed run produces, or how
 /// they are stored: the dataset's stored config decides them.
-const RESUME_FIXED: [&str; 25] = [
-    "config", "env", "env_opt", "agent", "agent_opt", "workers", "envs_per_worker", "max_steps", "seed", "mode", "batch", "max_wait", "max_restarts",
+const RESUME_FIXED: [&str; 26] = [
+    "config", "env", "env_opt", "agent", "agent_opt", "workers", "envs_per_worker", "max_steps", "seed", "mode", "batch", "max_wait", "max_restarts", "step_timeout",
     "max_attempts", "filter", "record_infos", "max_buffer_steps", "max_buffer_episodes", "frame_media", "crf", "preset", "keyint", "fps", "jpeg_quality",
     "x264_params",
 ];
@@ -279,7 +279,10 @@ rollway run job.toml --summary-json summary.json")]
 pub struct RunArgs {
     /// TOML config file (keys as the long flags, with `_`; `env_params`/`agent_params` tables; `filters` list).
     pub config: Option<PathBuf>,
-    /// Environment id (see `rollway envs`). [default: PixelMine-v0]
+    /// Environment: a built-in id (see `rollway envs`), `gym:ID` (any Gymnasium id,
+    /// `--env-opt` as `gymnasium.make` keyword arguments) or `module:callable` (a Python
+    /// function making a Gymnasium env); Python envs run in worker processes using
+    /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
     #[arg(long)]
     pub env: Option<String>,
     /// Environment parameters, `key=value[,key=value…]` (repeatable, e.g. `--env-opt size=64`).
@@ -324,6 +327,10 @@ pub struct RunArgs {
     /// Attempts per episode before it is given up. [default: 3]
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// Python envs: a round of env steps slower than this (e.g. `30s`) kills the env
+    /// process and fails its episodes' attempts. [default: none]
+    #[arg(long, value_name = "DURATION")]
+    pub step_timeout: Option<String>,
     /// Label filter, e.g. `key=mine_block,val=diamond.*,num=1,label=diamond`,
     /// `kind=return,min=100,label=good`, `kind=length,max=50,label=short` (repeatable).
     /// [default with the default env: the diamond filter]

@@ -34,6 +34,7 @@ pub struct FileConfig {
     max_wait: Option<String>,
     max_restarts: Option<u32>,
     max_attempts: Option<u32>,
+    step_timeout: Option<String>,
     filters: Option<Vec<String>>,
     summary_json: Option<PathBuf>,
     episodes_json: Option<PathBuf>,
@@ -96,6 +97,7 @@ impl Job {
             max_wait: Some(format!("{}us", c.max_wait.as_micros())),
             max_restarts: Some(c.max_restarts),
             max_attempts: Some(c.max_attempts),
+            step_timeout: c.step_timeout.map(|t| format!("{}us", t.as_micros())),
             filters: Some(self.filters.clone()),
             summary_json: None,
             episodes_json: None,
@@ -278,7 +280,12 @@ impl RunArgs {
             Some(w) => parse_duration(&w).with_context(|| o.name("max_wait"))?,
             None => d.max_wait,
         };
+        let step_timeout = match o.pick("step_timeout", self.step_timeout.clone(), file.step_timeout.take()) {
+            Some(t) => Some(parse_duration(&t).with_context(|| o.name("step_timeout"))?),
+            None => d.step_timeout,
+        };
         Ok(RunConfig {
+            step_timeout,
             env_params: opt_params(table_params(file.env_params.take()), &self.env_opt, "--env-opt")?,
             agent_params: opt_params(table_params(file.agent_params.take()), &self.agent_opt, "--agent-opt")?,
             env: o.pick("env", self.env.clone(), file.env.take()).unwrap_or(d.env.clone()),

@@ -6,7 +6,9 @@
 //! committed before `execute` returns, so the dataset is always resumable.
 //!
 //! The generator knows envs and agents only as factories; [`generator`] is where a
-//! job's env and agent names are resolved to them (today: the built-in registries).
+//! job's env and agent names are resolved to them: the built-in registries, Python
+//! envs hosted in worker processes (`gym:ID`, `module:callable`), or factories the
+//! caller brings ([`Sources`]).
 
 use std::fs::File;
 use std::io::Write;
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use rollway_core::{AgentFactory, EnvFactory};
 use rollway_runner::{filter, Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
@@ -38,6 +41,21 @@ impl std::error::Error for Interrupted {}
 pub struct RunHooks<'a> {
     /// Asked about ten times a second; `true` stops the run ([`Interrupted`]).
     pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
+    /// Where the env and agent come from when not from their names.
+    pub sources: Sources,
+}
+
+/// Env and agent factories a caller brings itself (a Python callable, say), and
+/// the Python that hosts `gym:`/`module:` envs. Each factory's name must be the
+/// run's `env`/`agent` setting, which is what the dataset records.
+#[derive(Default)]
+pub struct Sources {
+    /// The run's envs, instead of resolving `env`.
+    pub envs: Option<Arc<dyn EnvFactory>>,
+    /// The run's agent, instead of resolving `agent`.
+    pub agents: Option<Arc<dyn AgentFactory>>,
+    /// The interpreter for hosted envs (default: `$ROLLWAY_PYTHON`, else `python3`).
+    pub python: Option<PathBuf>,
 }
 
 /// How a run went.
@@ -85,7 +103,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         }
         _ => (None, None),
     };
-    let generator = input(generator(job.cfg.clone(), filters).map_err(|e| job.explain(e)))?;
+    let generator = input(generator(job.cfg.clone(), filters, hooks.sources).map_err(|e| job.explain(e)))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -118,11 +136,16 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
     Ok(Outcome { summary, out, written, resumed })
 }
 
-/// A generator for `cfg`, its env and agent (with their parameters) taken from the
-/// built-in registries.
-pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>) -> rollway_runner::Result<Generator> {
-    let envs = Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone()));
-    let agents = Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone()));
+/// A generator for `cfg`: its env and agent from `sources` where given, else by
+/// name (with their parameters): `gym:ID` and `module:callable` envs hosted in
+/// Python processes, the rest from the built-in registries.
+pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, sources: Sources) -> rollway_runner::Result<Generator> {
+    let envs: Arc<dyn EnvFactory> = match sources.envs {
+        Some(f) => f,
+        None if rollway_host::is_hosted(&cfg.env) => Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python)),
+        None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
+    };
+    let agents = sources.agents.unwrap_or_else(|| Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone())));
     Generator::new(cfg, envs, agents, filters)
 }
 

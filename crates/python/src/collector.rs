@@ -9,10 +9,11 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use rollway_core::{DType, EnvSpec, Info, Layout, Space, StepOutcome};
+use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
 use rollway_store::{DatasetWriter, Recorder, WriterConfig};
 
 use crate::errors::{input_error, ToPy};
+use crate::rows::fast_row;
 
 /// An open recording (the `rollway.DataCollector` class drives it). Unsendable:
 /// a collector belongs to the thread that steps its env.
@@ -33,38 +34,6 @@ struct Hooks {
     pack_act: Py<PyAny>,
     pack_obs: Py<PyAny>,
     dump_info: Py<PyAny>,
-}
-
-/// The row of a single-leaf, unpadded layout straight from a numpy array of its dtype
-/// and shape (or a Python int for Discrete): no Python call. None: use the packer.
-fn fast_row(layout: &Layout, v: &Bound<'_, PyAny>, buf: &mut Vec<u8>) -> bool {
-    let [leaf] = layout.leaves() else { return false };
-    if leaf.bytes() != layout.row_bytes() {
-        return false;
-    }
-    buf.clear();
-    if leaf.shape.is_empty() && leaf.dtype == DType::I64 {
-        return v.extract::<i64>().map(|x| buf.extend_from_slice(&x.to_ne_bytes())).is_ok();
-    }
-    use numpy::{PyArrayMethods, PyUntypedArrayMethods};
-    fn take<T: numpy::Element + bytemuck::Pod>(v: &Bound<'_, PyAny>, shape: &[usize], buf: &mut Vec<u8>) -> bool {
-        let Ok(a) = v.cast::<numpy::PyArrayDyn<T>>() else { return false };
-        let ro = a.readonly();
-        match ro.as_slice() {
-            Ok(s) if ro.shape() == shape => {
-                buf.extend_from_slice(bytemuck::cast_slice(s));
-                true
-            }
-            _ => false,
-        }
-    }
-    match leaf.dtype {
-        DType::F32 => take::<f32>(v, &leaf.shape, buf),
-        DType::F64 => take::<f64>(v, &leaf.shape, buf),
-        DType::U8 => take::<u8>(v, &leaf.shape, buf),
-        DType::I64 => take::<i64>(v, &leaf.shape, buf),
-        _ => false,
-    }
 }
 
 fn parse_info(text: Option<&str>) -> PyResult<Option<Info>> {

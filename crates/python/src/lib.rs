@@ -4,15 +4,18 @@
 //!
 //! Each file binds one part: [`run`] the generator, [`dataset`] reading,
 //! [`loader`] the training loader (zero-copy batches), [`collector`] recording
-//! from a Python env, [`arrays`] the numpy views they share, [`errors`] the
-//! mapping of every error to a Python exception.
+//! from a Python env, [`host`] the env process hosting Python envs for a run,
+//! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
+//! a Python exception.
 
 mod arrays;
 mod collector;
 mod convert;
 mod dataset;
 mod errors;
+mod host;
 mod loader;
+mod rows;
 mod run;
 mod vec_env;
 
@@ -78,6 +81,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
+    m.add_function(wrap_pyfunction!(host::host_serve, m)?)?;
     m.add_class::<arrays::Keeper>()?;
     dataset::register(m)?;
     convert::register(m)?;

@@ -8,18 +8,21 @@
 //! episodes are committed, and `KeyboardInterrupt` is raised.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use rollway_cli::args::RunArgs;
 use rollway_cli::job::FileConfig;
-use rollway_cli::run::{execute, Outcome, RunHooks};
+use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
+use rollway_core::{EnvFactory, Params};
+use rollway_host::PythonEnvs;
 use serde_json::json;
 
 use crate::errors::{input_error, ToPy};
 
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None))]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_factory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -31,6 +34,8 @@ pub fn run(
     progress: bool,
     episodes: Option<u64>,
     steps: Option<u64>,
+    python: Option<PathBuf>,
+    env_factory: Option<(String, Vec<u8>)>,
 ) -> PyResult<String> {
     let file: Option<FileConfig> = match config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| {
@@ -47,7 +52,10 @@ pub fn run(
     let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, episodes, steps, ..RunArgs::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
-        execute(&args, file, RunHooks { stop: Some(stop) })
+        // A callable env: pickled by the package, unpickled in each env process.
+        let envs = env_factory.map(|(name, bytes)| Arc::new(PythonEnvs::pickled(&name, &Params::new(), python.clone(), bytes)) as Arc<dyn EnvFactory>);
+        let sources = Sources { envs, agents: None, python };
+        execute(&args, file, RunHooks { stop: Some(stop), sources })
     });
     Ok(report(&outcome.py()?).to_string())
 }

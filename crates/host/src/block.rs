@@ -1,0 +1,110 @@
+//! [`Hosted`]: an env block whose envs live in one Python process.
+//!
+//! The process is started on the block's first round and again after it died
+//! (crashed, was killed, or ran past `step_timeout` and was killed by us). A death
+//! fails every op of the round it happened in, counted as one restart; the
+//! episodes of those slots start over from their seeds, in a fresh process.
+
+use std::sync::Arc;
+
+use rollway_core::{EnvBlock, Failure, Info, InfoNeed, Op, Rows, SlotResult, StepOutcome};
+
+use crate::process::{Gone, Process};
+use crate::proto::{self, RoundReply};
+use crate::shm::{self, Region};
+use crate::Target;
+
+pub(crate) struct Hosted {
+    target: Arc<Target>,
+    n: usize,
+    infos: InfoNeed,
+    timeout: Option<std::time::Duration>,
+    live: Option<(Process, Region)>,
+    last_info: Vec<Info>,
+}
+
+impl Hosted {
+    pub fn new(target: Arc<Target>, n: usize, infos: InfoNeed, timeout: Option<std::time::Duration>) -> Hosted {
+        Hosted { target, n, infos, timeout, live: None, last_info: vec![Info::new(); n] }
+    }
+
+    fn start(&mut self) -> Result<(), String> {
+        let (ab, ob) = self.target.row_bytes();
+        let (region, path) = Region::create(self.n, ab, ob).map_err(|e| format!("creating the shared memory of an env block: {e}"))?;
+        let infos = match self.infos {
+            InfoNeed::None => "none",
+            InfoNeed::Final => "final",
+            InfoNeed::All => "all",
+        };
+        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos)?;
+        // Mapped on both sides now: the name is no longer needed, and gone it cannot leak.
+        drop(path);
+        self.live = Some((process, region));
+        Ok(())
+    }
+
+    /// Fails every op of the round: the first counts as the restart.
+    fn fail_all(&mut self, ops: &[(usize, Op)], error: String, out: &mut Vec<SlotResult>) {
+        self.live = None;
+        out.extend(ops.iter().enumerate().map(|(i, _)| Err(Failure { error: error.clone(), restarted: i == 0 })));
+    }
+}
+
+impl EnvBlock for Hosted {
+    fn run(&mut self, ops: &[(usize, Op)], act: &Rows, obs: &mut Rows, out: &mut Vec<SlotResult>) {
+        out.clear();
+        if self.live.is_none() {
+            if let Err(e) = self.start() {
+                return self.fail_all(ops, e, out);
+            }
+        }
+        let (process, region) = self.live.as_mut().expect("started");
+        region.ops_mut().fill(shm::IDLE);
+        for &(slot, op) in ops {
+            match op {
+                Op::Step => {
+                    region.ops_mut()[slot] = shm::STEP;
+                    region.act_mut(slot).copy_from_slice(act.row(slot));
+                }
+                Op::Reset(seed) => {
+                    region.ops_mut()[slot] = shm::RESET;
+                    region.set_seed(slot, seed);
+                }
+            }
+        }
+        let reply = process.send(&[proto::ROUND]).and_then(|()| process.recv(self.timeout));
+        let frame = match reply {
+            Ok(frame) => frame,
+            Err(gone) => {
+                let pid = process.id();
+                let why = match gone {
+                    Gone::Died(how) => format!("the env process (pid {pid}) died: {how}"),
+                    Gone::TimedOut(t) => format!("env steps took longer than step_timeout ({t:?}); the env process (pid {pid}) was killed"),
+                };
+                return self.fail_all(ops, why, out);
+            }
+        };
+        let mut reply: RoundReply = match frame.is_empty() {
+            true => RoundReply::default(),
+            false => match serde_json::from_slice(&frame) {
+                Ok(r) => r,
+                Err(e) => return self.fail_all(ops, format!("the env process sent a malformed reply: {e}"), out),
+            },
+        };
+        for &(slot, _) in ops {
+            self.last_info[slot] = reply.infos.remove(&slot).unwrap_or_default();
+            let flags = region.flags()[slot];
+            if flags & shm::FAILED != 0 {
+                let error = reply.errors.remove(&slot).unwrap_or_else(|| "the env raised".into());
+                out.push(Err(Failure { error, restarted: true }));
+                continue;
+            }
+            obs.row_mut(slot).copy_from_slice(region.obs(slot));
+            out.push(Ok(StepOutcome { reward: region.reward(slot), terminated: flags & shm::TERMINATED != 0, truncated: flags & shm::TRUNCATED != 0 }));
+        }
+    }
+
+    fn info(&mut self, slot: usize) -> Info {
+        self.last_info[slot].clone()
+    }
+}

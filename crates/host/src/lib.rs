@@ -1,0 +1,160 @@
+//! Envs written in Python, hosted for the rollway generator: [`PythonEnvs`] is an
+//! [`EnvFactory`] whose envs live in worker processes running Python.
+//!
+//! # Design
+//! Each block of a worker's env slots is one OS process (`python -m
+//! rollway._host`) holding that many Gymnasium envs. The worker thread runs a
+//! round by writing ops (step or reset), actions and seeds into a shared memory
+//! region laid out in rollway's own row format ([`shm`]), and sending one byte
+//! down a pipe; the process runs every op, writes observations, rewards and flags
+//! back into the region, and answers with one frame ([`proto`]). Nothing is
+//! pickled per step, and a round costs one pipe round trip however many envs the
+//! block holds, so the cost of hosting is a few microseconds per round plus
+//! well under a microsecond per env (the loop inside the process is Rust, in the
+//! `rollway._rollway` extension, calling `env.step` directly).
+//!
+//! Infos travel only when asked for: the final info of each episode (filters read
+//! it), or every info with `record_infos`.
+//!
+//! # Faults
+//! An exception in `make`, `reset` or `step` fails that slot's op; the process
+//! closes that env and builds a new one at the slot's next reset. A process that
+//! dies (segfault, `os._exit`, SIGKILL) or takes longer than `step_timeout` for a
+//! round (then it is killed) fails every op of that round, counted as one restart,
+//! and a fresh process takes over at the next round. Either way the generator
+//! books each failed op as a failed attempt and re-runs the episode from its seed,
+//! so nothing is lost and nothing is counted twice.
+//!
+//! # Processes
+//! Processes are reaped on every path: a block stops its process when dropped
+//! (asking first, killing after a grace period), a dead or timed-out one is
+//! reaped at once, and every process dies with the worker thread that spawned it
+//! (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+mod block;
+mod process;
+pub mod proto;
+pub mod shm;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Layout, Params, Result, Space};
+
+use crate::process::Process;
+use crate::proto::{Hello, Setup};
+
+/// How long a new process may take to import its modules and make its first env.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// True for env names a Python process hosts: `gym:ID` and `module:callable`
+/// (built-in env ids have no colon).
+pub fn is_hosted(name: &str) -> bool {
+    name.contains(':')
+}
+
+/// What every process of a factory hosts, and the spec they share.
+pub(crate) struct Target {
+    name: String,
+    python: PathBuf,
+    params: BTreeMap<String, String>,
+    pickled: Option<Vec<u8>>,
+    spec: Mutex<Option<EnvSpec>>,
+}
+
+impl Target {
+    /// Starts a process for `n` slots and reads its hello.
+    fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
+        let mut p = Process::spawn(&self.python).map_err(|e| e.to_string())?;
+        let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
+        let what = |gone| format!("env {}: the env process did not start: {gone:?} (is the `rollway` package installed for {}?)", self.name, self.python.display());
+        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
+        if let Some(bytes) = &self.pickled {
+            p.send(bytes).map_err(what)?;
+        }
+        let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(what)?;
+        let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("env {}: malformed hello from the env process: {e}", self.name))?;
+        match hello.error {
+            Some(e) => Err(format!("env {}: {e}", self.name)),
+            None => Ok((p, hello)),
+        }
+    }
+
+    fn spec(&self) -> Result<EnvSpec> {
+        let mut cached = self.spec.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*cached {
+            return Ok(s.clone());
+        }
+        let env_err = |message: String| Error::Env { env: self.name.clone(), message };
+        let (_, hello) = self.open(0, None, "none").map_err(env_err)?;
+        let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
+        let space = |what: &str, json: &str| Space::from_json(json).map_err(|e| env_err(format!("{what} space: {e}")));
+        let spec = EnvSpec {
+            id: s.id,
+            observation_space: space("observation", &s.observation_space)?,
+            action_space: space("action", &s.action_space)?,
+            max_episode_steps: s.max_episode_steps,
+            render_fps: s.render_fps,
+            reward_threshold: s.reward_threshold,
+        };
+        *cached = Some(spec.clone());
+        Ok(spec)
+    }
+
+    /// (action, observation) row bytes; the spec was read when the run was checked.
+    fn row_bytes(&self) -> (usize, usize) {
+        let spec = self.spec.lock().unwrap_or_else(|e| e.into_inner());
+        let spec = spec.as_ref().expect("the spec is read before blocks run");
+        (Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes())
+    }
+}
+
+/// An [`EnvFactory`] for envs written in Python: `gym:ID` (any registered
+/// Gymnasium id, `params` as keyword arguments of `gymnasium.make`),
+/// `module:callable` (called with `params`), or a pickled callable (from the
+/// Python package). Each block of env slots runs in a process of its own.
+pub struct PythonEnvs {
+    target: Arc<Target>,
+}
+
+impl PythonEnvs {
+    /// Envs `name` (`gym:ID` or `module:callable`) with `params`, hosted by `python`
+    /// (default: `$ROLLWAY_PYTHON`, else `python3`; it must have the `rollway`
+    /// package installed).
+    pub fn new(name: &str, params: &Params, python: Option<PathBuf>) -> PythonEnvs {
+        PythonEnvs::with_target(name, params, python, None)
+    }
+
+    /// Envs made by a callable pickled with cloudpickle; `name` is what runs record.
+    pub fn pickled(name: &str, params: &Params, python: Option<PathBuf>, factory: Vec<u8>) -> PythonEnvs {
+        PythonEnvs::with_target(name, params, python, Some(factory))
+    }
+
+    fn with_target(name: &str, params: &Params, python: Option<PathBuf>, pickled: Option<Vec<u8>>) -> PythonEnvs {
+        let python = python.or_else(|| std::env::var_os("ROLLWAY_PYTHON").map(PathBuf::from)).unwrap_or_else(|| "python3".into());
+        let params = params.0.clone();
+        PythonEnvs { target: Arc::new(Target { name: name.into(), python, params, pickled, spec: Mutex::new(None) }) }
+    }
+}
+
+impl EnvFactory for PythonEnvs {
+    fn name(&self) -> &str {
+        &self.target.name
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>> {
+        Err(Error::Env { env: self.target.name.clone(), message: "envs hosted in Python processes are stepped in blocks, not one by one".into() })
+    }
+
+    fn spec(&self) -> Result<EnvSpec> {
+        self.target.spec()
+    }
+
+    fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
+        Some(Box::new(block::Hosted::new(self.target.clone(), n, options.infos, options.step_timeout)))
+    }
+}

@@ -1,0 +1,148 @@
+//! One env process, seen from the worker thread that owns it: spawned as
+//! `python -m rollway._host`, talked to through its stdin and stdout, and always
+//! reaped. The process is its own process group, so a Ctrl-C at the terminal
+//! reaches only the run (which then shuts its processes down in order), and it is
+//! killed by the kernel if the thread that spawned it goes away first, so neither
+//! a crash nor a kill of the run leaves an orphan stepping envs.
+
+use std::io::{self, BufReader};
+use std::os::fd::AsFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+
+use crate::proto;
+
+/// Why a reply did not come.
+#[derive(Debug)]
+pub(crate) enum Gone {
+    /// The process ended (or closed its end); how, in words.
+    Died(String),
+    /// No reply within the limit; the process was killed.
+    TimedOut(Duration),
+}
+
+pub(crate) struct Process {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Process {
+    pub fn spawn(python: &Path) -> io::Result<Process> {
+        let mut cmd = Command::new(python);
+        cmd.args(["-m", "rollway._host"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0);
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // one system call (prctl), which is async-signal-safe and allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(io::Error::from));
+        }
+        let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Process { child, stdin: Some(stdin), stdout })
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn send(&mut self, payload: &[u8]) -> Result<(), Gone> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| Gone::Died("its input is closed".into()))?;
+        proto::write_frame(stdin, payload).map_err(|_| self.died())
+    }
+
+    /// The next reply frame, waiting at most `timeout` for it to start.
+    pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Vec<u8>, Gone> {
+        if let Some(limit) = timeout {
+            if self.stdout.buffer().is_empty() && !self.readable_within(limit) {
+                self.kill();
+                return Err(Gone::TimedOut(limit));
+            }
+        }
+        match proto::read_frame(&mut self.stdout) {
+            Ok(Some(frame)) => Ok(frame),
+            _ => Err(self.died()),
+        }
+    }
+
+    fn readable_within(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ts = rustix::event::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos() as _ };
+            let fd = self.stdout.get_ref().as_fd();
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            match poll(&mut fds, Some(&ts)) {
+                Ok(0) => return false,
+                Ok(_) => return true,
+                Err(rustix::io::Errno::INTR) if !left.is_zero() => continue,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// The process is gone or going: reap it and say how it ended.
+    fn died(&mut self) -> Gone {
+        self.stdin = None;
+        let status = match self.child.try_wait() {
+            Ok(Some(s)) => Some(s),
+            // It closed its pipe but may still be exiting: give it a moment, then make sure.
+            _ => {
+                std::thread::sleep(Duration::from_millis(50));
+                self.kill()
+            }
+        };
+        Gone::Died(status.map_or_else(|| "it closed its pipe".into(), describe))
+    }
+
+    fn kill(&mut self) -> Option<ExitStatus> {
+        self.stdin = None;
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+
+    /// Asks the process to close its envs and exit; kills it if it has not within `grace`.
+    pub fn stop(&mut self, grace: Duration) {
+        if self.stdin.is_some() {
+            let _ = self.send(&[proto::QUIT]);
+        }
+        self.stdin = None;
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.kill();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// "exit status 3", "killed by signal 9 (SIGKILL)".
+pub(crate) fn describe(s: ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}{}", signal_name(sig).map(|n| format!(" ({n})")).unwrap_or_default()),
+        _ => format!("{s}"),
+    }
+}
+
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
