@@ -21,3 +21,14 @@ def pixels(tmp_path_factory):
     out = tmp_path_factory.mktemp("data") / "pixels"
     rollway.run(episodes=4, env_params={"size": 32, "max_steps": 50}, out=out, progress=False)
     return os.fspath(out)
+
+
+def rollway_cli():
+    exe = os.environ.get("ROLLWAY_BIN")
+    if exe:
+        return [exe]
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "target"))
+    path = os.path.join(target, "release", "rollway")
+    if not os.path.exists(path):
+        pytest.skip("the rollway binary is not built (cargo build --release)")
+    return [path]

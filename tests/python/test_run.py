@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import rollway
+from conftest import rollway_cli
 
 
 def test_envs_and_agents_are_the_registries():
@@ -33,17 +34,6 @@ def test_run_summary_matches_the_cli(tmp_path):
     ours = s.to_dict()
     for key in ("episodes", "steps", "terminated", "truncated", "return", "length"):
         assert ours[key] == theirs[key], key
-
-
-def rollway_cli():
-    exe = os.environ.get("ROLLWAY_BIN")
-    if exe:
-        return [exe]
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "target"))
-    path = os.path.join(target, "release", "rollway")
-    if not os.path.exists(path):
-        pytest.skip("the rollway binary is not built (cargo build --release)")
-    return [path]
 
 
 def test_run_records_and_resumes(tmp_path):

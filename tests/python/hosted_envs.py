@@ -1,0 +1,108 @@
+"""Gymnasium envs written in Python for the hosted-env tests (test_hosted.py).
+
+The env processes import this module (the tests put its folder on PYTHONPATH), so
+faults are keyed on what a process can know: the episode's seed, and a marker file
+per seed that makes a fault happen on the first attempt only.
+"""
+
+import os
+import signal
+import time
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class AllSpaces(gym.Env):
+    """Every space rollway hosts, nested: Dict/Tuple observations, a Dict action.
+    The observation is a function of the seed and the actions so far, so a test can
+    replay recorded actions and check every recorded observation."""
+
+    metadata = {"render_fps": 15}
+
+    def __init__(self, length=12):
+        self.length = int(length)
+        self.observation_space = spaces.Dict({
+            "pos": spaces.Box(-1e6, 1e6, (2,), np.float32),
+            "img": spaces.Box(0, 255, (4, 4, 3), np.uint8),
+            "t": spaces.Tuple((spaces.Discrete(100), spaces.MultiBinary(3))),
+            "hist": spaces.Box(-1e6, 1e6, (3,), np.float64),
+        })
+        self.action_space = spaces.Dict({
+            "move": spaces.MultiDiscrete([3, 4]),
+            "push": spaces.Box(-1.0, 1.0, (2,), np.float32),
+            "flag": spaces.Discrete(2),
+        })
+
+    def _obs(self):
+        img = ((np.arange(48, dtype=np.int64).reshape(4, 4, 3) * (self.k + 1) + self.base) % 256).astype(np.uint8)
+        bits = np.array([(self.k >> i) & 1 for i in range(3)], dtype=np.int8)
+        return {"pos": self.pos.copy(), "img": img, "t": (self.k, bits), "hist": np.array([self.acc, self.k, self.base], dtype=np.float64)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.base = int(self.np_random.integers(0, 256))
+        self.pos = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        self.k, self.acc = 0, 0.0
+        return self._obs(), {"base": self.base}
+
+    def step(self, action):
+        m = np.asarray(action["move"])
+        self.pos = (self.pos + np.array([m[0] - 1, m[1] - 1.5], dtype=np.float32) * 0.1 + np.asarray(action["push"], np.float32)).astype(np.float32)
+        self.acc += float(action["flag"]) + float(m.sum())
+        self.k += 1
+        return self._obs(), float(self.pos.sum()), False, self.k >= self.length, {"k": self.k, "pos": self.pos}
+
+
+def _first_time(marks, seed):
+    """True the first time any process asks about `seed` (a marker file per seed)."""
+    try:
+        os.close(os.open(os.path.join(marks, str(seed)), os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
+class Faulty(gym.Wrapper):
+    """CartPole that misbehaves at step `at` of episodes whose seed is divisible by
+    `every`, on their first attempt: raises, kills its own process, or hangs."""
+
+    def __init__(self, marks="", how="raise", every=7, at=3):
+        super().__init__(gym.make("CartPole-v1"))
+        self.marks, self.how, self.every, self.at = marks, how, int(every), int(at)
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_, self.t = seed, 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.t += 1
+        if self.marks and self.t == self.at and self.seed_ % self.every == 0 and _first_time(self.marks, self.seed_):
+            if self.how == "raise":
+                raise RuntimeError(f"simulator fault at seed {self.seed_}")
+            if self.how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.how == "exit":
+                os._exit(3)
+            if self.how == "hang":
+                time.sleep(60)
+        return self.env.step(action)
+
+
+class TextObs(gym.Env):
+    """An observation space rollway cannot record."""
+
+    observation_space = spaces.Text(8)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        return "a", {}
+
+    def step(self, action):
+        return "a", 0.0, True, False, {}
+
+
+def make_cartpole(**kwargs):
+    """A `module:callable` factory taking keyword arguments."""
+    return gym.make("CartPole-v1", **kwargs)

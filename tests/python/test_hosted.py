@@ -1,0 +1,210 @@
+"""Issue 12: Gymnasium envs written in Python, hosted in worker processes.
+
+Every run here really starts env processes (``python -m rollway._host``) and
+steps real Gymnasium envs through shared memory; faults are real exceptions,
+real SIGKILLs and real hangs, and each faulty run is compared with a clean one.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rollway
+from conftest import rollway_cli
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(autouse=True)
+def importable_test_envs(monkeypatch):
+    # The env processes import `hosted_envs` from this folder.
+    monkeypatch.setenv("PYTHONPATH", HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
+    yield
+    assert host_processes() == [], "an env process outlived its run"
+
+
+def host_processes():
+    """Live env processes of this machine (the tests run one at a time)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"rollway._host" in cmd and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def arrays(path):
+    """Every episode of a dataset as plain arrays, by id."""
+    ds = rollway.Dataset(path)
+    out = {}
+    for ep in ds:
+        obs = ep.observations
+        obs = {k: np.asarray(v) for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)
+        out[ep.id] = (ep.seed, obs, np.asarray(ep.actions) if not isinstance(ep.actions, dict) else {k: np.asarray(v) for k, v in ep.actions.items()},
+                      ep.rewards, ep.terminations, ep.truncations)
+    return out
+
+
+def same(a, b):
+    assert a.keys() == b.keys()
+    for i in a:
+        for x, y in zip(a[i], b[i]):
+            if isinstance(x, dict):
+                assert x.keys() == y.keys()
+                for k in x:
+                    np.testing.assert_array_equal(x[k], y[k], err_msg=f"episode {i}, {k}")
+            else:
+                np.testing.assert_array_equal(x, y, err_msg=f"episode {i}")
+
+
+def test_hosted_cartpole_equals_the_built_in_one_for_any_worker_count(tmp_path):
+    built_in = tmp_path / "built_in"
+    rollway.run(env="CartPole-v1", agent="random", episodes=60, seed=5, workers=2, envs_per_worker=4, out=built_in, progress=False)
+    for i, (w, n, mode) in enumerate([(1, 8, "sync"), (2, 3, "async"), (3, 5, "sync")]):
+        out = tmp_path / f"hosted{i}"
+        s = rollway.run(env="gym:CartPole-v1", agent="random", episodes=60, seed=5, workers=w, envs_per_worker=n, mode=mode, out=out, progress=False)
+        assert (s.episodes, s.failed_attempts, s.restarts, s.env) == (60, 0, 0, "CartPole-v1")
+        same(arrays(built_in), arrays(out))
+
+
+def test_every_space_kind_round_trips_through_the_shared_rows(tmp_path):
+    out = tmp_path / "spaces"
+    s = rollway.run(env="hosted_envs:AllSpaces", env_params={"length": 9}, agent="random", episodes=6, workers=2, envs_per_worker=2,
+                    seed=1, out=out, record_infos=True, progress=False)
+    assert (s.episodes, s.failed_attempts, s.truncated) == (6, 0, 6)
+    from hosted_envs import AllSpaces
+
+    for ep in rollway.Dataset(out):
+        env = AllSpaces(length=9)
+        first, info = env.reset(seed=ep.seed)
+        assert ep.infos[0]["base"] == info["base"] and ep.infos[-1]["k"] == ep.length
+        obs = ep.observations
+        np.testing.assert_array_equal(obs["pos"][0], first["pos"])
+        np.testing.assert_array_equal(obs["img"][0], first["img"])
+        for t in range(ep.length):
+            action = {"move": ep.actions["move"][t], "push": ep.actions["push"][t], "flag": int(ep.actions["flag"][t])}
+            o, r, term, trunc, _ = env.step(action)
+            assert ep.rewards[t] == r and ep.truncations[t] == trunc and ep.terminations[t] == term
+            np.testing.assert_array_equal(obs["pos"][t + 1], o["pos"])
+            np.testing.assert_array_equal(obs["img"][t + 1], o["img"])
+            np.testing.assert_array_equal(obs["hist"][t + 1], o["hist"])
+            assert obs["t/_index_0"][t + 1] == o["t"][0]
+            np.testing.assert_array_equal(obs["t/_index_1"][t + 1], o["t"][1])
+
+
+def test_a_lambda_env_and_module_callable_with_params(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    s = rollway.run(env=lambda: gym.make("CartPole-v1", max_episode_steps=15), agent="random", episodes=20, out=a, progress=False)
+    assert s.env == "CartPole-v1" and s.length["max"] <= 15
+    assert rollway.Dataset(a).metadata["runs"][0]["config"]["env"] == "python:test_a_lambda_env_and_module_callable_with_params.<locals>.<lambda>"
+    rollway.run(env="hosted_envs:make_cartpole", env_params={"max_episode_steps": 15}, agent="random", episodes=20, out=b, progress=False)
+    same(arrays(a), arrays(b))
+
+
+def test_unsupported_spaces_and_bad_targets_say_what_is_wrong(tmp_path):
+    with pytest.raises(rollway.RollwayError, match="Text"):
+        rollway.run(env="hosted_envs:TextObs", agent="random", episodes=2, progress=False, record=False)
+    with pytest.raises(rollway.RollwayError, match="NoSuchEnv"):
+        rollway.run(env="gym:NoSuchEnv-v0", agent="random", episodes=2, progress=False, record=False)
+    with pytest.raises(rollway.RollwayError, match="no_such_module"):
+        rollway.run(env="no_such_module:make", agent="random", episodes=2, progress=False, record=False)
+
+
+def faulty_run(tmp_path, name, how, every=7, **kw):
+    marks = tmp_path / f"marks-{name}"
+    marks.mkdir()
+    out = tmp_path / name
+    s = rollway.run(env="hosted_envs:Faulty", env_params={"marks": str(marks), "how": how, "every": every}, agent="random", episodes=50,
+                    workers=2, envs_per_worker=4, seed=9, max_restarts=100, max_attempts=20, out=out, progress=False, **kw)
+    return s, out, len(os.listdir(marks))
+
+
+@pytest.fixture
+def clean(tmp_path):
+    out = tmp_path / "clean"
+    rollway.run(env="hosted_envs:Faulty", agent="random", episodes=50, workers=2, envs_per_worker=4, seed=9, out=out, progress=False)
+    return arrays(out)
+
+
+@pytest.mark.parametrize("how", ["raise", "kill", "exit"])
+def test_env_faults_cost_attempts_and_lose_nothing(tmp_path, clean, how):
+    s, out, faults = faulty_run(tmp_path, how, how)
+    # One fault per episode whose seed is divisible by 7 (each reaches step 3).
+    expected = sum(1 for seed, *_ in clean.values() if seed % 7 == 0)
+    assert faults == expected > 0
+    assert (s.episodes, s.given_up, s.restarts) == (50, 0, expected)
+    if how == "raise":
+        assert s.failed_attempts == expected
+        assert all("simulator fault" in f["error"] for f in s.faults)
+    else:
+        # A dead process fails every op of its round: the faulty episode and its block's others.
+        assert s.failed_attempts >= expected
+        assert any("died" in f["error"] for f in s.faults)
+    same(clean, arrays(out))
+
+
+def test_a_hung_env_is_killed_after_step_timeout(tmp_path, clean):
+    start = time.perf_counter()
+    s, out, faults = faulty_run(tmp_path, "hang", "hang", every=11, step_timeout=1.0)
+    assert faults >= 1 and s.restarts == faults and s.given_up == 0
+    assert any("step_timeout" in f["error"] for f in s.faults)
+    assert time.perf_counter() - start < 30
+    same(clean, arrays(out))
+
+
+INTERRUPT = r"""
+import os, signal, sys, threading, rollway
+threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    rollway.run(env="gym:CartPole-v1", agent="random", episodes=10**7, out=sys.argv[1], progress=False)
+except KeyboardInterrupt:
+    print("interrupted")
+    sys.exit(0)
+sys.exit("not interrupted")
+"""
+
+
+def test_ctrl_c_stops_hosted_envs_and_leaves_no_process(tmp_path):
+    p = subprocess.run([sys.executable, "-c", INTERRUPT, str(tmp_path / "ds")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
+    assert len(rollway.Dataset(tmp_path / "ds")) > 0
+
+
+def test_a_killed_run_takes_its_env_processes_with_it(tmp_path):
+    cmd = rollway_cli() + ["run", "--env", "gym:CartPole-v1", "--agent", "random", "--episodes", "100000000", "--quiet", "--out", str(tmp_path / "ds")]
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while len(host_processes()) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    assert len(host_processes()) >= 2, "the env processes never started"
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    deadline = time.time() + 10
+    while host_processes() and time.time() < deadline:
+        time.sleep(0.05)
+    # Whatever was committed before the kill is intact.
+    assert rollway.Dataset(tmp_path / "ds").verify()["problems"] == []
+
+
+def test_cli_hosts_module_callables(tmp_path):
+    cmd = rollway_cli() + ["run", "--env", "hosted_envs:make_cartpole", "--env-opt", "max_episode_steps=12", "--agent", "random",
+                           "--episodes", "10", "--quiet", "--summary-json", str(tmp_path / "s.json")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    s = json.load(open(tmp_path / "s.json"))
+    assert s["episodes"] == 10 and s["length"]["max"] <= 12
