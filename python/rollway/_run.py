@@ -88,7 +88,7 @@ def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:
 
 def run(
     env: Union[str, Callable[[], Any], None] = None,
-    agent: Optional[str] = None,
+    agent: Union[str, Callable[..., Any], None] = None,
     *,
     workers: Optional[int] = None,
     envs_per_worker: Optional[int] = None,
@@ -123,6 +123,10 @@ def run(
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.
 
+    ``agent`` is a built-in agent (``rollway.agents()``) or a Python policy
+    ``policy(obs, first, state) -> actions | (actions, state)`` called once per batch on
+    numpy arrays (see :mod:`rollway.policy`; a torch module needs a two-line adapter).
+
     The keyword arguments are the keys of ``rollway run --config FILE`` (the TOML
     file), with the same defaults and checks: ``rollway.run()`` alone runs the default
     job (``PixelMine-v0`` with the scripted miner, recorded under ``./rollway-data``).
@@ -141,10 +145,15 @@ def run(
     Ctrl-C stops the run: the finished episodes are committed, then
     ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
     """
-    factory = None
+    factory = policy = None
     if callable(env):
         factory = _env_factory(env)
         env = factory[0]
+    if callable(agent):
+        from rollway.policy import name_of
+
+        policy = (name_of(agent), agent)
+        agent = policy[0]
     given = {
         "env": env, "agent": agent, "workers": workers, "envs_per_worker": envs_per_worker,
         "episodes": episodes, "steps": steps, "max_steps": max_steps, "seed": seed, "mode": mode,
@@ -169,7 +178,7 @@ def run(
         return Summary(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}
-    report = _rollway.run(json.dumps(settings), env_factory=factory, **common)
+    report = _rollway.run(json.dumps(settings), env_factory=factory, agent_factory=policy, **common)
     return Summary(json.loads(report))
 
 

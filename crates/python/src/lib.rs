@@ -5,6 +5,7 @@
 //! Each file binds one part: [`run`] the generator, [`dataset`] reading,
 //! [`loader`] the training loader (zero-copy batches), [`collector`] recording
 //! from a Python env, [`host`] the env process hosting Python envs for a run,
+//! [`policy`] Python policies as a run's agent,
 //! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
 //! a Python exception.
 
@@ -15,6 +16,7 @@ mod dataset;
 mod errors;
 mod host;
 mod loader;
+mod policy;
 mod rows;
 mod run;
 mod vec_env;

@@ -14,15 +14,16 @@ use pyo3::prelude::*;
 use rollway_cli::args::RunArgs;
 use rollway_cli::job::FileConfig;
 use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
-use rollway_core::{EnvFactory, Params};
+use rollway_core::{AgentFactory, EnvFactory, Params};
 use rollway_host::PythonEnvs;
 use serde_json::json;
 
 use crate::errors::{input_error, ToPy};
+use crate::policy::PyPolicies;
 
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_factory=None))]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_factory=None, agent_factory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -36,6 +37,7 @@ pub fn run(
     steps: Option<u64>,
     python: Option<PathBuf>,
     env_factory: Option<(String, Vec<u8>)>,
+    agent_factory: Option<(String, Py<PyAny>)>,
 ) -> PyResult<String> {
     let file: Option<FileConfig> = match config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| {
@@ -54,7 +56,8 @@ pub fn run(
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
         // A callable env: pickled by the package, unpickled in each env process.
         let envs = env_factory.map(|(name, bytes)| Arc::new(PythonEnvs::pickled(&name, &Params::new(), python.clone(), bytes)) as Arc<dyn EnvFactory>);
-        let sources = Sources { envs, agents: None, python };
+        let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
+        let sources = Sources { envs, agents, python };
         execute(&args, file, RunHooks { stop: Some(stop), sources })
     });
     Ok(report(&outcome.py()?).to_string())

@@ -1,0 +1,100 @@
+//! Python policies as the run's agent: `rollway.run(agent=callable)`.
+//!
+//! The policy is called on the central stage once per batch, like a built-in
+//! agent, so batch bounds and `max_wait` apply unchanged. The GIL is taken for
+//! the call only. The batch's rows (possibly several workers' blocks) are gathered
+//! into one buffer that becomes the policy's arrays (`rollway.policy.Adapter` turns
+//! the row layout into numpy arrays over it, without a further copy); the actions
+//! come back packed and are scattered into the blocks' rows.
+//!
+//! Why one copy rather than views of the blocks' own rows: the rows are reused
+//! for the next step as soon as the call returns, so an array over them that the
+//! policy kept (in a replay buffer, a logged tensor) would silently change or, after
+//! the run, point at freed memory. Copying a batch of observations costs a memcpy,
+//! far below any policy's own cost (measured in bench/RESULTS.md).
+
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+use rollway_core::{ActBatch, Agent, AgentFactory, EnvSpec, Error, Result};
+
+/// An [`AgentFactory`] for a Python callable `policy(obs, first, state)`.
+pub struct PyPolicies {
+    name: String,
+    policy: Py<PyAny>,
+}
+
+impl PyPolicies {
+    pub fn new(name: String, policy: Py<PyAny>) -> PyPolicies {
+        PyPolicies { name, policy }
+    }
+}
+
+impl AgentFactory for PyPolicies {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
+        let adapter = Python::attach(|py| -> PyResult<Py<PyAny>> {
+            let cls = py.import("rollway.policy")?.getattr("Adapter")?;
+            Ok(cls.call1((self.policy.clone_ref(py), spec.observation_space.to_json(), spec.action_space.to_json()))?.unbind())
+        })
+        .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
+        Ok(Box::new(PyPolicy { name: self.name.clone(), adapter }))
+    }
+}
+
+struct PyPolicy {
+    name: String,
+    adapter: Py<PyAny>,
+}
+
+type Answer = (Vec<u8>, Option<(Vec<u8>, usize)>);
+
+impl Agent for PyPolicy {
+    fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()> {
+        let n = batch.len();
+        let ab = batch.act_layout.row_bytes();
+        let d = batch.segments.iter().flat_map(|s| s.memory.iter().map(Vec::len)).max().unwrap_or(0);
+        let mut obs = Vec::with_capacity(n * batch.obs_layout.row_bytes());
+        let mut first = Vec::with_capacity(n);
+        let mut state = vec![0f32; n * d];
+        let mut i = 0;
+        for seg in &batch.segments {
+            obs.extend_from_slice(seg.obs);
+            first.extend(seg.first.iter().map(|&f| f as u8));
+            for m in seg.memory.iter() {
+                state[i * d..i * d + m.len()].copy_from_slice(m);
+                i += 1;
+            }
+        }
+        let err = |message: String| Error::Agent { agent: self.name.clone(), message };
+        let (actions, new_state) = Python::attach(|py| -> PyResult<Answer> {
+            let args = (PyByteArray::new(py, &obs), PyByteArray::new(py, &first), PyByteArray::new(py, bytemuck::cast_slice(&state)), n, d);
+            self.adapter.bind(py).call1(args)?.extract()
+        })
+        .map_err(|e| err(e.to_string()))?;
+        if actions.len() != n * ab {
+            return Err(err(format!("the policy's actions packed to {} bytes; {n} actions take {}", actions.len(), n * ab)));
+        }
+        let floats = |b: &[u8]| b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect::<Vec<f32>>();
+        let new_state = new_state.map(|(bytes, d)| (floats(&bytes), d));
+        if new_state.as_ref().is_some_and(|(s, d)| s.len() != n * d) {
+            return Err(err(format!("the policy's state does not have {n} rows")));
+        }
+        let (mut at, mut i) = (0, 0);
+        for seg in &mut batch.segments {
+            let k = seg.len();
+            seg.actions.copy_from_slice(&actions[at..at + k * ab]);
+            at += k * ab;
+            if let Some((s, d)) = &new_state {
+                for m in seg.memory.iter_mut() {
+                    m.clear();
+                    m.extend_from_slice(&s[i * d..(i + 1) * d]);
+                    i += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,95 @@
+"""Issue 12: Python policies as the run's agent, on Rust and on hosted Python envs."""
+
+import os
+import sys
+
+import numpy as np
+import torch
+
+import rollway
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Tanh(), torch.nn.Linear(32, 2))
+
+
+def torch_policy(model):
+    # The README's two-line adapter.
+    @torch.no_grad()
+    def policy(obs, first, state):
+        return model(torch.from_numpy(obs)).argmax(-1).numpy()
+
+    return policy
+
+
+def test_a_torch_mlp_acts_on_every_step_and_any_worker_count_gives_the_same_data(tmp_path):
+    model = mlp()
+    sizes = []
+
+    def policy(obs, first, state):
+        sizes.append(len(obs))
+        assert obs.dtype == np.float32 and obs.shape[1:] == (4,) and first.dtype == np.bool_ and state.shape == (len(obs), 0)
+        return torch_policy(model)(obs, first, state)
+
+    runs = []
+    for i, (w, n, mode) in enumerate([(1, 8, "sync"), (2, 5, "async")]):
+        out = tmp_path / f"run{i}"
+        s = rollway.run(env="CartPole-v1", agent=policy, episodes=30, seed=4, workers=w, envs_per_worker=n, mode=mode, batch=(1, 6), out=out, progress=False)
+        assert (s.episodes, s.failed_attempts, s.agent) == (30, 0, "python:test_a_torch_mlp_acts_on_every_step_and_any_worker_count_gives_the_same_data.<locals>.policy")
+        runs.append(rollway.Dataset(out))
+    assert max(sizes) <= 6, "batch=(1, 6) bounds the policy's batches"
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a.observations, b.observations)
+        np.testing.assert_array_equal(a.actions, b.actions)
+        # Every recorded action is the model's answer to the recorded observation.
+        with torch.no_grad():
+            expect = model(torch.from_numpy(np.ascontiguousarray(a.observations[:-1]))).argmax(-1).numpy()
+        np.testing.assert_array_equal(a.actions, expect)
+
+
+def test_a_recurrent_policy_state_is_recorded_and_fed_back_by_the_loader(tmp_path):
+    def counter(obs, first, state):
+        n = len(obs)
+        prev = state[:, 0] if state.shape[1] else np.zeros(n, np.float32)
+        assert np.all(prev[first] == 0), "a new episode starts from a zero state"
+        new = np.stack([prev + 1, prev * 2], axis=1).astype(np.float32)
+        return (prev.astype(np.int64) % 2), new
+
+    out = tmp_path / "rnn"
+    rollway.run(env="CartPole-v1", agent=counter, episodes=12, workers=2, envs_per_worker=3, out=out, progress=False)
+    for ep in rollway.Dataset(out):
+        t = np.arange(ep.length, dtype=np.float32)
+        np.testing.assert_array_equal(ep.agent_state[:, 0], t + 1)
+        np.testing.assert_array_equal(ep.actions, t.astype(np.int64) % 2)
+    for batch in rollway.Loader(out, clip=4, batch=8, shuffle=False, epochs=1):
+        # The state going into each window is the one the policy left the step before.
+        np.testing.assert_array_equal(batch["state"][:, 0], np.where(batch["step"] == 0, 0, batch["step"]).astype(np.float32))
+
+
+def test_a_policy_on_hosted_python_envs(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
+    s = rollway.run(env="gym:CartPole-v1", agent=torch_policy(mlp(1)), episodes=10, workers=2, envs_per_worker=2, record=False, progress=False)
+    assert (s.episodes, s.failed_attempts) == (10, 0)
+
+
+def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
+    calls = {"n": 0}
+
+    def flaky(obs, first, state):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("CUDA out of memory (pretend)")
+        return np.zeros(len(obs), np.int64)
+
+    s = rollway.run(env="CartPole-v1", agent=flaky, episodes=8, workers=1, envs_per_worker=4, record=False, progress=False)
+    assert s.episodes == 8 and s.failed_attempts == 4 and s.given_up == 0
+    assert all("CUDA out of memory" in f["error"] for f in s.faults)
+
+    # A policy that always fails gives its episodes up after max_attempts, saying why.
+    s = rollway.run(env="CartPole-v1", agent=lambda obs, first, state: np.zeros((len(obs), 3)), episodes=4, workers=1, envs_per_worker=4,
+                    record=False, progress=False)
+    assert (s.given_up, s.complete) == (4, False)
+    assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
