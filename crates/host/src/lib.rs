@@ -71,15 +71,15 @@ impl Target {
     fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
         let mut p = Process::spawn(&self.python).map_err(|e| e.to_string())?;
         let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
-        let what = |gone| format!("env {}: the env process did not start: {gone:?} (is the `rollway` package installed for {}?)", self.name, self.python.display());
+        let what = |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
         p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
         if let Some(bytes) = &self.pickled {
             p.send(bytes).map_err(what)?;
         }
         let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(what)?;
-        let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("env {}: malformed hello from the env process: {e}", self.name))?;
+        let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("malformed hello from the env process: {e}"))?;
         match hello.error {
-            Some(e) => Err(format!("env {}: {e}", self.name)),
+            Some(e) => Err(e),
             None => Ok((p, hello)),
         }
     }

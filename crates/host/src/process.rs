@@ -25,6 +25,15 @@ pub(crate) enum Gone {
     TimedOut(Duration),
 }
 
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gone::Died(how) => write!(f, "it {how}"),
+            Gone::TimedOut(t) => write!(f, "no answer within {t:?}"),
+        }
+    }
+}
+
 pub(crate) struct Process {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -96,7 +105,7 @@ impl Process {
                 self.kill()
             }
         };
-        Gone::Died(status.map_or_else(|| "it closed its pipe".into(), describe))
+        Gone::Died(status.map_or_else(|| "closed its pipe".into(), describe))
     }
 
     fn kill(&mut self) -> Option<ExitStatus> {
