@@ -8,22 +8,31 @@ import pytest
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
-def python_example() -> str:
+def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 1, "one Python example in the README's Python section"
-    return blocks[0]
+    assert len(blocks) == 2, "the package tour and the own-env-and-policy example"
+    return blocks
 
 
-def test_the_readme_python_example_runs(tmp_path, monkeypatch):
+def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     pytest.importorskip("minari")
+    import sys
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
+    tour, own = python_examples()
     scope: dict = {}
-    exec(compile(python_example(), "README.md (Python)", "exec"), scope)
+    exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
 
     assert rollway.Dataset("data/cartpole").metadata["counts"]["steps"] >= 400_000
     assert len(rollway.Dataset("data/collected")) > 0
     assert scope["obs"].shape == (256, 4)
+
+    exec(compile(own, "README.md (own env and policy)", "exec"), {})
+    for name in ("data/hosted", "data/a", "data/mlp"):
+        assert len(rollway.Dataset(name)) == 100
+    assert rollway.Dataset("data/mlp").metadata["runs"][0]["config"]["agent"] == "python:policy"
