@@ -5,9 +5,9 @@ a user would otherwise use, side by side in one run (reps taken in turn).
 * CartPole (``gymnasium.make("CartPole-v1")``, random actions) at N envs: rollway
   hosting it (``env="gym:CartPole-v1"``, 2 workers = 2 env processes, sync mode;
   and async mode, two processes per worker) vs Gymnasium ``SyncVectorEnv`` and
-  ``AsyncVectorEnv(shared_memory=True)``. rollway's figure is the run's own
-  ``steps_per_sec``, which includes starting its env processes; the peers' clock
-  starts after their envs exist. Also: rollway with one worker vs the bare env
+  ``AsyncVectorEnv(shared_memory=True)``. rollway's figure is steady state: the
+  difference of two runs' times (``steps`` and ``3 × steps``), leaving out the
+  start of its env processes as the peers' clocks leave out making their envs. Also: rollway with one worker vs the bare env
   loop (the same N envs stepped in one Python loop, seeded resets as rollway does
   them), whose difference is what hosting adds per env step.
 * A pixel env written in Python (bench/pixel_env.py, 128×128×3 uint8) recorded as
@@ -74,9 +74,16 @@ def bare_loop_us(n: int, steps: int) -> float:
 
 
 def rollway_rate(n: int, steps: int, workers: int = 2, mode: str = "sync") -> float:
-    s = rollway.run(env="gym:CartPole-v1", agent="random", workers=workers, envs_per_worker=n // workers, mode=mode,
-                    steps=steps, record=False, progress=False)
-    return float(s.steps_per_sec)
+    """Steady-state steps/s: two runs of `steps` and `3 * steps`, the difference of
+    their run times, so that starting the env processes (Python, imports, first
+    envs: a second or so, paid once per run) is left out, as the peers' setup is."""
+    def seconds(k: int) -> float:
+        s = rollway.run(env="gym:CartPole-v1", agent="random", workers=workers, envs_per_worker=n // workers, mode=mode,
+                        steps=k, record=False, progress=False)
+        return float(s.seconds)
+
+    short, long = seconds(steps), seconds(3 * steps)
+    return 2 * steps / max(long - short, 1e-9)
 
 
 def pixel_rollway(episodes: int, length: int) -> float:
@@ -165,7 +172,7 @@ def main() -> None:
     rows = []
     for n in ns:
         r: Dict[str, List[float]] = {k: [] for k in ("sync", "async", "rw", "rw_async", "rw1", "bare")}
-        steps = max(100_000, int(40_000 * a.seconds))
+        steps = max(50_000, int(20_000 * a.seconds))
         for i in range(a.reps):
             log(f"cartpole N={n} rep {i + 1}/{a.reps}")
             r["rw"].append(rollway_rate(n, steps))
