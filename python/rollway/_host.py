@@ -38,6 +38,9 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
         fn = cloudpickle.loads(pickled)
         return lambda: fn(**kwargs)
     kind, _, rest = target.partition(":")
+    if kind == "python":
+        raise ValueError(f"{target} was a Python callable given to rollway.run(env=...), which a dataset cannot store: "
+                         "resume the run from Python, passing it again: rollway.run(resume=DIR, env=callable)")
     if kind == "gym":
         import gymnasium
 

@@ -139,7 +139,8 @@ def run(
       or a duration string (``"2ms"``); ``mode``: ``"sync"`` or ``"async"``.
     - ``out``: record into this new dataset directory (``append=True`` adds a run to an
       existing one); ``resume``: continue the last run of that dataset exactly where its
-      committed episodes end (only ``episodes``/``steps`` may raise its target).
+      committed episodes end (only ``episodes``/``steps`` may raise its target; an env or
+      agent that was a Python callable is passed again, as ``env=``/``agent=``).
     - ``config``: a TOML config file; keyword arguments override its keys.
 
     Ctrl-C stops the run: the finished episodes are committed, then
@@ -167,14 +168,17 @@ def run(
     settings = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
     common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
     if resume is not None:
-        extra = sorted(set(settings) - set(_RESUMABLE)) + (["config"] if config is not None else [])
+        # Callables cannot be stored: a run made with them is resumed by passing them again.
+        passed_again = {k for k, f in (("env", factory), ("agent", policy)) if f is not None}
+        extra = sorted(set(settings) - set(_RESUMABLE) - passed_again) + (["config"] if config is not None else [])
         if extra or out is not None:
             raise InputError_(
                 f"resume={os.fspath(resume)!r} continues the stored run as it was; only episodes= or steps= "
                 f"(raised, same unit) may be given, not {', '.join(extra or ['out'])}"
             )
         common.update(out=None)
-        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, **{k: v for k, v in common.items() if k != "out"})
+        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, env_factory=factory, agent_factory=policy,
+                              **{k: v for k, v in common.items() if k != "out"})
         return Summary(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}

@@ -112,6 +112,11 @@ def test_a_lambda_env_and_module_callable_with_params(tmp_path):
     assert rollway.Dataset(a).metadata["runs"][0]["config"]["env"] == "python:test_a_lambda_env_and_module_callable_with_params.<locals>.<lambda>"
     rollway.run(env="hosted_envs:make_cartpole", env_params={"max_episode_steps": 15}, agent="random", episodes=20, out=b, progress=False)
     same(arrays(a), arrays(b))
+    # A callable cannot be stored: resuming says to pass it again, and works when it is.
+    with pytest.raises(rollway.RollwayError, match="passing it again"):
+        rollway.run(resume=a, episodes=30, progress=False)
+    s = rollway.run(resume=a, episodes=30, env=lambda: gym.make("CartPole-v1", max_episode_steps=15), progress=False)
+    assert s.resumed["next_index"] == 20 and len(rollway.Dataset(a)) == 30
 
 
 def test_unsupported_spaces_and_bad_targets_say_what_is_wrong(tmp_path):
