@@ -29,7 +29,7 @@ impl Hosted {
     }
 
     fn start(&mut self) -> Result<(), String> {
-        let (ab, ob) = self.target.row_bytes();
+        let (ab, ob) = self.target.row_bytes()?;
         let (region, path) = Region::create(self.n, ab, ob).map_err(|e| format!("creating the shared memory of an env block: {e}"))?;
         let infos = match self.infos {
             InfoNeed::None => "none",

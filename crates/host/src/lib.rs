@@ -105,11 +105,10 @@ impl Target {
         Ok(spec)
     }
 
-    /// (action, observation) row bytes; the spec was read when the run was checked.
-    fn row_bytes(&self) -> (usize, usize) {
-        let spec = self.spec.lock().unwrap_or_else(|e| e.into_inner());
-        let spec = spec.as_ref().expect("the spec is read before blocks run");
-        (Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes())
+    /// (action, observation) row bytes (the spec is cached once a run has been checked).
+    fn row_bytes(&self) -> std::result::Result<(usize, usize), String> {
+        let spec = self.spec().map_err(|e| e.to_string())?;
+        Ok((Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes()))
     }
 }
 

@@ -43,8 +43,12 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     if len > MAX_FRAME {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes")));
     }
-    let mut buf = vec![0u8; len];
-    r.read_exact(&mut buf)?;
+    // Grown as bytes arrive, so a corrupt length costs no up-front allocation.
+    let mut buf = Vec::new();
+    r.take(len as u64).read_to_end(&mut buf)?;
+    if buf.len() != len {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("frame cut short: {} of {len} bytes", buf.len())));
+    }
     Ok(Some(buf))
 }
 
