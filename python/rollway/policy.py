@@ -34,13 +34,18 @@ import numpy as np
 from rollway import _rollway
 
 
-def _leaves(space_json: str) -> Tuple[List[Tuple[str, np.dtype, Tuple[int, ...], int]], int, bool]:
+Leaf = Tuple[str, np.dtype, Tuple[int, ...], int, int]
+
+
+def _leaves(space_json: str) -> Tuple[List[Leaf], int, bool]:
+    """(path, dtype, shape, offset, bytes) per leaf, the row size, and whether the
+    row is one unpadded leaf (then arrays map to rows one to one)."""
     leaves, row = _rollway.layout(space_json)
     out, at = [], 0
     for path, dtype, shape, nbytes in leaves:
-        out.append((path, np.dtype(dtype), tuple(shape), at))
+        out.append((path, np.dtype(dtype), tuple(shape), at, nbytes))
         at += nbytes + (-nbytes) % 8
-    single = len(out) == 1 and out[0][0] == ""
+    single = len(out) == 1 and out[0][0] == "" and out[0][4] == row
     return out, row, single
 
 
@@ -63,23 +68,32 @@ class Adapter:
         self.act_tuple = json.loads(act_json).get("type") == "Tuple"
 
     def _obs(self, buf: bytearray, n: int) -> Any:
+        if self.obs_single:
+            _, dt, shape, _, _ = self.obs[0]
+            return np.frombuffer(buf, dtype=dt).reshape((n, *shape))
         arrays: Dict[str, np.ndarray] = {}
-        for path, dt, shape, off in self.obs:
-            if self.obs_single and dt.itemsize * int(np.prod(shape)) == self.obs_row:
-                return np.frombuffer(buf, dtype=dt).reshape((n, *shape))
+        for path, dt, shape, off, _ in self.obs:
             strides = (self.obs_row, *np.empty(shape, dt).strides)
             arrays[path] = np.ndarray((n, *shape), dtype=dt, buffer=buf, offset=off, strides=strides)
-        return arrays[""] if self.obs_single else arrays
+        return arrays
 
     def _pack(self, actions: Any, n: int) -> bytes:
+        if self.act_single:
+            return self._leaf(actions, n, self.act[0]).tobytes()
         rows = np.zeros((n, self.act_row), dtype=np.uint8)
-        for path, dt, shape, off in self.act:
-            a = np.asarray(_get(actions, path))
-            if a.shape != (n, *shape):
-                raise ValueError(f"the policy returned actions{'[' + repr(path) + ']' if path else ''} of shape {a.shape}; "
-                                 f"the batch needs {(n, *shape)}")
-            rows[:, off:off + dt.itemsize * int(np.prod(shape))] = np.ascontiguousarray(a, dtype=dt).reshape(n, -1).view(np.uint8)
+        for leaf in self.act:
+            off, nbytes = leaf[3], leaf[4]
+            rows[:, off:off + nbytes] = self._leaf(_get(actions, leaf[0]), n, leaf).reshape(n, -1).view(np.uint8)
         return rows.tobytes()
+
+    @staticmethod
+    def _leaf(a: Any, n: int, leaf: Leaf) -> np.ndarray:
+        path, dt, shape = leaf[0], leaf[1], leaf[2]
+        a = np.ascontiguousarray(a, dtype=dt)
+        if a.shape != (n, *shape):
+            raise ValueError(f"the policy returned actions{'[' + repr(path) + ']' if path else ''} of shape {a.shape}; "
+                             f"the batch needs {(n, *shape)}")
+        return a
 
     def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
         st = np.frombuffer(state, dtype=np.float32).reshape(n, d)

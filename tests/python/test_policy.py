@@ -93,3 +93,21 @@ def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
                     record=False, progress=False)
     assert (s.given_up, s.complete) == (4, False)
     assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
+
+
+def test_dict_and_tuple_actions_pack_like_the_spaces_packer():
+    from gymnasium import spaces
+
+    from rollway.policy import Adapter
+    from rollway.spaces import packer, to_json
+
+    act = spaces.Dict({"move": spaces.MultiDiscrete([3, 4]), "push": spaces.Box(-1, 1, (2,), np.float32),
+                       "t": spaces.Tuple((spaces.Discrete(5), spaces.MultiBinary(3)))})
+    act.seed(0)
+    samples = [act.sample() for _ in range(5)]
+    batched = {"move": np.stack([s["move"] for s in samples]), "push": np.stack([s["push"] for s in samples]),
+               "t": (np.array([s["t"][0] for s in samples]), np.stack([s["t"][1] for s in samples]))}
+    obs = spaces.Box(-1, 1, (3,), np.float32)
+    packed, state = Adapter(lambda o, f, s: batched, to_json(obs), to_json(act))(bytearray(5 * 16), bytearray(5), bytearray(0), 5, 0)
+    assert state is None
+    assert packed == b"".join(packer(to_json(act))(s) for s in samples)
