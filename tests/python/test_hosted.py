@@ -188,6 +188,30 @@ def test_ctrl_c_stops_hosted_envs_and_leaves_no_process(tmp_path):
     assert len(rollway.Dataset(tmp_path / "ds")) > 0
 
 
+HUNG = r"""
+import os, signal, sys, threading, time, rollway
+threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start = time.time()
+try:
+    # Every episode hangs at its third step, and there is no step_timeout.
+    rollway.run(env="hosted_envs:Faulty", env_params={"marks": sys.argv[1], "how": "hang", "every": 1}, agent="random", episodes=100,
+                progress=False, record=False)
+except KeyboardInterrupt:
+    print("interrupted after", round(time.time() - start))
+    sys.exit(0)
+sys.exit("not interrupted")
+"""
+
+
+def test_ctrl_c_during_a_hung_env_still_ends_the_run(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    p = subprocess.run([sys.executable, "-c", HUNG, str(marks)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
+    # The hang is 60 s; the run's processes were killed about 3 s after Ctrl-C instead.
+    assert int(p.stdout.split()[-1]) < 20
+
+
 def test_a_killed_run_takes_its_env_processes_with_it(tmp_path):
     cmd = rollway_cli() + ["run", "--env", "gym:CartPole-v1", "--agent", "random", "--episodes", "100000000", "--quiet", "--out", str(tmp_path / "ds")]
     run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

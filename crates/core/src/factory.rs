@@ -66,6 +66,13 @@ pub trait EnvFactory: Send + Sync {
     fn block(&self, _n: usize, _options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
         None
     }
+
+    /// The run is ending but some worker is still inside a round (an env that
+    /// hangs): make its blocks' rounds fail now, e.g. by killing the processes they
+    /// wait on. Called once, after the workers had a moment to finish by
+    /// themselves; the default does nothing (an env in the worker's own thread
+    /// cannot be interrupted).
+    fn interrupt(&self) {}
 }
 
 /// Builds a run's agent: once before the run to check it fits the env, once to

@@ -28,8 +28,9 @@
 //! # Processes
 //! Processes are reaped on every path: a block stops its process when dropped
 //! (asking first, killing after a grace period), a dead or timed-out one is
-//! reaped at once, and every process dies with the worker thread that spawned it
-//! (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
+//! reaped at once, a run that ends while an env hangs kills its processes
+//! ([`EnvFactory::interrupt`]), and every process dies with the worker thread
+//! that spawned it (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
 
 #![forbid(unsafe_op_in_unsafe_fn)]
 
@@ -64,12 +65,13 @@ pub(crate) struct Target {
     params: BTreeMap<String, String>,
     pickled: Option<Vec<u8>>,
     spec: Mutex<Option<EnvSpec>>,
+    live: process::Live,
 }
 
 impl Target {
     /// Starts a process for `n` slots and reads its hello.
     fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
-        let mut p = Process::spawn(&self.python).map_err(|e| e.to_string())?;
+        let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
         let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
         let what = |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
         p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
@@ -136,7 +138,7 @@ impl PythonEnvs {
     fn with_target(name: &str, params: &Params, python: Option<PathBuf>, pickled: Option<Vec<u8>>) -> PythonEnvs {
         let python = python.or_else(|| std::env::var_os("ROLLWAY_PYTHON").map(PathBuf::from)).unwrap_or_else(|| "python3".into());
         let params = params.0.clone();
-        PythonEnvs { target: Arc::new(Target { name: name.into(), python, params, pickled, spec: Mutex::new(None) }) }
+        PythonEnvs { target: Arc::new(Target { name: name.into(), python, params, pickled, spec: Mutex::new(None), live: Default::default() }) }
     }
 }
 
@@ -155,5 +157,9 @@ impl EnvFactory for PythonEnvs {
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
         Some(Box::new(block::Hosted::new(self.target.clone(), n, options.infos, options.step_timeout)))
+    }
+
+    fn interrupt(&self) {
+        process::kill_all(&self.target.live);
     }
 }

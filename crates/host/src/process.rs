@@ -5,11 +5,13 @@
 //! killed by the kernel if the thread that spawned it goes away first, so neither
 //! a crash nor a kill of the run leaves an orphan stepping envs.
 
+use std::collections::HashSet;
 use std::io::{self, BufReader};
 use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags};
@@ -34,14 +36,30 @@ impl std::fmt::Display for Gone {
     }
 }
 
+/// The unreaped processes of one env factory, by pid, for [`kill_all`]. A pid leaves
+/// the set before its process is reaped (under the lock `kill_all` holds), so a
+/// signal never reaches a process that merely reuses the pid.
+pub(crate) type Live = Arc<Mutex<HashSet<u32>>>;
+
+/// Kills every process in `live` (they fail their rounds and are reaped by their owners).
+pub(crate) fn kill_all(live: &Live) {
+    let live = live.lock().unwrap_or_else(|e| e.into_inner());
+    for &pid in live.iter() {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 pub(crate) struct Process {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
+    live: Live,
 }
 
 impl Process {
-    pub fn spawn(python: &Path) -> io::Result<Process> {
+    pub fn spawn(python: &Path, live: &Live) -> io::Result<Process> {
         let mut cmd = Command::new(python);
         cmd.args(["-m", "rollway._host"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0);
         // SAFETY: the closure runs in the forked child before exec and only makes
@@ -52,7 +70,8 @@ impl Process {
         let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        Ok(Process { child, stdin: Some(stdin), stdout })
+        live.lock().unwrap_or_else(|e| e.into_inner()).insert(child.id());
+        Ok(Process { child, stdin: Some(stdin), stdout, live: live.clone() })
     }
 
     pub fn id(&self) -> u32 {
@@ -94,9 +113,15 @@ impl Process {
         }
     }
 
+    /// Takes the process out of the live set: from now on it may be reaped.
+    fn release(&mut self) {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.child.id());
+    }
+
     /// The process is gone or going: reap it and say how it ended.
     fn died(&mut self) -> Gone {
         self.stdin = None;
+        self.release();
         let status = match self.child.try_wait() {
             Ok(Some(s)) => Some(s),
             // It closed its pipe but may still be exiting: give it a moment, then make sure.
@@ -110,6 +135,7 @@ impl Process {
 
     fn kill(&mut self) -> Option<ExitStatus> {
         self.stdin = None;
+        self.release();
         let _ = self.child.kill();
         self.child.wait().ok()
     }
@@ -120,6 +146,7 @@ impl Process {
             let _ = self.send(&[proto::QUIT]);
         }
         self.stdin = None;
+        self.release();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {

@@ -6,7 +6,9 @@
 //! run, still stepping envs, holding simulators or printing after
 //! `Generator::run` returned. The cost is that an error returns only once each
 //! worker has finished what it had in hand: one step of its current block, or a
-//! restart backoff of at most 2 s.
+//! restart backoff of at most 2 s. A worker still busy after 3 s is waiting on an
+//! env that hangs; the env factory is then asked to interrupt it
+//! (`EnvFactory::interrupt`: a host in other processes kills them).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,6 +24,7 @@ use crate::{Error, Result, RunConfig};
 pub(crate) struct Pool {
     down: Vec<Sender<Down>>,
     threads: Vec<JoinHandle<()>>,
+    envs: Arc<dyn EnvFactory>,
     /// Every worker's messages to the central stage.
     pub up: Receiver<Up>,
 }
@@ -32,7 +35,7 @@ impl Pool {
         let (ol, al) = layouts;
         let (up_tx, up) = unbounded::<Up>();
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.
-        let mut pool = Pool { down: Vec::new(), threads: Vec::new(), up };
+        let mut pool = Pool { down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up };
         for w in 0..cfg.workers {
             let (tx, rx) = unbounded();
             let sizes = split(cfg.envs_per_worker, per_worker);
@@ -76,6 +79,14 @@ impl Drop for Pool {
     fn drop(&mut self) {
         // Without a sender its `recv` fails, so each worker leaves its loop after the block in hand.
         self.down.clear();
+        // A worker still in a round after a while waits on an env that hangs: have its host fail the round.
+        let deadline = std::time::Instant::now() + INTERRUPT_AFTER;
+        while self.threads.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if self.threads.iter().any(|h| !h.is_finished()) {
+            self.envs.interrupt();
+        }
         for h in self.threads.drain(..) {
             // A worker that panicked has printed why; what it lost is in the outcome already
             // (an `Error::Worker`, or episodes left untried).
@@ -83,6 +94,9 @@ impl Drop for Pool {
         }
     }
 }
+
+/// How long workers get to finish their round before the env factory is asked to interrupt them.
+const INTERRUPT_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Splits `n` envs into `k` near-equal blocks.
 fn split(n: usize, k: usize) -> Vec<usize> {
