@@ -12,6 +12,10 @@ zero-copy loader::
     for batch in rollway.Loader("data/cp", clip=16, batch=256):
         batch["rewards"]            # [256, 16] float64, a view of rollway's buffer
 
+Your own Gymnasium env and Python/torch policy run inside the same runner:
+``rollway.run(env=lambda: gym.make("MyEnv-v0"), agent=policy)``, the env in worker
+processes, the policy on the central batch (see :mod:`rollway.policy`).
+
 Every call maps one-to-one onto the ``rollway`` command line (``rollway run --help``).
 Errors are :class:`RollwayError` (bad input: :class:`InputError`, also a
 ``ValueError``; missing datasets: :class:`DatasetNotFoundError`, also a
@@ -30,6 +34,7 @@ from rollway._rollway import (
 from rollway._run import Summary, agents, envs, run
 from rollway.dataset import Dataset, Episode, import_lerobot, import_minari
 from rollway.loader import Loader
+from rollway import policy  # noqa: E402  (the module documents how policies are called)
 
 __all__ = [
     "FORMAT_VERSION",
