@@ -53,6 +53,7 @@ __all__ = [
     "import_lerobot",
     "import_minari",
     "make_vec",
+    "policy",
     "run",
 ]
 

@@ -8,7 +8,6 @@ import secrets
 from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
 
 import gymnasium as gym
-import numpy as np
 
 from rollway import _rollway
 from rollway.spaces import dump_info, packer, to_json
