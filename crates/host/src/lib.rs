@@ -32,7 +32,7 @@
 //! ([`EnvFactory::interrupt`]), and every process dies with the worker thread
 //! that spawned it (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
 
-#![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 
 mod block;
 mod process;

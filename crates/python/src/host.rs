@@ -46,7 +46,7 @@ pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> P
     let pickled = if setup.pickled { proto::read_frame(&mut input)?.unwrap_or_default() } else { Vec::new() };
     let hello = |out: &mut File, hello: Hello| proto::write_frame(out, &serde_json::to_vec(&hello).expect("hellos serialize"));
     let setup_json = serde_json::to_string(&setup).expect("setups serialize");
-    let made = prepare.call1((setup_json, PyBytes::new(py, &pickled))).and_then(|t| start(py, &setup, t));
+    let made = prepare.call1((setup_json, PyBytes::new(py, &pickled))).and_then(|t| start(&setup, t));
     let mut host = match made {
         Ok((host, spec)) => {
             hello(&mut out, Hello { spec: Some(spec), error: None })?;
@@ -76,7 +76,7 @@ pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> P
 
 /// The spec, and (for a block, `n > 0`) the host, from what `prepare` returned:
 /// `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
-fn start<'py>(py: Python<'py>, setup: &Setup, made: Bound<'py, PyAny>) -> PyResult<(Option<Host<'py>>, SpecJson)> {
+fn start<'py>(setup: &Setup, made: Bound<'py, PyAny>) -> PyResult<(Option<Host<'py>>, SpecJson)> {
     let t = made.cast_into::<PyTuple>()?;
     let spec: SpecJson = serde_json::from_str(&t.get_item(2)?.extract::<String>()?).map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
     let first = t.get_item(1)?;
@@ -95,7 +95,6 @@ fn start<'py>(py: Python<'py>, setup: &Setup, made: Bound<'py, PyAny>) -> PyResu
     let mut envs = vec![None; setup.n];
     envs[0] = Some(first);
     let host = Host { make: t.get_item(0)?, pack_obs: t.get_item(3)?, unpack_act: t.get_item(4)?, dump_info: t.get_item(5)?, envs, ol, al, infos, region, buf: Vec::new() };
-    let _ = py;
     Ok((Some(host), spec))
 }
 
