@@ -6,6 +6,18 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use rollway_runner::{EpisodeResult, Observer, Progress, SinkError, Target};
 
+/// A run stopped because its caller asked (Ctrl-C in Python).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted; the episodes committed so far are kept and the run can be resumed")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Shows progress and optionally streams episodes as JSON lines.
 pub struct Display<'a> {
     bar: Option<ProgressBar>,
@@ -62,7 +74,7 @@ impl Observer for Display<'_> {
 
     fn on_progress(&mut self, p: &Progress) -> Result<(), SinkError> {
         if self.stop.as_mut().is_some_and(|stop| stop()) {
-            return Err(Box::new(crate::run::Interrupted));
+            return Err(Box::new(Interrupted));
         }
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let msg = format!("{} ep, {}/s steps{}", p.episodes, human(rate), if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() });

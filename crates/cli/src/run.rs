@@ -24,17 +24,9 @@ use crate::args::RunArgs;
 use crate::job::{self, FileConfig, Job};
 use crate::{input, progress, report};
 
-/// A run stopped because its caller asked (Ctrl-C in Python).
-#[derive(Debug)]
-pub struct Interrupted;
+/// Re-exported where runs are made: what `execute` returns when its caller stopped it.
+pub use crate::progress::Interrupted;
 
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted; the episodes committed so far are kept and the run can be resumed")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// What a caller adds to a run besides its settings.
 #[derive(Default)]

@@ -12,7 +12,7 @@ use rollway_core::{EnvBlock, Failure, Info, InfoNeed, Op, Rows, SlotResult, Step
 use crate::process::{Gone, Process};
 use crate::proto::{self, RoundReply};
 use crate::shm::{self, Region};
-use crate::Target;
+use crate::target::Target;
 
 pub(crate) struct Hosted {
     target: Arc<Target>,

@@ -38,80 +38,19 @@ mod block;
 mod process;
 pub mod proto;
 pub mod shm;
+mod target;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Layout, Params, Result, Space};
+use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Params, Result};
 
-use crate::process::Process;
-use crate::proto::{Hello, Setup};
-
-/// How long a new process may take to import its modules and make its first env.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
+use crate::target::Target;
 
 /// True for env names a Python process hosts: `gym:ID` and `module:callable`
 /// (built-in env ids have no colon).
 pub fn is_hosted(name: &str) -> bool {
     name.contains(':')
-}
-
-/// What every process of a factory hosts, and the spec they share.
-pub(crate) struct Target {
-    name: String,
-    python: PathBuf,
-    params: BTreeMap<String, String>,
-    pickled: Option<Vec<u8>>,
-    spec: Mutex<Option<EnvSpec>>,
-    live: process::Live,
-}
-
-impl Target {
-    /// Starts a process for `n` slots and reads its hello.
-    fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
-        let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
-        let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
-        let what = |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
-        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
-        if let Some(bytes) = &self.pickled {
-            p.send(bytes).map_err(what)?;
-        }
-        let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(what)?;
-        let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("malformed hello from the env process: {e}"))?;
-        match hello.error {
-            Some(e) => Err(e),
-            None => Ok((p, hello)),
-        }
-    }
-
-    fn spec(&self) -> Result<EnvSpec> {
-        let mut cached = self.spec.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = &*cached {
-            return Ok(s.clone());
-        }
-        let env_err = |message: String| Error::Env { env: self.name.clone(), message };
-        let (_, hello) = self.open(0, None, "none").map_err(env_err)?;
-        let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
-        let space = |what: &str, json: &str| Space::from_json(json).map_err(|e| env_err(format!("{what} space: {e}")));
-        let spec = EnvSpec {
-            id: s.id,
-            observation_space: space("observation", &s.observation_space)?,
-            action_space: space("action", &s.action_space)?,
-            max_episode_steps: s.max_episode_steps,
-            render_fps: s.render_fps,
-            reward_threshold: s.reward_threshold,
-        };
-        *cached = Some(spec.clone());
-        Ok(spec)
-    }
-
-    /// (action, observation) row bytes (the spec is cached once a run has been checked).
-    fn row_bytes(&self) -> std::result::Result<(usize, usize), String> {
-        let spec = self.spec().map_err(|e| e.to_string())?;
-        Ok((Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes()))
-    }
 }
 
 /// An [`EnvFactory`] for envs written in Python: `gym:ID` (any registered
@@ -138,17 +77,17 @@ impl PythonEnvs {
     fn with_target(name: &str, params: &Params, python: Option<PathBuf>, pickled: Option<Vec<u8>>) -> PythonEnvs {
         let python = python.or_else(|| std::env::var_os("ROLLWAY_PYTHON").map(PathBuf::from)).unwrap_or_else(|| "python3".into());
         let params = params.0.clone();
-        PythonEnvs { target: Arc::new(Target { name: name.into(), python, params, pickled, spec: Mutex::new(None), live: Default::default() }) }
+        PythonEnvs { target: Arc::new(Target::new(name.into(), python, params, pickled)) }
     }
 }
 
 impl EnvFactory for PythonEnvs {
     fn name(&self) -> &str {
-        &self.target.name
+        self.target.name()
     }
 
     fn make(&self) -> Result<Box<dyn Env>> {
-        Err(Error::Env { env: self.target.name.clone(), message: "envs hosted in Python processes are stepped in blocks, not one by one".into() })
+        Err(Error::Env { env: self.target.name().to_string(), message: "envs hosted in Python processes are stepped in blocks, not one by one".into() })
     }
 
     fn spec(&self) -> Result<EnvSpec> {
@@ -160,6 +99,6 @@ impl EnvFactory for PythonEnvs {
     }
 
     fn interrupt(&self) {
-        process::kill_all(&self.target.live);
+        self.target.kill_all();
     }
 }

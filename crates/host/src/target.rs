@@ -1,0 +1,85 @@
+//! What every process of one env factory hosts, how a process is started and
+//! greeted, and the spec they all share (read once, by a process of its own).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rollway_core::{EnvSpec, Error, Layout, Result, Space};
+
+use crate::process::{self, Process};
+use crate::proto::{Hello, Setup};
+
+/// How long a new process may take to import its modules and make its first env.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What every process of a factory hosts, and the spec they share.
+pub(crate) struct Target {
+    name: String,
+    python: PathBuf,
+    params: BTreeMap<String, String>,
+    pickled: Option<Vec<u8>>,
+    spec: Mutex<Option<EnvSpec>>,
+    live: process::Live,
+}
+
+impl Target {
+    pub fn new(name: String, python: PathBuf, params: BTreeMap<String, String>, pickled: Option<Vec<u8>>) -> Target {
+        Target { name, python, params, pickled, spec: Mutex::new(None), live: Default::default() }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Kills every live process of this factory (see `EnvFactory::interrupt`).
+    pub fn kill_all(&self) {
+        process::kill_all(&self.live);
+    }
+
+    /// Starts a process for `n` slots and reads its hello.
+    pub fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
+        let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
+        let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
+        let what = |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
+        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
+        if let Some(bytes) = &self.pickled {
+            p.send(bytes).map_err(what)?;
+        }
+        let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(what)?;
+        let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("malformed hello from the env process: {e}"))?;
+        match hello.error {
+            Some(e) => Err(e),
+            None => Ok((p, hello)),
+        }
+    }
+
+    pub fn spec(&self) -> Result<EnvSpec> {
+        let mut cached = self.spec.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*cached {
+            return Ok(s.clone());
+        }
+        let env_err = |message: String| Error::Env { env: self.name.clone(), message };
+        let (_, hello) = self.open(0, None, "none").map_err(env_err)?;
+        let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
+        let space = |what: &str, json: &str| Space::from_json(json).map_err(|e| env_err(format!("{what} space: {e}")));
+        let spec = EnvSpec {
+            id: s.id,
+            observation_space: space("observation", &s.observation_space)?,
+            action_space: space("action", &s.action_space)?,
+            max_episode_steps: s.max_episode_steps,
+            render_fps: s.render_fps,
+            reward_threshold: s.reward_threshold,
+        };
+        *cached = Some(spec.clone());
+        Ok(spec)
+    }
+
+    /// (action, observation) row bytes (the spec is cached once a run has been checked).
+    pub fn row_bytes(&self) -> std::result::Result<(usize, usize), String> {
+        let spec = self.spec().map_err(|e| e.to_string())?;
+        Ok((Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes()))
+    }
+}
+
