@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use rollway_core::Status;
 
-use crate::format::{Metadata, Paths, ShardIndex};
-use crate::reader::expected_files;
+use crate::format::{expected_files, Metadata, Paths, ShardIndex};
 
 /// Checks index `idx`, read from the file of shard `n`; the message says what is wrong.
 pub(crate) fn index(

@@ -9,6 +9,7 @@ use rollway_core::{DType, EnvSpec, Info, Label, Layout, Leaf, Space, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
+use crate::frames;
 use crate::{Error, Result};
 
 /// Format version written by this build; readers refuse newer ones. Version 2
@@ -444,4 +445,19 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
         path: path.to_path_buf(),
         message: e.to_string(),
     })
+}
+
+/// The files the writer gives shard `n` when it has rows: its Parquet file and one
+/// frame file per frame key.
+pub(crate) fn expected_files(paths: &Paths, meta: &Metadata, n: u32) -> Vec<PathBuf> {
+    let mut v = vec![paths.shard(n)];
+    for key in &meta.frame_keys {
+        v.push(paths.frames(key, n, frame_ext(meta, key)));
+    }
+    v
+}
+
+/// The file extension of a frame key's media.
+pub(crate) fn frame_ext(meta: &Metadata, key: &str) -> &'static str {
+    frames::media(frames::media_name_for(&meta.frame_media, key)).map_or("raw", |m| m.ext())
 }

@@ -166,22 +166,7 @@ pub(crate) fn shard_files(
     if idx.rows == 0 {
         return vec![];
     }
-    expected_files(paths, meta, idx.shard)
-}
-
-/// The files the writer gives shard `n` when it has rows: its Parquet file and one
-/// frame file per frame key.
-pub(crate) fn expected_files(paths: &Paths, meta: &Metadata, n: u32) -> Vec<std::path::PathBuf> {
-    let mut v = vec![paths.shard(n)];
-    for key in &meta.frame_keys {
-        v.push(paths.frames(key, n, frame_ext(meta, key)));
-    }
-    v
-}
-
-/// The file extension of a frame key's media.
-pub(crate) fn frame_ext(meta: &Metadata, key: &str) -> &'static str {
-    frames::media(frames::media_name_for(&meta.frame_media, key)).map_or("raw", |m| m.ext())
+    format::expected_files(paths, meta, idx.shard)
 }
 
 /// How [`Dataset::open_with`] treats shards whose index is damaged.

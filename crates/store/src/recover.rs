@@ -28,7 +28,8 @@ use crate::error::IoContext;
 use crate::format::{
     create_dir_durable, require_real_dir, shard_number, sync_dir, Metadata, Paths, ShardIndex,
 };
-use crate::reader::{frame_ext, load_shard_indexes, read_metadata, shard_files, Damaged};
+use crate::format::frame_ext;
+use crate::reader::{load_shard_indexes, read_metadata, shard_files, Damaged};
 use crate::{Error, Result};
 
 /// The result of [`scan`]: every file that is not a published file of a committed shard.
