@@ -54,25 +54,9 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
     return lambda: obj(**kwargs)
 
 
-def spec_of(env: Any) -> Dict[str, Any]:
-    """The spec a run records, read from an env."""
-    from rollway.spaces import to_json
-
-    spec = getattr(env, "spec", None)
-    fps = (getattr(env, "metadata", None) or {}).get("render_fps")
-    return {
-        "id": spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__,
-        "observation_space": to_json(env.observation_space),
-        "action_space": to_json(env.action_space),
-        "max_episode_steps": getattr(spec, "max_episode_steps", None),
-        "render_fps": int(fps) if fps is not None else None,
-        "reward_threshold": getattr(spec, "reward_threshold", None),
-    }
-
-
 def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     """``(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`` for a setup."""
-    from rollway.spaces import dump_info, packer, unpacker
+    from rollway.spaces import dump_info, env_spec, packer, unpacker
 
     setup = json.loads(setup_json)
     make = resolve(setup["target"], setup["params"], pickled)
@@ -80,7 +64,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     for m in ("reset", "step"):
         if not callable(getattr(env, m, None)):
             raise TypeError(f"{setup['target']} made a {type(env).__name__}, which has no {m}(): not a Gymnasium env")
-    spec = spec_of(env)
+    spec = env_spec(env)
     return make, env, json.dumps(spec), packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
 
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
 import gymnasium as gym
 
 from rollway import _rollway
-from rollway.spaces import dump_info, packer, to_json
+from rollway.spaces import dump_info, env_spec, packer
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -44,14 +44,12 @@ class DataCollector(gym.Wrapper):
     ):
         super().__init__(env)
         self.path = os.fspath(path)
-        obs_json, act_json = to_json(env.observation_space), to_json(env.action_space)
+        spec = env_spec(env)
+        obs_json, act_json = spec["observation_space"], spec["action_space"]
         self._pack_obs, self._pack_act = packer(obs_json), packer(act_json)
-        spec = env.spec
-        env_id = spec.id if spec is not None else type(env.unwrapped).__name__
-        limit = spec.max_episode_steps if spec is not None else None
         self._infos = record_infos
         self._rec = _rollway.RecorderHandle(
-            self.path, env_id, obs_json, act_json, limit, algorithm_name, record_infos,
+            self.path, spec["id"], obs_json, act_json, spec["max_episode_steps"], algorithm_name, record_infos,
             max_buffer_steps, max_buffer_episodes, frame_media,
         )
         # `step` is the Rust handle's: one call per env step that steps, packs and records.

@@ -27,32 +27,11 @@ retried from their seeds), like a failing built-in agent.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from rollway import _rollway
-
-
-Leaf = Tuple[str, np.dtype, Tuple[int, ...], int, int]
-
-
-def _leaves(space_json: str) -> Tuple[List[Leaf], int, bool]:
-    """(path, dtype, shape, offset, bytes) per leaf, the row size, and whether the
-    row is one unpadded leaf (then arrays map to rows one to one)."""
-    leaves, row = _rollway.layout(space_json)
-    out, at = [], 0
-    for path, dtype, shape, nbytes in leaves:
-        out.append((path, np.dtype(dtype), tuple(shape), at, nbytes))
-        at += nbytes + (-nbytes) % 8
-    single = len(out) == 1 and out[0][0] == "" and out[0][4] == row
-    return out, row, single
-
-
-def _get(value: Any, path: str) -> Any:
-    for part in path.split("/") if path else []:
-        value = value[int(part[len("_index_"):])] if part.startswith("_index_") else value[part]
-    return value
+from rollway.spaces import batch_packer, leaves
 
 
 class Adapter:
@@ -61,39 +40,23 @@ class Adapter:
 
     def __init__(self, fn: Callable[..., Any], obs_json: str, act_json: str):
         self.fn = fn
-        self.obs, self.obs_row, self.obs_single = _leaves(obs_json)
-        self.act, self.act_row, self.act_single = _leaves(act_json)
+        self.obs, self.obs_row = leaves(obs_json)
+        # One unpadded leaf: the batch's rows are that leaf's array as is.
+        self.obs_single = len(self.obs) == 1 and self.obs[0].path == "" and self.obs[0].nbytes == self.obs_row
+        self._pack = batch_packer(act_json, strict_as="the policy returned actions")
         # A Tuple action space's actions are a tuple too: then a 2-tuple carries a
         # state only if its first item is itself the actions' tuple (or dict).
         self.act_tuple = json.loads(act_json).get("type") == "Tuple"
 
     def _obs(self, buf: bytearray, n: int) -> Any:
         if self.obs_single:
-            _, dt, shape, _, _ = self.obs[0]
-            return np.frombuffer(buf, dtype=dt).reshape((n, *shape))
+            leaf = self.obs[0]
+            return np.frombuffer(buf, dtype=leaf.dtype).reshape((n, *leaf.shape))
         arrays: Dict[str, np.ndarray] = {}
-        for path, dt, shape, off, _ in self.obs:
-            strides = (self.obs_row, *np.empty(shape, dt).strides)
-            arrays[path] = np.ndarray((n, *shape), dtype=dt, buffer=buf, offset=off, strides=strides)
+        for leaf in self.obs:
+            strides = (self.obs_row, *np.empty(leaf.shape, leaf.dtype).strides)
+            arrays[leaf.path] = np.ndarray((n, *leaf.shape), dtype=leaf.dtype, buffer=buf, offset=leaf.offset, strides=strides)
         return arrays
-
-    def _pack(self, actions: Any, n: int) -> bytes:
-        if self.act_single:
-            return self._leaf(actions, n, self.act[0]).tobytes()
-        rows = np.zeros((n, self.act_row), dtype=np.uint8)
-        for leaf in self.act:
-            off, nbytes = leaf[3], leaf[4]
-            rows[:, off:off + nbytes] = self._leaf(_get(actions, leaf[0]), n, leaf).reshape(n, -1).view(np.uint8)
-        return rows.tobytes()
-
-    @staticmethod
-    def _leaf(a: Any, n: int, leaf: Leaf) -> np.ndarray:
-        path, dt, shape = leaf[0], leaf[1], leaf[2]
-        a = np.ascontiguousarray(a, dtype=dt)
-        if a.shape != (n, *shape):
-            raise ValueError(f"the policy returned actions{'[' + repr(path) + ']' if path else ''} of shape {a.shape}; "
-                             f"the batch needs {(n, *shape)}")
-        return a
 
     def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
         st = np.frombuffer(state, dtype=np.float32).reshape(n, d)

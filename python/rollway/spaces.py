@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -71,10 +71,29 @@ def _from_obj(o: Dict[str, Any]) -> Any:
     raise ValueError(f"unknown space type {t!r}")
 
 
-Leaf = Tuple[str, str, Tuple[int, ...], int]
+class Leaf(NamedTuple):
+    """One leaf of a row layout: where it sits in the row and what it holds."""
+
+    path: str
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+    offset: int
+    nbytes: int
 
 
-def _get(value: Any, path: str) -> Any:
+def leaves(space_json: str) -> Tuple[List[Leaf], int]:
+    """The leaves of the space's row layout (from the Rust core) with their byte
+    offsets, and the row's size."""
+    raw, row_bytes = _rollway.layout(space_json)
+    out, at = [], 0
+    for path, dtype, shape, nbytes in raw:
+        out.append(Leaf(path, np.dtype(dtype), tuple(shape), at, nbytes))
+        at += nbytes + (-nbytes) % 8
+    return out, row_bytes
+
+
+def leaf_value(value: Any, path: str) -> Any:
+    """The part of a (nested dict/tuple) value at a leaf's path, e.g. ``"t/_index_0"``."""
     for part in path.split("/") if path else []:
         value = value[int(part[len("_index_"):])] if part.startswith("_index_") else value[part]
     return value
@@ -82,23 +101,48 @@ def _get(value: Any, path: str) -> Any:
 
 def packer(space_json: str) -> Callable[[Any], bytes]:
     """A function packing a value of the space into one row of its layout."""
-    leaves, row_bytes = _rollway.layout(space_json)
-    if len(leaves) == 1:
+    parts, row_bytes = leaves(space_json)
+    if len(parts) == 1:
         # The common case, packed on every step of a DataCollector: as little Python as possible.
-        path, dtype, shape, nbytes = leaves[0]
-        pad = b"\0" * (row_bytes - nbytes)
-        dt = np.dtype(dtype)
+        dt, shape = parts[0].dtype, parts[0].shape
+        pad = b"\0" * (row_bytes - parts[0].nbytes)
         if shape == () and dt == np.int64:
             return struct.Struct("<q").pack
         if not pad:
             return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes()
         return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes() + pad
-    parts: List[Tuple[str, np.dtype, bytes]] = []
-    for path, dtype, shape, nbytes in leaves:
-        parts.append((path, np.dtype(dtype), b"\0" * ((-nbytes) % 8)))
+    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8)) for leaf in parts]
 
     def pack(v: Any) -> bytes:
-        return b"".join(np.ascontiguousarray(_get(v, p), dtype=dt).tobytes() + pad for p, dt, pad in parts)
+        return b"".join(np.ascontiguousarray(leaf_value(v, p), dtype=dt).tobytes() + pad for p, dt, pad in pads)
+
+    return pack
+
+
+def batch_packer(space_json: str, strict_as: Optional[str] = None) -> Callable[[Any, int], bytes]:
+    """A function packing ``n`` values of the space, batched leaf by leaf (arrays of
+    shape ``(n, *leaf_shape)``, nested like the space), into ``n`` rows.
+    ``strict_as`` (e.g. ``"the policy returned actions"``): each leaf must have exactly
+    that shape, else a ``ValueError`` starting with those words; otherwise any array
+    of the right size is taken."""
+    parts, row_bytes = leaves(space_json)
+
+    def leaf_array(v: Any, n: int, leaf: Leaf) -> np.ndarray:
+        a = np.ascontiguousarray(v, dtype=leaf.dtype)
+        if strict_as is not None and a.shape != (n, *leaf.shape):
+            where = f"[{leaf.path!r}]" if leaf.path else ""
+            raise ValueError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}")
+        return a
+
+    if len(parts) == 1 and parts[0].nbytes == row_bytes:
+        return lambda v, n: leaf_array(v, n, parts[0]).tobytes()
+
+    def pack(v: Any, n: int) -> bytes:
+        rows = np.zeros((n, row_bytes), dtype=np.uint8)
+        for leaf in parts:
+            a = leaf_array(leaf_value(v, leaf.path), n, leaf)
+            rows[:, leaf.offset:leaf.offset + leaf.nbytes] = a.reshape(n, -1).view(np.uint8)
+        return rows.tobytes()
 
     return pack
 
@@ -107,14 +151,10 @@ def unpacker(space_json: str) -> Callable[[bytes], Any]:
     """A function turning one row of the space's layout back into a value of the space
     (ints for Discrete, numpy arrays for the other leaves, dicts and tuples nested)."""
     space = json.loads(space_json)
-    leaves, _ = _rollway.layout(space_json)
-    offsets, at = [], 0
-    for path, dtype, shape, nbytes in leaves:
-        offsets.append((path, np.dtype(dtype), tuple(shape), at))
-        at += nbytes + (-nbytes) % 8
+    parts, _ = leaves(space_json)
 
-    def leaf(row: bytes, dt: np.dtype, shape: Tuple[int, ...], off: int, discrete: bool) -> Any:
-        a = np.frombuffer(row, dtype=dt, count=int(np.prod(shape)), offset=off).reshape(shape).copy()
+    def leaf(row: bytes, at: Leaf, discrete: bool) -> Any:
+        a = np.frombuffer(row, dtype=at.dtype, count=int(np.prod(at.shape)), offset=at.offset).reshape(at.shape).copy()
         return int(a) if discrete else a
 
     def build(o: Dict[str, Any], row: bytes, it: Any) -> Any:
@@ -122,10 +162,24 @@ def unpacker(space_json: str) -> Callable[[bytes], Any]:
             return {k: build(v, row, it) for k, v in o["subspaces"].items()}
         if o["type"] == "Tuple":
             return tuple(build(v, row, it) for v in o["subspaces"])
-        _, dt, shape, off = next(it)
-        return leaf(row, dt, shape, off, o["type"] == "Discrete")
+        return leaf(row, next(it), o["type"] == "Discrete")
 
-    return lambda row: build(space, row, iter(offsets))
+    return lambda row: build(space, row, iter(parts))
+
+
+def env_spec(env: Any) -> Dict[str, Any]:
+    """What rollway records of a Gymnasium env: id (else its class name), spaces as
+    space JSON, time limit, ``render_fps`` and reward threshold."""
+    spec = getattr(env, "spec", None)
+    fps = (getattr(env, "metadata", None) or {}).get("render_fps")
+    return {
+        "id": spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__,
+        "observation_space": to_json(env.observation_space),
+        "action_space": to_json(env.action_space),
+        "max_episode_steps": getattr(spec, "max_episode_steps", None),
+        "render_fps": int(fps) if fps is not None else None,
+        "reward_threshold": getattr(spec, "reward_threshold", None),
+    }
 
 
 def dump_info(info: Any) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from rollway import _rollway
-from rollway.spaces import from_json
+from rollway.spaces import from_json, leaf_value
 
 
 def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
@@ -74,10 +74,7 @@ class VectorEnv(gym.vector.VectorEnv):
         # Several leaves (Dict/Tuple actions): each env's leaves side by side.
         cols = []
         for path, dt in zip(self._act_paths, self._act_dtypes):
-            v = actions
-            for part in path.split("/"):
-                v = v[int(part[len("_index_"):])] if part.startswith("_index_") else v[part]
-            cols.append(np.ascontiguousarray(v, dtype=dt).reshape(self.num_envs, -1).view(np.uint8))
+            cols.append(np.ascontiguousarray(leaf_value(actions, path), dtype=dt).reshape(self.num_envs, -1).view(np.uint8))
         return np.concatenate(cols, axis=1).tobytes()
 
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
