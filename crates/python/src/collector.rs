@@ -13,7 +13,7 @@ use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
 use rollway_store::{DatasetWriter, Recorder, WriterConfig};
 
 use crate::errors::{input_error, ToPy};
-use crate::rows::fast_row;
+use crate::rows::{fast_row, stepped, Stepped};
 
 /// An open recording (the `rollway.DataCollector` class drives it). Unsendable:
 /// a collector belongs to the thread that steps its env.
@@ -87,11 +87,7 @@ impl RecorderHandle {
     fn wrapped_step<'py>(&mut self, py: Python<'py>, action: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let h = self.hooks.as_ref().ok_or_else(|| input_error("the DataCollector is not bound to an env"))?;
         let out = h.env_step.bind(py).call1((&action,))?;
-        let t = out.cast::<pyo3::types::PyTuple>().map_err(|_| input_error("env.step must return a 5-tuple"))?;
-        if t.len() != 5 {
-            return Err(input_error(format!("env.step returned {} values, Gymnasium's API has 5", t.len())));
-        }
-        let (obs, reward, terminated, truncated) = (t.get_item(0)?, t.get_item(1)?.extract::<f64>()?, t.get_item(2)?.extract::<bool>()?, t.get_item(3)?.extract::<bool>()?);
+        let Stepped { obs, reward, terminated, truncated, info } = stepped(&out)?;
         let (mut act_row, mut obs_row) = (Vec::new(), Vec::new());
         if !fast_row(&self.al, &action, &mut act_row) {
             act_row = h.pack_act.bind(py).call1((&action,))?.extract::<Vec<u8>>()?;
@@ -99,7 +95,7 @@ impl RecorderHandle {
         if !fast_row(&self.ol, &obs, &mut obs_row) {
             obs_row = h.pack_obs.bind(py).call1((&obs,))?.extract::<Vec<u8>>()?;
         }
-        let info = if self.record_infos { Some(h.dump_info.bind(py).call1((t.get_item(4)?,))?.extract::<String>()?) } else { None };
+        let info = if self.record_infos { Some(h.dump_info.bind(py).call1((info,))?.extract::<String>()?) } else { None };
         let info = parse_info(info.as_deref())?;
         self.open()?.step(&act_row, &obs_row, &StepOutcome { reward, terminated, truncated }, info).py()?;
         Ok(out)

@@ -18,7 +18,7 @@ use rollway_core::{Info, InfoNeed, Layout, Space};
 use rollway_host::proto::{self, Hello, RoundReply, Setup, SpecJson};
 use rollway_host::shm::{self, Region};
 
-use crate::rows::{fast_row, fast_value};
+use crate::rows::{fast_row, fast_value, stepped, Stepped};
 
 /// What `rollway._host.prepare` made of the setup.
 struct Host<'py> {
@@ -137,17 +137,10 @@ impl<'py> Host<'py> {
         }
         .map_err(|e| format!("action: {e}"))?;
         let out = env.call_method1("step", (action,)).map_err(|e| e.to_string())?;
-        let t = out.cast::<PyTuple>().map_err(|_| "env.step must return a 5-tuple (obs, reward, terminated, truncated, info)".to_string())?;
-        if t.len() != 5 {
-            return Err(format!("env.step returned {} values; Gymnasium's API has 5 (obs, reward, terminated, truncated, info)", t.len()));
-        }
-        let item = |i| t.get_item(i).map_err(|e| e.to_string());
-        let reward = item(1)?.extract::<f64>().map_err(|e| format!("reward: {e}"))?;
-        let terminated = item(2)?.extract::<bool>().map_err(|e| format!("terminated: {e}"))?;
-        let truncated = item(3)?.extract::<bool>().map_err(|e| format!("truncated: {e}"))?;
-        self.write_obs(slot, &item(0)?)?;
+        let Stepped { obs, reward, terminated, truncated, info } = stepped(&out).map_err(|e| e.value(py).to_string())?;
+        self.write_obs(slot, &obs)?;
         let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && (terminated || truncated));
-        let info = if wanted { Some(self.info(&item(4)?)?) } else { None };
+        let info = if wanted { Some(self.info(&info)?) } else { None };
         let flags = if terminated { shm::TERMINATED } else { 0 } | if truncated { shm::TRUNCATED } else { 0 };
         Ok((flags, reward, info))
     }

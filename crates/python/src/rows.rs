@@ -5,7 +5,38 @@
 
 use numpy::{PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use rollway_core::{DType, Layout};
+
+use crate::errors::input_error;
+
+/// What a Gymnasium `env.step` returned, checked: its observation and info as the
+/// env gave them, the reward and flags as numbers.
+pub struct Stepped<'py> {
+    pub obs: Bound<'py, PyAny>,
+    pub reward: f64,
+    pub terminated: bool,
+    pub truncated: bool,
+    pub info: Bound<'py, PyAny>,
+}
+
+/// Reads `env.step`'s 5-tuple; a wrong shape or type is an input error saying which.
+pub fn stepped<'py>(out: &Bound<'py, PyAny>) -> PyResult<Stepped<'py>> {
+    const API: &str = "(obs, reward, terminated, truncated, info)";
+    let t = out.cast::<PyTuple>().map_err(|_| input_error(format!("env.step must return a 5-tuple {API}")))?;
+    if t.len() != 5 {
+        return Err(input_error(format!("env.step returned {} values; Gymnasium's API has 5 {API}", t.len())));
+    }
+    let named = |i, what: &str| t.get_item(i).map_err(|e| input_error(format!("{what}: {e}")));
+    let flag = |i, what: &str| named(i, what)?.extract::<bool>().map_err(|e| input_error(format!("{what}: {e}")));
+    Ok(Stepped {
+        obs: t.get_item(0)?,
+        reward: named(1, "reward")?.extract::<f64>().map_err(|e| input_error(format!("reward: {e}")))?,
+        terminated: flag(2, "terminated")?,
+        truncated: flag(3, "truncated")?,
+        info: t.get_item(4)?,
+    })
+}
 
 /// The one leaf of a single-leaf, unpadded layout.
 fn single(layout: &Layout) -> Option<&rollway_core::Leaf> {
