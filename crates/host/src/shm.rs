@@ -138,11 +138,12 @@ impl Region {
     }
 
     fn word(&self, base: usize, slot: usize) -> [u8; 8] {
-        self.map[base + 8 * slot..base + 8 * slot + 8].try_into().expect("8 bytes")
+        self.map[self.row(base, 8, slot)].try_into().expect("8 bytes")
     }
 
     fn set_word(&mut self, base: usize, slot: usize, w: [u8; 8]) {
-        self.map[base + 8 * slot..base + 8 * slot + 8].copy_from_slice(&w);
+        let r = self.row(base, 8, slot);
+        self.map[r].copy_from_slice(&w);
     }
 
     /// The reset seed of `slot`.
@@ -167,26 +168,29 @@ impl Region {
 
     /// The action row of `slot`.
     pub fn act(&self, slot: usize) -> &[u8] {
-        let at = self.at.act + slot * self.act_row;
-        &self.map[at..at + self.act_row]
+        &self.map[self.row(self.at.act, self.act_row, slot)]
     }
 
     /// The action row of `slot`, to write.
     pub fn act_mut(&mut self, slot: usize) -> &mut [u8] {
-        let at = self.at.act + slot * self.act_row;
-        &mut self.map[at..at + self.act_row]
+        let r = self.row(self.at.act, self.act_row, slot);
+        &mut self.map[r]
     }
 
     /// The observation row of `slot`.
     pub fn obs(&self, slot: usize) -> &[u8] {
-        let at = self.at.obs + slot * self.obs_row;
-        &self.map[at..at + self.obs_row]
+        &self.map[self.row(self.at.obs, self.obs_row, slot)]
     }
 
     /// The observation row of `slot`, to write.
     pub fn obs_mut(&mut self, slot: usize) -> &mut [u8] {
-        let at = self.at.obs + slot * self.obs_row;
-        &mut self.map[at..at + self.obs_row]
+        let r = self.row(self.at.obs, self.obs_row, slot);
+        &mut self.map[r]
+    }
+
+    /// Where row `slot` of a section of `size`-byte rows starting at `base` lies.
+    fn row(&self, base: usize, size: usize, slot: usize) -> std::ops::Range<usize> {
+        base + slot * size..base + (slot + 1) * size
     }
 }
 

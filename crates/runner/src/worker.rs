@@ -174,8 +174,9 @@ impl Worker {
         let mut starts: Vec<Start> = Vec::new();
         let mut ops = std::mem::take(&mut self.ops);
         ops.clear();
+        let abort = b.abort.take();
         for j in 0..b.len() {
-            match (&self.slots[l][j], b.abort.clone()) {
+            match (&self.slots[l][j], &abort) {
                 (None, _) => starts.push((j, None)),
                 (Some(_), Some(msg)) => {
                     let r = self.slots[l][j].take().expect("slot is running");
@@ -185,7 +186,6 @@ impl Worker {
                 (Some(_), None) => ops.push((j, Op::Step)),
             }
         }
-        b.abort = None;
         let mut results = std::mem::take(&mut self.results);
         if !ops.is_empty() && !self.retired {
             self.envs[l].run(&ops, &b.act, &mut b.obs, &mut results);
