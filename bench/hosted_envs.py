@@ -98,8 +98,8 @@ def pixel_rollway(episodes: int, length: int) -> float:
 
 
 def pixel_peer(episodes: int, length: int) -> float:
-    import av
     import pixel_env
+    from video_encode import pyav_write
 
     out = tempfile.mkdtemp(prefix="bench-pyav-")
     v = gym.vector.AsyncVectorEnv([lambda: pixel_env.make(length)] * 8, shared_memory=True)
@@ -116,22 +116,13 @@ def pixel_peer(episodes: int, length: int) -> float:
                     continue
                 frames[i].append(obs[i].copy())
                 if term[i] or trunc[i]:
-                    _encode(av, os.path.join(out, f"ep{done}.mp4"), frames[i])
+                    pyav_write(os.path.join(out, f"ep{done}.mp4"), frames[i], rate=20)
                     done += 1
             fresh = term | trunc
         return episodes / (time.perf_counter() - t)
     finally:
         v.close()
         shutil.rmtree(out, ignore_errors=True)
-
-
-def _encode(av, path: str, frames: List[np.ndarray]) -> None:
-    with av.open(path, "w") as c:
-        s = c.add_stream("libx264", rate=20)
-        s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], "yuv420p"
-        for f in frames:
-            c.mux(s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
-        c.mux(s.encode())
 
 
 def policy_run(steps: int) -> Dict[str, float]:

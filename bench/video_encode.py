@@ -60,21 +60,27 @@ def dir_bytes(pattern: str) -> int:
 
 
 def pyav_encode(eps: list[np.ndarray], out: str) -> float:
-    import av
     t = time.perf_counter()
     for i, frames in enumerate(eps):
-        # MineStudio's generator, seed 000: one mp4 per episode with PyAV's defaults.
-        with av.open(os.path.join(out, f"ep{i}.mp4"), mode="w", format="mp4") as container:
-            stream = container.add_stream("h264", rate=30)
-            stream.width = frames.shape[2]
-            stream.height = frames.shape[1]
-            for image in frames:
-                frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-                for packet in stream.encode(frame):
-                    container.mux(packet)
-            for packet in stream.encode():
-                container.mux(packet)
+        pyav_write(os.path.join(out, f"ep{i}.mp4"), frames)
     return time.perf_counter() - t
+
+
+def pyav_write(path: str, frames, rate: int = 30) -> None:
+    """One episode's RGB frames (a [T, H, W, 3] array or a list of [H, W, 3]) as an mp4,
+    the way MineStudio's generator (seed 000) writes them: PyAV's h264 with its defaults."""
+    import av
+
+    with av.open(path, mode="w", format="mp4") as container:
+        stream = container.add_stream("h264", rate=rate)
+        stream.width = frames[0].shape[1]
+        stream.height = frames[0].shape[0]
+        for image in frames:
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
 
 
 def decode_mp4s(paths: list[str]) -> list[np.ndarray]:
