@@ -56,22 +56,36 @@ impl Agent for PyPolicy {
         let n = batch.len();
         let ab = batch.act_layout.row_bytes();
         let d = batch.segments.iter().flat_map(|s| s.memory.iter().map(Vec::len)).max().unwrap_or(0);
-        let mut obs = Vec::with_capacity(n * batch.obs_layout.row_bytes());
-        let mut first = Vec::with_capacity(n);
-        let mut state = vec![0f32; n * d];
-        let mut i = 0;
-        for seg in &batch.segments {
-            obs.extend_from_slice(seg.obs);
-            first.extend(seg.first.iter().map(|&f| f as u8));
-            for m in seg.memory.iter() {
-                state[i * d..i * d + m.len()].copy_from_slice(m);
-                i += 1;
-            }
-        }
+        let ob = batch.obs_layout.row_bytes();
+        let segs = &batch.segments;
         let err = |message: String| Error::Agent { agent: self.name.clone(), message };
         let (actions, new_state) = Python::attach(|py| -> PyResult<Answer> {
-            let args = (PyByteArray::new(py, &obs), PyByteArray::new(py, &first), PyByteArray::new(py, bytemuck::cast_slice(&state)), n, d);
-            self.adapter.bind(py).call1(args)?.extract()
+            // Gathered straight into the bytearrays the policy's arrays are made over: one copy.
+            let obs = PyByteArray::new_with(py, n * ob, |buf| {
+                let mut at = 0;
+                for seg in segs {
+                    buf[at..at + seg.obs.len()].copy_from_slice(seg.obs);
+                    at += seg.obs.len();
+                }
+                Ok(())
+            })?;
+            let first = PyByteArray::new_with(py, n, |buf| {
+                for (b, &f) in buf.iter_mut().zip(segs.iter().flat_map(|s| s.first.iter())) {
+                    *b = f as u8;
+                }
+                Ok(())
+            })?;
+            // Zeros where an env's state is shorter than `d` (or empty, at an episode's start).
+            let state = PyByteArray::new_with(py, n * d * 4, |buf| {
+                if d == 0 {
+                    return Ok(());
+                }
+                for (row, m) in buf.chunks_exact_mut(d * 4).zip(segs.iter().flat_map(|s| s.memory.iter())) {
+                    row[..m.len() * 4].copy_from_slice(bytemuck::cast_slice(m));
+                }
+                Ok(())
+            })?;
+            self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
         })
         .map_err(|e| err(e.to_string()))?;
         if actions.len() != n * ab {
