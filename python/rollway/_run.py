@@ -82,8 +82,9 @@ def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:
     # closures too); runs record it as `python:<its name>`.
     import cloudpickle
 
-    name = getattr(env, "__qualname__", None) or type(env).__name__
-    return f"python:{name}", cloudpickle.dumps(env)
+    from rollway.policy import name_of
+
+    return name_of(env), cloudpickle.dumps(env)
 
 
 def run(

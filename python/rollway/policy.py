@@ -72,5 +72,5 @@ class Adapter:
 
 
 def name_of(fn: Callable[..., Any]) -> str:
-    """What runs record for a Python policy."""
+    """What runs record for a Python callable (a policy, or an env factory)."""
     return "python:" + (getattr(fn, "__qualname__", None) or type(fn).__name__)
