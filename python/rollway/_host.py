@@ -8,6 +8,10 @@ setup's target into an env factory and read the first env's spec.
 
 Targets: ``gym:ID`` (``gymnasium.make(ID, **params)``), ``module:callable``
 (``callable(**params)``), or a callable pickled with cloudpickle (``rollway.run(env=f)``).
+
+Envs made with ``render_mode="rgb_array"`` (``env_params={"render_mode": "rgb_array"}``
+for ``gym:`` ids) have their ``render()`` frame recorded with every observation, under
+the key ``render`` (see :class:`Rendered`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import os
 import signal
 import sys
 from typing import Any, Callable, Dict, Tuple
+
+RENDER_KEY = "render"
 
 
 def _value(text: str) -> Any:
@@ -54,6 +60,78 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
     return lambda: obj(**kwargs)
 
 
+class Rendered:
+    """An env whose observations carry its ``render()`` frame under ``"render"``.
+
+    The frame becomes one more uint8 H×W×3 observation leaf, so it goes to the frame
+    store with the run's image media (video, JPEG, …) like a camera would, and the
+    loader hands it back as ``obs["render"]``. A Dict observation gains the key; any
+    other becomes ``{"observation": obs, "render": frame}``. The cost is one
+    ``render()`` per step, in the env process: for CartPole's 400×600 pygame frames
+    ~1.4 ms, far more than the step itself, so only envs asked for it pay it.
+    """
+
+    def __init__(self, env: Any, frame: Any) -> None:
+        import numpy as np
+        from gymnasium import spaces
+
+        shape = getattr(frame, "shape", None)
+        if getattr(frame, "dtype", None) != np.uint8 or shape is None or len(shape) != 3 or shape[2] not in (1, 3, 4):
+            raise ValueError(f"render_mode='rgb_array' but env.render() returned {_describe(frame)}, "
+                             "not a uint8 H×W×3 frame")
+        inner = env.observation_space
+        box = spaces.Box(0, 255, tuple(shape), np.uint8)
+        self.nested = isinstance(inner, spaces.Dict)
+        if self.nested and RENDER_KEY in inner.spaces:
+            raise ValueError(f"the env's Dict observation already has a {RENDER_KEY!r} key; "
+                             "render() frames cannot be added to it")
+        parts = dict(inner.spaces) if self.nested else {"observation": inner}
+        self.observation_space = spaces.Dict({**parts, RENDER_KEY: box})
+        self.env, self.action_space = env, env.action_space
+        self.spec, self.metadata = getattr(env, "spec", None), getattr(env, "metadata", {})
+        self.unwrapped = getattr(env, "unwrapped", env)
+
+    def _observe(self, obs: Any) -> Dict[str, Any]:
+        out = dict(obs) if self.nested else {"observation": obs}
+        out[RENDER_KEY] = self.env.render()
+        return out
+
+    def reset(self, **kwargs: Any) -> Tuple[Any, Any]:
+        obs, info = self.env.reset(**kwargs)
+        return self._observe(obs), info
+
+    def step(self, action: Any) -> Tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._observe(obs), reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _describe(x: Any) -> str:
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    return f"{type(x).__name__} of shape {shape} and dtype {dtype}" if shape is not None else type(x).__name__
+
+
+def rendered(make: Callable[[], Any], env: Any) -> Tuple[Callable[[], Any], Any]:
+    """``(make, env)`` with render() frames added when the env renders RGB arrays.
+    The first env is reset once to learn the frame's size (its first episode resets
+    it again, with its seed)."""
+    if getattr(env, "render_mode", None) != "rgb_array":
+        return make, env
+    env.reset()
+    first = Rendered(env, env.render())
+    shape = first.observation_space[RENDER_KEY].shape
+
+    def make_rendered() -> Any:
+        import numpy as np
+
+        # Later envs need no probe: their frames must have the first one's size anyway.
+        return Rendered(make(), np.zeros(shape, np.uint8))
+
+    return make_rendered, first
+
+
 def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     """``(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`` for a setup."""
     from rollway.spaces import dump_info, env_spec, packer, unpacker
@@ -64,6 +142,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     for m in ("reset", "step"):
         if not callable(getattr(env, m, None)):
             raise TypeError(f"{setup['target']} made a {type(env).__name__}, which has no {m}(): not a Gymnasium env")
+    make, env = rendered(make, env)
     spec = env_spec(env)
     return make, env, json.dumps(spec), packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
 

@@ -103,6 +103,19 @@ class TextObs(gym.Env):
         return "a", 0.0, True, False, {}
 
 
+class NoFrames(TextObs):
+    """Says it renders RGB arrays, but render() gives nothing."""
+
+    observation_space = spaces.Discrete(3)
+    render_mode = "rgb_array"
+
+    def reset(self, *, seed=None, options=None):
+        return 0, {}
+
+    def render(self):
+        return None
+
+
 def make_cartpole(**kwargs):
     """A `module:callable` factory taking keyword arguments."""
     return gym.make("CartPole-v1", **kwargs)

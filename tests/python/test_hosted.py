@@ -105,6 +105,33 @@ def test_every_space_kind_round_trips_through_the_shared_rows(tmp_path):
             np.testing.assert_array_equal(obs["t/_index_1"][t + 1], o["t"][1])
 
 
+def test_render_frames_are_recorded_with_the_observations_and_match_gymnasium(tmp_path):
+    # Real CartPole frames (pygame), stored losslessly, replayed in real Gymnasium.
+    out = tmp_path / "rendered"
+    s = rollway.run(env="gym:CartPole-v1", env_params={"render_mode": "rgb_array"}, agent="random", episodes=3, workers=2,
+                    envs_per_worker=1, seed=3, out=out, image_media="lz4", progress=False)
+    assert (s.episodes, s.failed_attempts) == (3, 0)
+    rollway.run(env="CartPole-v1", agent="random", episodes=3, seed=3, out=tmp_path / "plain", progress=False)
+    plain = arrays(tmp_path / "plain")
+    for ep in rollway.Dataset(out):
+        obs = ep.observations
+        assert obs["render"].shape == (ep.length + 1, 400, 600, 3) and obs["render"].dtype == np.uint8
+        # The rendering changes nothing else: the episode is the built-in CartPole's.
+        np.testing.assert_array_equal(obs["observation"], plain[ep.id][1])
+        env = gym.make("CartPole-v1", render_mode="rgb_array")
+        env.reset(seed=ep.seed)
+        np.testing.assert_array_equal(obs["render"][0], env.render())
+        for t in range(ep.length):
+            env.step(int(ep.actions[t]))
+            np.testing.assert_array_equal(obs["render"][t + 1], env.render(), err_msg=f"episode {ep.id}, step {t}")
+        env.close()
+
+
+def test_render_mode_without_frames_says_what_render_returned():
+    with pytest.raises(rollway.RollwayError, match=r"render\(\) returned NoneType"):
+        rollway.run(env="hosted_envs:NoFrames", agent="random", episodes=1, record=False, progress=False)
+
+
 def test_a_lambda_env_and_module_callable_with_params(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     s = rollway.run(env=lambda: gym.make("CartPole-v1", max_episode_steps=15), agent="random", episodes=20, out=a, progress=False)
