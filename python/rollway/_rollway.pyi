@@ -28,7 +28,7 @@ def run(
     episodes: Optional[int] = None,
     steps: Optional[int] = None,
     python: Optional[str] = None,
-    env_factory: Optional[Tuple[str, bytes]] = None,
+    env_pickle: Optional[bytes] = None,
     agent_factory: Optional[Tuple[str, Callable[..., Any]]] = None,
 ) -> str: ...
 def host_serve(reply_fd: int, prepare: Callable[[str, bytes], Tuple[Any, ...]]) -> None: ...

@@ -119,7 +119,7 @@ def run(
     ``env`` is a built-in env id (``rollway.envs()``), ``"gym:ID"`` (any registered
     Gymnasium env; ``env_params`` are ``gymnasium.make`` keyword arguments),
     ``"module:callable"``, or a callable returning a Gymnasium env (a lambda is fine:
-    it is pickled with cloudpickle). Python envs run in worker processes, a block of
+    it is pickled with cloudpickle); callables are called with ``env_params``. Python envs run in worker processes, a block of
     envs per process, stepped through shared memory; ``step_timeout`` (seconds or a
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.
@@ -147,10 +147,9 @@ def run(
     Ctrl-C stops the run: the finished episodes are committed, then
     ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
     """
-    factory = policy = None
+    pickle = policy = None
     if callable(env):
-        factory = _env_factory(env)
-        env = factory[0]
+        env, pickle = _env_factory(env)
     if callable(agent):
         from rollway.policy import name_of
 
@@ -170,7 +169,7 @@ def run(
     common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
     if resume is not None:
         # Callables cannot be stored: a run made with them is resumed by passing them again.
-        passed_again = {k for k, f in (("env", factory), ("agent", policy)) if f is not None}
+        passed_again = {k for k, f in (("env", pickle), ("agent", policy)) if f is not None}
         extra = sorted(set(settings) - set(_RESUMABLE) - passed_again) + (["config"] if config is not None else [])
         if extra or out is not None:
             raise InputError_(
@@ -178,12 +177,12 @@ def run(
                 f"(raised, same unit) may be given, not {', '.join(extra or ['out'])}"
             )
         common.update(out=None)
-        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, env_factory=factory, agent_factory=policy,
+        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, env_pickle=pickle, agent_factory=policy,
                               **{k: v for k, v in common.items() if k != "out"})
         return Summary(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}
-    report = _rollway.run(json.dumps(settings), env_factory=factory, agent_factory=policy, **common)
+    report = _rollway.run(json.dumps(settings), env_pickle=pickle, agent_factory=policy, **common)
     return Summary(json.loads(report))
 
 

@@ -139,6 +139,12 @@ def test_a_lambda_env_and_module_callable_with_params(tmp_path):
     assert rollway.Dataset(a).metadata["runs"][0]["config"]["env"] == "python:test_a_lambda_env_and_module_callable_with_params.<locals>.<lambda>"
     rollway.run(env="hosted_envs:make_cartpole", env_params={"max_episode_steps": 15}, agent="random", episodes=20, out=b, progress=False)
     same(arrays(a), arrays(b))
+    # A callable takes env_params as keyword arguments too, and keeps them when resumed.
+    c = tmp_path / "c"
+    rollway.run(env=lambda **kw: gym.make("CartPole-v1", **kw), env_params={"max_episode_steps": 15}, agent="random", episodes=10,
+                out=c, progress=False)
+    rollway.run(resume=c, episodes=20, env=lambda **kw: gym.make("CartPole-v1", **kw), progress=False)
+    same(arrays(a), arrays(c))
     # A callable cannot be stored: resuming says to pass it again, and works when it is.
     with pytest.raises(rollway.RollwayError, match="passing it again"):
         rollway.run(resume=a, episodes=30, progress=False)

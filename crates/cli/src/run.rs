@@ -44,6 +44,9 @@ pub struct RunHooks<'a> {
 pub struct Sources {
     /// The run's envs, instead of resolving `env`.
     pub envs: Option<Arc<dyn EnvFactory>>,
+    /// A Python env factory pickled with cloudpickle (`rollway.run(env=callable)`):
+    /// hosted in Python processes, called with `env_params`; `env` names it.
+    pub env_pickle: Option<Vec<u8>>,
     /// The run's agent, instead of resolving `agent`.
     pub agents: Option<Arc<dyn AgentFactory>>,
     /// The interpreter for hosted envs (default: `$ROLLWAY_PYTHON`, else `python3`).
@@ -134,6 +137,10 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
 pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, sources: Sources) -> rollway_runner::Result<Generator> {
     let envs: Arc<dyn EnvFactory> = match sources.envs {
         Some(f) => f,
+        None if sources.env_pickle.is_some() => {
+            let pickle = sources.env_pickle.unwrap_or_default();
+            Arc::new(rollway_host::PythonEnvs::pickled(&cfg.env, &cfg.env_params, sources.python, pickle))
+        }
         None if rollway_host::is_hosted(&cfg.env) => Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python)),
         None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
     };

@@ -14,8 +14,7 @@ use pyo3::prelude::*;
 use rollway_cli::args::RunArgs;
 use rollway_cli::job::FileConfig;
 use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
-use rollway_core::{AgentFactory, EnvFactory, Params};
-use rollway_host::PythonEnvs;
+use rollway_core::AgentFactory;
 use serde_json::json;
 
 use crate::errors::{input_error, ToPy};
@@ -23,7 +22,7 @@ use crate::policy::PyPolicies;
 
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_factory=None, agent_factory=None))]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -36,7 +35,7 @@ pub fn run(
     episodes: Option<u64>,
     steps: Option<u64>,
     python: Option<PathBuf>,
-    env_factory: Option<(String, Vec<u8>)>,
+    env_pickle: Option<Vec<u8>>,
     agent_factory: Option<(String, Py<PyAny>)>,
 ) -> PyResult<String> {
     let file: Option<FileConfig> = match config {
@@ -54,10 +53,9 @@ pub fn run(
     let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, episodes, steps, ..RunArgs::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
-        // A callable env: pickled by the package, unpickled in each env process.
-        let envs = env_factory.map(|(name, bytes)| Arc::new(PythonEnvs::pickled(&name, &Params::new(), python.clone(), bytes)) as Arc<dyn EnvFactory>);
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
-        let sources = Sources { envs, agents, python };
+        // A callable env: pickled by the package, unpickled in each env process.
+        let sources = Sources { envs: None, env_pickle, agents, python };
         execute(&args, file, RunHooks { stop: Some(stop), sources })
     });
     Ok(report(&outcome.py()?).to_string())
