@@ -43,6 +43,13 @@ class Episode:
     run_index: int = 0
     info: Dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # Arrays as dtype[shape]: a repr that prints a thousand frames helps no one.
+        arrays = ", ".join(f"{k}={_brief(getattr(self, k))}" for k in ("observations", "actions", "rewards", "agent_state"))
+        infos = "None" if self.infos is None else f"[{len(self.infos)} dicts]"
+        return (f"Episode(id={self.id}, seed={self.seed}, length={self.length}, return_={self.return_}, "
+                f"status={self.status!r}, labels={self.labels}, {arrays}, infos={infos})")
+
     def __len__(self) -> int:
         return self.length
 
@@ -67,6 +74,14 @@ def _episode(raw: Dict[str, Any]) -> Episode:
         run_index=e["run_index"],
         info=e.get("info", {}),
     )
+
+
+def _brief(x: Any) -> str:
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_brief(v)}" for k, v in x.items()) + "}"
+    if isinstance(x, np.ndarray):
+        return f"{x.dtype}{list(x.shape)}"
+    return repr(x)
 
 
 class Dataset:

@@ -300,7 +300,7 @@ pub struct RunArgs {
     /// Envs per worker, at most 65536 (and 2^20 in all). [default: 8]
     #[arg(long)]
     pub envs_per_worker: Option<usize>,
-    /// Stop after this many episodes. [default: 64]
+    /// Stop after this many episodes. [default: 64; the default job (no --env, --agent or --config): 16]
     #[arg(long, conflicts_with = "steps")]
     pub episodes: Option<u64>,
     /// Stop once the first episodes add up to this many steps.
@@ -373,7 +373,7 @@ pub struct RunArgs {
     pub max_buffer_episodes: Option<usize>,
     /// How image observations are stored: lz4 (lossless, fastest), raw, jpeg, or
     /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it); per image key with
-    /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4]
+    /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4; the default job: h264]
     #[arg(long, visible_alias = "image-media", value_name = "MEDIA")]
     pub frame_media: Option<String>,
     /// h264: constant rate factor, 0–51, lower is better quality. [default: 23]

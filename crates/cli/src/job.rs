@@ -14,6 +14,13 @@ use crate::args::{ModeArg, RunArgs};
 /// The default job's filter: MineStudio's diamond filter.
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
 
+/// The default job (no env, agent or config given) is a user's first run: one
+/// round of its 16 envs, frames as H.264 (a few MB, against ~70 MB as lz4), done in
+/// seconds. Any target or frame media given still wins.
+pub const DEFAULT_JOB_EPISODES: u64 = 16;
+/// The default job's frame media (see [`DEFAULT_JOB_EPISODES`]).
+pub const DEFAULT_JOB_MEDIA: &str = "h264";
+
 /// The TOML config file. Unknown keys are errors, so typos do not pass silently.
 /// Recording runs store it (fully resolved) in the dataset, for `--resume`.
 #[derive(Deserialize, Serialize, Default)]
@@ -238,8 +245,16 @@ impl RunArgs {
     pub fn resolve_with(&self, mut file: FileConfig) -> Result<Job> {
         let is_default = self.config.is_none() && self.env.is_none() && self.agent.is_none() && file.env.is_none() && file.agent.is_none();
         let mut origin = Origin::default();
-        let writer = self.writer_config(&mut file, &mut origin)?;
-        let cfg = self.run_config(&mut file, &mut origin)?;
+        let target_given = self.episodes.is_some() || self.steps.is_some() || file.episodes.is_some() || file.steps.is_some();
+        let media_given = self.frame_media.is_some() || file.frame_media.is_some();
+        let mut writer = self.writer_config(&mut file, &mut origin)?;
+        let mut cfg = self.run_config(&mut file, &mut origin)?;
+        if is_default && !target_given {
+            cfg.target = Target::Episodes(DEFAULT_JOB_EPISODES);
+        }
+        if is_default && !media_given {
+            writer.frame_media = DEFAULT_JOB_MEDIA.into();
+        }
         let filters = if !self.filter.is_empty() {
             self.filter.clone()
         } else if let Some(f) = file.filters.take() {

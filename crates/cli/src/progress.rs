@@ -18,6 +18,9 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// How often progress is logged when stderr is not a terminal.
+pub const LOG_EVERY: Duration = Duration::from_secs(30);
+
 /// Shows progress and optionally streams episodes as JSON lines.
 pub struct Display<'a> {
     bar: Option<ProgressBar>,
@@ -44,7 +47,9 @@ impl Display<'_> {
             pb.set_style(ProgressStyle::with_template(&tpl).expect("static template").progress_chars("=> "));
             pb
         });
-        let log_every = (!quiet && !tty).then_some(Duration::from_secs(2));
+        // Off a terminal (a log file, CI) a line now and then says how far the run is
+        // and how long it still needs; often enough to see it move, rare enough to read.
+        let log_every = (!quiet && !tty).then_some(LOG_EVERY);
         Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None, writer: None, stop: None }
     }
 
@@ -78,9 +83,9 @@ impl Observer for Display<'_> {
         }
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let msg = format!("{} ep, {}/s steps{}", p.episodes, human(rate), if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() });
-        let pos = match p.target {
-            Target::Episodes(_) => p.episodes,
-            Target::Steps(_) => p.steps,
+        let (pos, len, unit) = match p.target {
+            Target::Episodes(n) => (p.episodes, n, "episodes"),
+            Target::Steps(n) => (p.steps, n, "steps"),
         };
         if let Some(b) = &self.bar {
             b.set_position(pos);
@@ -88,7 +93,10 @@ impl Observer for Display<'_> {
         } else if let Some(every) = self.log_every {
             if self.last_log.elapsed() >= every {
                 self.last_log = Instant::now();
-                eprintln!("rollway: {:.1}s: {} steps, {msg}", p.elapsed.as_secs_f64(), p.steps);
+                let t = p.elapsed.as_secs_f64();
+                let share = pos as f64 / len.max(1) as f64;
+                let eta = if pos > 0 { format!(", about {:.0} s to go", t * (1.0 - share) / share) } else { String::new() };
+                eprintln!("rollway: {t:.0} s: {pos}/{len} {unit} ({:.0}%), {msg}{eta}", 100.0 * share);
             }
         }
         Ok(())

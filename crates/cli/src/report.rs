@@ -46,6 +46,23 @@ pub fn shortfall(s: &Summary, out: Option<&Path>) -> bool {
     s.given_up == 0 && s.untried == 0
 }
 
+/// What to try on a dataset a run just recorded, with its own path and labels.
+pub fn next_steps(dir: &Path, s: &Summary) -> String {
+    let d = dir.display();
+    let label = s.labels.keys().next().map_or(String::new(), |l| format!(" --label {l}"));
+    let lines = [
+        format!("rollway inspect {d}"),
+        format!("rollway load {d} --clip 16 --stride 16 --batch 8{label}"),
+        format!("rollway export {d} --to lerobot {d}-lerobot    (or --to minari)"),
+        format!("python -c 'import rollway; print(rollway.Dataset(\"{d}\")[0])'"),
+    ];
+    let mut out = String::new();
+    for (i, cmd) in lines.iter().enumerate() {
+        out.push_str(&format!("  {:<18} {cmd}\n", if i == 0 { "next" } else { "" }));
+    }
+    out
+}
+
 pub fn list_envs() -> String {
     let mut out = String::new();
     for e in rollway_envs::REGISTRY {

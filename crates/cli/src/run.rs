@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use rollway_core::{AgentFactory, EnvFactory};
@@ -63,6 +64,9 @@ pub struct Outcome {
     pub written: Option<WriteStats>,
     /// Where a resumed run started.
     pub resumed: Option<ResumePoint>,
+    /// How long committing the last episodes took after the run ended (frames
+    /// still being encoded, the last shard's fsyncs).
+    pub commit_wait: Duration,
 }
 
 /// Returns Ok(false) when the run finished but gave up or left untried episodes.
@@ -71,7 +75,12 @@ pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
     let summary = &o.summary;
     print!("{}", report::summary_table(summary));
     if let (Some(dir), Some(w)) = (&o.out, &o.written) {
-        println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards, w.bytes as f64 / 1e6);
+        let mb = w.bytes as f64 / 1e6;
+        println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {mb:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards);
+        println!("  {:<18} {:.2} s after the run (encoding the last frames, fsyncs)", "committed", o.commit_wait.as_secs_f64());
+        if !a.quiet {
+            print!("{}", report::next_steps(dir, summary));
+        }
     }
     Ok(report::shortfall(summary, o.out.as_deref()))
 }
@@ -115,7 +124,9 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
     let summary = generator.run(&mut display);
     display.finish();
     // Commit what the run produced even when it failed part-way: it is all valid.
+    let t = Instant::now();
     let written = display.writer.take().map(|w| w.finish()).transpose();
+    let commit_wait = t.elapsed();
     let summary = summary.map_err(|e| match e {
         rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => anyhow!(Interrupted),
         e => e.into(),
@@ -128,7 +139,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
         writeln!(f, "{text}").context("writing --summary-json")?;
     }
-    Ok(Outcome { summary, out, written, resumed })
+    Ok(Outcome { summary, out, written, resumed, commit_wait })
 }
 
 /// A generator for `cfg`: its env and agent from `sources` where given, else by

@@ -1,0 +1,77 @@
+//! The README's first screen, checked against the real binary (issue 14): its first
+//! command is the default job, and the sample output printed under it is what that
+//! job prints, line for line. A README line with `…` matches any line that starts
+//! with the text before the `…` (timings vary); every other line must be equal.
+
+use std::path::Path;
+use std::process::Command;
+
+fn readme() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The lines of the first fenced code block after `marker`.
+fn block_after(text: &str, marker: &str) -> Vec<String> {
+    let at = text.find(marker).unwrap_or_else(|| panic!("README has no {marker:?}"));
+    let rest = &text[at..];
+    let open = rest.find("```").expect("a code block follows");
+    let body = &rest[open..];
+    let body = &body[body.find('\n').expect("fence line ends") + 1..];
+    let close = body.find("\n```").expect("the code block is closed");
+    body[..close].lines().map(str::to_string).collect()
+}
+
+/// Compares printed lines with the README's; a `…` elides the rest of a line.
+fn matches(expected: &[String], printed: &str) -> Result<(), String> {
+    let printed: Vec<&str> = printed.lines().collect();
+    if printed.len() != expected.len() {
+        return Err(format!("{} lines printed, the README shows {}", printed.len(), expected.len()));
+    }
+    for (i, (want, got)) in expected.iter().zip(&printed).enumerate() {
+        let ok = match want.split_once('…') {
+            Some((prefix, _)) => got.starts_with(prefix.trim_end()),
+            None => want == got,
+        };
+        if !ok {
+            return Err(format!("line {}: README shows\n  {want:?}\nthe job printed\n  {got:?}", i + 1));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn issue14_the_readme_first_command_prints_the_output_the_readme_shows() {
+    let text = readme();
+    let commands = block_after(&text, "# rollway");
+    let first = commands.first().expect("the first screen has commands");
+    let args = first.split('#').next().unwrap().trim();
+    assert_eq!(args, "cargo run --release --bin rollway -- run", "the README's first command changed: update this test with it");
+    let shown = block_after(&text, "The default job runs");
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rollway")).arg("run").current_dir(dir.path()).output().expect("binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    if let Err(e) = matches(&shown, &printed) {
+        panic!("the README's sample output of the default job is stale: {e}\n\nprinted:\n{printed}");
+    }
+    // What the job says it wrote is there, and each "next" command works on it.
+    let data = dir.path().join("rollway-data/PixelMine-v0-000");
+    assert!(rollway_store::Dataset::open(&data).is_ok());
+    for line in shown.iter().filter(|l| l.trim_start().starts_with("rollway ")) {
+        let cmd = line.trim().split("    (").next().unwrap();
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let o = Command::new(env!("CARGO_BIN_EXE_rollway")).args(&args).current_dir(dir.path()).output().expect("binary runs");
+        assert!(o.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+#[test]
+fn elided_lines_match_by_prefix_and_the_rest_exactly() {
+    let want = vec!["  a          1".to_string(), "  t          …".to_string()];
+    assert!(matches(&want, "  a          1\n  t          3.2 s\n").is_ok());
+    assert!(matches(&want, "  a          2\n  t          3.2 s\n").unwrap_err().contains("line 1"));
+    assert!(matches(&want, "  a          1\n  x          3.2 s\n").unwrap_err().contains("line 2"));
+    assert!(matches(&want, "  a          1\n").unwrap_err().contains("1 lines printed"));
+}
