@@ -45,8 +45,11 @@ fn issue14_the_readme_first_command_prints_the_output_the_readme_shows() {
     let text = readme();
     let commands = block_after(&text, "# rollway");
     let first = commands.first().expect("the first screen has commands");
-    let args = first.split('#').next().unwrap().trim();
-    assert_eq!(args, "cargo run --release --bin rollway -- run", "the README's first command changed: update this test with it");
+    let command = first.split('#').next().unwrap().trim();
+    assert_eq!(command, "make run", "the README's first command changed: update this test with it");
+    let makefile = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Makefile")).unwrap();
+    let recipe = makefile.split("\nrun:").nth(1).and_then(|r| r.lines().nth(1)).unwrap_or_default().trim();
+    assert_eq!(recipe, "cargo run --release --bin rollway -- run $(ARGS)", "`make run` runs the default job");
     let shown = block_after(&text, "The default job runs");
 
     let dir = tempfile::tempdir().unwrap();

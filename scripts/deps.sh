@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the native libraries rollway builds against, when missing (the README's
+# `make run` / `make test` and CI run this first; it is quick when all is there):
+# FFmpeg's (H.264 via libx264, mp4) through ffmpeg-next, whose bindings need
+# libclang; libjpeg-turbo for JPEG frames; cmake builds HDF5 from source for the
+# Minari export (Debian's libhdf5-dev can be uninstallable when libcurl's -dev lags
+# its runtime); python3-venv makes the test venv (Debian splits it off); strace lets
+# a test check which directories are fsynced before a commit.
+# Debian/Ubuntu: apt-get (with sudo unless root). Elsewhere: says what is missing.
+set -euo pipefail
+
+apt_pkgs=(make python3-venv pkg-config clang libclang-dev cmake libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libturbojpeg0-dev strace)
+
+if command -v dpkg >/dev/null && command -v apt-get >/dev/null; then
+    missing=()
+    for p in "${apt_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    [ "${#missing[@]}" -eq 0 ] && exit 0
+    echo "rollway: installing ${missing[*]} (apt-get)" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || { echo "rollway: not root and no sudo: install ${missing[*]} as root" >&2; exit 1; }
+        sudo="sudo"
+    fi
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    exit 0
+fi
+
+# Not Debian: check what the build needs and say how to get it.
+missing=()
+for c in pkg-config cmake clang; do command -v "$c" >/dev/null || missing+=("$c"); done
+if command -v pkg-config >/dev/null; then
+    for l in libavcodec libavformat libavutil libswscale libturbojpeg; do pkg-config --exists "$l" || missing+=("$l (development files)"); done
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "rollway: the build needs: ${missing[*]}" >&2
+    echo "  Fedora: dnf install pkgconf cmake clang-devel ffmpeg-devel turbojpeg-devel (FFmpeg from RPM Fusion)" >&2
+    echo "  macOS:  brew install pkg-config cmake llvm ffmpeg jpeg-turbo" >&2
+    exit 1
+fi
