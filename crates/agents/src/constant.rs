@@ -1,7 +1,7 @@
 //! `constant`: always the same action, given as JSON (`action=1`, `action=[0.5]`)
 //! or, by default, the action space's lower bound / start.
 
-use rollway_core::{ActBatch, Agent, AgentEntry, EnvSpec, Error, LeafKind, Layout, Params, Result, Rows};
+use rollway_core::{ActBatch, Agent, AgentEntry, EnvSpec, Error, Layout, LeafKind, Params, Result, Rows};
 
 /// Registry entry.
 pub static ENTRY: AgentEntry = AgentEntry {
@@ -19,7 +19,19 @@ fn make(spec: &EnvSpec, p: &Params) -> Result<Box<dyn Agent>> {
     let bad = |m: String| Error::Param { name: "action".into(), message: m };
     for leaf in layout.leaves() {
         let vals: Vec<f64> = match &leaf.kind {
-            LeafKind::Box { low, high } => low.iter().zip(high).map(|(l, h)| if l.is_finite() { *l } else if h.is_finite() { *h } else { 0.0 }).collect(),
+            LeafKind::Box { low, high } => low
+                .iter()
+                .zip(high)
+                .map(|(l, h)| {
+                    if l.is_finite() {
+                        *l
+                    } else if h.is_finite() {
+                        *h
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
             LeafKind::Discrete { start, .. } => vec![*start as f64],
             LeafKind::MultiDiscrete { start, .. } => start.iter().map(|&s| s as f64).collect(),
             LeafKind::MultiBinary => vec![0.0; leaf.len()],

@@ -8,7 +8,10 @@ pub static ENTRY: AgentEntry = AgentEntry {
     name: "faulty",
     summary: "random actions that panic/error on every N-th batch (for fault-injection tests)",
     envs: &[],
-    params: &[("panic_every", "panic on every N-th act call (0 = never)"), ("error_every", "return an error on every N-th act call (0 = never)")],
+    params: &[
+        ("panic_every", "panic on every N-th act call (0 = never)"),
+        ("error_every", "return an error on every N-th act call (0 = never)"),
+    ],
     make,
 };
 

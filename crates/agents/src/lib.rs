@@ -18,8 +18,8 @@ use rollway_core::{Agent, AgentEntry, AgentFactory, EnvSpec, Error, Params, Resu
 pub mod acrobot_pump;
 pub mod cartpole_balance;
 pub mod constant;
-pub mod miner;
 pub mod faulty;
+pub mod miner;
 pub mod mountaincar_energy;
 pub mod pendulum_swingup;
 pub mod random;

@@ -272,7 +272,15 @@ impl Planner {
 
     /// Heads for the edge of the view in the remembered direction, turning now and then
     /// (towards stone once stone is what we need) and when that edge cannot be reached.
-    fn explore(&mut self, view: &[[Tile; VIEW]; VIEW], facing: Dir, wp: bool, memory: &mut [f32], rng: &mut AgentRng, cost: impl Fn(Tile) -> Option<u16> + Copy) -> i64 {
+    fn explore(
+        &mut self,
+        view: &[[Tile; VIEW]; VIEW],
+        facing: Dir,
+        wp: bool,
+        memory: &mut [f32],
+        rng: &mut AgentRng,
+        cost: impl Fn(Tile) -> Option<u16> + Copy,
+    ) -> i64 {
         memory[HEADING_STEPS] += 1.0;
         if memory[HEADING_STEPS] > 40.0 + rng.random_range(0..40) as f32 {
             memory[HEADING_STEPS] = 0.0;
@@ -373,7 +381,10 @@ mod tests {
             achievements += a;
         }
         let rate = hits as f64 / episodes as f64;
-        eprintln!("{name}: diamond in {hits}/{episodes} episodes ({rate:.2}), {:.2} achievements/episode", achievements as f64 / episodes as f64);
+        eprintln!(
+            "{name}: diamond in {hits}/{episodes} episodes ({rate:.2}), {:.2} achievements/episode",
+            achievements as f64 / episodes as f64
+        );
         rate
     }
 

@@ -3,13 +3,8 @@
 use rollway_core::{ActBatch, Agent, AgentEntry, EnvSpec, Params, Result};
 
 /// Registry entry.
-pub static ENTRY: AgentEntry = AgentEntry {
-    name: "random",
-    summary: "uniform samples of the action space (seeded per episode)",
-    envs: &[],
-    params: &[],
-    make,
-};
+pub static ENTRY: AgentEntry =
+    AgentEntry { name: "random", summary: "uniform samples of the action space (seeded per episode)", envs: &[], params: &[], make };
 
 fn make(_spec: &EnvSpec, p: &Params) -> Result<Box<dyn Agent>> {
     p.expect_only(&[])?;

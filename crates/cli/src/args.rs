@@ -95,11 +95,9 @@ pub enum ImportFormat {
 }
 
 #[derive(Args)]
-#[command(
-    after_help = "EXAMPLES:\n  rollway export data/cartpole --to minari ~/.minari/datasets/cartpole/random-v0\n  \
+#[command(after_help = "EXAMPLES:\n  rollway export data/cartpole --to minari ~/.minari/datasets/cartpole/random-v0\n  \
 rollway export data/mine --to minari out/mine/miner-v0 --dataset-id mine/miner-v0 --force\n  \
-rollway export data/mine --to lerobot out/mine-lerobot --fps 20 --task \"mine diamonds\""
-)]
+rollway export data/mine --to lerobot out/mine-lerobot --fps 20 --task \"mine diamonds\"")]
 pub struct ExportArgs {
     /// The rollway dataset directory.
     pub dir: PathBuf,
@@ -138,10 +136,8 @@ pub struct ExportArgs {
 }
 
 #[derive(Args)]
-#[command(
-    after_help = "EXAMPLES:\n  rollway import minari ~/.minari/datasets/cartpole/random-v0 data/cartpole-minari\n  \
-rollway import lerobot out/mine-lerobot data/mine-back\n  rollway inspect data/cartpole-minari"
-)]
+#[command(after_help = "EXAMPLES:\n  rollway import minari ~/.minari/datasets/cartpole/random-v0 data/cartpole-minari\n  \
+rollway import lerobot out/mine-lerobot data/mine-back\n  rollway inspect data/cartpole-minari")]
 pub struct ImportArgs {
     /// Input format.
     #[arg(value_enum)]
@@ -156,7 +152,9 @@ pub struct ImportArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json")]
+#[command(
+    after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json"
+)]
 pub struct LoadArgs {
     /// The dataset directory.
     pub dir: PathBuf,
@@ -267,15 +265,40 @@ pub enum ModeArg {
 /// `run` flags that would change which episodes a resumed run produces, or how
 /// they are stored: the dataset's stored config decides them.
 const RESUME_FIXED: [&str; 26] = [
-    "config", "env", "env_opt", "agent", "agent_opt", "workers", "envs_per_worker", "max_steps", "seed", "mode", "batch", "max_wait", "max_restarts", "step_timeout",
-    "max_attempts", "filter", "record_infos", "max_buffer_steps", "max_buffer_episodes", "frame_media", "crf", "preset", "keyint", "fps", "jpeg_quality",
+    "config",
+    "env",
+    "env_opt",
+    "agent",
+    "agent_opt",
+    "workers",
+    "envs_per_worker",
+    "max_steps",
+    "seed",
+    "mode",
+    "batch",
+    "max_wait",
+    "max_restarts",
+    "step_timeout",
+    "max_attempts",
+    "filter",
+    "record_infos",
+    "max_buffer_steps",
+    "max_buffer_episodes",
+    "frame_media",
+    "crf",
+    "preset",
+    "keyint",
+    "fps",
+    "jpeg_quality",
     "x264_params",
 ];
 
 #[derive(Args, Default)]
-#[command(after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
+#[command(
+    after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
 rollway run --env PixelMine-v0 --env-opt size=64 --agent miner --episodes 200 --filter key=mine_block,val=diamond.*,num=1,label=diamond\n  \
-rollway run job.toml --summary-json summary.json")]
+rollway run job.toml --summary-json summary.json"
+)]
 pub struct RunArgs {
     /// TOML config file (keys as the long flags, with `_`; `env_params`/`agent_params` tables; `filters` list).
     pub config: Option<PathBuf>,

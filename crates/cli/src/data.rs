@@ -14,26 +14,15 @@ use crate::input;
 /// `rollway-data/<env>-NNN`, the first that does not exist yet.
 pub fn fresh_dir(env: &str) -> PathBuf {
     let base = Path::new("rollway-data");
-    (0..)
-        .map(|i| base.join(format!("{env}-{i:03}")))
-        .find(|p| !p.exists())
-        .expect("some name is free")
+    (0..).map(|i| base.join(format!("{env}-{i:03}"))).find(|p| !p.exists()).expect("some name is free")
 }
 
 /// Opens a dataset for reading; with `skip_damaged`, shards whose index is damaged
 /// are left out with a warning on stderr instead of failing the command.
 fn open(dir: &Path, skip_damaged: bool) -> Result<Dataset> {
-    let ds = input(
-        Dataset::open_with(dir, OpenOptions { skip_damaged })
-            .with_context(|| format!("opening {}", dir.display())),
-    )?;
+    let ds = input(Dataset::open_with(dir, OpenOptions { skip_damaged }).with_context(|| format!("opening {}", dir.display())))?;
     for d in ds.damaged() {
-        eprintln!(
-            "rollway: warning: skipping damaged shard {}: {}: {}",
-            d.shard,
-            d.path.display(),
-            d.message
-        );
+        eprintln!("rollway: warning: skipping damaged shard {}: {}: {}", d.shard, d.path.display(), d.message);
     }
     Ok(ds)
 }
@@ -53,10 +42,7 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
     let ds = open(&a.dir, a.skip_damaged)?;
     let m = ds.metadata();
     let done: Vec<&IndexEntry> = ds.select(|_| true).collect();
-    let given_up = ds
-        .episodes()
-        .filter(|e| e.status == Status::GivenUp)
-        .count();
+    let given_up = ds.episodes().filter(|e| e.status == Status::GivenUp).count();
     let steps: u64 = done.iter().map(|e| e.length).sum();
     let mut labels: BTreeMap<String, u64> = BTreeMap::new();
     for e in &done {
@@ -84,48 +70,25 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
             "labels": labels, "label_rates": labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect::<BTreeMap<_, _>>(),
             "bytes": bytes, "bytes_per_step": bytes as f64 / steps.max(1) as f64, "frame_keys": m.frame_keys, "frame_media": m.frame_media, "shards": shards,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
         return Ok(true);
     }
     let (obs, act) = input(m.env.spaces().map_err(Into::into))?;
     let row = |k: &str, v: String| println!("  {k:<14} {v}");
-    row(
-        "dataset",
-        format!("{} (rollway format v{})", a.dir.display(), m.format_version),
-    );
+    row("dataset", format!("{} (rollway format v{})", a.dir.display(), m.format_version));
     row("env", m.env.id.clone());
     row("observation", Space::describe(&obs));
     row("action", Space::describe(&act));
     for r in &m.runs {
-        row(
-            &format!("run {}", r.run),
-            format!(
-                "agent {}, seed {}, first episode id {}",
-                r.agent, r.seed, r.first_episode_id
-            ),
-        );
+        row(&format!("run {}", r.run), format!("agent {}, seed {}, first episode id {}", r.agent, r.seed, r.first_episode_id));
     }
     row(
         "episodes",
-        format!(
-            "{} committed{}",
-            done.len(),
-            if given_up > 0 {
-                format!(" ({given_up} given up, no data)")
-            } else {
-                String::new()
-            }
-        ),
+        format!("{} committed{}", done.len(), if given_up > 0 { format!(" ({given_up} given up, no data)") } else { String::new() }),
     );
     row("steps", steps.to_string());
     for (k, v) in &labels {
-        row(
-            &format!("label {k}"),
-            format!("{v} ({:.1}%)", 100.0 * *v as f64 / n),
-        );
+        row(&format!("label {k}"), format!("{v} ({:.1}%)", 100.0 * *v as f64 / n));
     }
     row(
         "size",
@@ -137,65 +100,36 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
             m.frame_media
         ),
     );
-    println!(
-        "\n  {:>6} {:>9} {:>10} {:>10} {:>12}",
-        "shard", "episodes", "steps", "rows", "parquet"
-    );
+    println!("\n  {:>6} {:>9} {:>10} {:>10} {:>12}", "shard", "episodes", "steps", "rows", "parquet");
     for s in &shards {
         let n = |k: &str| s[k].as_u64().unwrap_or(0);
-        println!(
-            "  {:>6} {:>9} {:>10} {:>10} {:>12}",
-            n("shard"),
-            n("episodes"),
-            n("steps"),
-            n("rows"),
-            n("parquet_bytes")
-        );
+        println!("  {:>6} {:>9} {:>10} {:>10} {:>12}", n("shard"), n("episodes"), n("steps"), n("rows"), n("parquet_bytes"));
     }
     Ok(true)
 }
 
 pub fn verify(a: &VerifyArgs) -> Result<bool> {
     // Damaged shards are what verify is for: report them, check the rest.
-    let ds = input(
-        Dataset::open_with(&a.dir, OpenOptions { skip_damaged: true })
-            .with_context(|| format!("opening {}", a.dir.display())),
-    )?;
+    let ds = input(Dataset::open_with(&a.dir, OpenOptions { skip_damaged: true }).with_context(|| format!("opening {}", a.dir.display())))?;
     let report = rollway_store::verify(&ds);
     drop(ds);
-    let repaired = if a.repair {
-        Some(
-            rollway_store::repair(&a.dir)
-                .with_context(|| format!("repairing {}", a.dir.display()))?,
-        )
-    } else {
-        None
-    };
+    let repaired =
+        if a.repair { Some(rollway_store::repair(&a.dir).with_context(|| format!("repairing {}", a.dir.display()))?) } else { None };
     if a.json {
         let mut v = serde_json::to_value(&report).expect("json serializes");
         if let Some(r) = &repaired {
             v["repair"] = serde_json::to_value(r).expect("json serializes");
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
     } else {
         print_verify(&a.dir, &report);
         if let Some(r) = &repaired {
-            println!(
-                "repair: {} file(s) published, {} moved to quarantine",
-                r.published,
-                r.quarantined.len()
-            );
+            println!("repair: {} file(s) published, {} moved to quarantine", r.published, r.quarantined.len());
             for (from, to) in &r.quarantined {
                 println!("  {} -> {}", from.display(), to.display());
             }
             if !r.damaged.is_empty() {
-                println!(
-                    "  shards with a damaged index, left as they are: {:?}",
-                    r.damaged
-                );
+                println!("  shards with a damaged index, left as they are: {:?}", r.damaged);
             }
         }
     }
@@ -204,21 +138,11 @@ pub fn verify(a: &VerifyArgs) -> Result<bool> {
 
 fn print_verify(dir: &Path, report: &rollway_store::VerifyReport) {
     if report.problems.is_empty() {
-        println!(
-            "ok: {} episodes ({} steps) in {} shards verified",
-            report.episodes, report.steps, report.shards
-        );
+        println!("ok: {} episodes ({} steps) in {} shards verified", report.episodes, report.steps, report.shards);
     } else {
-        println!(
-            "DAMAGED: {} problem(s) in {} ({} episodes checked)",
-            report.problems.len(),
-            dir.display(),
-            report.episodes
-        );
+        println!("DAMAGED: {} problem(s) in {} ({} episodes checked)", report.problems.len(), dir.display(), report.episodes);
         for p in &report.problems {
-            let shard = p
-                .shard
-                .map_or("dataset".to_string(), |s| format!("shard {s}"));
+            let shard = p.shard.map_or("dataset".to_string(), |s| format!("shard {s}"));
             let ep = p.episode.map_or(String::new(), |e| format!(" episode {e}"));
             println!("  {shard}{ep}: {}", p.message);
         }
@@ -306,12 +230,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
             // A few updates a second are plenty, and a batch can take microseconds.
             if batches % 256 == 0 {
                 bar.update(batches, total);
-                bar.message(format!(
-                    "{}/s windows",
-                    crate::progress::human(
-                        windows as f64 / started.elapsed().as_secs_f64().max(1e-9)
-                    )
-                ));
+                bar.message(format!("{}/s windows", crate::progress::human(windows as f64 / started.elapsed().as_secs_f64().max(1e-9))));
             }
         }
     }
@@ -324,10 +243,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
         "episodes": loader.episodes().len(), "windows_per_epoch": loader.num_windows(),
     });
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).expect("json serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
     } else {
         println!(
             "  loaded {windows} windows of {} steps in {batches} batches over {} epoch(s): {}/s windows, {:.0} MB/s ({:.2} s, setup {:.2} s)",

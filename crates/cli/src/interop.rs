@@ -34,13 +34,29 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
     match a.to {
         ExportFormat::Lerobot => export_lerobot(a),
         ExportFormat::Minari => {
-            only_for("minari", &[("--fps", a.fps.is_some()), ("--task", a.task.is_some()), ("--robot-type", a.robot_type.is_some()), ("--crf", a.crf.is_some())])?;
-            let opts = minari::ExportOptions { dataset_id: a.dataset_id.clone(), force: a.force, author: a.author.clone(), description: a.description.clone() };
+            only_for(
+                "minari",
+                &[
+                    ("--fps", a.fps.is_some()),
+                    ("--task", a.task.is_some()),
+                    ("--robot-type", a.robot_type.is_some()),
+                    ("--crf", a.crf.is_some()),
+                ],
+            )?;
+            let opts = minari::ExportOptions {
+                dataset_id: a.dataset_id.clone(),
+                force: a.force,
+                author: a.author.clone(),
+                description: a.description.clone(),
+            };
             let bar = Bar::new(a.quiet, "exporting", "episodes");
             let rep = minari::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
-            row("exported", format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.data_dir.display()));
+            row(
+                "exported",
+                format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.data_dir.display()),
+            );
             row("minari dataset", rep.dataset_id.clone());
             if rep.given_up > 0 {
                 row("left out", format!("{} given-up episode(s) (no data)", rep.given_up));
@@ -52,8 +68,18 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
                 row("env_spec", "none: not a Gymnasium env, so recover_environment() is unavailable".into());
             }
             match minari_root(&a.out, &rep.dataset_id) {
-                Some(root) => row("load with", format!("MINARI_DATASETS_PATH={} python -c \"import minari; print(minari.load_dataset('{}'))\"", root.display(), rep.dataset_id)),
-                None => row("load with", format!("minari.MinariDataset('{}') (or move it to $MINARI_DATASETS_PATH/{})", rep.data_dir.display(), rep.dataset_id)),
+                Some(root) => row(
+                    "load with",
+                    format!(
+                        "MINARI_DATASETS_PATH={} python -c \"import minari; print(minari.load_dataset('{}'))\"",
+                        root.display(),
+                        rep.dataset_id
+                    ),
+                ),
+                None => row(
+                    "load with",
+                    format!("minari.MinariDataset('{}') (or move it to $MINARI_DATASETS_PATH/{})", rep.data_dir.display(), rep.dataset_id),
+                ),
             }
             Ok(true)
         }
@@ -69,20 +95,55 @@ fn only_for(format: &str, flags: &[(&str, bool)]) -> Result<()> {
 }
 
 fn export_lerobot(a: &ExportArgs) -> Result<bool> {
-    only_for("lerobot", &[("--dataset-id", a.dataset_id.is_some()), ("--author", a.author.is_some()), ("--description", a.description.is_some())])?;
+    only_for(
+        "lerobot",
+        &[("--dataset-id", a.dataset_id.is_some()), ("--author", a.author.is_some()), ("--description", a.description.is_some())],
+    )?;
     let d = lerobot::ExportOptions::default();
-    let opts = lerobot::ExportOptions { fps: a.fps.unwrap_or(d.fps), task: a.task.clone(), robot_type: a.robot_type.clone(), force: a.force, crf: a.crf.unwrap_or(d.crf), ..d };
+    let opts = lerobot::ExportOptions {
+        fps: a.fps.unwrap_or(d.fps),
+        task: a.task.clone(),
+        robot_type: a.robot_type.clone(),
+        force: a.force,
+        crf: a.crf.unwrap_or(d.crf),
+        ..d
+    };
     let bar = Bar::new(a.quiet, "exporting", "episodes");
     let rep = lerobot::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
     drop(bar);
     let row = |k: &str, v: String| println!("  {k:<18} {v}");
-    row("exported", format!("{} episodes, {} steps ({} frames), {:.1} MB → {}", rep.episodes, rep.steps, rep.frames, rep.bytes as f64 / 1e6, rep.out.display()));
-    row("files", format!("{} data, {} video ({})", rep.data_files, rep.video_files, if rep.video_keys.is_empty() { "no images".into() } else { rep.video_keys.join(", ") }));
+    row(
+        "exported",
+        format!(
+            "{} episodes, {} steps ({} frames), {:.1} MB → {}",
+            rep.episodes,
+            rep.steps,
+            rep.frames,
+            rep.bytes as f64 / 1e6,
+            rep.out.display()
+        ),
+    );
+    row(
+        "files",
+        format!(
+            "{} data, {} video ({})",
+            rep.data_files,
+            rep.video_files,
+            if rep.video_keys.is_empty() { "no images".into() } else { rep.video_keys.join(", ") }
+        ),
+    );
     if rep.given_up > 0 {
         row("left out", format!("{} given-up episode(s) (no data)", rep.given_up));
     }
     row("final frames", format!("one per episode, flagged {}", lerobot::FINAL_OBSERVATION));
-    row("load with", format!("LeRobotDataset(repo_id=\"local/{}\", root=\"{}\")", a.out.file_name().map_or("dataset".into(), |n| n.to_string_lossy()), a.out.display()));
+    row(
+        "load with",
+        format!(
+            "LeRobotDataset(repo_id=\"local/{}\", root=\"{}\")",
+            a.out.file_name().map_or("dataset".into(), |n| n.to_string_lossy()),
+            a.out.display()
+        ),
+    );
     Ok(true)
 }
 
@@ -93,9 +154,19 @@ pub fn import(a: &ImportArgs) -> Result<bool> {
             let rep = lerobot::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
-            row("imported", format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()));
+            row(
+                "imported",
+                format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()),
+            );
             row("env", rep.env.clone());
-            row("source", if rep.from_rollway { "a rollway export: restored as it was".into() } else { "LeRobot: each frame a step, the last observation repeated".into() });
+            row(
+                "source",
+                if rep.from_rollway {
+                    "a rollway export: restored as it was".into()
+                } else {
+                    "LeRobot: each frame a step, the last observation repeated".into()
+                },
+            );
             if !rep.skipped_features.is_empty() {
                 row("features skipped", rep.skipped_features.join(", "));
             }
@@ -106,7 +177,10 @@ pub fn import(a: &ImportArgs) -> Result<bool> {
             let rep = minari::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
-            row("imported", format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()));
+            row(
+                "imported",
+                format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()),
+            );
             row("minari dataset", rep.dataset_id.clone());
             row("env", rep.env.clone());
             if !rep.skipped_infos.is_empty() {

@@ -225,7 +225,10 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
 
 fn parse_batch(s: &str) -> Result<(usize, usize)> {
     let (a, b) = s.split_once(':').with_context(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
-    Ok((a.trim().parse().with_context(|| format!("`{a}` is not a count"))?, b.trim().parse().with_context(|| format!("`{b}` is not a count"))?))
+    Ok((
+        a.trim().parse().with_context(|| format!("`{a}` is not a count"))?,
+        b.trim().parse().with_context(|| format!("`{b}` is not a count"))?,
+    ))
 }
 
 impl RunArgs {
@@ -264,7 +267,15 @@ impl RunArgs {
         } else {
             vec![]
         };
-        let job = Job { cfg, filters, summary_json: self.summary_json.clone().or(file.summary_json), episodes_json: self.episodes_json.clone().or(file.episodes_json), writer, is_default, origin };
+        let job = Job {
+            cfg,
+            filters,
+            summary_json: self.summary_json.clone().or(file.summary_json),
+            episodes_json: self.episodes_json.clone().or(file.episodes_json),
+            writer,
+            is_default,
+            origin,
+        };
         if let Err(e) = job.cfg.validate() {
             return Err(job.explain(e));
         }

@@ -102,7 +102,12 @@ pub fn quiet_worker_panics() {
     }
     std::panic::set_hook(Box::new(|info| {
         let n = SHOWN.fetch_add(1, Ordering::Relaxed);
-        let what = info.payload().downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| info.payload().downcast_ref::<String>().cloned()).unwrap_or_default();
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         match n {
             0..=4 => eprintln!("rollway: panic in {}: {what}{at}", std::thread::current().name().unwrap_or("a thread")),
@@ -111,4 +116,3 @@ pub fn quiet_worker_panics() {
         }
     }));
 }
-

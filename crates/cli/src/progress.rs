@@ -50,7 +50,15 @@ impl Display<'_> {
         // Off a terminal (a log file, CI) a line now and then says how far the run is
         // and how long it still needs; often enough to see it move, rare enough to read.
         let log_every = (!quiet && !tty).then_some(LOG_EVERY);
-        Display { bar, log_every, last_log: Instant::now(), episodes_out: episodes_out.map(std::io::BufWriter::new), write_error: None, writer: None, stop: None }
+        Display {
+            bar,
+            log_every,
+            last_log: Instant::now(),
+            episodes_out: episodes_out.map(std::io::BufWriter::new),
+            write_error: None,
+            writer: None,
+            stop: None,
+        }
     }
 
     pub fn finish(&mut self) {
@@ -82,7 +90,12 @@ impl Observer for Display<'_> {
             return Err(Box::new(Interrupted));
         }
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
-        let msg = format!("{} ep, {}/s steps{}", p.episodes, human(rate), if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() });
+        let msg = format!(
+            "{} ep, {}/s steps{}",
+            p.episodes,
+            human(rate),
+            if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() }
+        );
         let (pos, len, unit) = match p.target {
             Target::Episodes(n) => (p.episodes, n, "episodes"),
             Target::Steps(n) => (p.steps, n, "steps"),

@@ -73,7 +73,11 @@ pub fn list_envs() -> String {
                 out.push_str(&format!("{:<16}   observation: {}\n", "", s.observation_space.describe()));
                 out.push_str(&format!("{:<16}   action:      {}\n", "", s.action_space.describe()));
                 let limit = s.max_episode_steps.map_or("none".into(), |m| m.to_string());
-                out.push_str(&format!("{:<16}   time limit:  {limit}, obs bytes/step: {}\n", "", Layout::of(&s.observation_space).row_bytes()));
+                out.push_str(&format!(
+                    "{:<16}   time limit:  {limit}, obs bytes/step: {}\n",
+                    "",
+                    Layout::of(&s.observation_space).row_bytes()
+                ));
             }
             Err(err) => out.push_str(&format!("{:<16}   (cannot build with defaults: {err})\n", "")),
         }

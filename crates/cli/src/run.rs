@@ -28,7 +28,6 @@ use crate::{input, progress, report};
 /// Re-exported where runs are made: what `execute` returns when its caller stopped it.
 pub use crate::progress::Interrupted;
 
-
 /// What a caller adds to a run besides its settings.
 #[derive(Default)]
 pub struct RunHooks<'a> {
@@ -101,7 +100,13 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
             job.cfg.start_index = point.next_index;
             job.cfg.start_steps = point.steps;
             if !a.quiet {
-                eprintln!("rollway: resuming run {} in {}: {} episodes ({} steps) already committed", point.run.run, dir.display(), point.episodes, point.steps);
+                eprintln!(
+                    "rollway: resuming run {} in {}: {} episodes ({} steps) already committed",
+                    point.run.run,
+                    dir.display(),
+                    point.episodes,
+                    point.steps
+                );
             }
             (Some(w), Some(point))
         }

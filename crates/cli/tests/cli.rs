@@ -32,7 +32,19 @@ fn default_job_runs_and_writes_the_summary_keys() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("label diamond") || stdout.contains("episodes"), "{stdout}");
     let s = summary(&js);
-    for key in ["episodes", "steps", "attempts", "restarts", "given_up", "labels", "return", "length", "steps_per_sec", "episodes_per_sec", "seconds"] {
+    for key in [
+        "episodes",
+        "steps",
+        "attempts",
+        "restarts",
+        "given_up",
+        "labels",
+        "return",
+        "length",
+        "steps_per_sec",
+        "episodes_per_sec",
+        "seconds",
+    ] {
         assert!(s.get(key).is_some(), "summary lacks `{key}`: {s}");
     }
     for key in ["mean", "std", "min", "max"] {
@@ -65,13 +77,27 @@ fn toml_config_and_flags_merge() {
 fn episodes_json_has_one_line_per_episode_with_labels() {
     let dir = tempfile::tempdir().unwrap();
     let ep = dir.path().join("eps.jsonl");
-    let o = rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "30", "--filter", "kind=return,min=20,label=ok", "-q", "--episodes-json", ep.to_str().unwrap()]);
+    let o = rollway(&[
+        "run",
+        "--env",
+        "CartPole-v1",
+        "--agent",
+        "random",
+        "--episodes",
+        "30",
+        "--filter",
+        "kind=return,min=20,label=ok",
+        "-q",
+        "--episodes-json",
+        ep.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&ep).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 30);
     for (i, l) in lines.iter().enumerate() {
         assert_eq!(l["index"], i as u64);
-        let labelled = l["labels"].as_array().unwrap().iter().any(|x| x["label"] == "ok" && x["filter"].as_str().unwrap().starts_with("return"));
+        let labelled =
+            l["labels"].as_array().unwrap().iter().any(|x| x["label"] == "ok" && x["filter"].as_str().unwrap().starts_with("return"));
         assert_eq!(labelled, l["return"].as_f64().unwrap() >= 20.0);
     }
 }
@@ -118,7 +144,20 @@ fn given_up_episodes_exit_1_and_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let js = dir.path().join("s.json");
     let poison = format!("poison_seeds={seed3}");
-    let o = rollway(&["run", "--env", "Faulty-v0", "--env-opt", &poison, "--agent", "random", "--episodes", "10", "-q", "--summary-json", js.to_str().unwrap()]);
+    let o = rollway(&[
+        "run",
+        "--env",
+        "Faulty-v0",
+        "--env-opt",
+        &poison,
+        "--agent",
+        "random",
+        "--episodes",
+        "10",
+        "-q",
+        "--summary-json",
+        js.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let s = summary(&js);
     assert_eq!(s["given_up"], 1);
@@ -129,7 +168,20 @@ fn given_up_episodes_exit_1_and_are_reported() {
 
 #[test]
 fn agent_that_cannot_recover_exits_1() {
-    let o = rollway(&["run", "--env", "Faulty-v0", "--agent", "faulty", "--agent-opt", "error_every=1", "--episodes", "50", "--max-attempts", "10", "-q"]);
+    let o = rollway(&[
+        "run",
+        "--env",
+        "Faulty-v0",
+        "--agent",
+        "faulty",
+        "--agent-opt",
+        "error_every=1",
+        "--episodes",
+        "50",
+        "--max-attempts",
+        "10",
+        "-q",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("agent failed"), "{}", stderr(&o));
 }

@@ -10,8 +10,40 @@ use std::time::Duration;
 
 use rollway_store::{Dataset, IndexEntry};
 
-const CARTPOLE: &[&str] = &["--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "8", "--episodes", "30000", "--seed", "11", "--max-buffer-episodes", "300", "-q"];
-const MINE_H264: &[&str] = &["--env", "PixelMine-v0", "--env-opt", "size=32,max_steps=60", "--agent", "random", "--episodes", "400", "--seed", "5", "--max-buffer-episodes", "16", "--frame-media", "h264", "-q"];
+const CARTPOLE: &[&str] = &[
+    "--env",
+    "CartPole-v1",
+    "--agent",
+    "random",
+    "--workers",
+    "2",
+    "--envs-per-worker",
+    "8",
+    "--episodes",
+    "30000",
+    "--seed",
+    "11",
+    "--max-buffer-episodes",
+    "300",
+    "-q",
+];
+const MINE_H264: &[&str] = &[
+    "--env",
+    "PixelMine-v0",
+    "--env-opt",
+    "size=32,max_steps=60",
+    "--agent",
+    "random",
+    "--episodes",
+    "400",
+    "--seed",
+    "5",
+    "--max-buffer-episodes",
+    "16",
+    "--frame-media",
+    "h264",
+    "-q",
+];
 
 fn rollway() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rollway"))

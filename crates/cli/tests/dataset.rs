@@ -22,7 +22,20 @@ fn record_append_inspect_relabel_verify() {
     let dir = tmp.path().join("cp");
     let d = dir.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec!["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "50", "--out", d, "-q", "--filter", "kind=length,min=20,label=long"];
+        let mut args = vec![
+            "run",
+            "--env",
+            "CartPole-v1",
+            "--agent",
+            "random",
+            "--episodes",
+            "50",
+            "--out",
+            d,
+            "-q",
+            "--filter",
+            "kind=length,min=20,label=long",
+        ];
         args.extend_from_slice(extra);
         rollway(&args)
     };

@@ -15,7 +15,18 @@ fn rollway(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
 }
 
 fn record(dir: &Path, episodes: u32) {
-    common::rollway(&[&"run", &"--env", &"CartPole-v1", &"--agent", &"random", &"--episodes", &episodes.to_string(), &"--out", &dir, &"-q"]);
+    common::rollway(&[
+        &"run",
+        &"--env",
+        &"CartPole-v1",
+        &"--agent",
+        &"random",
+        &"--episodes",
+        &episodes.to_string(),
+        &"--out",
+        &dir,
+        &"-q",
+    ]);
 }
 
 /// Runs an export that must be refused as an input error naming every path in `names`.
@@ -137,8 +148,15 @@ fn issue10_killed_export_force_always_leaves_a_whole_export() {
             rng ^= rng << 17;
             // Mostly late in the run, where the old export is being replaced.
             let delay = full * (30 + rng % 90) / 100;
-            let mut child =
-                Command::new(env!("CARGO_BIN_EXE_rollway")).arg("export").arg(&src).args(["--to", to]).arg(&out).args(["--force", "-q"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_rollway"))
+                .arg("export")
+                .arg(&src)
+                .args(["--to", to])
+                .arg(&out)
+                .args(["--force", "-q"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
             std::thread::sleep(std::time::Duration::from_millis(delay));
             child.kill().unwrap();
             child.wait().unwrap();
@@ -161,7 +179,13 @@ fn issue10_export_keeps_what_a_live_process_or_the_user_owns() {
     // A live process (this test) still building; a user's look-alike names; a symlinked debris name.
     let live = tmp.path().join(format!(".out.partial-{}", std::process::id()));
     let dead = tmp.path().join(".out.old-999999999");
-    let keep = [live.clone(), tmp.path().join(".out.partial-12x"), tmp.path().join(".out.old-0"), tmp.path().join(".outer.partial-999999998"), tmp.path().join("out.partial-999999997")];
+    let keep = [
+        live.clone(),
+        tmp.path().join(".out.partial-12x"),
+        tmp.path().join(".out.old-0"),
+        tmp.path().join(".outer.partial-999999998"),
+        tmp.path().join("out.partial-999999997"),
+    ];
     for d in keep.iter().chain([&dead]) {
         std::fs::create_dir_all(d.join("inside")).unwrap();
     }

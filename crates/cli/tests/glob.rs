@@ -11,7 +11,23 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const JOB: &[&str] = &["--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "8", "--episodes", "60000", "--seed", "16", "--max-buffer-episodes", "400", "-q"];
+const JOB: &[&str] = &[
+    "--env",
+    "CartPole-v1",
+    "--agent",
+    "random",
+    "--workers",
+    "2",
+    "--envs-per-worker",
+    "8",
+    "--episodes",
+    "60000",
+    "--seed",
+    "16",
+    "--max-buffer-episodes",
+    "400",
+    "-q",
+];
 
 /// The two tests time runs against each other's absence: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -49,7 +49,20 @@ fn refused(bad: &Path, needles: &[&str]) {
 fn issue10_lerobot_import_confines_paths_to_the_dataset() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, good) = (tmp.path().join("src"), tmp.path().join("good"));
-    common::rollway(&[&"run", &"--env", &"PixelMine-v0", &"--env-opt", &"size=32,max_steps=10", &"--agent", &"miner", &"--episodes", &"3", &"--out", &src, &"-q"]);
+    common::rollway(&[
+        &"run",
+        &"--env",
+        &"PixelMine-v0",
+        &"--env-opt",
+        &"size=32,max_steps=10",
+        &"--agent",
+        &"miner",
+        &"--episodes",
+        &"3",
+        &"--out",
+        &src,
+        &"-q",
+    ]);
     common::rollway(&[&"export", &src, &"--to", &"lerobot", &good, &"-q"]);
     // A copy of the files outside the dataset, where an escaping path would lead.
     let outside = tmp.path().join("outside");

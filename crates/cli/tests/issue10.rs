@@ -6,10 +6,7 @@ use std::process::{Command, Output};
 use rollway_store::Dataset;
 
 fn rollway<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rollway"))
-        .args(args)
-        .output()
-        .expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_rollway")).args(args).output().expect("binary runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -21,12 +18,7 @@ fn committed(dir: &Path) -> (Vec<u64>, usize) {
     let ds = Dataset::open(dir).unwrap();
     let mut idx: Vec<u64> = ds.episodes().map(|e| e.run_index).collect();
     idx.sort_unstable();
-    (
-        idx,
-        ds.episodes()
-            .filter(|e| e.status == rollway_core::episode::Status::GivenUp)
-            .count(),
-    )
+    (idx, ds.episodes().filter(|e| e.status == rollway_core::episode::Status::GivenUp).count())
 }
 
 #[test]
@@ -55,41 +47,18 @@ fn issue10_untried_episodes_are_not_committed_and_resume_runs_them() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("999 episode(s) untried"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("999 episode(s) untried"), "{}", stderr(&o));
     assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("UNTRIED"));
-    assert_eq!(
-        committed(&dir),
-        (vec![0], 0),
-        "only the finished episode is committed"
-    );
+    assert_eq!(committed(&dir), (vec![0], 0), "only the finished episode is committed");
 
     let o = rollway(&["run", "--resume", dir.to_str().unwrap(), "-q"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("998 episode(s) untried"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(
-        committed(&dir),
-        (vec![0, 1], 0),
-        "the resumed run ran episode 1"
-    );
+    assert!(stderr(&o).contains("998 episode(s) untried"), "{}", stderr(&o));
+    assert_eq!(committed(&dir), (vec![0, 1], 0), "the resumed run ran episode 1");
 }
 
-const CARTPOLE: [&str; 6] = [
-    "--env",
-    "CartPole-v1",
-    "--agent",
-    "random",
-    "-q",
-    "--episodes",
-];
+const CARTPOLE: [&str; 6] = ["--env", "CartPole-v1", "--agent", "random", "-q", "--episodes"];
 
 fn cartpole(out: &Path, episodes: &str, extra: &[&str]) -> Output {
     let mut args: Vec<&str> = vec!["run"];
@@ -111,16 +80,8 @@ fn issue10_run_into_an_existing_dataset_needs_append() {
     // The same command again (e.g. after a crash) must not record a duplicate run.
     let o = cartpole(&dir, "20", &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!("--resume {}", dir.display())),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(
-        (runs(&dir), committed(&dir).0.len()),
-        (1, 20),
-        "nothing was recorded"
-    );
+    assert!(stderr(&o).contains(&format!("--resume {}", dir.display())), "{}", stderr(&o));
+    assert_eq!((runs(&dir), committed(&dir).0.len()), (1, 20), "nothing was recorded");
     // --append records a new run after the first.
     let o = cartpole(&dir, "20", &["--append", "--seed", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -129,17 +90,7 @@ fn issue10_run_into_an_existing_dataset_needs_append() {
 
 /// A one-episode CartPole run that records nothing, with `extra` flags.
 fn run(extra: &[&'static str]) -> Vec<&'static str> {
-    let base = [
-        "run",
-        "--env",
-        "CartPole-v1",
-        "--agent",
-        "random",
-        "--episodes",
-        "1",
-        "--no-record",
-        "-q",
-    ];
+    let base = ["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "1", "--no-record", "-q"];
     [&base[..], extra].concat()
 }
 
@@ -149,64 +100,32 @@ fn issue10_numeric_settings_out_of_range_are_input_errors() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (run(&["--max-wait", "1e300"]), "--max-wait"),
         (run(&["--max-wait", "2000000s"]), "--max-wait"),
-        (
-            run(&["--envs-per-worker", "100000000"]),
-            "--envs-per-worker",
-        ),
-        (
-            run(&["--workers", "1000", "--envs-per-worker", "60000"]),
-            "--envs-per-worker",
-        ),
+        (run(&["--envs-per-worker", "100000000"]), "--envs-per-worker"),
+        (run(&["--workers", "1000", "--envs-per-worker", "60000"]), "--envs-per-worker"),
         (run(&["--workers", "100000"]), "--workers"),
         (run(&["--fps", "4000000000"]), "--fps"),
-        (
-            vec!["load", "nowhere", "--threads", "100000000"],
-            "--threads",
-        ),
-        (
-            vec!["load", "nowhere", "--prefetch", "100000000000"],
-            "--prefetch",
-        ),
+        (vec!["load", "nowhere", "--threads", "100000000"], "--threads"),
+        (vec!["load", "nowhere", "--prefetch", "100000000000"], "--prefetch"),
     ];
     for (args, flag) in cases {
         let o = rollway(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(flag) && !stderr(&o).contains("panic"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(flag) && !stderr(&o).contains("panic"), "{args:?}: {}", stderr(&o));
     }
     // From a config file the error names the config key instead.
     let toml = tmp.path().join("job.toml");
-    std::fs::write(
-        &toml,
-        "env = \"CartPole-v1\"\nagent = \"random\"\nmax_wait = \"1e300\"\n",
-    )
-    .unwrap();
+    std::fs::write(&toml, "env = \"CartPole-v1\"\nagent = \"random\"\nmax_wait = \"1e300\"\n").unwrap();
     let o = rollway(&["run", toml.to_str().unwrap(), "--no-record", "-q"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("config field `max_wait`"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("config field `max_wait`"), "{}", stderr(&o));
 }
 
 #[test]
 fn issue10_flag_errors_name_the_flag() {
-    for (args, flag) in [
-        (["--max-wait", "soon"], "--max-wait"),
-        (["--batch", "8:2"], "--batch"),
-        (["--workers", "0"], "--workers"),
-    ] {
+    for (args, flag) in [(["--max-wait", "soon"], "--max-wait"), (["--batch", "8:2"], "--batch"), (["--workers", "0"], "--workers")] {
         let o = rollway(&[&["run", "--no-record", "-q"][..], &args].concat());
         assert_eq!(o.status.code(), Some(2));
-        assert!(
-            stderr(&o).contains(&format!("{flag}:")) && !stderr(&o).contains("config field"),
-            "{}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(&format!("{flag}:")) && !stderr(&o).contains("config field"), "{}", stderr(&o));
     }
 }
 
@@ -233,11 +152,7 @@ fn issue10_resume_applies_output_flags_and_refuses_the_others() {
     }
     let o = rollway(&["run", "--resume", d, toml.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert_eq!(
-        committed(&dir).0.len(),
-        5,
-        "a refused resume records nothing"
-    );
+    assert_eq!(committed(&dir).0.len(), 5, "a refused resume records nothing");
 
     let (summary, episodes) = (tmp.path().join("s.json"), tmp.path().join("e.jsonl"));
     let o = rollway(&[
@@ -254,21 +169,11 @@ fn issue10_resume_applies_output_flags_and_refuses_the_others() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "-q applies: {}", stderr(&o));
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     assert_eq!(s["episodes"], 3, "the raised target: episodes 5, 6, 7");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&episodes)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        lines
-            .iter()
-            .map(|e| e["index"].as_u64().unwrap())
-            .collect::<Vec<_>>(),
-        [5, 6, 7]
-    );
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&episodes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().map(|e| e["index"].as_u64().unwrap()).collect::<Vec<_>>(), [5, 6, 7]);
     assert_eq!(committed(&dir).0, (0..8).collect::<Vec<u64>>());
 }
 
@@ -299,21 +204,12 @@ fn issue10_errors_print_each_message_once() {
         tmp.path().to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--summary-json") && stderr(&o).matches("os error").count() == 1,
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("--summary-json") && stderr(&o).matches("os error").count() == 1, "{}", stderr(&o));
 }
 
 #[test]
 fn issue10_help_documents_the_exit_codes() {
     let o = rollway(&["--help"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.contains("EXIT STATUS")
-            && out.contains("0  success")
-            && out.contains("2  usage or input error"),
-        "{out}"
-    );
+    assert!(out.contains("EXIT STATUS") && out.contains("0  success") && out.contains("2  usage or input error"), "{out}");
 }

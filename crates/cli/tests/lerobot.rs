@@ -41,7 +41,11 @@ fn assert_same_numbers(a: &Path, b: &Path, frames: &[&str]) {
                 assert_eq!(xo, yo, "episode {k}");
             }
         }
-        assert_eq!((&x.actions, &x.rewards, &x.terminations, &x.truncations), (&y.actions, &y.rewards, &y.terminations, &y.truncations), "episode {k}");
+        assert_eq!(
+            (&x.actions, &x.rewards, &x.terminations, &x.truncations),
+            (&y.actions, &y.rewards, &y.terminations, &y.truncations),
+            "episode {k}"
+        );
         assert_eq!((x.entry.seed, x.entry.status), (y.entry.seed, y.entry.status), "episode {k}");
     }
 }
@@ -51,7 +55,23 @@ fn pixelmine_exports_as_lerobot_and_imports_back() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, out, back) = (tmp.path().join("src"), tmp.path().join("mine-lerobot"), tmp.path().join("back"));
     // Raw frames, so the Python checker can read the source frames without lz4.
-    common::rollway(&[&"run", &"--env", &"PixelMine-v0", &"--env-opt", &"size=32,max_steps=40", &"--agent", &"miner", &"--episodes", &"6", &"--frame-media", &"raw", &"--record-infos", &"--out", &src, &"-q"]);
+    common::rollway(&[
+        &"run",
+        &"--env",
+        &"PixelMine-v0",
+        &"--env-opt",
+        &"size=32,max_steps=40",
+        &"--agent",
+        &"miner",
+        &"--episodes",
+        &"6",
+        &"--frame-media",
+        &"raw",
+        &"--record-infos",
+        &"--out",
+        &src,
+        &"-q",
+    ]);
     let said = common::rollway(&[&"export", &src, &"--to", &"lerobot", &out, &"--fps", &"20", &"--task", &"mine diamonds"]);
     assert!(said.contains("6 episodes, 240 steps (246 frames)") && said.contains("observation.images.rgb"), "{said}");
     let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("meta/info.json")).unwrap()).unwrap();
@@ -101,6 +121,7 @@ fn bad_input_exits_2_and_leaves_nothing() {
     assert_eq!(c, Some(2), "{err}");
     assert!(err.contains("file-000.parquet"), "{err}");
     assert!(!back.exists() && !tmp.path().join("o2").exists());
-    let names: Vec<String> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }

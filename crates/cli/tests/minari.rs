@@ -31,7 +31,23 @@ fn minari_loads_our_exports_with_identical_values() {
     assert!(checked.contains("recover_environment() -> CartPole-v1"), "{checked}");
 
     // Dict observations with an image leaf (raw frames, so Python reads them without lz4) and infos.
-    common::rollway(&[&"run", &"--env", &"PixelMine-v0", &"--env-opt", &"size=32,max_steps=40", &"--agent", &"miner", &"--episodes", &"3", &"--frame-media", &"raw", &"--record-infos", &"--out", &mine, &"-q"]);
+    common::rollway(&[
+        &"run",
+        &"--env",
+        &"PixelMine-v0",
+        &"--env-opt",
+        &"size=32,max_steps=40",
+        &"--agent",
+        &"miner",
+        &"--episodes",
+        &"3",
+        &"--frame-media",
+        &"raw",
+        &"--record-infos",
+        &"--out",
+        &mine,
+        &"-q",
+    ]);
     common::rollway(&[&"export", &mine, &"--to", &"minari", &root.join("pixel/miner-v0"), &"-q"]);
     common::run_script(&py, "check_minari.py", &[&mine, &root, &"pixel/miner-v0"]);
 }
@@ -128,7 +144,15 @@ fn a_killed_export_never_leaves_half_a_dataset() {
     common::rollway(&[&"run", &"--env", &"CartPole-v1", &"--agent", &"random", &"--episodes", &"3000", &"--out", &cp, &"-q"]);
     for (i, delay_ms) in [5u64, 40, 150].into_iter().enumerate() {
         let out = tmp.path().join(format!("k{i}/cp-v0"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rollway")).arg("export").arg(&cp).args(["--to", "minari"]).arg(&out).arg("-q").stdout(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rollway"))
+            .arg("export")
+            .arg(&cp)
+            .args(["--to", "minari"])
+            .arg(&out)
+            .arg("-q")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let _ = child.kill();
         let _ = child.wait();

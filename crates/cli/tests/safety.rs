@@ -15,7 +15,22 @@ fn text(o: &Output) -> String {
 }
 
 fn record(dir: &Path, episodes: u32, per_shard: u32) {
-    let o = rollway(["run", "--env", "CartPole-v1", "--agent", "random", "--seed", "3", "-q", "--episodes", &episodes.to_string(), "--max-buffer-episodes", &per_shard.to_string(), "--out", dir.to_str().unwrap()]);
+    let o = rollway([
+        "run",
+        "--env",
+        "CartPole-v1",
+        "--agent",
+        "random",
+        "--seed",
+        "3",
+        "-q",
+        "--episodes",
+        &episodes.to_string(),
+        "--max-buffer-episodes",
+        &per_shard.to_string(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
 }
 
@@ -41,7 +56,23 @@ fn issue10_a_shard_of_given_up_episodes_commits_and_the_writers_error_is_shown()
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("x");
     // Every attempt panics; restarts to spare, so the episodes are given up, not left untried.
-    let args = ["run", "--env", "Faulty-v0", "--env-opt", "panic_every=5", "--agent", "random", "--episodes", "4", "--max-buffer-episodes", "1", "--max-restarts", "50", "-q", "--out"];
+    let args = [
+        "run",
+        "--env",
+        "Faulty-v0",
+        "--env-opt",
+        "panic_every=5",
+        "--agent",
+        "random",
+        "--episodes",
+        "4",
+        "--max-buffer-episodes",
+        "1",
+        "--max-restarts",
+        "50",
+        "-q",
+        "--out",
+    ];
     let o = rollway(args.iter().map(|s| s.as_ref()).chain([d.as_os_str()]));
     assert_eq!(o.status.code(), Some(1), "given-up episodes fail the run: {}", text(&o));
     assert!(!text(&o).contains("writer thread ended"), "{}", text(&o));
@@ -160,7 +191,8 @@ fn issue10_every_directory_on_the_way_to_a_committed_file_is_fsynced_before_the_
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let log = std::fs::read_to_string(&log).unwrap();
-    let commit = log.lines().position(|l| l.contains("rename") && l.contains("index/shard-000000.json")).expect("the index commit is traced");
+    let commit =
+        log.lines().position(|l| l.contains("rename") && l.contains("index/shard-000000.json")).expect("the index commit is traced");
     let quoted = |l: &str| l.split('"').nth(1).map(str::to_string);
     let created: Vec<String> = log.lines().filter(|l| l.contains("mkdir") && l.ends_with("= 0")).filter_map(quoted).collect();
     assert!(created.iter().any(|c| c.ends_with("frames/observations.rgb")), "{created:?}");
@@ -179,7 +211,11 @@ fn committed(dir: &Path) -> std::collections::BTreeMap<u64, Fingerprint> {
     assert!(r.problems.is_empty(), "{}: damage after injected faults: {:?}", dir.display(), r.problems);
     let mut m = std::collections::BTreeMap::new();
     for e in ds.episodes() {
-        assert!(m.insert(e.episode_id, (e.run_index, e.seed, e.length, e.ret, e.rows)).is_none(), "episode {} committed twice", e.episode_id);
+        assert!(
+            m.insert(e.episode_id, (e.run_index, e.seed, e.length, e.ret, e.rows)).is_none(),
+            "episode {} committed twice",
+            e.episode_id
+        );
     }
     m
 }
@@ -203,7 +239,22 @@ fn issue10_random_io_faults_never_damage_committed_episodes() {
             if d.join("rollway.json").exists() {
                 c.args(["run", "-q", "--resume"]).arg(&d);
             } else {
-                c.args(["run", "--env", "CartPole-v1", "--agent", "random", "--seed", "3", "-q", "--episodes", "3000", "--max-buffer-episodes", "100", "--out"]).arg(&d);
+                c.args([
+                    "run",
+                    "--env",
+                    "CartPole-v1",
+                    "--agent",
+                    "random",
+                    "--seed",
+                    "3",
+                    "-q",
+                    "--episodes",
+                    "3000",
+                    "--max-buffer-episodes",
+                    "100",
+                    "--out",
+                ])
+                .arg(&d);
             }
             let o = c.output().unwrap();
             assert!(matches!(o.status.code(), Some(0..=2)), "seed {seed}: exit {:?}: {}", o.status.code(), text(&o));

@@ -12,7 +12,26 @@ const MIN_MEAN_PSNR: &str = "30";
 
 fn record(dir: &std::path::Path, media: &str) {
     let d = dir.join(media);
-    rollway(&[&"run", &"--env", &"PixelMine-v0", &"--env-opt", &"size=64,max_steps=120", &"--agent", &"random", &"--episodes", &"6", &"--seed", &"3", &"--max-buffer-episodes", &"4", &"--frame-media", &media, &"--out", &d, &"-q"]);
+    rollway(&[
+        &"run",
+        &"--env",
+        &"PixelMine-v0",
+        &"--env-opt",
+        &"size=64,max_steps=120",
+        &"--agent",
+        &"random",
+        &"--episodes",
+        &"6",
+        &"--seed",
+        &"3",
+        &"--max-buffer-episodes",
+        &"4",
+        &"--frame-media",
+        &media,
+        &"--out",
+        &d,
+        &"-q",
+    ]);
 }
 
 #[test]
@@ -69,7 +88,8 @@ fn bad_media_settings_exit_2_naming_the_field() {
 fn image_media_is_also_a_config_file_key() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tmp.path().join("job.toml");
-    std::fs::write(&cfg, "env = \"PixelMine-v0\"\nepisodes = 2\nmax_steps = 10\nimage_media = \"jpeg\"\n[env_params]\nsize = 32\n").unwrap();
+    std::fs::write(&cfg, "env = \"PixelMine-v0\"\nepisodes = 2\nmax_steps = 10\nimage_media = \"jpeg\"\n[env_params]\nsize = 32\n")
+        .unwrap();
     let out = tmp.path().join("d");
     rollway(&[&"run", &cfg, &"--out", &out, &"-q"]);
     assert!(out.join("frames/observations.rgb/shard-000000.jpg").exists());

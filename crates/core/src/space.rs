@@ -74,12 +74,7 @@ impl BoxSpace {
 }
 
 #[inline]
-pub(crate) fn sample_bounded<R: Rng + ?Sized>(
-    dtype: DType,
-    low: f64,
-    high: f64,
-    rng: &mut R,
-) -> f64 {
+pub(crate) fn sample_bounded<R: Rng + ?Sized>(dtype: DType, low: f64, high: f64, rng: &mut R) -> f64 {
     if dtype.is_float() {
         match (low.is_finite(), high.is_finite()) {
             (true, true) => {
@@ -114,11 +109,7 @@ pub fn element_count(shape: &[usize]) -> Result<usize> {
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .filter(|&n| n <= MAX_ELEMENTS)
-        .ok_or_else(|| {
-            Error::InvalidSpace(format!(
-                "shape {shape:?} has more than {MAX_ELEMENTS} elements"
-            ))
-        })
+        .ok_or_else(|| Error::InvalidSpace(format!("shape {shape:?} has more than {MAX_ELEMENTS} elements")))
 }
 
 impl Space {
@@ -142,22 +133,13 @@ impl Space {
         let (dmin, dmax) = dtype.range();
         for (i, (&l, &h)) in low.iter().zip(&high).enumerate() {
             if l.is_nan() || h.is_nan() || l > h {
-                return Err(Error::InvalidSpace(format!(
-                    "Box element {i}: low {l} > high {h}"
-                )));
+                return Err(Error::InvalidSpace(format!("Box element {i}: low {l} > high {h}")));
             }
             if !dtype.is_float() && (l < dmin || h > dmax) {
-                return Err(Error::InvalidSpace(format!(
-                    "Box element {i}: bounds [{l}, {h}] outside {dtype} range"
-                )));
+                return Err(Error::InvalidSpace(format!("Box element {i}: bounds [{l}, {h}] outside {dtype} range")));
             }
         }
-        Ok(Space::Box(BoxSpace {
-            dtype,
-            shape: shape.to_vec(),
-            low,
-            high,
-        }))
+        Ok(Space::Box(BoxSpace { dtype, shape: shape.to_vec(), low, high }))
     }
 
     /// `Discrete(n, start)`.
@@ -170,20 +152,12 @@ impl Space {
 
     /// `MultiDiscrete(nvec, start)`; `start` defaults to zeros when empty.
     pub fn multi_discrete(nvec: Vec<i64>, start: Vec<i64>) -> Result<Space> {
-        let start = if start.is_empty() {
-            vec![0; nvec.len()]
-        } else {
-            start
-        };
+        let start = if start.is_empty() { vec![0; nvec.len()] } else { start };
         if start.len() != nvec.len() {
-            return Err(Error::InvalidSpace(
-                "MultiDiscrete start and nvec differ in length".into(),
-            ));
+            return Err(Error::InvalidSpace("MultiDiscrete start and nvec differ in length".into()));
         }
         if nvec.iter().any(|&n| n <= 0) {
-            return Err(Error::InvalidSpace(
-                "MultiDiscrete nvec entries must be positive".into(),
-            ));
+            return Err(Error::InvalidSpace("MultiDiscrete nvec entries must be positive".into()));
         }
         Ok(Space::MultiDiscrete { nvec, start })
     }
@@ -206,10 +180,7 @@ impl Space {
             Space::MultiDiscrete { nvec, .. } => format!("MultiDiscrete({nvec:?})"),
             Space::MultiBinary { shape } => format!("MultiBinary({shape:?})"),
             Space::Dict(items) => {
-                let parts: Vec<String> = items
-                    .iter()
-                    .map(|(k, s)| format!("{k}: {}", s.describe()))
-                    .collect();
+                let parts: Vec<String> = items.iter().map(|(k, s)| format!("{k}: {}", s.describe())).collect();
                 format!("Dict({})", parts.join(", "))
             }
             Space::Tuple(items) => {
@@ -229,9 +200,7 @@ impl Space {
                 }
                 Value::Array(a)
             }
-            Space::Discrete { n, start } => {
-                Value::Array(Array::scalar_i64(start + rng.random_range(0..*n) as i64))
-            }
+            Space::Discrete { n, start } => Value::Array(Array::scalar_i64(start + rng.random_range(0..*n) as i64)),
             Space::MultiDiscrete { nvec, start } => {
                 let mut a = Array::zeros(DType::I64, &[nvec.len()]);
                 for (i, (&n, &s)) in nvec.iter().zip(start).enumerate() {
@@ -246,12 +215,7 @@ impl Space {
                 }
                 Value::Array(a)
             }
-            Space::Dict(items) => Value::Dict(
-                items
-                    .iter()
-                    .map(|(k, s)| (k.clone(), s.sample(rng)))
-                    .collect(),
-            ),
+            Space::Dict(items) => Value::Dict(items.iter().map(|(k, s)| (k.clone(), s.sample(rng))).collect()),
             Space::Tuple(items) => Value::Tuple(items.iter().map(|s| s.sample(rng)).collect()),
         }
     }
@@ -282,19 +246,12 @@ impl Space {
                 }
             }
             (Space::MultiBinary { shape }, Value::Array(a)) => {
-                &a.shape == shape
-                    && !a.dtype.is_float()
-                    && (0..a.len()).all(|i| matches!(a.get_f64(i), x if x == 0.0 || x == 1.0))
+                &a.shape == shape && !a.dtype.is_float() && (0..a.len()).all(|i| matches!(a.get_f64(i), x if x == 0.0 || x == 1.0))
             }
             (Space::Dict(items), Value::Dict(vals)) => {
-                items.len() == vals.len()
-                    && items
-                        .iter()
-                        .all(|(k, s)| vals.iter().any(|(vk, vv)| vk == k && s.contains(vv)))
+                items.len() == vals.len() && items.iter().all(|(k, s)| vals.iter().any(|(vk, vv)| vk == k && s.contains(vv)))
             }
-            (Space::Tuple(items), Value::Tuple(vals)) => {
-                items.len() == vals.len() && items.iter().zip(vals).all(|(s, v)| s.contains(v))
-            }
+            (Space::Tuple(items), Value::Tuple(vals)) => items.len() == vals.len() && items.iter().zip(vals).all(|(s, v)| s.contains(v)),
             _ => false,
         }
     }
@@ -325,11 +282,7 @@ mod tests {
 
     #[test]
     fn dict_keys_are_sorted() {
-        let s = Space::dict(vec![
-            ("b".into(), Space::discrete(2, 0).unwrap()),
-            ("a".into(), Space::discrete(2, 0).unwrap()),
-        ])
-        .unwrap();
+        let s = Space::dict(vec![("b".into(), Space::discrete(2, 0).unwrap()), ("a".into(), Space::discrete(2, 0).unwrap())]).unwrap();
         let Space::Dict(items) = &s else { panic!() };
         assert_eq!(items[0].0, "a");
     }

@@ -21,10 +21,7 @@ impl Space {
     /// Parses Minari's space JSON (including Python's `Infinity`/`NaN` tokens).
     pub fn from_json(text: &str) -> Result<Space> {
         let json: Json =
-            serde_json::from_str(&quote_non_finite(text)).map_err(|e| Error::SpaceJson {
-                path: "$".into(),
-                message: e.to_string(),
-            })?;
+            serde_json::from_str(&quote_non_finite(text)).map_err(|e| Error::SpaceJson { path: "$".into(), message: e.to_string() })?;
         parse(&json, "$")
     }
 }
@@ -44,10 +41,7 @@ fn emit(space: &Space, out: &mut String) {
             out.push('}');
         }
         Space::Discrete { n, start } => {
-            let _ = write!(
-                out,
-                r#"{{"type": "Discrete", "dtype": "int64", "start": {start}, "n": {n}}}"#
-            );
+            let _ = write!(out, r#"{{"type": "Discrete", "dtype": "int64", "start": {start}, "n": {n}}}"#);
         }
         Space::MultiDiscrete { nvec, start } => {
             let _ = write!(
@@ -58,11 +52,7 @@ fn emit(space: &Space, out: &mut String) {
             );
         }
         Space::MultiBinary { shape } => {
-            let _ = write!(
-                out,
-                r#"{{"type": "MultiBinary", "dtype": "int8", "n": {}}}"#,
-                int_list(shape.iter().map(|&x| x as i64))
-            );
+            let _ = write!(out, r#"{{"type": "MultiBinary", "dtype": "int8", "n": {}}}"#, int_list(shape.iter().map(|&x| x as i64)));
         }
         Space::Dict(items) => {
             out.push_str(r#"{"type": "Dict", "subspaces": {"#);
@@ -134,10 +124,7 @@ fn quote_non_finite(text: &str) -> String {
     let (mut in_str, mut esc) = (false, false);
     while let Some(ch) = rest.chars().next() {
         if !in_str {
-            if let Some(tok) = ["-Infinity", "Infinity", "NaN"]
-                .into_iter()
-                .find(|t| rest.starts_with(t))
-            {
+            if let Some(tok) = ["-Infinity", "Infinity", "NaN"].into_iter().find(|t| rest.starts_with(t)) {
                 out.push('"');
                 out.push_str(tok);
                 out.push('"');
@@ -159,20 +146,15 @@ fn quote_non_finite(text: &str) -> String {
 }
 
 fn err(path: &str, message: impl Into<String>) -> Error {
-    Error::SpaceJson {
-        path: path.into(),
-        message: message.into(),
-    }
+    Error::SpaceJson { path: path.into(), message: message.into() }
 }
 
 fn field<'a>(j: &'a Json, key: &str, path: &str) -> Result<&'a Json> {
-    j.get(key)
-        .ok_or_else(|| err(path, format!("missing field `{key}`")))
+    j.get(key).ok_or_else(|| err(path, format!("missing field `{key}`")))
 }
 
 fn as_i64(j: &Json, path: &str) -> Result<i64> {
-    j.as_i64()
-        .ok_or_else(|| err(path, format!("expected an integer, got {j}")))
+    j.as_i64().ok_or_else(|| err(path, format!("expected an integer, got {j}")))
 }
 
 fn as_f64(j: &Json, path: &str) -> Result<f64> {
@@ -190,10 +172,7 @@ fn int_vec(j: &Json, path: &str) -> Result<Vec<i64>> {
     match j {
         Json::Array(a) => a.iter().map(|x| as_i64(x, path)).collect(),
         Json::Number(_) => Ok(vec![as_i64(j, path)?]),
-        other => Err(err(
-            path,
-            format!("expected a list of integers, got {other}"),
-        )),
+        other => Err(err(path, format!("expected a list of integers, got {other}"))),
     }
 }
 
@@ -208,17 +187,14 @@ fn flatten(j: &Json, path: &str, out: &mut Vec<f64>) -> Result<()> {
 }
 
 fn parse(j: &Json, path: &str) -> Result<Space> {
-    let ty = field(j, "type", path)?
-        .as_str()
-        .ok_or_else(|| err(path, "`type` must be a string"))?;
+    let ty = field(j, "type", path)?.as_str().ok_or_else(|| err(path, "`type` must be a string"))?;
     let wrap = |e: Error| match e {
         Error::InvalidSpace(m) => err(path, m),
         other => other,
     };
     match ty {
         "Box" => {
-            let dtype =
-                DType::parse(field(j, "dtype", path)?.as_str().unwrap_or("")).map_err(wrap)?;
+            let dtype = DType::parse(field(j, "dtype", path)?.as_str().unwrap_or("")).map_err(wrap)?;
             let shape: Vec<usize> = int_vec(field(j, "shape", path)?, path)?
                 .into_iter()
                 .map(|x| usize::try_from(x).map_err(|_| err(path, "negative dimension")))
@@ -238,54 +214,30 @@ fn parse(j: &Json, path: &str) -> Result<Space> {
         }
         "Discrete" => {
             let n = as_i64(field(j, "n", path)?, path)?;
-            let start = j
-                .get("start")
-                .map(|s| as_i64(s, path))
-                .transpose()?
-                .unwrap_or(0);
-            Space::discrete(
-                u64::try_from(n).map_err(|_| err(path, "n must be positive"))?,
-                start,
-            )
-            .map_err(wrap)
+            let start = j.get("start").map(|s| as_i64(s, path)).transpose()?.unwrap_or(0);
+            Space::discrete(u64::try_from(n).map_err(|_| err(path, "n must be positive"))?, start).map_err(wrap)
         }
         "MultiDiscrete" => {
             let nvec = int_vec(field(j, "nvec", path)?, path)?;
-            let start = j
-                .get("start")
-                .map(|s| int_vec(s, path))
-                .transpose()?
-                .unwrap_or_default();
+            let start = j.get("start").map(|s| int_vec(s, path)).transpose()?.unwrap_or_default();
             Space::multi_discrete(nvec, start).map_err(wrap)
         }
         "MultiBinary" => {
             let shape = int_vec(field(j, "n", path)?, path)?;
-            let shape: Vec<usize> = shape
-                .into_iter()
-                .map(|x| usize::try_from(x).map_err(|_| err(path, "negative n")))
-                .collect::<Result<_>>()?;
+            let shape: Vec<usize> =
+                shape.into_iter().map(|x| usize::try_from(x).map_err(|_| err(path, "negative n"))).collect::<Result<_>>()?;
             crate::space::element_count(&shape).map_err(wrap)?;
             Ok(Space::MultiBinary { shape })
         }
         "Dict" => {
-            let subs = field(j, "subspaces", path)?
-                .as_object()
-                .ok_or_else(|| err(path, "`subspaces` must be an object"))?;
-            let items = subs
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), parse(v, &format!("{path}.subspaces.{k}"))?)))
-                .collect::<Result<Vec<_>>>()?;
+            let subs = field(j, "subspaces", path)?.as_object().ok_or_else(|| err(path, "`subspaces` must be an object"))?;
+            let items =
+                subs.iter().map(|(k, v)| Ok((k.clone(), parse(v, &format!("{path}.subspaces.{k}"))?))).collect::<Result<Vec<_>>>()?;
             Space::dict(items).map_err(wrap)
         }
         "Tuple" => {
-            let subs = field(j, "subspaces", path)?
-                .as_array()
-                .ok_or_else(|| err(path, "`subspaces` must be a list"))?;
-            let items = subs
-                .iter()
-                .enumerate()
-                .map(|(i, v)| parse(v, &format!("{path}.subspaces[{i}]")))
-                .collect::<Result<_>>()?;
+            let subs = field(j, "subspaces", path)?.as_array().ok_or_else(|| err(path, "`subspaces` must be a list"))?;
+            let items = subs.iter().enumerate().map(|(i, v)| parse(v, &format!("{path}.subspaces[{i}]"))).collect::<Result<_>>()?;
             Ok(Space::Tuple(items))
         }
         other => Err(err(path, format!("unknown space type `{other}`"))),
@@ -299,57 +251,37 @@ mod tests {
 
     #[test]
     fn cartpole_box_round_trips_with_infinity() {
-        let hi = vec![
-            4.8f32 as f64,
-            f64::INFINITY,
-            0.41887903f32 as f64,
-            f64::INFINITY,
-        ];
+        let hi = vec![4.8f32 as f64, f64::INFINITY, 0.41887903f32 as f64, f64::INFINITY];
         let lo: Vec<f64> = hi.iter().map(|x| -x).collect();
         let s = Space::box_with(DType::F32, &[4], lo, hi).unwrap();
         let j = s.to_json();
         assert!(j.contains("Infinity"), "{j}");
-        assert!(
-            j.starts_with(
-                r#"{"type": "Box", "dtype": "float32", "shape": [4], "low": [-4.800000190734863"#
-            ),
-            "{j}"
-        );
+        assert!(j.starts_with(r#"{"type": "Box", "dtype": "float32", "shape": [4], "low": [-4.800000190734863"#), "{j}");
         assert_eq!(Space::from_json(&j).unwrap(), s);
     }
 
     #[test]
     fn discrete_matches_minari_shape() {
         let s = Space::discrete(2, 0).unwrap();
-        assert_eq!(
-            s.to_json(),
-            r#"{"type": "Discrete", "dtype": "int64", "start": 0, "n": 2}"#
-        );
+        assert_eq!(s.to_json(), r#"{"type": "Discrete", "dtype": "int64", "start": 0, "n": 2}"#);
     }
 
     #[test]
     fn issue10_huge_or_wrapping_shapes_are_refused_not_allocated() {
         for shape in ["[1000000000000]", "[4294967296, 4294967296]", "[67108865]"] {
-            let j = format!(
-                r#"{{"type": "Box", "dtype": "float32", "shape": {shape}, "low": 0.0, "high": 1.0}}"#
-            );
+            let j = format!(r#"{{"type": "Box", "dtype": "float32", "shape": {shape}, "low": 0.0, "high": 1.0}}"#);
             let e = Space::from_json(&j).unwrap_err().to_string();
             assert!(e.contains("more than"), "{shape}: {e}");
             let j = format!(r#"{{"type": "MultiBinary", "dtype": "int8", "n": {shape}}}"#);
             assert!(Space::from_json(&j).is_err(), "MultiBinary {shape}");
         }
-        let ok =
-            r#"{"type": "Box", "dtype": "uint8", "shape": [64, 64, 3], "low": 0, "high": 255}"#;
-        assert_eq!(
-            Layout::of(&Space::from_json(ok).unwrap()).row_bytes(),
-            64 * 64 * 3
-        );
+        let ok = r#"{"type": "Box", "dtype": "uint8", "shape": [64, 64, 3], "low": 0, "high": 255}"#;
+        assert_eq!(Layout::of(&Space::from_json(ok).unwrap()).row_bytes(), 64 * 64 * 3);
     }
 
     #[test]
     fn errors_name_the_path() {
-        let e = Space::from_json(r#"{"type": "Dict", "subspaces": {"rgb": {"type": "Box"}}}"#)
-            .unwrap_err();
+        let e = Space::from_json(r#"{"type": "Dict", "subspaces": {"rgb": {"type": "Box"}}}"#).unwrap_err();
         assert!(e.to_string().contains("$.subspaces.rgb"), "{e}");
         assert!(Space::from_json("{").is_err());
         assert!(Space::from_json(r#"{"type": "Nope"}"#).is_err());

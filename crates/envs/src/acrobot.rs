@@ -20,12 +20,8 @@ use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, 
 use crate::classic::{self, np_pow2, EnvRng};
 
 /// Registry entry.
-pub static ENTRY: EnvEntry = EnvEntry {
-    id: "Acrobot-v1",
-    summary: "Gymnasium acrobot swing-up (exact RK4 dynamics; Discrete(3), 500 steps)",
-    params: &[],
-    make,
-};
+pub static ENTRY: EnvEntry =
+    EnvEntry { id: "Acrobot-v1", summary: "Gymnasium acrobot swing-up (exact RK4 dynamics; Discrete(3), 500 steps)", params: &[], make };
 
 fn make(p: &Params) -> Result<Box<dyn Env>> {
     p.expect_only(&[])?;
@@ -110,8 +106,7 @@ fn dsdt(s: &[f64; 5]) -> [f64; 5] {
     let phi1 = -M2 * L1 * LC2 * np_pow2(dtheta2) * sin2 - 2.0 * M2 * L1 * LC2 * dtheta2 * dtheta1 * sin2
         + (M1 * LC1 + M2 * L1) * G * (theta1 - PI / 2.0).cos()
         + phi2;
-    let ddtheta2 = (a + d2 / d1 * phi1 - M2 * L1 * LC2 * np_pow2(dtheta1) * sin2 - phi2)
-        / (M2 * (LC2 * LC2) + I2 - np_pow2(d2) / d1);
+    let ddtheta2 = (a + d2 / d1 * phi1 - M2 * L1 * LC2 * np_pow2(dtheta1) * sin2 - phi2) / (M2 * (LC2 * LC2) + I2 - np_pow2(d2) / d1);
     let ddtheta1 = -(d2 * ddtheta2 + phi1) / d1;
     [dtheta1, dtheta2, ddtheta1, ddtheta2, 0.0]
 }
@@ -179,12 +174,7 @@ impl Env for Acrobot {
         let a = classic::discrete_action(action, 3, id)?;
         let s = self.state.ok_or_else(|| classic::not_reset(id))?;
         let ns = rk4([s[0], s[1], s[2], s[3], AVAIL_TORQUE[a as usize]]);
-        let state = [
-            wrap(ns[0], -PI, PI),
-            wrap(ns[1], -PI, PI),
-            bound(ns[2], -MAX_VEL_1, MAX_VEL_1),
-            bound(ns[3], -MAX_VEL_2, MAX_VEL_2),
-        ];
+        let state = [wrap(ns[0], -PI, PI), wrap(ns[1], -PI, PI), bound(ns[2], -MAX_VEL_1, MAX_VEL_1), bound(ns[3], -MAX_VEL_2, MAX_VEL_2)];
         self.state = Some(state);
         // The free end is more than one link length above the pivot.
         let terminated = -state[0].cos() - (state[1] + state[0]).cos() > 1.0;

@@ -122,8 +122,7 @@ impl Env for CartPole {
         let sintheta = theta.sin();
         // Same operation order as Gymnasium (np.square is x * x), so results match bit for bit.
         let temp = (force + POLEMASS_LENGTH * (theta_dot * theta_dot) * sintheta) / TOTAL_MASS;
-        let thetaacc = (GRAVITY * sintheta - costheta * temp)
-            / (LENGTH * (4.0 / 3.0 - MASSPOLE * (costheta * costheta) / TOTAL_MASS));
+        let thetaacc = (GRAVITY * sintheta - costheta * temp) / (LENGTH * (4.0 / 3.0 - MASSPOLE * (costheta * costheta) / TOTAL_MASS));
         let xacc = temp - POLEMASS_LENGTH * thetaacc * costheta / TOTAL_MASS;
         // Explicit Euler, Gymnasium's default integrator.
         x += TAU * x_dot;

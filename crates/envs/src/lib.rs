@@ -29,20 +29,14 @@ pub mod acrobot;
 pub mod cartpole;
 mod classic;
 pub mod faulty;
+pub mod mine;
 pub mod mountain_car;
 pub mod np_random;
 pub mod pendulum;
-pub mod mine;
 
 /// Every built-in env. Adding an env: write its file, add its `ENTRY` here.
-pub static REGISTRY: &[&EnvEntry] = &[
-    &cartpole::ENTRY,
-    &mountain_car::ENTRY,
-    &acrobot::ENTRY,
-    &pendulum::ENTRY,
-    &faulty::ENTRY,
-    &mine::ENTRY,
-];
+pub static REGISTRY: &[&EnvEntry] =
+    &[&cartpole::ENTRY, &mountain_car::ENTRY, &acrobot::ENTRY, &pendulum::ENTRY, &faulty::ENTRY, &mine::ENTRY];
 
 /// Looks up a registered env.
 pub fn find(id: &str) -> Result<&'static EnvEntry> {

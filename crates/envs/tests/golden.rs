@@ -17,9 +17,6 @@ mod common;
 use common::{f64_of, f64s, load};
 use serde_json::Value as Json;
 
-
-
-
 /// Float32 values written as JSON numbers: any parse error is far below float32 precision.
 fn f32s(j: &Json) -> Vec<f32> {
     j.as_array().expect("list").iter().map(|x| x.as_f64().expect("number") as f32).collect()
@@ -68,11 +65,7 @@ fn replay<E: Env>(golden: &Json, mut new_env: impl FnMut() -> E, state_of: impl 
         if !ep["reset_obs"].is_null() {
             let ours = RowRef::new(&ol, obs.row(0)).leaf::<f32>(0).to_vec();
             let theirs = f32s(&ep["reset_obs"]);
-            let ok = if id == "Acrobot-v1" {
-                ours.iter().zip(&theirs).all(|(a, b)| within_one_ulp(*a, *b))
-            } else {
-                ours == theirs
-            };
+            let ok = if id == "Acrobot-v1" { ours.iter().zip(&theirs).all(|(a, b)| within_one_ulp(*a, *b)) } else { ours == theirs };
             assert!(ok, "{name}: reset obs {ours:?} vs {theirs:?}");
         }
         for (t, step) in ep["steps"].as_array().unwrap().iter().enumerate() {

@@ -17,9 +17,6 @@ mod common;
 use common::{f64_of, f64s, load};
 use serde_json::Value as Json;
 
-
-
-
 /// Float32 observation values, written as the `repr` of their exact float64 widening.
 fn f32s(j: &Json) -> Vec<f32> {
     f64s(j).into_iter().map(|x| x as f32).collect()
@@ -64,8 +61,7 @@ fn uniform_draws_match_numpy() {
             let (low, high) = (f64s(&call["low"]), f64s(&call["high"]));
             let theirs = f64s(&call["values"]);
             // Scalar bounds repeat for every element; array bounds go element by element.
-            let ours: Vec<f64> =
-                (0..theirs.len()).map(|i| r.uniform(low[i % low.len()], high[i % high.len()])).collect();
+            let ours: Vec<f64> = (0..theirs.len()).map(|i| r.uniform(low[i % low.len()], high[i % high.len()])).collect();
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&ours), bits(&theirs), "seed {seed}, uniform call {k}: {ours:?} vs {theirs:?}");
         }
@@ -109,8 +105,7 @@ impl<E: Env> Probe<E> {
 
     fn step(&mut self, a: i64) -> (Vec<f32>, f64, bool) {
         RowMut::new(&self.al, self.act.row_mut(0)).set_discrete(0, a);
-        let out =
-            self.env.step(RowRef::new(&self.al, self.act.row(0)), RowMut::new(&self.ol, self.obs.row_mut(0))).unwrap();
+        let out = self.env.step(RowRef::new(&self.al, self.act.row(0)), RowMut::new(&self.ol, self.obs.row_mut(0))).unwrap();
         (RowRef::new(&self.ol, self.obs.row(0)).leaf::<f32>(0).to_vec(), out.reward, out.terminated)
     }
 }
@@ -133,8 +128,7 @@ fn check_env<E: Env>(id: &str, new_env: impl Fn() -> E, state_of: impl Fn(&E) ->
         assert!(rec.is_object(), "{id}: no record for seed {seed}");
         let mut p = Probe::new(id, new_env());
         let opts = options_of(&rec["with_options"]["options"]);
-        let cases =
-            [("with_options", Some(seed), Some(&opts)), ("seeded", Some(seed), None), ("unseeded_after", None, None)];
+        let cases = [("with_options", Some(seed), Some(&opts)), ("seeded", Some(seed), None), ("unseeded_after", None, None)];
         for (name, seed_arg, options) in cases {
             let at = format!("{id}, seed {seed}, {name}");
             let ours = p.reset(seed_arg, options);
@@ -142,10 +136,7 @@ fn check_env<E: Env>(id: &str, new_env: impl Fn() -> E, state_of: impl Fn(&E) ->
             assert_eq!(bits(&state_of(&p.env)), bits(&f64s(&rec[name]["state"])), "{at}: state");
             let theirs = f32s(&rec[name]["obs"]);
             if id == "Acrobot-v1" && ours != theirs {
-                assert!(
-                    ours.iter().zip(&theirs).all(|(a, b)| within_one_ulp(*a, *b)),
-                    "{at}: obs {ours:?} vs {theirs:?}"
-                );
+                assert!(ours.iter().zip(&theirs).all(|(a, b)| within_one_ulp(*a, *b)), "{at}: obs {ours:?} vs {theirs:?}");
                 ulp_off += 1;
             } else {
                 assert_eq!(ours, theirs, "{at}: obs");

@@ -100,7 +100,11 @@ impl EnvBlock for Hosted {
                 continue;
             }
             obs.row_mut(slot).copy_from_slice(region.obs(slot));
-            out.push(Ok(StepOutcome { reward: region.reward(slot), terminated: flags & shm::TERMINATED != 0, truncated: flags & shm::TRUNCATED != 0 }));
+            out.push(Ok(StepOutcome {
+                reward: region.reward(slot),
+                terminated: flags & shm::TERMINATED != 0,
+                truncated: flags & shm::TRUNCATED != 0,
+            }));
         }
     }
 

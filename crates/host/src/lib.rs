@@ -87,7 +87,10 @@ impl EnvFactory for PythonEnvs {
     }
 
     fn make(&self) -> Result<Box<dyn Env>> {
-        Err(Error::Env { env: self.target.name().to_string(), message: "envs hosted in Python processes are stepped in blocks, not one by one".into() })
+        Err(Error::Env {
+            env: self.target.name().to_string(),
+            message: "envs hosted in Python processes are stepped in blocks, not one by one".into(),
+        })
     }
 
     fn spec(&self) -> Result<EnvSpec> {

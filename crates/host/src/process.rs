@@ -67,7 +67,8 @@ impl Process {
         unsafe {
             cmd.pre_exec(|| rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(io::Error::from));
         }
-        let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
+        let mut child =
+            cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         live.lock().unwrap_or_else(|e| e.into_inner()).insert(child.id());

@@ -78,7 +78,11 @@ impl Region {
     pub fn create(n: usize, act_row: usize, obs_row: usize) -> io::Result<(Region, tempfile::TempPath)> {
         let at = Offsets::new(n, act_row, obs_row);
         let shm = Path::new("/dev/shm");
-        let builder = tempfile::Builder::new().prefix("rollway-block-").tempfile_in(if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() });
+        let builder = tempfile::Builder::new().prefix("rollway-block-").tempfile_in(if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        });
         let file = builder.or_else(|_| tempfile::Builder::new().prefix("rollway-block-").tempfile())?;
         file.as_file().set_len(at.end.max(1) as u64)?;
         let (file, path) = file.into_parts();

@@ -41,8 +41,16 @@ impl Target {
     /// Starts a process for `n` slots and reads its hello.
     pub fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
         let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
-        let setup = Setup { target: self.name.clone(), params: self.params.clone(), pickled: self.pickled.is_some(), n, shm: shm.map(str::to_string), infos: infos.into() };
-        let what = |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
+        let setup = Setup {
+            target: self.name.clone(),
+            params: self.params.clone(),
+            pickled: self.pickled.is_some(),
+            n,
+            shm: shm.map(str::to_string),
+            infos: infos.into(),
+        };
+        let what =
+            |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
         p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
         if let Some(bytes) = &self.pickled {
             p.send(bytes).map_err(what)?;
@@ -82,4 +90,3 @@ impl Target {
         Ok((Layout::of(&spec.action_space).row_bytes(), Layout::of(&spec.observation_space).row_bytes()))
     }
 }
-

@@ -52,7 +52,9 @@ pub enum Error {
         input: PathBuf,
     },
     /// `force` was asked to replace a directory that is not a previous export of the format.
-    #[error("{path} is not a previous {format} export ({markers} missing); --force only replaces one: remove it yourself or export elsewhere")]
+    #[error(
+        "{path} is not a previous {format} export ({markers} missing); --force only replaces one: remove it yourself or export elsewhere"
+    )]
     NotAnExport {
         /// The directory that would have been replaced.
         path: PathBuf,
@@ -134,7 +136,13 @@ impl Error {
     /// file) rather than a failure while writing: command-line tools exit 2 on these.
     pub fn is_input(&self) -> bool {
         match self {
-            Error::Store { source, .. } => matches!(source, rollway_store::Error::NotADataset { .. } | rollway_store::Error::Corrupt { .. } | rollway_store::Error::Locked { .. } | rollway_store::Error::NoEpisode(_)),
+            Error::Store { source, .. } => matches!(
+                source,
+                rollway_store::Error::NotADataset { .. }
+                    | rollway_store::Error::Corrupt { .. }
+                    | rollway_store::Error::Locked { .. }
+                    | rollway_store::Error::NoEpisode(_)
+            ),
             Error::Io { .. } | Error::Hdf5 { .. } | Error::Parquet { .. } | Error::Video { .. } => false,
             _ => true,
         }

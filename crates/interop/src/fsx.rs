@@ -216,7 +216,13 @@ fn alive(_: u32) -> bool {
 /// How an export may write `dest`: it is absent or an empty directory, or — with
 /// `force` — a directory that `is_export` recognises as a previous export of
 /// `format` (it has `markers`); anything else is refused.
-pub(crate) fn check_replaceable(dest: &Path, force: bool, format: &'static str, markers: &'static str, is_export: fn(&Path) -> bool) -> Result<()> {
+pub(crate) fn check_replaceable(
+    dest: &Path,
+    force: bool,
+    format: &'static str,
+    markers: &'static str,
+    is_export: fn(&Path) -> bool,
+) -> Result<()> {
     let meta = match std::fs::symlink_metadata(dest) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         other => other.io("reading", dest)?,
@@ -279,7 +285,16 @@ mod tests {
     fn debris_names_are_matched_exactly() {
         assert_eq!(debris_pid(".out.partial-42", "out"), Some(42));
         assert_eq!(debris_pid(".out.old-7", "out"), Some(7));
-        for other in [".out.partial-", ".out.partial-042", ".out.partial-4x", ".out.old-+4", ".outer.old-4", "out.old-4", ".out.old-4.partial-5", ".out.partial-99999999999999999999"] {
+        for other in [
+            ".out.partial-",
+            ".out.partial-042",
+            ".out.partial-4x",
+            ".out.old-+4",
+            ".outer.old-4",
+            "out.old-4",
+            ".out.old-4.partial-5",
+            ".out.partial-99999999999999999999",
+        ] {
             assert_eq!(debris_pid(other, "out"), None, "{other}");
         }
         assert!(alive(std::process::id()));

@@ -41,8 +41,8 @@
 
 mod error;
 mod fsx;
-mod limits;
 pub mod lerobot;
+mod limits;
 pub mod minari;
 
 pub use error::{Error, Result};

@@ -9,7 +9,10 @@ pub(crate) const MAX_ELEMENTS: usize = 1 << 32;
 
 /// The product of `dims`, when it is at most `MAX_ELEMENTS`.
 pub(crate) fn elements(dims: &[usize]) -> Result<usize, String> {
-    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| format!("shape {dims:?} declares more than {MAX_ELEMENTS} elements"))
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| format!("shape {dims:?} declares more than {MAX_ELEMENTS} elements"))
 }
 
 /// `a × b`, when it does not overflow.

@@ -58,7 +58,11 @@ fn assert_same(a: &Dataset, b: &Dataset, video: &[&str]) {
         assert_eq!(x.actions, y.actions, "episode {id} actions");
         assert_eq!((&x.rewards, &x.terminations, &x.truncations), (&y.rewards, &y.terminations, &y.truncations), "episode {id}");
         let (e, f) = (&x.entry, &y.entry);
-        assert_eq!((e.seed, e.length, e.status, e.ret, &e.labels, &e.info), (f.seed, f.length, f.status, f.ret, &f.labels, &f.info), "episode {id}");
+        assert_eq!(
+            (e.seed, e.length, e.status, e.ret, &e.labels, &e.info),
+            (f.seed, f.length, f.status, f.ret, &f.labels, &f.info),
+            "episode {id}"
+        );
         assert_eq!(x.infos, y.infos, "episode {id} infos");
     }
     if frames > 0 {
@@ -67,7 +71,8 @@ fn assert_same(a: &Dataset, b: &Dataset, video: &[&str]) {
 }
 
 fn files(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
     v.sort();
     v
 }
@@ -84,7 +89,10 @@ fn cartpole_round_trips_exactly() {
     assert_eq!((rep.episodes, rep.steps, rep.frames, rep.data_files, rep.video_files), (20, steps, steps + 20, 3, 0));
     let info = json(&out.join("meta/info.json"));
     assert_eq!(info["codebase_version"], "v3.0");
-    assert_eq!((info["fps"].as_u64(), info["total_episodes"].as_u64(), info["total_frames"].as_u64()), (Some(50), Some(20), Some(steps + 20)));
+    assert_eq!(
+        (info["fps"].as_u64(), info["total_episodes"].as_u64(), info["total_frames"].as_u64()),
+        (Some(50), Some(20), Some(steps + 20))
+    );
     assert_eq!(info["splits"]["train"], "0:20");
     assert_eq!(info["video_path"], Json::Null);
     let f = &info["features"];
@@ -191,7 +199,10 @@ fn export_refuses_to_overwrite_without_force() {
     lerobot::export(&src, &out, &ExportOptions { fps: 10, force: true, ..Default::default() }, &mut nothing).unwrap();
     assert_eq!(json(&out.join("meta/info.json"))["fps"], 10);
     assert_eq!(files(tmp.path()), ["out", "src"], "no staging or moved-aside directories left");
-    assert!(matches!(lerobot::export(&tmp.path().join("nope"), &tmp.path().join("o2"), &ExportOptions::default(), &mut nothing), Err(Error::Store { .. })));
+    assert!(matches!(
+        lerobot::export(&tmp.path().join("nope"), &tmp.path().join("o2"), &ExportOptions::default(), &mut nothing),
+        Err(Error::Store { .. })
+    ));
 }
 
 #[test]
@@ -205,16 +216,40 @@ fn malformed_inputs_are_typed_errors_and_leave_nothing() {
     let cases: Vec<(&str, Damage, Expected)> = vec![
         ("no info.json", |d| std::fs::remove_file(d.join("meta/info.json")).unwrap(), |e| matches!(e, Error::NotLeRobot { .. })),
         ("info.json not JSON", |d| std::fs::write(d.join("meta/info.json"), "{fps").unwrap(), |e| matches!(e, Error::BadMetadata { .. })),
-        ("v2.1", |d| edit_info(d, |i| i["codebase_version"] = "v2.1".into()), |e| matches!(e, Error::Unsupported { .. }) && e.to_string().contains("convert_dataset_v21_to_v30")),
-        ("feature missing", |d| edit_info(d, |i| _ = i["features"].as_object_mut().unwrap().remove("observation.state")), |e| matches!(e, Error::BadMetadata { .. })),
+        (
+            "v2.1",
+            |d| edit_info(d, |i| i["codebase_version"] = "v2.1".into()),
+            |e| matches!(e, Error::Unsupported { .. }) && e.to_string().contains("convert_dataset_v21_to_v30"),
+        ),
+        (
+            "feature missing",
+            |d| edit_info(d, |i| _ = i["features"].as_object_mut().unwrap().remove("observation.state")),
+            |e| matches!(e, Error::BadMetadata { .. }),
+        ),
         ("episode count", |d| edit_info(d, |i| i["total_episodes"] = 7.into()), |e| matches!(e, Error::Malformed { .. })),
         ("rollway.json damaged", |d| std::fs::write(d.join("meta/rollway.json"), "[").unwrap(), |e| matches!(e, Error::BadMetadata { .. })),
         ("no episodes table", |d| std::fs::remove_dir_all(d.join("meta/episodes")).unwrap(), |e| matches!(e, Error::NotLeRobot { .. })),
-        ("episodes table truncated", |d| truncate(&d.join("meta/episodes/chunk-000/file-000.parquet")), |e| matches!(e, Error::Malformed { .. })),
+        (
+            "episodes table truncated",
+            |d| truncate(&d.join("meta/episodes/chunk-000/file-000.parquet")),
+            |e| matches!(e, Error::Malformed { .. }),
+        ),
         ("data file truncated", |d| truncate(&d.join("data/chunk-000/file-000.parquet")), |e| matches!(e, Error::Malformed { .. })),
-        ("data file missing", |d| std::fs::remove_file(d.join("data/chunk-000/file-000.parquet")).unwrap(), |e| matches!(e, Error::Malformed { .. })),
-        ("video garbage", |d| std::fs::write(d.join("videos/observation.images.rgb/chunk-000/file-000.mp4"), b"not an mp4 at all").unwrap(), |e| matches!(e, Error::Malformed { .. })),
-        ("video truncated", |d| truncate(&d.join("videos/observation.images.rgb/chunk-000/file-000.mp4")), |e| matches!(e, Error::Malformed { .. })),
+        (
+            "data file missing",
+            |d| std::fs::remove_file(d.join("data/chunk-000/file-000.parquet")).unwrap(),
+            |e| matches!(e, Error::Malformed { .. }),
+        ),
+        (
+            "video garbage",
+            |d| std::fs::write(d.join("videos/observation.images.rgb/chunk-000/file-000.mp4"), b"not an mp4 at all").unwrap(),
+            |e| matches!(e, Error::Malformed { .. }),
+        ),
+        (
+            "video truncated",
+            |d| truncate(&d.join("videos/observation.images.rgb/chunk-000/file-000.mp4")),
+            |e| matches!(e, Error::Malformed { .. }),
+        ),
     ];
     for (i, (what, damage, expected)) in cases.into_iter().enumerate() {
         let bad = tmp.path().join(format!("bad{i}"));
@@ -271,7 +306,10 @@ fn datasets_recorded_by_lerobot_import() {
     let ds = Dataset::open(&out).unwrap();
     let (obs, act) = ds.metadata().env.spaces().unwrap();
     let state = Space::boxed(DType::F32, &[3], f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    assert_eq!(obs, Space::dict(vec![("state".into(), state), ("top".into(), Space::boxed(DType::U8, &[32, 48, 3], 0.0, 255.0).unwrap())]).unwrap());
+    assert_eq!(
+        obs,
+        Space::dict(vec![("state".into(), state), ("top".into(), Space::boxed(DType::U8, &[32, 48, 3], 0.0, 255.0).unwrap())]).unwrap()
+    );
     assert_eq!(act, Space::boxed(DType::F32, &[2], f64::NEG_INFINITY, f64::INFINITY).unwrap());
     for (ep, n) in [7usize, 12, 5].into_iter().enumerate() {
         let e = ds.read_episode(ep as u64).unwrap();

@@ -34,7 +34,11 @@ fn assert_same(a: &Dataset, b: &Dataset, drop_info_keys: &[&str]) {
         assert_eq!(x.rewards, y.rewards, "episode {id}");
         assert_eq!(x.terminations, y.terminations, "episode {id}");
         assert_eq!(x.truncations, y.truncations, "episode {id}");
-        assert_eq!((x.entry.seed, x.entry.length, x.entry.status, x.entry.ret), (y.entry.seed, y.entry.length, y.entry.status, y.entry.ret), "episode {id}");
+        assert_eq!(
+            (x.entry.seed, x.entry.length, x.entry.status, x.entry.ret),
+            (y.entry.seed, y.entry.length, y.entry.status, y.entry.ret),
+            "episode {id}"
+        );
         match (&x.infos, &y.infos) {
             (Some(xi), Some(yi)) => {
                 let mut xi = xi.clone();
@@ -97,7 +101,8 @@ fn pixel_dict_observations_frames_and_infos_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, out, back) = (tmp.path().join("src"), tmp.path().join("mine/miner-v1"), tmp.path().join("back"));
     record(&src, "PixelMine-v0", "size=32,max_steps=40", "miner", 5, None, true);
-    let rep = minari::export(&src, &out, &ExportOptions { dataset_id: Some("pixel/mine-v3".into()), ..Default::default() }, &mut nothing).unwrap();
+    let rep = minari::export(&src, &out, &ExportOptions { dataset_id: Some("pixel/mine-v3".into()), ..Default::default() }, &mut nothing)
+        .unwrap();
     assert_eq!(rep.dataset_id, "pixel/mine-v3");
     assert!(!rep.env_spec, "PixelMine is not a Gymnasium env");
     // Achievements are a list of names (strings): not an HDF5 array.
@@ -126,7 +131,14 @@ fn nested_spaces_round_trip_with_their_dtypes() {
     ])
     .unwrap();
     let act = Space::multi_discrete(vec![4, 5], vec![]).unwrap();
-    let spec = EnvSpec { id: "Nested-v0".into(), observation_space: obs, action_space: act, max_episode_steps: None, render_fps: None, reward_threshold: None };
+    let spec = EnvSpec {
+        id: "Nested-v0".into(),
+        observation_space: obs,
+        action_space: act,
+        max_episode_steps: None,
+        render_fps: None,
+        reward_threshold: None,
+    };
     let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
     let w = DatasetWriter::create(&src, &spec, "sampler", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
@@ -145,10 +157,38 @@ fn nested_spaces_round_trip_with_their_dtypes() {
         };
         let status = if i == 0 { Status::Terminated } else { Status::Truncated };
         let ret = t.rewards.iter().sum();
-        w.write(EpisodeResult { index: i as u64, seed: 40 + i as u64, length: len, ret, status, labels: vec![], info: Default::default(), worker: 0, attempt: 1, wall_ms: 0.0, error: None, trajectory: Some(Box::new(t)) }).unwrap();
+        w.write(EpisodeResult {
+            index: i as u64,
+            seed: 40 + i as u64,
+            length: len,
+            ret,
+            status,
+            labels: vec![],
+            info: Default::default(),
+            worker: 0,
+            attempt: 1,
+            wall_ms: 0.0,
+            error: None,
+            trajectory: Some(Box::new(t)),
+        })
+        .unwrap();
     }
     // A given-up episode has no data: left out, ids stay consecutive.
-    w.write(EpisodeResult { index: 4, seed: 44, length: 0, ret: 0.0, status: Status::GivenUp, labels: vec![], info: Default::default(), worker: 0, attempt: 3, wall_ms: 0.0, error: Some("boom".into()), trajectory: None }).unwrap();
+    w.write(EpisodeResult {
+        index: 4,
+        seed: 44,
+        length: 0,
+        ret: 0.0,
+        status: Status::GivenUp,
+        labels: vec![],
+        info: Default::default(),
+        worker: 0,
+        attempt: 3,
+        wall_ms: 0.0,
+        error: Some("boom".into()),
+        trajectory: None,
+    })
+    .unwrap();
     w.finish().unwrap();
     let rep = minari::export(&src, &out, &ExportOptions::default(), &mut nothing).unwrap();
     assert_eq!((rep.episodes, rep.given_up, rep.steps), (4, 1, 17));
@@ -214,7 +254,11 @@ fn a_failed_export_leaves_nothing_and_keeps_the_old_one() {
     let before = std::fs::read(out.join("data/main_data.hdf5")).unwrap();
     let e = minari::export(&src, &out, &ExportOptions { force: true, ..Default::default() }, &mut nothing).unwrap_err();
     assert!(matches!(e, Error::Store { .. }), "{e}");
-    assert_eq!(std::fs::read(out.join("data/main_data.hdf5")).unwrap(), before, "--force keeps the old export until the new one is complete");
+    assert_eq!(
+        std::fs::read(out.join("data/main_data.hdf5")).unwrap(),
+        before,
+        "--force keeps the old export until the new one is complete"
+    );
     let left: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["data"]);
 }

@@ -7,7 +7,6 @@ use crate::config::Window;
 use crate::error::Result;
 use crate::table::Table;
 
-
 /// One batch of windows; field arrays are `[B, L, ...]` (`[B]` for per-window fields).
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
@@ -43,7 +42,11 @@ pub struct Batch {
 
 fn reshape(a: &mut Array, dtype: DType, outer: &[usize], inner: &[usize]) {
     // Same shape as last time (every batch but a short last one): nothing to allocate.
-    if a.dtype != dtype || a.shape.len() != outer.len() + inner.len() || a.shape[..outer.len()] != *outer || a.shape[outer.len()..] != *inner {
+    if a.dtype != dtype
+        || a.shape.len() != outer.len() + inner.len()
+        || a.shape[..outer.len()] != *outer
+        || a.shape[outer.len()..] != *inner
+    {
         a.dtype = dtype;
         a.shape = [outer, inner].concat();
     }
@@ -69,35 +72,20 @@ impl Batch {
 
     /// Bytes of data in all fields.
     pub fn bytes(&self) -> usize {
-        let fields = [
-            &self.state,
-            &self.rewards,
-            &self.terminated,
-            &self.truncated,
-            &self.first,
-            &self.mask,
-            &self.episode_id,
-            &self.step,
-        ];
-        self.observations
-            .iter()
-            .chain(&self.actions)
-            .map(|(_, a)| a.data.len())
-            .sum::<usize>()
+        let fields = [&self.state, &self.rewards, &self.terminated, &self.truncated, &self.first, &self.mask, &self.episode_id, &self.step];
+        self.observations.iter().chain(&self.actions).map(|(_, a)| a.data.len()).sum::<usize>()
             + fields.iter().map(|a| a.data.len()).sum::<usize>()
     }
 
     fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize, state: usize) {
-        self.observations
-            .resize_with(obs.leaves().len(), Default::default);
+        self.observations.resize_with(obs.leaves().len(), Default::default);
         for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
             if slot.0.is_empty() {
                 slot.0 = column_name("observations", leaf);
             }
             reshape(&mut slot.1, leaf.dtype, &[b, l], &leaf.shape);
         }
-        self.actions
-            .resize_with(act.leaves().len(), Default::default);
+        self.actions.resize_with(act.leaves().len(), Default::default);
         for (slot, leaf) in self.actions.iter_mut().zip(act.leaves()) {
             if slot.0.is_empty() {
                 slot.0 = column_name("actions", leaf);
@@ -105,12 +93,7 @@ impl Batch {
             reshape(&mut slot.1, leaf.dtype, &[b, l], &leaf.shape);
         }
         reshape(&mut self.rewards, DType::F64, &[b, l], &[]);
-        for a in [
-            &mut self.terminated,
-            &mut self.truncated,
-            &mut self.first,
-            &mut self.mask,
-        ] {
+        for a in [&mut self.terminated, &mut self.truncated, &mut self.first, &mut self.mask] {
             reshape(a, DType::Bool, &[b, l], &[]);
         }
         reshape(&mut self.episode_id, DType::I64, &[b], &[]);

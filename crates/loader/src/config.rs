@@ -103,7 +103,11 @@ impl LoaderConfig {
     /// How many windows of `n` one rank gets per epoch (the length of `order`).
     pub(crate) fn rank_len(&self, n: usize) -> usize {
         let (r, w) = (self.rank, self.world_size);
-        if self.replacement { n / w } else { (n + w - 1 - r) / w }
+        if self.replacement {
+            n / w
+        } else {
+            (n + w - 1 - r) / w
+        }
     }
 
     /// Batches in an epoch of `len` windows.

@@ -112,7 +112,11 @@ impl State {
         // Half way through an epoch, shuffle the next one: at the boundary its order is
         // then ready, instead of one filler shuffling while the other waits for it.
         let next = e.epoch + 1;
-        if self.claim.batches >= e.batches / 2 && !self.shuffling && next <= self.consumer_epoch + 1 && !self.epochs.iter().any(|x| x.epoch == next) {
+        if self.claim.batches >= e.batches / 2
+            && !self.shuffling
+            && next <= self.consumer_epoch + 1
+            && !self.epochs.iter().any(|x| x.epoch == next)
+        {
             self.shuffling = true;
             return Claim::Shuffle(next);
         }
@@ -205,7 +209,12 @@ impl Pipeline {
             lent: 0,
             lendable: cfg.prefetch_batches.max(1),
         };
-        let shared = Arc::new(Shared { work: Work { table, windows, clip, cfg }, state: Mutex::new(state), ready: Condvar::new(), room: Condvar::new() });
+        let shared = Arc::new(Shared {
+            work: Work { table, windows, clip, cfg },
+            state: Mutex::new(state),
+            ready: Condvar::new(),
+            room: Condvar::new(),
+        });
         for t in 0..threads {
             let shared = shared.clone();
             std::thread::Builder::new()

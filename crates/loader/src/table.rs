@@ -103,7 +103,17 @@ impl Table {
             fields.push(f);
         }
         let total: usize = shards.iter().flat_map(|(chosen, _)| chosen).map(|e| e.rows as usize).sum();
-        let mut t = Table { obs, act, rows: huge_page_vec(total * stride), stride, fields, states: Vec::new(), state_width: 0, episodes: Vec::new(), frames };
+        let mut t = Table {
+            obs,
+            act,
+            rows: huge_page_vec(total * stride),
+            stride,
+            fields,
+            states: Vec::new(),
+            state_width: 0,
+            episodes: Vec::new(),
+            frames,
+        };
         t.state_width = shards.iter().map(|(_, cols)| cols.state_width).max().unwrap_or(0);
         t.states = vec![0.0; total * t.state_width];
         let mut row = 0;

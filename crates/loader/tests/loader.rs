@@ -11,7 +11,15 @@ use rollway_store::{Collector, Dataset, DatasetWriter, WriterConfig};
 /// Episodes of varied lengths, several shards.
 fn cartpole(dir: &Path) {
     let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
-    let w = DatasetWriter::create(dir, env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(5), ..Default::default() }).unwrap();
+    let w = DatasetWriter::create(
+        dir,
+        env.spec(),
+        "t",
+        0,
+        serde_json::json!({}),
+        WriterConfig { max_buffer_episodes: Some(5), ..Default::default() },
+    )
+    .unwrap();
     let mut c = Collector::new(env, w);
     for s in 0..23u64 {
         c.reset(Some(s)).unwrap();
@@ -144,7 +152,15 @@ fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
 fn frames_whole_episodes_replacement_and_selection() {
     let d = tempfile::tempdir().unwrap();
     let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=9").unwrap()).unwrap();
-    let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(2), ..Default::default() }).unwrap();
+    let w = DatasetWriter::create(
+        d.path(),
+        env.spec(),
+        "t",
+        0,
+        serde_json::json!({}),
+        WriterConfig { max_buffer_episodes: Some(2), ..Default::default() },
+    )
+    .unwrap();
     let mut c = Collector::new(env, w);
     for s in 0..5u64 {
         c.reset(Some(s)).unwrap();
@@ -179,7 +195,11 @@ fn frames_whole_episodes_replacement_and_selection() {
     assert_eq!(n, 5);
     let mut r = Loader::new(&ds, LoaderConfig { clip_len: 3, batch_size: 4, replacement: true, ..Default::default() }).unwrap();
     assert_eq!(epoch(&mut r).len(), r.num_windows());
-    let only_long = Loader::new(&ds, LoaderConfig { clip_len: 3, select: Selection { min_length: Some(8), ..Default::default() }, ..Default::default() }).unwrap();
+    let only_long = Loader::new(
+        &ds,
+        LoaderConfig { clip_len: 3, select: Selection { min_length: Some(8), ..Default::default() }, ..Default::default() },
+    )
+    .unwrap();
     assert!(only_long.episodes().iter().all(|e| e.length >= 8) && only_long.episodes().len() == 2);
 }
 
@@ -225,7 +245,12 @@ fn epochs_follow_each_other_from_one_pool() {
             let want = if drop_last { l.num_windows() / 5 * 5 } else { l.num_windows() };
             assert_eq!(seen.len(), want);
             // And equals the published order of that epoch.
-            let published: Vec<(i64, i64)> = l.epoch_order(e as u64).iter().map(|&i| l.windows()[i as usize]).map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64)).collect();
+            let published: Vec<(i64, i64)> = l
+                .epoch_order(e as u64)
+                .iter()
+                .map(|&i| l.windows()[i as usize])
+                .map(|w| (l.episodes()[w.episode as usize].id as i64, w.start as i64))
+                .collect();
             assert_eq!(&published[..want], &seen[..]);
         }
     }
@@ -239,14 +264,26 @@ fn issue4_narrowed_fields_come_out_bit_exact() {
     for (env_id, continuous) in [("Pendulum-v1", true), ("MountainCar-v0", false), ("Acrobot-v1", false)] {
         let d = tempfile::tempdir().unwrap();
         let env = rollway_envs::make(env_id, &Params::new()).unwrap();
-        let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig { max_buffer_episodes: Some(2), ..Default::default() }).unwrap();
+        let w = DatasetWriter::create(
+            d.path(),
+            env.spec(),
+            "t",
+            0,
+            serde_json::json!({}),
+            WriterConfig { max_buffer_episodes: Some(2), ..Default::default() },
+        )
+        .unwrap();
         let mut c = Collector::new(env, w);
         for s in 0..3u64 {
             c.reset(Some(s)).unwrap();
             for i in 0..40i64 {
                 // Pendulum's rewards are arbitrary float64s (kept wide); the others' are
                 // -1.0/0.0 (kept as float32) and their Discrete actions fit a byte.
-                let a = if continuous { Value::Array(Array::from_f32(&[1], &[((i * 7 + s as i64) % 5) as f32 * 0.37 - 0.7])) } else { Value::Array(Array::scalar_i64((i + s as i64) % 3)) };
+                let a = if continuous {
+                    Value::Array(Array::from_f32(&[1], &[((i * 7 + s as i64) % 5) as f32 * 0.37 - 0.7]))
+                } else {
+                    Value::Array(Array::scalar_i64((i + s as i64) % 3))
+                };
                 let (_, o) = c.step(&a).unwrap();
                 if o.terminated || o.truncated {
                     break;

@@ -4,12 +4,12 @@
 //! packets of many episodes can later share one mp4 because every encoder runs with
 //! the same settings and so emits the same parameter sets (checked when muxing).
 
-use ffmpeg_next as ff;
 use ff::codec::{self, Id};
 use ff::format::Pixel;
 use ff::software::scaling;
 use ff::util::frame::Video as VFrame;
 use ff::{Dictionary, Rational};
+use ffmpeg_next as ff;
 
 use crate::{av_extradata, copy_extradata, init, Error, Result};
 
@@ -106,14 +106,28 @@ pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, heig
         let p = enc.as_ptr();
         copy_extradata((*p).extradata, (*p).extradata_size)
     };
-    let mut scaler = scaling::Context::get(Pixel::RGB24, width as u32, height as u32, Pixel::YUV420P, width as u32, height as u32, scaling::Flags::BILINEAR).map_err(ff_err("creating the RGB→YUV converter"))?;
+    let mut scaler = scaling::Context::get(
+        Pixel::RGB24,
+        width as u32,
+        height as u32,
+        Pixel::YUV420P,
+        width as u32,
+        height as u32,
+        scaling::Flags::BILINEAR,
+    )
+    .map_err(ff_err("creating the RGB→YUV converter"))?;
     let mut rgb = VFrame::new(Pixel::RGB24, width as u32, height as u32);
     let mut yuv = VFrame::new(Pixel::YUV420P, width as u32, height as u32);
     let mut out = Encoded { extradata, packets: Vec::new() };
     let mut pkt = ff::Packet::empty();
     let mut drain = |enc: &mut ff::encoder::Video, out: &mut Encoded| -> Result<()> {
         while enc.receive_packet(&mut pkt).is_ok() {
-            out.packets.push(Packet { data: pkt.data().unwrap_or_default().to_vec(), pts: pkt.pts().unwrap_or(0), dts: pkt.dts().unwrap_or(0), key: pkt.is_key() });
+            out.packets.push(Packet {
+                data: pkt.data().unwrap_or_default().to_vec(),
+                pts: pkt.pts().unwrap_or(0),
+                dts: pkt.dts().unwrap_or(0),
+                key: pkt.is_key(),
+            });
         }
         Ok(())
     };
@@ -182,8 +196,25 @@ impl Decoder {
         // Decoding runs on the loader's threads; one thread each keeps latency low.
         ctx.set_threading(codec::threading::Config { kind: codec::threading::Type::None, count: 1, ..Default::default() });
         let dec = ctx.decoder().video().map_err(ff_err("opening the H.264 decoder"))?;
-        let scaler = scaling::Context::get(Pixel::YUV420P, width as u32, height as u32, Pixel::RGB24, width as u32, height as u32, scaling::Flags::BILINEAR).map_err(ff_err("creating the YUV→RGB converter"))?;
-        Ok(Decoder { dec, scaler, yuv: VFrame::empty(), rgb: VFrame::new(Pixel::RGB24, width as u32, height as u32), width, height, cursor: None })
+        let scaler = scaling::Context::get(
+            Pixel::YUV420P,
+            width as u32,
+            height as u32,
+            Pixel::RGB24,
+            width as u32,
+            height as u32,
+            scaling::Flags::BILINEAR,
+        )
+        .map_err(ff_err("creating the YUV→RGB converter"))?;
+        Ok(Decoder {
+            dec,
+            scaler,
+            yuv: VFrame::empty(),
+            rgb: VFrame::new(Pixel::RGB24, width as u32, height as u32),
+            width,
+            height,
+            cursor: None,
+        })
     }
 
     /// Starts over (before feeding packets from a keyframe).
@@ -219,7 +250,14 @@ impl Decoder {
     fn drain(&mut self, sink: &mut dyn FnMut(i64, &[u8]) -> Result<()>) -> Result<()> {
         while self.dec.receive_frame(&mut self.yuv).is_ok() {
             if self.yuv.width() as usize != self.width || self.yuv.height() as usize != self.height || self.yuv.format() != Pixel::YUV420P {
-                return Err(Error::Codec(format!("decoded a {}×{} {:?} frame, expected {}×{} yuv420p", self.yuv.width(), self.yuv.height(), self.yuv.format(), self.width, self.height)));
+                return Err(Error::Codec(format!(
+                    "decoded a {}×{} {:?} frame, expected {}×{} yuv420p",
+                    self.yuv.width(),
+                    self.yuv.height(),
+                    self.yuv.format(),
+                    self.width,
+                    self.height
+                )));
             }
             self.scaler.run(&self.yuv, &mut self.rgb).map_err(ff_err("converting YUV to RGB"))?;
             let (stride, row) = (self.rgb.stride(0), self.width * 3);
@@ -241,9 +279,19 @@ impl Decoder {
 /// from where the previous call on this decoder stopped when that is on the way
 /// (same packets, later frames, same GOP run); otherwise it starts at the last
 /// keyframe at or before `from`. Frames decoded past `to` are kept for the next call.
-pub fn decode_range(dec: &mut Decoder, packets: &[Packet], from: i64, to: i64, sink: &mut dyn FnMut(i64, &[u8]) -> Result<()>) -> Result<()> {
-    let key = packets.iter().rposition(|p| p.key && p.pts <= from).ok_or_else(|| Error::Codec(format!("no keyframe at or before frame {from}")))?;
-    let resume = dec.cursor.as_ref().is_some_and(|c| c.done <= from && c.key <= key && c.next <= packets.len() && (c.next > key || c.key == key));
+pub fn decode_range(
+    dec: &mut Decoder,
+    packets: &[Packet],
+    from: i64,
+    to: i64,
+    sink: &mut dyn FnMut(i64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let key = packets
+        .iter()
+        .rposition(|p| p.key && p.pts <= from)
+        .ok_or_else(|| Error::Codec(format!("no keyframe at or before frame {from}")))?;
+    let resume =
+        dec.cursor.as_ref().is_some_and(|c| c.done <= from && c.key <= key && c.next <= packets.len() && (c.next > key || c.key == key));
     if !resume {
         dec.dec.flush();
         dec.cursor = Some(Cursor { key, next: key, done: 0, held: Default::default() });

@@ -78,7 +78,11 @@ pub(crate) fn av_extradata(bytes: &[u8]) -> Result<(*mut u8, i32)> {
 /// # Safety
 /// `p` is null or points at `size` readable bytes.
 pub(crate) unsafe fn copy_extradata(p: *const u8, size: i32) -> Vec<u8> {
-    if p.is_null() { Vec::new() } else { std::slice::from_raw_parts(p, size as usize).to_vec() }
+    if p.is_null() {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(p, size as usize).to_vec()
+    }
 }
 
 pub(crate) fn init() {

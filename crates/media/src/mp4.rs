@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use ffmpeg_next as ff;
 use ff::codec::{self, Id};
 use ff::media::Type;
 use ff::Rational;
+use ffmpeg_next as ff;
 
 use crate::h264::{Encoded, Packet};
 use crate::{av_extradata, copy_extradata, init, Error, Result};
@@ -45,7 +45,9 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
     init();
     let extradata = episodes.first().map(|e| e.extradata.clone()).unwrap_or_default();
     if let Some(bad) = episodes.iter().position(|e| e.extradata != extradata) {
-        return Err(Error::Codec(format!("episode {bad} was encoded with different settings (parameter sets differ); cannot share one mp4")));
+        return Err(Error::Codec(format!(
+            "episode {bad} was encoded with different settings (parameter sets differ); cannot share one mp4"
+        )));
     }
     let mut out = ff::format::output_as(path, "mp4").map_err(io(path, "creating mp4"))?;
     let tb = Rational::new(1, fps as i32);
@@ -99,10 +101,15 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
 pub fn read(path: &Path) -> Result<Video> {
     init();
     let mut input = ff::format::input(path).map_err(io(path, "opening"))?;
-    let st = input.streams().best(Type::Video).ok_or_else(|| Error::File { path: path.to_path_buf(), message: "no video stream".into() })?;
+    let st =
+        input.streams().best(Type::Video).ok_or_else(|| Error::File { path: path.to_path_buf(), message: "no video stream".into() })?;
     let (index, tb) = (st.index(), st.time_base());
     let rate = st.avg_frame_rate();
-    let fps = if rate.denominator() > 0 && rate.numerator() > 0 { (rate.numerator() as f64 / rate.denominator() as f64).round() as u32 } else { 30 };
+    let fps = if rate.denominator() > 0 && rate.numerator() > 0 {
+        (rate.numerator() as f64 / rate.denominator() as f64).round() as u32
+    } else {
+        30
+    };
     let par = st.parameters();
     let (width, height, extradata, codec_id) = unsafe {
         // SAFETY: codecpar of an open input stream; extradata has extradata_size bytes.
@@ -120,7 +127,12 @@ pub fn read(path: &Path) -> Result<Video> {
             continue;
         }
         pkt.rescale_ts(tb, ftb);
-        packets.push(Packet { data: pkt.data().unwrap_or_default().to_vec(), pts: pkt.pts().unwrap_or(0), dts: pkt.dts().unwrap_or(0), key: pkt.is_key() });
+        packets.push(Packet {
+            data: pkt.data().unwrap_or_default().to_vec(),
+            pts: pkt.pts().unwrap_or(0),
+            dts: pkt.dts().unwrap_or(0),
+            key: pkt.is_key(),
+        });
     }
     // The muxer may shift decode timestamps (B-frame delay); presentation indices start at 0.
     if let Some(min) = packets.iter().map(|p| p.pts).min() {

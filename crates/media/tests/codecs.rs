@@ -131,4 +131,3 @@ fn jpeg_round_trip_within_quality_bounds() {
         assert!(jpeg::decode(&j, 32, 64, 3, &mut out).is_err(), "wrong size is refused");
     }
 }
-

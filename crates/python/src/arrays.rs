@@ -123,7 +123,12 @@ pub fn owned<'py>(py: Python<'py>, a: Array) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// A numpy array that takes over a vector of numbers (no copy).
-pub fn from_vec<'py, T: bytemuck::Pod + Send + Sync>(py: Python<'py>, v: Vec<T>, dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+pub fn from_vec<'py, T: bytemuck::Pod + Send + Sync>(
+    py: Python<'py>,
+    v: Vec<T>,
+    dtype: DType,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
     debug_assert_eq!(std::mem::size_of::<T>(), dtype.size());
     let data = Arc::new(v);
     let keep: Keep = data.clone();

@@ -62,9 +62,16 @@ impl RecorderHandle {
         let action_space = Space::from_json(action_space).map_err(|e| input_error(format!("action space: {e}")))?;
         let spec = EnvSpec { id: env_id, observation_space, action_space, max_episode_steps, render_fps: None, reward_threshold: None };
         let d = WriterConfig::default();
-        let cfg = WriterConfig { record_infos, max_buffer_steps: max_buffer_steps.or(d.max_buffer_steps), max_buffer_episodes: max_buffer_episodes.or(d.max_buffer_episodes), frame_media: frame_media.unwrap_or(d.frame_media.clone()), ..d };
+        let cfg = WriterConfig {
+            record_infos,
+            max_buffer_steps: max_buffer_steps.or(d.max_buffer_steps),
+            max_buffer_episodes: max_buffer_episodes.or(d.max_buffer_episodes),
+            frame_media: frame_media.unwrap_or(d.frame_media.clone()),
+            ..d
+        };
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
-        let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg).map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
+        let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg)
+            .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
         Ok(RecorderHandle { rec: Some(Recorder::new(writer, ol.clone(), al.clone())), record_infos, hooks: None, ol, al })
     }

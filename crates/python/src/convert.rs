@@ -40,7 +40,16 @@ pub fn relabel(py: Python<'_>, path: PathBuf, filters: Vec<String>) -> PyResult<
 #[pyfunction]
 #[pyo3(signature = (path, out, dataset_id=None, force=false, author=None, description=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
-pub fn export_minari(py: Python<'_>, path: PathBuf, out: PathBuf, dataset_id: Option<String>, force: bool, author: Option<String>, description: Option<String>, progress: bool) -> PyResult<String> {
+pub fn export_minari(
+    py: Python<'_>,
+    path: PathBuf,
+    out: PathBuf,
+    dataset_id: Option<String>,
+    force: bool,
+    author: Option<String>,
+    description: Option<String>,
+    progress: bool,
+) -> PyResult<String> {
     let opts = minari::ExportOptions { dataset_id, force, author, description };
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "exporting", "episodes");
@@ -54,7 +63,17 @@ pub fn export_minari(py: Python<'_>, path: PathBuf, out: PathBuf, dataset_id: Op
 #[pyfunction]
 #[pyo3(signature = (path, out, fps=None, task=None, robot_type=None, force=false, crf=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
-pub fn export_lerobot(py: Python<'_>, path: PathBuf, out: PathBuf, fps: Option<u32>, task: Option<String>, robot_type: Option<String>, force: bool, crf: Option<f32>, progress: bool) -> PyResult<String> {
+pub fn export_lerobot(
+    py: Python<'_>,
+    path: PathBuf,
+    out: PathBuf,
+    fps: Option<u32>,
+    task: Option<String>,
+    robot_type: Option<String>,
+    force: bool,
+    crf: Option<f32>,
+    progress: bool,
+) -> PyResult<String> {
     let d = lerobot::ExportOptions::default();
     let opts = lerobot::ExportOptions { fps: fps.unwrap_or(d.fps), task, robot_type, force, crf: crf.unwrap_or(d.crf), ..d };
     let r = py.detach(|| {

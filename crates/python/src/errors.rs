@@ -61,7 +61,13 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
     }
     matches!(
         c.downcast_ref::<rollway_store::Error>(),
-        Some(rollway_store::Error::Corrupt { .. } | rollway_store::Error::Locked { .. } | rollway_store::Error::NoEpisode(_) | rollway_store::Error::Mismatch { .. } | rollway_store::Error::BadEpisode { .. })
+        Some(
+            rollway_store::Error::Corrupt { .. }
+                | rollway_store::Error::Locked { .. }
+                | rollway_store::Error::NoEpisode(_)
+                | rollway_store::Error::Mismatch { .. }
+                | rollway_store::Error::BadEpisode { .. }
+        )
     )
 }
 
@@ -120,7 +126,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyTuple::new(py, [base.bind(py).clone(), py.get_type::<PyFileNotFoundError>()])?,
         "A path that does not exist or holds no rollway dataset.",
     )?;
-    for (name, class, cell) in [("RollwayError", base, &ROLLWAY_ERROR), ("InputError", input, &INPUT_ERROR), ("DatasetNotFoundError", missing, &NOT_FOUND)] {
+    for (name, class, cell) in
+        [("RollwayError", base, &ROLLWAY_ERROR), ("InputError", input, &INPUT_ERROR), ("DatasetNotFoundError", missing, &NOT_FOUND)]
+    {
         m.add(name, class.bind(py))?;
         let _ = cell.set(py, class);
     }

@@ -78,7 +78,8 @@ pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> P
 /// `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
 fn start<'py>(setup: &Setup, made: Bound<'py, PyAny>) -> PyResult<(Option<Host<'py>>, SpecJson)> {
     let t = made.cast_into::<PyTuple>()?;
-    let spec: SpecJson = serde_json::from_str(&t.get_item(2)?.extract::<String>()?).map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
+    let spec: SpecJson =
+        serde_json::from_str(&t.get_item(2)?.extract::<String>()?).map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
     let first = t.get_item(1)?;
     let Some(path) = setup.shm.as_deref().filter(|_| setup.n > 0) else {
         let _ = first.call_method0("close");
@@ -94,7 +95,18 @@ fn start<'py>(setup: &Setup, made: Bound<'py, PyAny>) -> PyResult<(Option<Host<'
     };
     let mut envs = vec![None; setup.n];
     envs[0] = Some(first);
-    let host = Host { make: t.get_item(0)?, pack_obs: t.get_item(3)?, unpack_act: t.get_item(4)?, dump_info: t.get_item(5)?, envs, ol, al, infos, region, buf: Vec::new() };
+    let host = Host {
+        make: t.get_item(0)?,
+        pack_obs: t.get_item(3)?,
+        unpack_act: t.get_item(4)?,
+        dump_info: t.get_item(5)?,
+        envs,
+        ol,
+        al,
+        infos,
+        region,
+        buf: Vec::new(),
+    };
     Ok((Some(host), spec))
 }
 
@@ -161,7 +173,11 @@ impl<'py> Host<'py> {
 
     fn write_obs(&mut self, slot: usize, obs: &Bound<'py, PyAny>) -> Result<(), String> {
         if !fast_row(&self.ol, obs, &mut self.buf) {
-            self.buf = self.pack_obs.call1((obs,)).and_then(|b| b.extract::<Vec<u8>>()).map_err(|e| format!("observation does not fit the observation space: {e}"))?;
+            self.buf = self
+                .pack_obs
+                .call1((obs,))
+                .and_then(|b| b.extract::<Vec<u8>>())
+                .map_err(|e| format!("observation does not fit the observation space: {e}"))?;
         }
         let row = self.region.obs_mut(slot);
         if self.buf.len() != row.len() {

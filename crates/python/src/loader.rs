@@ -60,7 +60,21 @@ impl LoaderHandle {
         let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
         let select = Selection { labels, min_return, max_return, min_length, max_length };
         let d = LoaderConfig::default();
-        let cfg = LoaderConfig { clip_len: clip, stride, pad, batch_size: batch, shuffle, replacement, seed, rank, world_size: world, prefetch_batches: prefetch, threads: threads.unwrap_or(d.threads), drop_last, select };
+        let cfg = LoaderConfig {
+            clip_len: clip,
+            stride,
+            pad,
+            batch_size: batch,
+            shuffle,
+            replacement,
+            seed,
+            rank,
+            world_size: world,
+            prefetch_batches: prefetch,
+            threads: threads.unwrap_or(d.threads),
+            drop_last,
+            select,
+        };
         let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
         Ok(LoaderHandle { inner, fields, to_tensor, epochs_left: 0 })
     }
@@ -136,7 +150,12 @@ impl LoaderHandle {
 }
 
 /// A batch's fields as views of the lent buffer (only `fields`, when given).
-fn batch_dict<'py>(py: Python<'py>, lent: LentBatch, fields: Option<&[String]>, to_tensor: Option<&Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+fn batch_dict<'py>(
+    py: Python<'py>,
+    lent: LentBatch,
+    fields: Option<&[String]>,
+    to_tensor: Option<&Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let lent = Arc::new(lent);
     // One base object for all the batch's arrays: the buffer returns when the last goes.
     let base = arrays::keeper(py, lent.clone())?;

@@ -63,7 +63,8 @@ pub fn run(
 
 fn report(o: &Outcome) -> serde_json::Value {
     let written = o.written.as_ref().map(|w| json!({"shards": w.shards, "episodes": w.episodes, "steps": w.steps, "bytes": w.bytes}));
-    let resumed = o.resumed.as_ref().map(|r| json!({"run": r.run.run, "episodes": r.episodes, "steps": r.steps, "next_index": r.next_index}));
+    let resumed =
+        o.resumed.as_ref().map(|r| json!({"run": r.run.run, "episodes": r.episodes, "steps": r.steps, "next_index": r.next_index}));
     json!({
         "summary": o.summary,
         "out": o.out.as_ref().map(|p| p.display().to_string()),

@@ -92,11 +92,17 @@ impl VecEnvHandle {
     /// Resets every env: env i with `seeds[i]` (None continues its stream). Returns the
     /// observations and the infos (JSON list, or None when all are empty).
     #[pyo3(signature = (seeds, options=None))]
-    fn reset<'py>(&mut self, py: Python<'py>, seeds: Vec<Option<u64>>, options: Option<&str>) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        seeds: Vec<Option<u64>>,
+        options: Option<&str>,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
         if seeds.len() != self.envs.len() {
             return Err(input_error(format!("{} seeds for {} envs", seeds.len(), self.envs.len())));
         }
-        let options: Option<Info> = options.map(serde_json::from_str).transpose().map_err(|e| input_error(format!("reset options: {e}")))?;
+        let options: Option<Info> =
+            options.map(serde_json::from_str).transpose().map_err(|e| input_error(format!("reset options: {e}")))?;
         let (ol, obs) = (&self.ol, &mut self.obs);
         for (i, env) in self.envs.iter_mut().enumerate() {
             env.reset(seeds[i], options.as_ref(), RowMut::new(ol, obs.row_mut(i))).py()?;
@@ -108,7 +114,11 @@ impl VecEnvHandle {
     /// Steps every env with its action (the actions' leaves packed row after row);
     /// returns (observations, rewards, terminations, truncations, infos JSON or None).
     #[allow(clippy::type_complexity)]
-    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8]) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<String>)> {
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: &[u8],
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<String>)> {
         self.load_actions(actions)?;
         let n = self.envs.len();
         let mut outs = vec![Out::default(); n];
@@ -129,7 +139,11 @@ impl VecEnvHandle {
         let n = self.envs.len();
         let per_env: usize = self.al.leaves().iter().map(|l| l.bytes()).sum();
         if packed.len() != n * per_env {
-            return Err(input_error(format!("actions: {} bytes for {n} envs of {} ({per_env} bytes each)", packed.len(), self.al.space().describe())));
+            return Err(input_error(format!(
+                "actions: {} bytes for {n} envs of {} ({per_env} bytes each)",
+                packed.len(),
+                self.al.space().describe()
+            )));
         }
         for i in 0..n {
             let mut src = &packed[i * per_env..(i + 1) * per_env];
@@ -176,12 +190,17 @@ impl VecEnvHandle {
         let mut cols = Vec::new();
         for leaf in self.ol.leaves() {
             let (b, w) = (leaf.bytes(), self.obs.row_bytes());
-            let data: Vec<u8> = if b == w { self.obs.bytes().to_vec() } else { (0..n).flat_map(|i| &self.obs.row(i)[leaf.offset..leaf.offset + b]).copied().collect() };
+            let data: Vec<u8> = if b == w {
+                self.obs.bytes().to_vec()
+            } else {
+                (0..n).flat_map(|i| &self.obs.row(i)[leaf.offset..leaf.offset + b]).copied().collect()
+            };
             let shape: Vec<usize> = std::iter::once(n).chain(leaf.shape.iter().copied()).collect();
             let a = rollway_core::Array { dtype: leaf.dtype, shape, data };
             cols.push((leaf.path.clone(), arrays::owned(py, a)?));
         }
-        let named: Vec<(String, Bound<'py, PyAny>)> = cols.into_iter().map(|(p, a)| (if p.is_empty() { "observation".to_string() } else { format!("observation/{p}") }, a)).collect();
+        let named: Vec<(String, Bound<'py, PyAny>)> =
+            cols.into_iter().map(|(p, a)| (if p.is_empty() { "observation".to_string() } else { format!("observation/{p}") }, a)).collect();
         arrays::leaves(py, named.iter().map(|(c, a)| (c.as_str(), a.clone())).collect())
     }
 

@@ -22,11 +22,19 @@ fn bench_run(c: &mut Criterion, name: &str, cfg: RunConfig, steps: u64) {
 }
 
 fn generator(c: &mut Criterion) {
-    let cartpole = |workers, envs, mode| RunConfig { env: "CartPole-v1".into(), agent: "random".into(), workers, envs_per_worker: envs, mode, ..Default::default() };
+    let cartpole = |workers, envs, mode| RunConfig {
+        env: "CartPole-v1".into(),
+        agent: "random".into(),
+        workers,
+        envs_per_worker: envs,
+        mode,
+        ..Default::default()
+    };
     bench_run(c, "CartPole-v1/random/2x1024/async", cartpole(2, 1024, Mode::Async), 5_000_000);
     bench_run(c, "CartPole-v1/random/2x4096/sync", cartpole(2, 4096, Mode::Sync), 5_000_000);
     bench_run(c, "CartPole-v1/random/1x256/sync", cartpole(1, 256, Mode::Sync), 2_000_000);
-    let mine = RunConfig { env_params: Params::new().with("size", 64), workers: 2, envs_per_worker: 16, mode: Mode::Async, ..Default::default() };
+    let mine =
+        RunConfig { env_params: Params::new().with("size", 64), workers: 2, envs_per_worker: 16, mode: Mode::Async, ..Default::default() };
     bench_run(c, "PixelMine-v0/miner/size=64/2x16/async", mine, 200_000);
 }
 

@@ -88,10 +88,13 @@ impl<'a> Central<'a> {
         let cfg = &g.cfg;
         let ol = Arc::new(Layout::of(&g.spec.observation_space));
         let al = Arc::new(Layout::of(&g.spec.action_space));
-        let sched = Arc::new(Schedule::new(cfg.start_index, match cfg.target {
-            Target::Episodes(n) => n,
-            Target::Steps(_) => u64::MAX,
-        }));
+        let sched = Arc::new(Schedule::new(
+            cfg.start_index,
+            match cfg.target {
+                Target::Episodes(n) => n,
+                Target::Steps(_) => u64::MAX,
+            },
+        ));
         if matches!(cfg.target, Target::Steps(n) if cfg.start_steps >= n) {
             sched.stop();
         }
@@ -301,7 +304,13 @@ impl<'a> Central<'a> {
 /// chunk), stopping at the first call that fails: an agent that failed is not
 /// trusted with more rows. Returns, per block up to the failed call's last one,
 /// the failure of the call it was in (if any), and that failure.
-fn call_agent(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box<AgentBlock>], max_batch: usize) -> (Vec<Option<String>>, Option<String>) {
+fn call_agent(
+    agent: &mut dyn Agent,
+    ol: &Layout,
+    al: &Layout,
+    blocks: &mut [Box<AgentBlock>],
+    max_batch: usize,
+) -> (Vec<Option<String>>, Option<String>) {
     let max = if max_batch == 0 { usize::MAX } else { max_batch };
     let mut failed: Vec<Option<String>> = vec![None; blocks.len()];
     let (ob, ab) = (ol.row_bytes(), al.row_bytes());
@@ -314,7 +323,10 @@ fn call_agent(agent: &mut dyn Agent, ol: &Layout, al: &Layout, blocks: &mut [Box
         let msg = match res {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e.to_string()),
-            Err(p) => Some(format!("panicked: {}", p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default())),
+            Err(p) => Some(format!(
+                "panicked: {}",
+                p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+            )),
         };
         if let Some(m) = &msg {
             owners.iter().for_each(|&o| failed[o] = Some(m.clone()));

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use rollway_core::episode::{EpisodeResult, Fault, Status};
 use crate::filter::{self, EpisodeFilter};
 use crate::{Observer, Target};
+use rollway_core::episode::{EpisodeResult, Fault, Status};
 
 /// Mean, population standard deviation, min and max (0 when there is no data).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -133,7 +133,13 @@ pub(crate) struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    pub fn new(target: Target, start: u64, prior_steps: u64, filters: &'a [Box<dyn EpisodeFilter>], observer: &'a mut dyn Observer) -> Self {
+    pub fn new(
+        target: Target,
+        start: u64,
+        prior_steps: u64,
+        filters: &'a [Box<dyn EpisodeFilter>],
+        observer: &'a mut dyn Observer,
+    ) -> Self {
         Collector {
             target,
             filters,

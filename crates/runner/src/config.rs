@@ -137,7 +137,10 @@ impl RunConfig {
             return bad("envs_per_worker", &format!("more than {} envs per worker is not supported", Self::MAX_ENVS_PER_WORKER));
         }
         if self.total_envs() > Self::MAX_ENVS {
-            return bad("envs_per_worker", &format!("{} workers × {} envs is more than {} env slots", self.workers, self.envs_per_worker, Self::MAX_ENVS));
+            return bad(
+                "envs_per_worker",
+                &format!("{} workers × {} envs is more than {} env slots", self.workers, self.envs_per_worker, Self::MAX_ENVS),
+            );
         }
         if self.max_wait > Self::MAX_WAIT {
             return bad("max_wait", "must be at most 1 hour");

@@ -31,11 +31,19 @@ impl Generator {
     ///
     /// The factories are shared (`Arc`) because every worker thread builds envs
     /// with the same one, and a host may keep a handle on its own.
-    pub fn new(cfg: RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>, filters: Vec<Box<dyn EpisodeFilter>>) -> Result<Generator> {
+    pub fn new(
+        cfg: RunConfig,
+        envs: Arc<dyn EnvFactory>,
+        agents: Arc<dyn AgentFactory>,
+        filters: Vec<Box<dyn EpisodeFilter>>,
+    ) -> Result<Generator> {
         cfg.validate()?;
         for (field, configured, built) in [("env", &cfg.env, envs.name()), ("agent", &cfg.agent, agents.name())] {
             if configured != built {
-                return Err(Error::Config { field, message: format!("names `{configured}`, but the run's {field} factory builds `{built}`") });
+                return Err(Error::Config {
+                    field,
+                    message: format!("names `{configured}`, but the run's {field} factory builds `{built}`"),
+                });
             }
         }
         let spec = envs.spec()?;

@@ -38,9 +38,9 @@ use std::time::Duration;
 
 pub use collect::{Stat, Summary};
 pub use config::{Mode, RunConfig, Target};
-pub use rollway_core::episode::{self, EpisodeResult, Fault, Label, Status, Trajectory};
 pub use error::{Error, Result};
 pub use generator::Generator;
+pub use rollway_core::episode::{self, EpisodeResult, Fault, Label, Status, Trajectory};
 
 /// Where a run is, for progress displays.
 #[derive(Clone, Copy, Debug)]

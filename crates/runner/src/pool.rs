@@ -31,7 +31,13 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// Starts `cfg.workers` threads, each with its envs split into `per_worker` blocks.
-    pub fn spawn(cfg: &Arc<RunConfig>, envs: &Arc<dyn EnvFactory>, layouts: (&Arc<Layout>, &Arc<Layout>), sched: &Arc<Schedule>, per_worker: usize) -> Result<Pool> {
+    pub fn spawn(
+        cfg: &Arc<RunConfig>,
+        envs: &Arc<dyn EnvFactory>,
+        layouts: (&Arc<Layout>, &Arc<Layout>),
+        sched: &Arc<Schedule>,
+        per_worker: usize,
+    ) -> Result<Pool> {
         let (ol, al) = layouts;
         let (up_tx, up) = unbounded::<Up>();
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.

@@ -25,7 +25,13 @@ pub(crate) struct Schedule {
 impl Schedule {
     /// Hands out indices `start..limit`.
     pub fn new(start: u64, limit: u64) -> Schedule {
-        Schedule { next: AtomicU64::new(start), limit, stop: AtomicBool::new(false), retry: Mutex::new(VecDeque::new()), retry_len: AtomicUsize::new(0) }
+        Schedule {
+            next: AtomicU64::new(start),
+            limit,
+            stop: AtomicBool::new(false),
+            retry: Mutex::new(VecDeque::new()),
+            retry_len: AtomicUsize::new(0),
+        }
     }
 
     /// The next episode to run, retries before fresh ones; `None` when there is nothing left.

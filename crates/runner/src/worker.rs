@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use rollway_core::{seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, InfoNeed, Layout, Memory, Op, Rows, SlotResult, StepOutcome};
 
-use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
 use crate::schedule::{Pending, Schedule};
 use crate::serial::Serial;
 use crate::RunConfig;
+use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
 
 /// The agent-facing half of a block of env slots.
 pub(crate) struct AgentBlock {

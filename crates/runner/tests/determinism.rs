@@ -16,7 +16,16 @@ fn outcomes(cfg: RunConfig) -> Vec<String> {
 }
 
 fn cartpole(workers: usize, envs: usize, mode: Mode) -> RunConfig {
-    RunConfig { env: "CartPole-v1".into(), agent: "random".into(), workers, envs_per_worker: envs, mode, target: Target::Episodes(1000), seed: 7, ..Default::default() }
+    RunConfig {
+        env: "CartPole-v1".into(),
+        agent: "random".into(),
+        workers,
+        envs_per_worker: envs,
+        mode,
+        target: Target::Episodes(1000),
+        seed: 7,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -30,7 +39,8 @@ fn issue2_cartpole_1000_episodes_identical_across_workers_and_modes() {
         RunConfig { max_batch: 7, ..cartpole(3, 9, Mode::Sync) },
     ];
     for cfg in variants {
-        let desc = format!("{:?} workers={} envs={} batch={}..{}", cfg.mode, cfg.workers, cfg.envs_per_worker, cfg.min_batch, cfg.max_batch);
+        let desc =
+            format!("{:?} workers={} envs={} batch={}..{}", cfg.mode, cfg.workers, cfg.envs_per_worker, cfg.min_batch, cfg.max_batch);
         let other = outcomes(cfg);
         assert!(one.join("\n") == other.join("\n"), "outcomes differ for {desc}");
     }
@@ -55,7 +65,13 @@ fn step_target_is_the_same_prefix_whatever_the_schedule() {
 
 #[test]
 fn max_steps_truncates_and_counts_as_truncated() {
-    let cfg = RunConfig { env: "CartPole-v1".into(), agent: "constant".into(), max_steps: Some(5), target: Target::Episodes(20), ..Default::default() };
+    let cfg = RunConfig {
+        env: "CartPole-v1".into(),
+        agent: "constant".into(),
+        max_steps: Some(5),
+        target: Target::Episodes(20),
+        ..Default::default()
+    };
     let mut eps: Vec<EpisodeResult> = Vec::new();
     let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
     // Pushing left always tips the pole only after ~8 steps, so every episode is cut at 5.
@@ -65,7 +81,14 @@ fn max_steps_truncates_and_counts_as_truncated() {
 
 #[test]
 fn recorded_trajectories_follow_gymnasium_shapes() {
-    let cfg = RunConfig { env: "CartPole-v1".into(), agent: "random".into(), record_steps: true, record_infos: true, target: Target::Episodes(5), ..Default::default() };
+    let cfg = RunConfig {
+        env: "CartPole-v1".into(),
+        agent: "random".into(),
+        record_steps: true,
+        record_infos: true,
+        target: Target::Episodes(5),
+        ..Default::default()
+    };
     let mut eps: Vec<EpisodeResult> = Vec::new();
     common::registered(cfg).unwrap().run(&mut eps).unwrap();
     for e in &eps {

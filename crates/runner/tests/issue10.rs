@@ -24,10 +24,7 @@ fn four_workers(agent_params: Params, max_batch: usize) -> RunConfig {
 
 fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
     let mut eps = Vec::new();
-    let s = common::registered(cfg)
-        .unwrap()
-        .run(&mut eps)
-        .expect("one agent panic is within max_restarts 1");
+    let s = common::registered(cfg).unwrap().run(&mut eps).expect("one agent panic is within max_restarts 1");
     (s, eps)
 }
 
@@ -36,10 +33,7 @@ fn issue10_one_agent_panic_over_four_workers_is_one_failure() {
     // Call 30 acts on episodes 4..8 in one batch spanning all four workers' blocks.
     let (s, eps) = run(four_workers(Params::new().with("panic_every", 30), 0));
     assert_eq!(s.restarts, 1, "one agent rebuild");
-    assert_eq!(
-        s.failed_attempts, 4,
-        "each episode of the failed batch loses one attempt"
-    );
+    assert_eq!(s.failed_attempts, 4, "each episode of the failed batch loses one attempt");
     assert_eq!(s.episodes, 8);
     let attempts: Vec<u32> = eps.iter().map(|e| e.attempt).collect();
     assert_eq!(attempts, [1, 1, 1, 1, 2, 2, 2, 2]);
@@ -50,10 +44,7 @@ fn issue10_agent_panic_in_one_chunk_spares_the_other_chunk() {
     // Two calls of two envs per round: call 49 is the first chunk of round 25.
     let (s, eps) = run(four_workers(Params::new().with("panic_every", 49), 2));
     assert_eq!(s.restarts, 1);
-    assert_eq!(
-        s.failed_attempts, 2,
-        "only the failed call's episodes lose an attempt"
-    );
+    assert_eq!(s.failed_attempts, 2, "only the failed call's episodes lose an attempt");
     assert_eq!(eps.iter().filter(|e| e.attempt == 2).count(), 2);
     assert_eq!(s.episodes, 8);
 }
@@ -76,11 +67,7 @@ fn issue10_episodes_no_worker_could_run_stay_untried() {
     };
     let mut eps: Vec<EpisodeResult> = Vec::new();
     let s = common::registered(cfg).unwrap().run(&mut eps).unwrap();
-    assert!(
-        eps.is_empty(),
-        "nothing is reported for episodes no worker finished: {} reported",
-        eps.len()
-    );
+    assert!(eps.is_empty(), "nothing is reported for episodes no worker finished: {} reported", eps.len());
     assert_eq!((s.untried, s.given_up, s.episodes), (n, 0, 0));
     assert_eq!(s.attempts, s.failed_attempts);
 }
@@ -101,23 +88,14 @@ fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
         ..Default::default()
     };
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let s = common::registered(cfg.clone())
-        .unwrap()
-        .run(&mut eps)
-        .unwrap();
+    let s = common::registered(cfg.clone()).unwrap().run(&mut eps).unwrap();
     let idx: Vec<u64> = eps.iter().map(|e| e.index).collect();
     assert_eq!(idx, [0, 1]);
     assert_eq!(s.untried, 48);
     // A resumed run starts at the first untried index.
-    let resumed = RunConfig {
-        start_index: 2,
-        ..cfg
-    };
+    let resumed = RunConfig { start_index: 2, ..cfg };
     let mut more: Vec<EpisodeResult> = Vec::new();
-    let s = common::registered(resumed)
-        .unwrap()
-        .run(&mut more)
-        .unwrap();
+    let s = common::registered(resumed).unwrap().run(&mut more).unwrap();
     assert_eq!(more.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(s.untried, 46);
 }
@@ -129,34 +107,8 @@ fn issue10_settings_that_would_abort_the_process_are_refused() {
         other => panic!("expected a config error, got {other:?}"),
     };
     let d = RunConfig::default;
-    assert_eq!(
-        field(RunConfig {
-            envs_per_worker: 100_000_000,
-            ..d()
-        }),
-        "envs_per_worker"
-    );
-    assert_eq!(
-        field(RunConfig {
-            workers: 1024,
-            envs_per_worker: 65_536,
-            ..d()
-        }),
-        "envs_per_worker"
-    );
-    assert_eq!(
-        field(RunConfig {
-            max_wait: std::time::Duration::from_secs(7200),
-            ..d()
-        }),
-        "max_wait"
-    );
-    assert!(RunConfig {
-        workers: 1024,
-        envs_per_worker: 1024,
-        max_wait: RunConfig::MAX_WAIT,
-        ..d()
-    }
-    .validate()
-    .is_ok());
+    assert_eq!(field(RunConfig { envs_per_worker: 100_000_000, ..d() }), "envs_per_worker");
+    assert_eq!(field(RunConfig { workers: 1024, envs_per_worker: 65_536, ..d() }), "envs_per_worker");
+    assert_eq!(field(RunConfig { max_wait: std::time::Duration::from_secs(7200), ..d() }), "max_wait");
+    assert!(RunConfig { workers: 1024, envs_per_worker: 1024, max_wait: RunConfig::MAX_WAIT, ..d() }.validate().is_ok());
 }

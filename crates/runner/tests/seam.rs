@@ -13,7 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
-use rollway_core::{ActBatch, Agent, AgentFactory, BlockOptions, DType, Env, EnvBlock, EnvFactory, EnvSpec, Error, Info, Op, Result, RowMut, RowRef, Rows, SlotResult, Space, StepOutcome};
+use rollway_core::{
+    ActBatch, Agent, AgentFactory, BlockOptions, DType, Env, EnvBlock, EnvFactory, EnvSpec, Error, Info, Op, Result, RowMut, RowRef, Rows,
+    SlotResult, Space, StepOutcome,
+};
 use rollway_runner::{EpisodeResult, Generator, Mode, Observer, Progress, RunConfig, SinkError, Target};
 
 /// Counts what the factories built and what is still alive.
@@ -154,7 +157,10 @@ impl AgentFactory for Drifts {
     }
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
         if spec.action_space != Space::discrete(3, 0)? {
-            return Err(Error::Param { name: "agent".into(), message: format!("drift needs Discrete(3) actions, not {}", spec.action_space.describe()) });
+            return Err(Error::Param {
+                name: "agent".into(),
+                message: format!("drift needs Discrete(3) actions, not {}", spec.action_space.describe()),
+            });
         }
         let n = self.books.agents.fetch_add(1, Ordering::SeqCst) + 1;
         if self.max_made.is_some_and(|m| n > m) {
@@ -165,7 +171,17 @@ impl AgentFactory for Drifts {
 }
 
 fn walk(workers: usize, envs: usize, mode: Mode) -> RunConfig {
-    RunConfig { env: "walk".into(), agent: "drift".into(), workers, envs_per_worker: envs, mode, target: Target::Episodes(200), seed: 11, restart_backoff: Duration::ZERO, ..Default::default() }
+    RunConfig {
+        env: "walk".into(),
+        agent: "drift".into(),
+        workers,
+        envs_per_worker: envs,
+        mode,
+        target: Target::Episodes(200),
+        seed: 11,
+        restart_backoff: Duration::ZERO,
+        ..Default::default()
+    }
 }
 
 fn generator(cfg: RunConfig, envs: Walks, agents: Drifts) -> Generator {
@@ -183,7 +199,11 @@ fn outcomes(cfg: RunConfig, envs: Walks) -> Vec<String> {
 fn a_run_takes_envs_and_agent_from_the_callers_factories() {
     let books = Arc::new(Books::default());
     let mut eps: Vec<EpisodeResult> = Vec::new();
-    let g = generator(walk(2, 3, Mode::Sync), Walks { books: books.clone(), ..Default::default() }, Drifts { books: books.clone(), ..Default::default() });
+    let g = generator(
+        walk(2, 3, Mode::Sync),
+        Walks { books: books.clone(), ..Default::default() },
+        Drifts { books: books.clone(), ..Default::default() },
+    );
     assert_eq!(g.spec().id, "Walk-v0");
     let s = g.run(&mut eps).unwrap();
     assert_eq!((s.env.as_str(), s.agent.as_str(), s.episodes), ("Walk-v0", "drift", 200));
@@ -196,7 +216,8 @@ fn a_run_takes_envs_and_agent_from_the_callers_factories() {
 #[test]
 fn custom_factories_are_as_deterministic_as_the_registry() {
     let one = outcomes(walk(1, 4, Mode::Sync), Walks::default());
-    let variants = [walk(3, 5, Mode::Async), RunConfig { max_batch: 4, min_batch: 2, max_wait: Duration::from_micros(50), ..walk(2, 7, Mode::Async) }];
+    let variants =
+        [walk(3, 5, Mode::Async), RunConfig { max_batch: 4, min_batch: 2, max_wait: Duration::from_micros(50), ..walk(2, 7, Mode::Async) }];
     for cfg in variants {
         assert!(one == outcomes(cfg, Walks::default()), "outcomes depend on the schedule");
     }
@@ -212,7 +233,8 @@ fn custom_factories_are_as_deterministic_as_the_registry() {
 
 #[test]
 fn config_names_must_be_the_factories_names() {
-    let err = |cfg| Generator::new(cfg, Arc::new(Walks::default()), Arc::new(Drifts::default()), vec![]).err().expect("names differ").to_string();
+    let err =
+        |cfg| Generator::new(cfg, Arc::new(Walks::default()), Arc::new(Drifts::default()), vec![]).err().expect("names differ").to_string();
     assert!(err(RunConfig { env: "CartPole-v1".into(), ..walk(1, 1, Mode::Sync) }).contains("`env`"));
     assert!(err(RunConfig { agent: "random".into(), ..walk(1, 1, Mode::Sync) }).contains("`agent`"));
 }
@@ -261,7 +283,12 @@ fn every_way_a_run_stops_joins_every_worker() {
     }
     // A worker thread that dies outside the fault handling: the other one is joined too.
     let envs = Walks { panicking_block: Some(2), ..Default::default() };
-    let died = fails_and_joins(RunConfig { record_steps: true, record_infos: true, ..walk(2, 4, Mode::Sync) }, envs, Drifts::default(), &mut quiet);
+    let died = fails_and_joins(
+        RunConfig { record_steps: true, record_infos: true, ..walk(2, 4, Mode::Sync) },
+        envs,
+        Drifts::default(),
+        &mut quiet,
+    );
     assert!(died.contains("thread ended unexpectedly"), "{died}");
 }
 

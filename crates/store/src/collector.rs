@@ -75,7 +75,11 @@ impl Collector {
     fn step_row(&mut self) -> Result<StepOutcome> {
         if !self.rec.in_episode() {
             // Checked before the env steps: a finished env must not be stepped.
-            return Err(rollway_core::Error::Env { env: self.env.spec().id.clone(), message: "step called before reset (or after the episode ended)".into() }.into());
+            return Err(rollway_core::Error::Env {
+                env: self.env.spec().id.clone(),
+                message: "step called before reset (or after the episode ended)".into(),
+            }
+            .into());
         }
         let out = self.env.step(RowRef::new(&self.al, self.act.row(0)), RowMut::new(&self.ol, self.obs.row_mut(0)))?;
         let mut info = self.env.info();

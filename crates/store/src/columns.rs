@@ -6,10 +6,7 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{Float32Builder, ListBuilder};
-use arrow_array::{
-    make_array, Array as _, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch,
-    StringArray,
-};
+use arrow_array::{make_array, Array as _, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_buffer::{Buffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -36,22 +33,13 @@ pub fn arrow_type(d: DType) -> DataType {
 }
 
 fn leaf_field(name: String, leaf: &Leaf, nullable: bool) -> Field {
-    let meta = [
-        ("rollway:shape".to_string(), format!("{:?}", leaf.shape)),
-        ("rollway:dtype".to_string(), leaf.dtype.name().to_string()),
-    ];
+    let meta = [("rollway:shape".to_string(), format!("{:?}", leaf.shape)), ("rollway:dtype".to_string(), leaf.dtype.name().to_string())];
     let dt = if leaf.shape.is_empty() {
         arrow_type(leaf.dtype)
     } else {
-        DataType::FixedSizeList(
-            Arc::new(Field::new("item", arrow_type(leaf.dtype), false)),
-            leaf.len() as i32,
-        )
+        DataType::FixedSizeList(Arc::new(Field::new("item", arrow_type(leaf.dtype), false)), leaf.len() as i32)
     };
-    Field::new(name, dt, nullable).with_metadata(
-        meta.into_iter()
-            .collect::<std::collections::HashMap<String, String>>(),
-    )
+    Field::new(name, dt, nullable).with_metadata(meta.into_iter().collect::<std::collections::HashMap<String, String>>())
 }
 
 /// The column plan of a dataset.
@@ -69,10 +57,7 @@ pub struct Columns {
 impl Columns {
     /// The plan for these layouts.
     pub fn new(obs: Layout, act: Layout, infos: bool) -> Columns {
-        let mut fields = vec![
-            Field::new("episode_id", DataType::Int64, false),
-            Field::new("step", DataType::Int64, false),
-        ];
+        let mut fields = vec![Field::new("episode_id", DataType::Int64, false), Field::new("step", DataType::Int64, false)];
         for leaf in obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
             fields.push(leaf_field(column_name("observations", leaf), leaf, false));
         }
@@ -87,30 +72,19 @@ impl Columns {
         }
         let schema = Arc::new(
             Schema::new(fields).with_metadata(
-                [(
-                    "rollway:format_version".to_string(),
-                    crate::FORMAT_VERSION.to_string(),
-                )]
-                .into_iter()
-                .collect::<std::collections::HashMap<String, String>>(),
+                [("rollway:format_version".to_string(), crate::FORMAT_VERSION.to_string())]
+                    .into_iter()
+                    .collect::<std::collections::HashMap<String, String>>(),
             ),
         );
-        Columns {
-            obs,
-            act,
-            infos,
-            schema,
-        }
+        Columns { obs, act, infos, schema }
     }
 
     /// Builds one shard's batch; `ids[i]` is the dataset episode id of `episodes[i]`.
     pub fn batch(&self, episodes: &[&EpisodeResult], ids: &[u64]) -> Result<RecordBatch> {
         let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
         // Checked once here; every column below walks these.
-        let trajs = episodes
-            .iter()
-            .map(|e| traj(e))
-            .collect::<Result<Vec<_>>>()?;
+        let trajs = episodes.iter().map(|e| traj(e)).collect::<Result<Vec<_>>>()?;
         let mut last = Vec::with_capacity(rows);
         let (mut eid, mut step) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         for (e, &id) in episodes.iter().zip(ids) {
@@ -122,10 +96,7 @@ impl Columns {
         }
         // Null where a row is an episode's final observation: it has no action.
         let valid = NullBuffer::from(last.iter().map(|&l| !l).collect::<Vec<bool>>());
-        let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(eid)),
-            Arc::new(Int64Array::from(step)),
-        ];
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(eid)), Arc::new(Int64Array::from(step))];
         let (ob, ab) = (self.obs.row_bytes(), self.act.row_bytes());
         for leaf in self.obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
             let mut bytes = Vec::with_capacity(rows * leaf.bytes());
@@ -173,24 +144,19 @@ impl Columns {
             let mut states = ListBuilder::new(Float32Builder::new());
             for t in &trajs {
                 for r in 0..t.rewards.len() {
-                    states
-                        .values()
-                        .append_slice(&t.states[r * t.state_width..(r + 1) * t.state_width]);
+                    states.values().append_slice(&t.states[r * t.state_width..(r + 1) * t.state_width]);
                     states.append(true);
                 }
                 states.append(false);
             }
             let states = states.finish();
-            let mut fields: Vec<Field> =
-                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
             fields.push(Field::new(AGENT_STATE, states.data_type().clone(), true));
             schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
             cols.push(Arc::new(states));
         }
-        RecordBatch::try_new(schema, cols).map_err(|e| Error::BadEpisode {
-            episode: episodes.first().map_or(0, |e| e.index),
-            message: e.to_string(),
-        })
+        RecordBatch::try_new(schema, cols)
+            .map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
     }
 }
 
@@ -200,15 +166,11 @@ impl Columns {
     /// CartPole dataset has the right names and the wrong widths).
     pub(crate) fn check(&self, schema: &Schema) -> std::result::Result<(), String> {
         let same = |a: &DataType, b: &DataType| match (a, b) {
-            (DataType::FixedSizeList(fa, na), DataType::FixedSizeList(fb, nb)) => {
-                na == nb && fa.data_type() == fb.data_type()
-            }
+            (DataType::FixedSizeList(fa, na), DataType::FixedSizeList(fb, nb)) => na == nb && fa.data_type() == fb.data_type(),
             _ => a == b,
         };
         for want in self.schema.fields().iter().filter(|f| f.name() != "infos") {
-            let got = schema
-                .field_with_name(want.name())
-                .map_err(|_| format!("no column `{}`", want.name()))?;
+            let got = schema.field_with_name(want.name()).map_err(|_| format!("no column `{}`", want.name()))?;
             if !same(got.data_type(), want.data_type()) {
                 return Err(format!(
                     "column `{}` is {} where the dataset's spaces give {}",
@@ -227,11 +189,7 @@ impl Columns {
                 name => self.schema.field_with_name(name).is_ok(),
             };
             if !ok {
-                return Err(format!(
-                    "unexpected column `{}` ({})",
-                    got.name(),
-                    got.data_type()
-                ));
+                return Err(format!("unexpected column `{}` ({})", got.name(), got.data_type()));
             }
         }
         Ok(())
@@ -243,36 +201,24 @@ pub const AGENT_STATE: &str = "agent_state";
 
 /// An episode's trajectory, checked for Gymnasium's T+1 / T shape.
 pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
-    let t = e.trajectory.as_deref().ok_or_else(|| Error::BadEpisode {
-        episode: e.index,
-        message: "no per-step data (run with record_steps)".into(),
-    })?;
+    let t = e
+        .trajectory
+        .as_deref()
+        .ok_or_else(|| Error::BadEpisode { episode: e.index, message: "no per-step data (run with record_steps)".into() })?;
     let n = e.length as usize;
     if t.rewards.len() != n || t.terminations.len() != n || t.truncations.len() != n {
-        return Err(Error::BadEpisode {
-            episode: e.index,
-            message: format!("{} rewards for {n} steps", t.rewards.len()),
-        });
+        return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
     }
     if t.states.len() != n * t.state_width {
         return Err(Error::BadEpisode {
             episode: e.index,
-            message: format!(
-                "{} state floats for {n} steps of {}",
-                t.states.len(),
-                t.state_width
-            ),
+            message: format!("{} state floats for {n} steps of {}", t.states.len(), t.state_width),
         });
     }
     Ok(t)
 }
 
-fn leaf_array(
-    leaf: &Leaf,
-    bytes: Vec<u8>,
-    rows: usize,
-    nulls: Option<NullBuffer>,
-) -> Result<ArrayRef> {
+fn leaf_array(leaf: &Leaf, bytes: Vec<u8>, rows: usize, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
     let n = leaf.len();
     let child = if leaf.dtype == DType::Bool {
         BooleanArray::from(bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>()).into_data()
@@ -284,22 +230,10 @@ fn leaf_array(
             .map_err(corrupt_build)?
     };
     let data = if leaf.shape.is_empty() {
-        child
-            .into_builder()
-            .nulls(nulls)
-            .build()
-            .map_err(corrupt_build)?
+        child.into_builder().nulls(nulls).build().map_err(corrupt_build)?
     } else {
-        let dt = DataType::FixedSizeList(
-            Arc::new(Field::new("item", arrow_type(leaf.dtype), false)),
-            n as i32,
-        );
-        ArrayData::builder(dt)
-            .len(rows)
-            .add_child_data(child)
-            .nulls(nulls)
-            .build()
-            .map_err(corrupt_build)?
+        let dt = DataType::FixedSizeList(Arc::new(Field::new("item", arrow_type(leaf.dtype), false)), n as i32);
+        ArrayData::builder(dt).len(rows).add_child_data(child).nulls(nulls).build().map_err(corrupt_build)?
     };
     Ok(make_array(data))
 }
@@ -317,27 +251,16 @@ fn aligned(bytes: Vec<u8>, align: usize) -> Buffer {
 }
 
 fn corrupt_build(e: arrow_schema::ArrowError) -> Error {
-    Error::BadEpisode {
-        episode: 0,
-        message: format!("building columns: {e}"),
-    }
+    Error::BadEpisode { episode: 0, message: format!("building columns: {e}") }
 }
 
 /// Copies rows of a leaf column out as native bytes (`leaf.bytes()` per row).
-pub(crate) fn leaf_bytes(
-    col: &dyn arrow_array::Array,
-    leaf: &Leaf,
-    out: &mut Vec<u8>,
-) -> std::result::Result<(), String> {
+pub(crate) fn leaf_bytes(col: &dyn arrow_array::Array, leaf: &Leaf, out: &mut Vec<u8>) -> std::result::Result<(), String> {
     let data = col.to_data();
     let (values, offset) = if leaf.shape.is_empty() {
         (data.clone(), data.offset())
     } else {
-        let child = data
-            .child_data()
-            .first()
-            .ok_or("list column without values")?
-            .clone();
+        let child = data.child_data().first().ok_or("list column without values")?.clone();
         let off = data.offset() * leaf.len() + child.offset();
         (child, off)
     };
@@ -348,14 +271,8 @@ pub(crate) fn leaf_bytes(
         return Ok(());
     }
     let size = leaf.dtype.size();
-    let buf = values
-        .buffers()
-        .first()
-        .ok_or("column without data buffer")?;
-    let bytes = buf
-        .as_slice()
-        .get(offset * size..(offset + n) * size)
-        .ok_or("column shorter than its length")?;
+    let buf = values.buffers().first().ok_or("column without data buffer")?;
+    let bytes = buf.as_slice().get(offset * size..(offset + n) * size).ok_or("column shorter than its length")?;
     out.extend_from_slice(bytes);
     Ok(())
 }
@@ -364,9 +281,5 @@ pub(crate) fn leaf_bytes(
 pub(crate) fn stacked(leaf: &Leaf, rows: usize, data: Vec<u8>) -> Array {
     let mut shape = vec![rows];
     shape.extend_from_slice(&leaf.shape);
-    Array {
-        dtype: leaf.dtype,
-        shape,
-        data,
-    }
+    Array { dtype: leaf.dtype, shape, data }
 }

@@ -54,10 +54,7 @@ impl EnvInfo {
 
     /// The parsed observation and action spaces.
     pub fn spaces(&self) -> Result<(Space, Space)> {
-        Ok((
-            Space::from_json(&self.observation_space)?,
-            Space::from_json(&self.action_space)?,
-        ))
+        Ok((Space::from_json(&self.observation_space)?, Space::from_json(&self.action_space)?))
     }
 }
 
@@ -189,11 +186,7 @@ impl FileSum {
             h.update(&buf[..n]);
             bytes += n as u64;
         }
-        Ok(FileSum {
-            path: rel,
-            bytes,
-            xxh3: format!("{:016x}", h.digest()),
-        })
+        Ok(FileSum { path: rel, bytes, xxh3: format!("{:016x}", h.digest()) })
     }
 }
 
@@ -224,9 +217,7 @@ pub struct Paths {
 impl Paths {
     /// Paths under `root`.
     pub fn new(root: &Path) -> Paths {
-        Paths {
-            root: root.to_path_buf(),
-        }
+        Paths { root: root.to_path_buf() }
     }
     /// `rollway.json`.
     pub fn metadata(&self) -> PathBuf {
@@ -261,11 +252,7 @@ impl Paths {
     /// Opens the data file whose final place is `path` with `open`, staged or final.
     /// The writer may publish it between our look and our open; the rename is atomic,
     /// so when the staged open fails and the staged file is gone, the final one is there.
-    pub fn open_located<T>(
-        &self,
-        path: &Path,
-        open: impl Fn(&Path) -> Result<T>,
-    ) -> Result<(PathBuf, T)> {
+    pub fn open_located<T>(&self, path: &Path, open: impl Fn(&Path) -> Result<T>) -> Result<(PathBuf, T)> {
         if path.exists() {
             return open(path).map(|t| (path.to_path_buf(), t));
         }
@@ -278,18 +265,13 @@ impl Paths {
     /// `path` relative to the root, `/`-separated, as the index records it.
     pub fn rel(&self, path: &Path) -> String {
         let rel = path.strip_prefix(&self.root).unwrap_or(path);
-        rel.components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/")
+        rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
     }
     /// The final place of a file the index records as `rel`, if `rel` is a plain
     /// relative path inside the dataset (no `..`, not absolute).
     pub fn resolve(&self, rel: &str) -> Option<PathBuf> {
         let p = Path::new(rel);
-        p.components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-            .then(|| self.root.join(p))
+        p.components().all(|c| matches!(c, std::path::Component::Normal(_))).then(|| self.root.join(p))
     }
     /// Where a repair moves files that are not part of the dataset (never deleted).
     pub fn quarantine(&self) -> PathBuf {
@@ -329,10 +311,7 @@ impl Paths {
 /// them: at least six digits, no sign, no leading zeros beyond the padding); anything
 /// else — `shard-7.txt`, `shard-000000.bak.json` — is not a shard file.
 pub fn shard_number(name: &str, ext: &str) -> Option<u32> {
-    let digits = name
-        .strip_prefix("shard-")?
-        .strip_suffix(ext)?
-        .strip_suffix('.')?;
+    let digits = name.strip_prefix("shard-")?.strip_suffix(ext)?.strip_suffix('.')?;
     let n: u32 = if digits.bytes().all(|b| b.is_ascii_digit()) {
         digits.parse().ok()?
     } else {
@@ -353,19 +332,12 @@ pub fn column_name(prefix: &str, leaf: &Leaf) -> String {
 /// Image-like observation leaves (uint8 H×W×C with C in 1, 3, 4) go to frame files,
 /// not Parquet: they are most of the bytes and want their own codecs.
 pub fn is_frame_leaf(leaf: &Leaf) -> bool {
-    leaf.dtype == DType::U8
-        && leaf.shape.len() == 3
-        && matches!(leaf.shape[2], 1 | 3 | 4)
-        && leaf.shape[0] * leaf.shape[1] >= 64
+    leaf.dtype == DType::U8 && leaf.shape.len() == 3 && matches!(leaf.shape[2], 1 | 3 | 4) && leaf.shape[0] * leaf.shape[1] >= 64
 }
 
 /// The frame keys of an observation layout.
 pub fn frame_keys(obs: &Layout) -> Vec<String> {
-    obs.leaves()
-        .iter()
-        .filter(|l| is_frame_leaf(l))
-        .map(|l| column_name("observations", l))
-        .collect()
+    obs.leaves().iter().filter(|l| is_frame_leaf(l)).map(|l| column_name("observations", l)).collect()
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new
@@ -392,9 +364,7 @@ pub fn commit_file(from: &Path, to: &Path) -> Result<()> {
 /// fsyncs a directory so renames and creations inside it survive a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     crate::faults::check("syncing directory", dir)?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .io("syncing directory", dir)
+    File::open(dir).and_then(|d| d.sync_all()).io("syncing directory", dir)
 }
 
 /// Creates `dir` and any missing parents, fsyncing the parent of each directory it
@@ -411,19 +381,9 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
     match std::fs::create_dir(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => return Ok(()),
-        Err(e) => {
-            return Err(Error::Io {
-                op: "creating",
-                path: dir.to_path_buf(),
-                source: e,
-            })
-        }
+        Err(e) => return Err(Error::Io { op: "creating", path: dir.to_path_buf(), source: e }),
     }
-    sync_dir(
-        dir.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new(".")),
-    )
+    sync_dir(dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
 }
 
 /// Refuses to work through a symbolic link where rollway writes or removes files.
@@ -431,8 +391,7 @@ pub fn require_real_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => Err(Error::NotADataset {
             path: dir.to_path_buf(),
-            message: "it is a symbolic link; rollway does not write or clean up through links"
-                .into(),
+            message: "it is a symbolic link; rollway does not write or clean up through links".into(),
         }),
         _ => Ok(()),
     }
@@ -441,10 +400,7 @@ pub fn require_real_dir(dir: &Path) -> Result<()> {
 /// Reads and parses a JSON file, mapping damage to [`Error::Corrupt`].
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).io("reading", path)?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+    serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// The files the writer gives shard `n` when it has rows: its Parquet file and one

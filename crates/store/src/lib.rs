@@ -38,12 +38,12 @@ mod verify;
 mod writer;
 
 pub use collector::{Collector, StepCallback};
-pub use recorder::{EpisodeCallback, Recorder};
 pub use columns::arrow_type;
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};
 pub use format::{FileSum, IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
 pub use reader::{Damaged, Dataset, EpisodeData, OpenOptions, ShardColumns};
+pub use recorder::{EpisodeCallback, Recorder};
 pub use recover::{repair, RepairReport};
 pub use verify::{verify, Problem, VerifyReport};
 pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig, MAX_SHARD_EPISODES};

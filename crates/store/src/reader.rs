@@ -11,10 +11,7 @@ use rollway_core::{Array, Info, Layout, Status};
 use crate::check;
 use crate::columns::{leaf_bytes, Columns, AGENT_STATE};
 use crate::error::IoContext;
-use crate::format::{
-    self, column_name, is_frame_leaf, read_json, shard_number, IndexEntry, Metadata, Paths,
-    ShardIndex,
-};
+use crate::format::{self, column_name, is_frame_leaf, read_json, shard_number, IndexEntry, Metadata, Paths, ShardIndex};
 use crate::frames;
 use crate::{Error, Result};
 
@@ -76,19 +73,12 @@ pub struct Dataset {
 pub(crate) fn read_metadata(paths: &Paths) -> Result<Metadata> {
     let meta: Metadata = read_json(&paths.metadata())?;
     if meta.format != "rollway" {
-        return Err(Error::NotADataset {
-            path: paths.root.clone(),
-            message: format!("format `{}`", meta.format),
-        });
+        return Err(Error::NotADataset { path: paths.root.clone(), message: format!("format `{}`", meta.format) });
     }
     if meta.format_version == 0 || meta.format_version > format::FORMAT_VERSION {
         return Err(Error::NotADataset {
             path: paths.root.clone(),
-            message: format!(
-                "format version {} is newer than this rollway ({})",
-                meta.format_version,
-                format::FORMAT_VERSION
-            ),
+            message: format!("format version {} is newer than this rollway ({})", meta.format_version, format::FORMAT_VERSION),
         });
     }
     Ok(meta)
@@ -102,9 +92,7 @@ fn list_shards(dir: &Path) -> Result<Vec<u32>> {
     };
     for e in rd {
         let e = e.io("listing", dir)?;
-        if let Some(n) = shard_number(&e.file_name().to_string_lossy(), "json")
-            .filter(|_| e.file_type().is_ok_and(|t| t.is_file()))
-        {
+        if let Some(n) = shard_number(&e.file_name().to_string_lossy(), "json").filter(|_| e.file_type().is_ok_and(|t| t.is_file())) {
             v.push(n);
         }
     }
@@ -125,10 +113,7 @@ pub struct Damaged {
 
 /// Reads every index file, checking each against itself and the metadata; a shard
 /// whose index is unreadable or inconsistent is returned as damaged instead.
-pub(crate) fn load_shard_indexes(
-    paths: &Paths,
-    meta: &Metadata,
-) -> Result<(Vec<ShardIndex>, Vec<Damaged>)> {
+pub(crate) fn load_shard_indexes(paths: &Paths, meta: &Metadata) -> Result<(Vec<ShardIndex>, Vec<Damaged>)> {
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     for n in list_shards(&paths.index_dir())? {
         let path = paths.shard_index(n);
@@ -139,11 +124,7 @@ pub(crate) fn load_shard_indexes(
         };
         match checked {
             Ok(idx) => good.push(idx),
-            Err(message) => bad.push(Damaged {
-                shard: n,
-                path,
-                message,
-            }),
+            Err(message) => bad.push(Damaged { shard: n, path, message }),
         }
     }
     Ok((good, bad))
@@ -151,17 +132,9 @@ pub(crate) fn load_shard_indexes(
 
 /// The final paths of a committed shard's data files: those its index lists
 /// (version 2), else the names version 1 gave them; none for a shard without rows.
-pub(crate) fn shard_files(
-    paths: &Paths,
-    meta: &Metadata,
-    idx: &ShardIndex,
-) -> Vec<std::path::PathBuf> {
+pub(crate) fn shard_files(paths: &Paths, meta: &Metadata, idx: &ShardIndex) -> Vec<std::path::PathBuf> {
     if !idx.files.is_empty() {
-        return idx
-            .files
-            .iter()
-            .filter_map(|f| paths.resolve(&f.path))
-            .collect();
+        return idx.files.iter().filter_map(|f| paths.resolve(&f.path)).collect();
     }
     if idx.rows == 0 {
         return vec![];
@@ -188,25 +161,13 @@ impl Dataset {
     pub fn open_with(dir: &Path, opts: OpenOptions) -> Result<Dataset> {
         let paths = Paths::new(dir);
         if !paths.metadata().exists() {
-            return Err(Error::NotADataset {
-                path: dir.to_path_buf(),
-                message: format!("no {}", format::METADATA),
-            });
+            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
         }
         let meta = read_metadata(&paths)?;
         let (obs, act) = meta.env.spaces()?;
         let (obs, act) = (Layout::of(&obs), Layout::of(&act));
         let schema = Columns::new(obs.clone(), act.clone(), false);
-        let mut ds = Dataset {
-            paths,
-            meta,
-            shards: vec![],
-            damaged: vec![],
-            obs,
-            act,
-            schema,
-            opts,
-        };
+        let mut ds = Dataset { paths, meta, shards: vec![], damaged: vec![], obs, act, schema, opts };
         ds.refresh()?;
         Ok(ds)
     }
@@ -215,17 +176,10 @@ impl Dataset {
     pub fn refresh(&mut self) -> Result<()> {
         let (shards, damaged) = load_shard_indexes(&self.paths, &self.meta)?;
         if let (Some(d), false) = (damaged.first(), self.opts.skip_damaged) {
-            let more = if damaged.len() > 1 {
-                format!(" (and {} more damaged shard(s))", damaged.len() - 1)
-            } else {
-                String::new()
-            };
+            let more = if damaged.len() > 1 { format!(" (and {} more damaged shard(s))", damaged.len() - 1) } else { String::new() };
             return Err(Error::Corrupt {
                 path: d.path.clone(),
-                message: format!(
-                    "{}{more}; `rollway verify` lists the damage, --skip-damaged reads the rest",
-                    d.message
-                ),
+                message: format!("{}{more}; `rollway verify` lists the damage, --skip-damaged reads the rest", d.message),
             });
         }
         (self.shards, self.damaged) = (shards, damaged);
@@ -258,19 +212,13 @@ impl Dataset {
     }
 
     /// Committed episodes with data that satisfy `keep`.
-    pub fn select<'a>(
-        &'a self,
-        keep: impl Fn(&IndexEntry) -> bool + 'a,
-    ) -> impl Iterator<Item = &'a IndexEntry> + 'a {
-        self.episodes()
-            .filter(move |e| e.status != Status::GivenUp && keep(e))
+    pub fn select<'a>(&'a self, keep: impl Fn(&IndexEntry) -> bool + 'a) -> impl Iterator<Item = &'a IndexEntry> + 'a {
+        self.episodes().filter(move |e| e.status != Status::GivenUp && keep(e))
     }
 
     /// The entry of episode `id`.
     pub fn entry(&self, id: u64) -> Result<&IndexEntry> {
-        self.episodes()
-            .find(|e| e.episode_id == id)
-            .ok_or(Error::NoEpisode(id))
+        self.episodes().find(|e| e.episode_id == id).ok_or(Error::NoEpisode(id))
     }
 
     /// Observation layout.
@@ -292,50 +240,25 @@ impl Dataset {
     /// Reads rows `start..start+rows` of shard `n` as one batch, after checking the
     /// shard's columns against the dataset's spaces.
     pub fn read_rows(&self, n: u32, start: u64, rows: u64) -> Result<RecordBatch> {
-        let (path, file) = self
-            .paths
-            .open_located(&self.paths.shard(n), |p| File::open(p).io("opening", p))?;
-        let corrupt = |m: String| Error::Corrupt {
-            path: path.clone(),
-            message: m,
-        };
+        let (path, file) = self.paths.open_located(&self.paths.shard(n), |p| File::open(p).io("opening", p))?;
+        let corrupt = |m: String| Error::Corrupt { path: path.clone(), message: m };
         // The Parquet decoder is not ours; a malformed file must never take the process down.
-        let res = catch_unwind(AssertUnwindSafe(
-            || -> std::result::Result<RecordBatch, String> {
-                let b =
-                    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
-                let schema = b.schema().clone();
-                self.schema.check(&schema)?;
-                let total = b.metadata().file_metadata().num_rows() as u64;
-                if start.checked_add(rows).is_none_or(|end| end > total) {
-                    return Err(format!(
-                        "rows {start}..{} asked for, the file has {total}",
-                        start.saturating_add(rows)
-                    ));
-                }
-                let sel = RowSelection::from(vec![
-                    RowSelector::skip(start as usize),
-                    RowSelector::select(rows as usize),
-                ]);
-                let reader = b
-                    .with_row_selection(sel)
-                    .with_batch_size(rows.max(1) as usize)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                let batches = reader
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| e.to_string())?;
-                arrow_select_concat(&schema, &batches)
-            },
-        ));
-        let batch = res
-            .map_err(|_| corrupt("the Parquet decoder panicked".into()))?
-            .map_err(corrupt)?;
+        let res = catch_unwind(AssertUnwindSafe(|| -> std::result::Result<RecordBatch, String> {
+            let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+            let schema = b.schema().clone();
+            self.schema.check(&schema)?;
+            let total = b.metadata().file_metadata().num_rows() as u64;
+            if start.checked_add(rows).is_none_or(|end| end > total) {
+                return Err(format!("rows {start}..{} asked for, the file has {total}", start.saturating_add(rows)));
+            }
+            let sel = RowSelection::from(vec![RowSelector::skip(start as usize), RowSelector::select(rows as usize)]);
+            let reader = b.with_row_selection(sel).with_batch_size(rows.max(1) as usize).build().map_err(|e| e.to_string())?;
+            let batches = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+            arrow_select_concat(&schema, &batches)
+        }));
+        let batch = res.map_err(|_| corrupt("the Parquet decoder panicked".into()))?.map_err(corrupt)?;
         if batch.num_rows() as u64 != rows {
-            return Err(Error::Corrupt {
-                path: path.clone(),
-                message: format!("{} rows where the index has {rows}", batch.num_rows()),
-            });
+            return Err(Error::Corrupt { path: path.clone(), message: format!("{} rows where the index has {rows}", batch.num_rows()) });
         }
         Ok(batch)
     }
@@ -343,76 +266,38 @@ impl Dataset {
     /// Every row of shard `n`, column by column, as native bytes: what a loader
     /// keeps in memory. Frame leaves are left out (open them with [`Dataset::open_frames`]).
     pub fn shard_columns(&self, n: u32) -> Result<ShardColumns> {
-        let idx = self
-            .shards
-            .iter()
-            .find(|s| s.shard == n)
-            .ok_or(Error::NoEpisode(u64::MAX))?;
+        let idx = self.shards.iter().find(|s| s.shard == n).ok_or(Error::NoEpisode(u64::MAX))?;
         let batch = self.read_rows(n, 0, idx.rows)?;
         self.columns_of(&batch, &self.shard_path(n))
     }
 
     /// A batch's columns as native bytes (frame leaves empty, nulls as zeros).
     pub(crate) fn columns_of(&self, batch: &RecordBatch, path: &Path) -> Result<ShardColumns> {
-        let corrupt = |m: String| Error::Corrupt {
-            path: path.to_path_buf(),
-            message: m,
-        };
-        let col = |name: &str| {
-            batch
-                .column_by_name(name)
-                .cloned()
-                .ok_or_else(|| corrupt(format!("no column `{name}`")))
-        };
+        let corrupt = |m: String| Error::Corrupt { path: path.to_path_buf(), message: m };
+        let col = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| corrupt(format!("no column `{name}`")));
         let mut out = ShardColumns::default();
         for leaf in self.obs.leaves() {
             let mut bytes = Vec::new();
             if !is_frame_leaf(leaf) {
-                leaf_bytes(
-                    col(&column_name("observations", leaf))?.as_ref(),
-                    leaf,
-                    &mut bytes,
-                )
-                .map_err(corrupt)?;
+                leaf_bytes(col(&column_name("observations", leaf))?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
             }
             out.observations.push(bytes);
         }
         for leaf in self.act.leaves() {
             let mut bytes = Vec::new();
-            leaf_bytes(
-                col(&column_name("actions", leaf))?.as_ref(),
-                leaf,
-                &mut bytes,
-            )
-            .map_err(corrupt)?;
+            leaf_bytes(col(&column_name("actions", leaf))?.as_ref(), leaf, &mut bytes).map_err(corrupt)?;
             out.actions.push(bytes);
         }
         let r = col("rewards")?;
-        let r = r
-            .as_any()
-            .downcast_ref::<Float64Array>()
-            .ok_or_else(|| corrupt("rewards are not float64".into()))?;
-        out.rewards = (0..r.len())
-            .map(|i| if r.is_null(i) { 0.0 } else { r.value(i) })
-            .collect();
-        for (name, dst) in [
-            ("terminations", &mut out.terminations),
-            ("truncations", &mut out.truncations),
-        ] {
+        let r = r.as_any().downcast_ref::<Float64Array>().ok_or_else(|| corrupt("rewards are not float64".into()))?;
+        out.rewards = (0..r.len()).map(|i| if r.is_null(i) { 0.0 } else { r.value(i) }).collect();
+        for (name, dst) in [("terminations", &mut out.terminations), ("truncations", &mut out.truncations)] {
             let c = col(name)?;
-            let b = c
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| corrupt(format!("{name} are not bool")))?;
-            *dst = (0..b.len())
-                .map(|i| (!b.is_null(i) && b.value(i)) as u8)
-                .collect();
+            let b = c.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| corrupt(format!("{name} are not bool")))?;
+            *dst = (0..b.len()).map(|i| (!b.is_null(i) && b.value(i)) as u8).collect();
         }
         if let Some(c) = batch.column_by_name(AGENT_STATE) {
-            let list = c
-                .as_any()
-                .downcast_ref::<ListArray>()
-                .ok_or_else(|| corrupt(format!("{AGENT_STATE} is not a list")))?;
+            let list = c.as_any().downcast_ref::<ListArray>().ok_or_else(|| corrupt(format!("{AGENT_STATE} is not a list")))?;
             let values = list
                 .values()
                 .as_any()
@@ -424,8 +309,7 @@ impl Dataset {
             out.states = vec![0.0; list.len() * w];
             for i in (0..list.len()).filter(|&i| !list.is_null(i)) {
                 let from = offsets[i] as usize;
-                out.states[i * w..i * w + len(i)]
-                    .copy_from_slice(&values.values()[from..from + len(i)]);
+                out.states[i * w..i * w + len(i)].copy_from_slice(&values.values()[from..from + len(i)]);
             }
             out.state_width = w;
         }
@@ -439,23 +323,14 @@ impl Dataset {
             .leaves()
             .iter()
             .find(|l| column_name("observations", l) == key)
-            .ok_or_else(|| Error::NotADataset {
-                path: self.paths.root.clone(),
-                message: format!("no frame key `{key}`"),
-            })?;
-        let media = frames::media(frames::media_name_for(&self.meta.frame_media, key)).ok_or_else(
-            || Error::NotADataset {
-                path: self.paths.root.clone(),
-                message: format!("unknown frame media `{}`", self.meta.frame_media),
-            },
-        )?;
+            .ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("no frame key `{key}`") })?;
+        let media = frames::media(frames::media_name_for(&self.meta.frame_media, key)).ok_or_else(|| Error::NotADataset {
+            path: self.paths.root.clone(),
+            message: format!("unknown frame media `{}`", self.meta.frame_media),
+        })?;
         let geom = frames::Geom::of(leaf);
         let ext = media.ext();
-        self.paths
-            .open_located(&self.paths.frames(key, shard, ext), |p| {
-                media.open(p, &geom)
-            })
-            .map(|(_, f)| f)
+        self.paths.open_located(&self.paths.frames(key, shard, ext), |p| media.open(p, &geom)).map(|(_, f)| f)
     }
 
     pub(crate) fn paths(&self) -> &Paths {
@@ -463,10 +338,7 @@ impl Dataset {
     }
 }
 
-fn arrow_select_concat(
-    schema: &arrow_schema::SchemaRef,
-    batches: &[RecordBatch],
-) -> std::result::Result<RecordBatch, String> {
+fn arrow_select_concat(schema: &arrow_schema::SchemaRef, batches: &[RecordBatch]) -> std::result::Result<RecordBatch, String> {
     match batches {
         [] => Ok(RecordBatch::new_empty(schema.clone())),
         [one] => Ok(one.clone()),

@@ -25,10 +25,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::IoContext;
-use crate::format::{
-    create_dir_durable, require_real_dir, shard_number, sync_dir, Metadata, Paths, ShardIndex,
-};
 use crate::format::frame_ext;
+use crate::format::{create_dir_durable, require_real_dir, shard_number, sync_dir, Metadata, Paths, ShardIndex};
 use crate::reader::{load_shard_indexes, read_metadata, shard_files, Damaged};
 use crate::{Error, Result};
 
@@ -54,22 +52,11 @@ pub(crate) struct Scan {
 
 /// Takes the writer lock of a dataset directory (which must exist).
 pub(crate) fn lock(paths: &Paths) -> Result<std::fs::File> {
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(paths.lock())
-        .io("opening", &paths.lock())?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(paths.lock()).io("opening", &paths.lock())?;
     match lock.try_lock() {
         Ok(()) => Ok(lock),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
-            path: paths.root.clone(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io {
-            op: "locking",
-            path: paths.lock(),
-            source: e,
-        }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { path: paths.root.clone() }),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io { op: "locking", path: paths.lock(), source: e }),
     }
 }
 
@@ -90,26 +77,11 @@ fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, std::fs::FileType)>> {
 /// Classifies everything in the dataset's folders against the committed `shards`.
 /// Files of `damaged` shards (an index exists but cannot be read) are left out of
 /// every list: whether they belong cannot be told, so nothing may act on them.
-pub(crate) fn scan(
-    paths: &Paths,
-    meta: &Metadata,
-    shards: &[ShardIndex],
-    damaged: &[Damaged],
-) -> Result<Scan> {
+pub(crate) fn scan(paths: &Paths, meta: &Metadata, shards: &[ShardIndex], damaged: &[Damaged]) -> Result<Scan> {
     let mut s = Scan::default();
-    let expected: BTreeMap<PathBuf, u32> = shards
-        .iter()
-        .flat_map(|i| {
-            shard_files(paths, meta, i)
-                .into_iter()
-                .map(move |p| (p, i.shard))
-        })
-        .collect();
-    let committed: std::collections::BTreeSet<u32> = shards
-        .iter()
-        .map(|i| i.shard)
-        .chain(damaged.iter().map(|d| d.shard))
-        .collect();
+    let expected: BTreeMap<PathBuf, u32> =
+        shards.iter().flat_map(|i| shard_files(paths, meta, i).into_iter().map(move |p| (p, i.shard))).collect();
+    let committed: std::collections::BTreeSet<u32> = shards.iter().map(|i| i.shard).chain(damaged.iter().map(|d| d.shard)).collect();
     let unknown = |n: u32| damaged.iter().any(|d| d.shard == n);
     s.highest = committed.last().copied();
     // The folders rollway writes data files to, each with the extension its files have.
@@ -135,9 +107,7 @@ pub(crate) fn scan(
             }
         }
         let staged = paths.staged(dir);
-        if require_real_dir(&paths.tmp()).is_err()
-            || require_real_dir(&paths.publish_dir()).is_err()
-            || require_real_dir(&staged).is_err()
+        if require_real_dir(&paths.tmp()).is_err() || require_real_dir(&paths.publish_dir()).is_err() || require_real_dir(&staged).is_err()
         {
             continue;
         }
@@ -173,12 +143,7 @@ pub(crate) fn scan(
 
 /// What a writer does on open: finish publishing committed shards, delete debris,
 /// quarantine orphans. Returns the scan (strangers are left where they are).
-pub(crate) fn recover(
-    paths: &Paths,
-    meta: &Metadata,
-    shards: &[ShardIndex],
-    damaged: &[Damaged],
-) -> Result<Scan> {
+pub(crate) fn recover(paths: &Paths, meta: &Metadata, shards: &[ShardIndex], damaged: &[Damaged]) -> Result<Scan> {
     require_real_dir(&paths.tmp())?;
     require_real_dir(&paths.publish_dir())?;
     let mut s = scan(paths, meta, shards, damaged)?;
@@ -205,8 +170,7 @@ pub(crate) fn publish(files: &[(PathBuf, PathBuf)]) -> Result<()> {
         crate::faults::check("publishing", fin)?;
         std::fs::rename(staged, fin).io("publishing", fin)?;
     }
-    let dirs: std::collections::BTreeSet<&Path> =
-        files.iter().filter_map(|(_, f)| f.parent()).collect();
+    let dirs: std::collections::BTreeSet<&Path> = files.iter().filter_map(|(_, f)| f.parent()).collect();
     dirs.into_iter().try_for_each(sync_dir)
 }
 
@@ -215,12 +179,8 @@ pub(crate) fn quarantine(paths: &Paths, files: &[PathBuf]) -> Result<Vec<(PathBu
     if files.is_empty() {
         return Ok(vec![]);
     }
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let dest_root = paths
-        .quarantine()
-        .join(format!("{stamp}-{}", std::process::id()));
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let dest_root = paths.quarantine().join(format!("{stamp}-{}", std::process::id()));
     let mut moved = Vec::new();
     for f in files {
         let dest = dest_root.join(f.strip_prefix(&paths.root).unwrap_or(f));
@@ -250,10 +210,7 @@ pub struct RepairReport {
 pub fn repair(dir: &Path) -> Result<RepairReport> {
     let paths = Paths::new(dir);
     if !paths.metadata().is_file() {
-        return Err(Error::NotADataset {
-            path: dir.to_path_buf(),
-            message: format!("no {}", crate::format::METADATA),
-        });
+        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", crate::format::METADATA) });
     }
     let _lock = lock(&paths)?;
     let meta = read_metadata(&paths)?;
@@ -261,9 +218,5 @@ pub fn repair(dir: &Path) -> Result<RepairReport> {
     let s = recover(&paths, &meta, &shards, &damaged)?;
     let mut quarantined = s.quarantined;
     quarantined.extend(quarantine(&paths, &s.strangers)?);
-    Ok(RepairReport {
-        quarantined,
-        published: s.published,
-        damaged: damaged.iter().map(|d| d.shard).collect(),
-    })
+    Ok(RepairReport { quarantined, published: s.published, damaged: damaged.iter().map(|d| d.shard).collect() })
 }

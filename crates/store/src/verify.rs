@@ -45,32 +45,19 @@ pub struct VerifyReport {
 pub fn verify(ds: &Dataset) -> VerifyReport {
     let mut r = VerifyReport::default();
     for d in ds.damaged() {
-        r.problems.push(Problem {
-            shard: Some(d.shard),
-            episode: None,
-            message: format!("{}: {}", d.path.display(), d.message),
-        });
+        r.problems.push(Problem { shard: Some(d.shard), episode: None, message: format!("{}: {}", d.path.display(), d.message) });
     }
     dataset_level(ds, &mut r);
     let mut frame_buf = Vec::new();
     for shard in ds.shards() {
         r.shards += 1;
         let n = shard.shard;
-        let mut bad = |episode: Option<u64>, message: String| {
-            r.problems.push(Problem {
-                shard: Some(n),
-                episode,
-                message,
-            })
-        };
+        let mut bad = |episode: Option<u64>, message: String| r.problems.push(Problem { shard: Some(n), episode, message });
         if shard.rows == 0 {
             r.episodes += shard.episodes.len() as u64;
             continue;
         }
-        let mut opened: std::collections::HashMap<
-            String,
-            std::result::Result<Box<dyn frames::FrameShard>, String>,
-        > = Default::default();
+        let mut opened: std::collections::HashMap<String, std::result::Result<Box<dyn frames::FrameShard>, String>> = Default::default();
         if !files_intact(ds, shard, &mut bad) {
             r.episodes += shard.episodes.len() as u64;
             continue;
@@ -83,18 +70,10 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
             }
         };
         let get = |name: &str| batch.column_by_name(name).cloned();
-        let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) = (
-            get("episode_id"),
-            get("step"),
-            get("rewards"),
-            get("terminations"),
-            get("truncations"),
-        ) else {
-            bad(
-                None,
-                "missing one of the columns episode_id, step, rewards, terminations, truncations"
-                    .into(),
-            );
+        let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) =
+            (get("episode_id"), get("step"), get("rewards"), get("terminations"), get("truncations"))
+        else {
+            bad(None, "missing one of the columns episode_id, step, rewards, terminations, truncations".into());
             continue;
         };
         let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) = (
@@ -120,20 +99,14 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
                 continue;
             }
             if (s..s + rows).any(|i| ids.value(i) != e.episode_id as i64) {
-                bad(
-                    id,
-                    format!("rows {s}..{} carry another episode id", s + rows),
-                );
+                bad(id, format!("rows {s}..{} carry another episode id", s + rows));
             }
             if (0..rows).any(|k| steps.value(s + k) != k as i64) {
                 bad(id, "step numbers are not 0..=T".into());
             }
             let sum = (s..s + rows - 1).fold(0.0, |acc, i| acc + rewards.value(i));
             if sum != e.ret {
-                bad(
-                    id,
-                    format!("rewards add up to {sum}, the index says {}", e.ret),
-                );
+                bad(id, format!("rewards add up to {sum}, the index says {}", e.ret));
             }
             if !rewards.is_null(s + rows - 1) {
                 bad(id, "the final observation row has a reward".into());
@@ -153,21 +126,15 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
                 let key = crate::format::column_name("observations", leaf);
                 match e.frames.get(&key) {
                     None => bad(id, format!("no frames recorded for {key}")),
-                    Some(f) if f.count != e.rows => bad(
-                        id,
-                        format!("{} frames for {} observations", f.count, e.rows),
-                    ),
+                    Some(f) if f.count != e.rows => bad(id, format!("{} frames for {} observations", f.count, e.rows)),
                     Some(f) => {
                         // Opened once per shard and key: a video file is demuxed once, not per episode.
-                        let shard_frames = opened
-                            .entry(key.clone())
-                            .or_insert_with(|| ds.open_frames(&key, n).map_err(|e| e.to_string()));
+                        let shard_frames = opened.entry(key.clone()).or_insert_with(|| ds.open_frames(&key, n).map_err(|e| e.to_string()));
                         // Decode, not just locate: a frame that does not decode is damage.
                         let res = match shard_frames {
                             Ok(fs) => {
                                 frame_buf.resize(f.count as usize * leaf.bytes(), 0);
-                                fs.frames(f.start, &mut frame_buf, leaf.bytes())
-                                    .map_err(|e| e.to_string())
+                                fs.frames(f.start, &mut frame_buf, leaf.bytes()).map_err(|e| e.to_string())
                             }
                             Err(m) => Err(m.clone()),
                         };
@@ -184,25 +151,13 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
 
 /// Checks each of a shard's files: present, and (version 2) of the committed size and
 /// hash; a version 1 shard only has its Parquet size recorded. False when any is not.
-fn files_intact(
-    ds: &Dataset,
-    shard: &crate::ShardIndex,
-    bad: &mut impl FnMut(Option<u64>, String),
-) -> bool {
+fn files_intact(ds: &Dataset, shard: &crate::ShardIndex, bad: &mut impl FnMut(Option<u64>, String)) -> bool {
     let paths = ds.paths();
     if shard.files.is_empty() {
         let path = ds.shard_path(shard.shard);
         return match std::fs::metadata(&path) {
             Ok(m) if m.len() != shard.parquet_bytes => {
-                bad(
-                    None,
-                    format!(
-                        "{} is {} bytes, the index says {}",
-                        path.display(),
-                        m.len(),
-                        shard.parquet_bytes
-                    ),
-                );
+                bad(None, format!("{} is {} bytes, the index says {}", path.display(), m.len(), shard.parquet_bytes));
                 true
             }
             Ok(_) => true,
@@ -222,7 +177,17 @@ fn files_intact(
             Ok((_, sum)) if sum == *f => {}
             Ok((p, sum)) => {
                 ok = false;
-                bad(None, format!("{} is {} bytes with XXH3 {}, the index says {} bytes with {}: its content changed after commit", p.display(), sum.bytes, sum.xxh3, f.bytes, f.xxh3));
+                bad(
+                    None,
+                    format!(
+                        "{} is {} bytes with XXH3 {}, the index says {} bytes with {}: its content changed after commit",
+                        p.display(),
+                        sum.bytes,
+                        sum.xxh3,
+                        f.bytes,
+                        f.xxh3
+                    ),
+                );
             }
             Err(e) => {
                 ok = false;
@@ -235,39 +200,30 @@ fn files_intact(
 
 /// Files that do not belong and totals that disagree with the index.
 fn dataset_level(ds: &Dataset, r: &mut VerifyReport) {
-    let mut bad = |message: String| {
-        r.problems.push(Problem {
-            shard: None,
-            episode: None,
-            message,
-        })
-    };
+    let mut bad = |message: String| r.problems.push(Problem { shard: None, episode: None, message });
     match crate::recover::scan(ds.paths(), ds.metadata(), ds.shards(), ds.damaged()) {
         Err(e) => bad(e.to_string()),
         Ok(s) => {
             for p in &s.orphans {
-                bad(format!("{}: a shard file with no index (its index was lost?); `rollway verify --repair` moves it to .quarantine/", p.display()));
+                bad(format!(
+                    "{}: a shard file with no index (its index was lost?); `rollway verify --repair` moves it to .quarantine/",
+                    p.display()
+                ));
             }
             for p in &s.strangers {
                 bad(format!("{}: not a file rollway writes; `rollway verify --repair` moves it to .quarantine/", p.display()));
             }
             for p in &s.debris {
-                r.notes.push(format!(
-                    "{}: debris of a shard that never committed (the next writer removes it)",
-                    p.display()
-                ));
+                r.notes.push(format!("{}: debris of a shard that never committed (the next writer removes it)", p.display()));
             }
             for (p, _) in &s.unpublished {
-                r.notes.push(format!("{}: committed, not yet published into place (the next writer does it; readers find it)", p.display()));
+                r.notes
+                    .push(format!("{}: committed, not yet published into place (the next writer does it; readers find it)", p.display()));
             }
         }
     }
     let c = &ds.metadata().counts;
-    let episodes = ds
-        .shards()
-        .iter()
-        .map(|s| s.episodes.len() as u64)
-        .sum::<u64>();
+    let episodes = ds.shards().iter().map(|s| s.episodes.len() as u64).sum::<u64>();
     let shards = ds.shards().len() as u64;
     // A writer killed after committing more leaves smaller totals behind; larger ones
     // mean committed episodes are missing.

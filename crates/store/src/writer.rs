@@ -28,8 +28,8 @@ use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
 use crate::columns::{traj, Columns};
 use crate::error::IoContext;
 use crate::format::{
-    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, FileSum,
-    FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex,
+    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, FileSum, FrameRef, IndexEntry, Metadata, Paths,
+    RunInfo, ShardIndex,
 };
 use crate::frames::{self, Encoded, FrameMedia, FrameOptions, Geom};
 use crate::reader::load_shard_indexes;
@@ -139,44 +139,31 @@ fn open_locked(dir: &Path) -> Result<Opened> {
     let meta = if paths.metadata().exists() {
         Some(crate::reader::read_metadata(&paths)?)
     } else {
-        let stray = std::fs::read_dir(dir)
-            .io("listing", dir)?
-            .filter_map(|e| e.ok())
-            .any(|e| !e.file_name().to_string_lossy().starts_with('.'));
+        let stray =
+            std::fs::read_dir(dir).io("listing", dir)?.filter_map(|e| e.ok()).any(|e| !e.file_name().to_string_lossy().starts_with('.'));
         if stray {
-            return Err(Error::NotADataset {
-                path: dir.to_path_buf(),
-                message: format!("it has files but no {}", format::METADATA),
-            });
+            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("it has files but no {}", format::METADATA) });
         }
         None
     };
     require_real_dir(&paths.tmp())?;
-    for d in [
-        paths.tmp(),
-        paths.publish_dir(),
-        paths.steps_dir(),
-        paths.index_dir(),
-    ] {
+    for d in [paths.tmp(), paths.publish_dir(), paths.steps_dir(), paths.index_dir()] {
         create_dir_durable(&d)?;
     }
     let (mut next_shard, mut entries) = (0, vec![]);
     if let Some(m) = &meta {
         let (shards, damaged) = load_shard_indexes(&paths, m)?;
         if let Some(d) = damaged.first() {
-            return Err(Error::Corrupt { path: d.path.clone(), message: format!("{}; a writer will not add to a damaged dataset (`rollway verify` lists the damage)", d.message) });
+            return Err(Error::Corrupt {
+                path: d.path.clone(),
+                message: format!("{}; a writer will not add to a damaged dataset (`rollway verify` lists the damage)", d.message),
+            });
         }
         let scan = recover::recover(&paths, m, &shards, &[])?;
         next_shard = scan.highest.map_or(0, |h| h + 1);
         entries = shards.into_iter().flat_map(|s| s.episodes).collect();
     }
-    Ok(Opened {
-        paths,
-        meta,
-        lock,
-        next_shard,
-        entries,
-    })
+    Ok(Opened { paths, meta, lock, next_shard, entries })
 }
 
 /// Replaces `rollway.json` atomically.
@@ -209,20 +196,14 @@ impl DatasetWriter {
             .map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
         for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
             let key = format::column_name("observations", leaf);
-            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options)
-                .expect("checked above");
-            media
-                .supports(&Geom::of(leaf))
-                .map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
+            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options).expect("checked above");
+            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
         }
         let o = open_locked(dir)?;
         let env = EnvInfo::of(spec);
         let mut meta = match o.meta.clone() {
             Some(m) => {
-                if m.env.id != env.id
-                    || m.env.spaces()?
-                        != (spec.observation_space.clone(), spec.action_space.clone())
-                {
+                if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
                     return Err(Error::Mismatch {
                         path: dir.to_path_buf(),
                         message: format!("it holds {} with other spaces than {}", m.env.id, env.id),
@@ -240,19 +221,8 @@ impl DatasetWriter {
                 counts: Default::default(),
             },
         };
-        let first_episode_id = o
-            .entries
-            .iter()
-            .map(|e| e.episode_id + 1)
-            .max()
-            .unwrap_or(0);
-        let run = RunInfo {
-            run: meta.runs.len() as u32,
-            agent: agent.into(),
-            seed,
-            first_episode_id,
-            config,
-        };
+        let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
+        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config };
         meta.runs.push(run.clone());
         meta.format_version = format::FORMAT_VERSION;
         write_metadata(&o.paths, &meta)?;
@@ -262,48 +232,28 @@ impl DatasetWriter {
     /// Reopens a dataset to continue its last run where the committed episodes end.
     pub fn resume(dir: &Path, cfg: WriterConfig) -> Result<(DatasetWriter, ResumePoint)> {
         let o = open_locked(dir)?;
-        let mut meta = o.meta.clone().ok_or_else(|| Error::NotADataset {
-            path: dir.to_path_buf(),
-            message: "nothing to resume".into(),
-        })?;
+        let mut meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "nothing to resume".into() })?;
         if meta.format_version < format::FORMAT_VERSION {
             // New shards are written by this version's protocol; say so before the first.
             meta.format_version = format::FORMAT_VERSION;
             write_metadata(&o.paths, &meta)?;
         }
-        let run = meta
-            .runs
-            .last()
-            .cloned()
-            .ok_or_else(|| Error::NotADataset {
-                path: dir.to_path_buf(),
-                message: "no run recorded".into(),
-            })?;
+        let run =
+            meta.runs.last().cloned().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "no run recorded".into() })?;
         let mut mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run.run).collect();
         mine.sort_by_key(|e| e.run_index);
         // Commits happen in run-index order, so the committed episodes are a prefix.
-        if let Some((i, e)) = mine
-            .iter()
-            .enumerate()
-            .find(|(i, e)| e.run_index != *i as u64)
-        {
+        if let Some((i, e)) = mine.iter().enumerate().find(|(i, e)| e.run_index != *i as u64) {
             return Err(Error::Corrupt {
                 path: o.paths.index_dir(),
-                message: format!(
-                    "run {} has episode {} at position {i}: not a prefix",
-                    run.run, e.run_index
-                ),
+                message: format!("run {} has episode {} at position {i}: not a prefix", run.run, e.run_index),
             });
         }
         let point = ResumePoint {
             run: run.clone(),
             next_index: mine.len() as u64,
             episodes: mine.len() as u64,
-            steps: mine
-                .iter()
-                .filter(|e| e.status != Status::GivenUp)
-                .map(|e| e.length)
-                .sum(),
+            steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
         };
         Ok((Self::start(o, meta, run, cfg)?, point))
     }
@@ -315,24 +265,13 @@ impl DatasetWriter {
         let mut frame_leaves = Vec::new();
         for l in obs_layout.leaves().iter().filter(|l| is_frame_leaf(l)) {
             let key = format::column_name("observations", l);
-            let media = frames::media_for(&meta.frame_media, &key, &cfg.frame_options).ok_or_else(
-                || Error::NotADataset {
-                    path: o.paths.root.clone(),
-                    message: format!("unknown frame media `{}`", meta.frame_media),
-                },
-            )?;
-            frame_leaves.push(FrameLeaf {
-                key,
-                offset: l.offset,
-                geom: Geom::of(l),
-                media,
-            });
+            let media = frames::media_for(&meta.frame_media, &key, &cfg.frame_options).ok_or_else(|| Error::NotADataset {
+                path: o.paths.root.clone(),
+                message: format!("unknown frame media `{}`", meta.frame_media),
+            })?;
+            frame_leaves.push(FrameLeaf { key, offset: l.offset, geom: Geom::of(l), media });
         }
-        let pool = if frame_leaves.is_empty() {
-            None
-        } else {
-            Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?)
-        };
+        let pool = if frame_leaves.is_empty() { None } else { Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?) };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
@@ -362,13 +301,7 @@ impl DatasetWriter {
                 res.map(|()| shard.stats)
             })
             .io("starting writer thread", &root)?;
-        Ok(DatasetWriter {
-            tx: Some(tx),
-            handle: Some(handle),
-            failed,
-            run,
-            root,
-        })
+        Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root })
     }
 
     /// The run being written.
@@ -382,22 +315,11 @@ impl DatasetWriter {
     }
 
     fn gone(&self) -> Error {
-        Error::WriterGone(
-            self.failed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .unwrap_or_else(|| "writer thread ended".into()),
-        )
+        Error::WriterGone(self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "writer thread ended".into()))
     }
 
     fn check_alive(&self) -> Result<()> {
-        match self
-            .failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             Some(m) => Err(Error::WriterGone(m)),
             None => Ok(()),
         }
@@ -426,8 +348,7 @@ impl DatasetWriter {
     pub fn finish(mut self) -> Result<WriteStats> {
         drop(self.tx.take());
         let h = self.handle.take().expect("joined once");
-        h.join()
-            .map_err(|_| Error::WriterGone("writer thread panicked".into()))?
+        h.join().map_err(|_| Error::WriterGone("writer thread panicked".into()))?
     }
 }
 
@@ -460,11 +381,7 @@ impl Shards {
         let (mut steps, mut bytes) = (0usize, 0usize);
         let mut oldest = Instant::now();
         loop {
-            let wait = if buf.is_empty() {
-                Duration::from_secs(3600)
-            } else {
-                cfg.max_buffer_age.saturating_sub(oldest.elapsed())
-            };
+            let wait = if buf.is_empty() { Duration::from_secs(3600) } else { cfg.max_buffer_age.saturating_sub(oldest.elapsed()) };
             match rx.recv_timeout(wait) {
                 Ok(Msg::Episode(ep)) => {
                     if buf.is_empty() {
@@ -474,11 +391,7 @@ impl Shards {
                     // as one step and its entry's bytes, so a run that gives up millions
                     // of episodes still commits bounded shards.
                     steps += (ep.length as usize).max(1);
-                    bytes += INDEX_ENTRY_BYTES
-                        + ep
-                            .trajectory
-                            .as_ref()
-                            .map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
+                    bytes += INDEX_ENTRY_BYTES + ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
                     buf.push(self.submit(ep));
                     let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m)
                         || buf.len() >= cfg.max_buffer_episodes.unwrap_or(MAX_SHARD_EPISODES).min(MAX_SHARD_EPISODES)
@@ -492,8 +405,7 @@ impl Shards {
                     let r = self.commit(&mut buf);
                     (steps, bytes) = (0, 0);
                     if let Err(e) = &r {
-                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(e.to_string());
+                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                     }
                     let failed = r.as_ref().err().map(|e| Error::WriterGone(e.to_string()));
                     let _ = reply.send(r);
@@ -519,12 +431,7 @@ impl Shards {
         let (shards, _) = load_shard_indexes(&self.paths, &meta)?;
         meta.counts = format::Counts {
             episodes: shards.iter().map(|s| s.episodes.len() as u64).sum(),
-            steps: shards
-                .iter()
-                .flat_map(|s| &s.episodes)
-                .filter(|e| e.status != Status::GivenUp)
-                .map(|e| e.length)
-                .sum(),
+            steps: shards.iter().flat_map(|s| &s.episodes).filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
             shards: shards.len() as u64,
         };
         write_metadata(&self.paths, &meta)
@@ -542,13 +449,8 @@ impl Shards {
                 let (ep, leaf) = (ep.clone(), leaf.clone());
                 pool.run(Box::new(move || {
                     let r = traj(&ep).and_then(|t| {
-                        leaf.media.encode(
-                            &mut t
-                                .obs
-                                .chunks_exact(ob)
-                                .map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]),
-                            &leaf.geom,
-                        )
+                        leaf.media
+                            .encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom)
                     });
                     let _ = tx.send(r);
                 }));
@@ -564,17 +466,10 @@ impl Shards {
         }
         let n = self.next;
         // A shard of given-up episodes only has no rows and so no files: index only.
-        let files = if buf.iter().any(|p| p.ep.status != Status::GivenUp) {
-            self.stage(n, buf)?
-        } else {
-            vec![]
-        };
+        let files = if buf.iter().any(|p| p.ep.status != Status::GivenUp) { self.stage(n, buf)? } else { vec![] };
         let keys: Vec<String> = self.frame_leaves.iter().map(|l| l.key.clone()).collect();
         let parquet = self.paths.rel(&self.paths.shard(n));
-        let parquet_bytes = files
-            .iter()
-            .find(|f| f.path == parquet)
-            .map_or(0, |f| f.bytes);
+        let parquet_bytes = files.iter().find(|f| f.path == parquet).map_or(0, |f| f.bytes);
         let mut row = 0u64;
         let episodes = buf
             .drain(..)
@@ -586,34 +481,15 @@ impl Shards {
                 entry
             })
             .collect::<Vec<_>>();
-        let index = ShardIndex {
-            shard: n,
-            rows: row,
-            parquet_bytes,
-            episodes,
-            files,
-        };
+        let index = ShardIndex { shard: n, rows: row, parquet_bytes, episodes, files };
         // The commit point: once this rename is durable, the shard's episodes exist.
-        write_atomic(
-            &self.paths.shard_index(n),
-            &self.paths.tmp(),
-            &serde_json::to_vec(&index).expect("index serializes"),
-        )?;
-        let staged: Vec<(PathBuf, PathBuf)> = index
-            .files
-            .iter()
-            .filter_map(|f| self.paths.resolve(&f.path))
-            .map(|fin| (self.paths.staged(&fin), fin))
-            .collect();
+        write_atomic(&self.paths.shard_index(n), &self.paths.tmp(), &serde_json::to_vec(&index).expect("index serializes"))?;
+        let staged: Vec<(PathBuf, PathBuf)> =
+            index.files.iter().filter_map(|f| self.paths.resolve(&f.path)).map(|fin| (self.paths.staged(&fin), fin)).collect();
         recover::publish(&staged)?;
         self.stats.shards += 1;
         self.stats.episodes += index.episodes.len() as u64;
-        self.stats.steps += index
-            .episodes
-            .iter()
-            .filter(|e| e.status != Status::GivenUp)
-            .map(|e| e.length)
-            .sum::<u64>();
+        self.stats.steps += index.episodes.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum::<u64>();
         self.stats.bytes += index.files.iter().map(|f| f.bytes).sum::<u64>();
         self.next += 1;
         Ok(())
@@ -622,15 +498,8 @@ impl Shards {
     /// Writes shard `n`'s Parquet and frame files to their staged places, each fsynced,
     /// their folders too, and returns each with its size and hash as committed.
     fn stage(&mut self, n: u32, buf: &[Pending]) -> Result<Vec<FileSum>> {
-        let with_data: Vec<&EpisodeResult> = buf
-            .iter()
-            .map(|p| &*p.ep)
-            .filter(|e| e.status != Status::GivenUp)
-            .collect();
-        let ids: Vec<u64> = with_data
-            .iter()
-            .map(|e| self.run.first_episode_id + e.index)
-            .collect();
+        let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
+        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
         let batch = self.columns.batch(&with_data, &ids)?;
         let pq_final = self.paths.shard(n);
         let pq = self.paths.staged(&pq_final);
@@ -638,12 +507,8 @@ impl Shards {
         let file = std::fs::File::create(&pq).io("creating", &pq)?;
         // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
         // both faster to write and about as small here.
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_dictionary_enabled(false)
-            .build();
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
-            .map_err(|e| parquet_err(&pq, e))?;
+        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false).build();
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_err(&pq, e))?;
         w.write(&batch).map_err(|e| parquet_err(&pq, e))?;
         let file = w.into_inner().map_err(|e| parquet_err(&pq, e))?;
         file.sync_all().io("syncing", &pq)?;
@@ -655,14 +520,9 @@ impl Shards {
             let staged = self.paths.staged(&fin);
             let mut encoded: Vec<Encoded> = Vec::with_capacity(buf.len());
             for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
-                encoded.push(
-                    p.frames[k]
-                        .recv()
-                        .map_err(|_| Error::Encode("an encoder thread died".into()))??,
-                );
+                encoded.push(p.frames[k].recv().map_err(|_| Error::Encode("an encoder thread died".into()))??);
             }
-            leaf.media
-                .write(&staged, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
+            leaf.media.write(&staged, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
             sums.push(FileSum::of(&staged, self.paths.rel(&fin))?);
             dirs.extend(staged.parent().map(Path::to_path_buf));
         }
@@ -674,24 +534,8 @@ impl Shards {
 
     /// The index entry of episode `e`, whose rows start at `row` of shard `n`.
     fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult) -> IndexEntry {
-        let rows = if e.status == Status::GivenUp {
-            0
-        } else {
-            e.length + 1
-        };
-        let frames = keys
-            .iter()
-            .filter(|_| rows > 0)
-            .map(|k| {
-                (
-                    k.clone(),
-                    FrameRef {
-                        start: row,
-                        count: rows,
-                    },
-                )
-            })
-            .collect();
+        let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
+        let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
         IndexEntry {
             episode_id: self.run.first_episode_id + e.index,
             run: self.run.run,
@@ -715,10 +559,7 @@ impl Shards {
 }
 
 fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
-    Error::Parquet {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
+    Error::Parquet { path: path.to_path_buf(), message: e.to_string() }
 }
 
 /// Rewrites the index under the writer lock, letting `edit` change each entry's
@@ -727,16 +568,11 @@ fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
 pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) -> Result<u64> {
     // Refuse before creating anything: relabelling a typo must not make a dataset.
     if !Paths::new(dir).metadata().is_file() {
-        return Err(Error::NotADataset {
-            path: dir.to_path_buf(),
-            message: format!("no {}", format::METADATA),
-        });
+        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
     }
     let o = open_locked(dir)?;
-    let meta = o.meta.as_ref().ok_or_else(|| Error::NotADataset {
-        path: dir.to_path_buf(),
-        message: format!("no {}", format::METADATA),
-    })?;
+    let meta =
+        o.meta.as_ref().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
     let mut changed = 0;
     for mut shard in load_shard_indexes(&o.paths, meta)?.0 {
         let before = changed;
@@ -744,11 +580,7 @@ pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) 
             changed += u64::from(edit(e));
         }
         if changed != before {
-            write_atomic(
-                &o.paths.shard_index(shard.shard),
-                &o.paths.tmp(),
-                &serde_json::to_vec(&shard).expect("index serializes"),
-            )?;
+            write_atomic(&o.paths.shard_index(shard.shard), &o.paths.tmp(), &serde_json::to_vec(&shard).expect("index serializes"))?;
         }
     }
     Ok(changed)
@@ -780,11 +612,7 @@ struct EncoderPool {
 
 impl EncoderPool {
     fn start(threads: usize, root: &Path) -> Result<EncoderPool> {
-        let n = if threads == 0 {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        } else {
-            threads
-        };
+        let n = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let mut handles = Vec::new();
         for i in 0..n {
@@ -799,10 +627,7 @@ impl EncoderPool {
                 .io("starting encoder thread", root)?;
             handles.push(h);
         }
-        Ok(EncoderPool {
-            tx: Some(tx),
-            threads: handles,
-        })
+        Ok(EncoderPool { tx: Some(tx), threads: handles })
     }
 
     fn run(&self, job: Job) {

@@ -25,11 +25,7 @@ fn write(dir: &Path) {
         "fixture",
         7,
         serde_json::json!({"fixture": true}),
-        WriterConfig {
-            max_buffer_episodes: Some(2),
-            record_infos: true,
-            ..Default::default()
-        },
+        WriterConfig { max_buffer_episodes: Some(2), record_infos: true, ..Default::default() },
     )
     .unwrap();
     let mut c = Collector::new(env, w);
@@ -41,21 +37,14 @@ fn write(dir: &Path) {
     }
     c.close().unwrap();
     // ... and the mining world (Dict obs with an image leaf in frame files, raw media).
-    let env = rollway_envs::make(
-        "PixelMine-v0",
-        &Params::parse("size=16,max_steps=6").unwrap(),
-    )
-    .unwrap();
+    let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=6").unwrap()).unwrap();
     let w = DatasetWriter::create(
         &dir.join("mine"),
         env.spec(),
         "fixture",
         7,
         serde_json::json!({}),
-        WriterConfig {
-            frame_media: "raw".into(),
-            ..Default::default()
-        },
+        WriterConfig { frame_media: "raw".into(), ..Default::default() },
     )
     .unwrap();
     let mut c = Collector::new(env, w);
@@ -90,10 +79,7 @@ fn files(root: &Path) -> Vec<PathBuf> {
 
 /// Every file under `root` with its bytes (what "reading changes nothing" compares).
 fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    files(root)
-        .into_iter()
-        .map(|f| (f.clone(), std::fs::read(root.join(&f)).unwrap()))
-        .collect()
+    files(root).into_iter().map(|f| (f.clone(), std::fs::read(root.join(&f)).unwrap())).collect()
 }
 
 #[test]
@@ -118,10 +104,7 @@ fn format_v1_fixture_still_reads_and_is_not_changed_by_reading() {
     }
     let pinned: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&pinned_path).unwrap()).unwrap();
     assert_eq!(decoded, pinned, "the v1 fixture no longer reads as it did");
-    assert!(
-        snapshot(&v1) == before,
-        "reading a dataset changed its files"
-    );
+    assert!(snapshot(&v1) == before, "reading a dataset changed its files");
 }
 
 #[test]
@@ -140,10 +123,7 @@ fn a_writer_upgrades_a_v1_dataset_and_keeps_its_episodes() {
         "fixture",
         8,
         serde_json::json!({}),
-        WriterConfig {
-            record_infos: true,
-            ..Default::default()
-        },
+        WriterConfig { record_infos: true, ..Default::default() },
     )
     .unwrap();
     let mut c = Collector::new(env, w);
@@ -154,15 +134,9 @@ fn a_writer_upgrades_a_v1_dataset_and_keeps_its_episodes() {
     c.close().unwrap();
     let ds = Dataset::open(&copy).unwrap();
     assert_eq!(ds.metadata().format_version, rollway_store::FORMAT_VERSION);
-    assert_eq!(
-        ds.episodes().take(old.len()).cloned().collect::<Vec<_>>(),
-        old
-    );
+    assert_eq!(ds.episodes().take(old.len()).cloned().collect::<Vec<_>>(), old);
     assert_eq!(ds.episodes().count(), old.len() + 1);
-    assert!(
-        ds.shards().last().unwrap().files.len() == 1,
-        "new shards list their files"
-    );
+    assert!(ds.shards().last().unwrap().files.len() == 1, "new shards list their files");
     assert!(rollway_store::verify(&ds).problems.is_empty());
 }
 
@@ -183,8 +157,7 @@ fn format_v2_fixture_is_stable() {
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
         if ext == "json" || ext == "raw" {
             assert!(
-                std::fs::read(tmp.path().join(&f)).unwrap()
-                    == std::fs::read(fixture.join(&f)).unwrap(),
+                std::fs::read(tmp.path().join(&f)).unwrap() == std::fs::read(fixture.join(&f)).unwrap(),
                 "{} differs from the fixture",
                 f.display()
             );
@@ -192,18 +165,11 @@ fn format_v2_fixture_is_stable() {
     }
     // Parquet bytes carry the writer library's version; compare what they hold instead.
     for name in ["cartpole", "mine"] {
-        let (a, b) = (
-            Dataset::open(&tmp.path().join(name)).unwrap(),
-            Dataset::open(&fixture.join(name)).unwrap(),
-        );
+        let (a, b) = (Dataset::open(&tmp.path().join(name)).unwrap(), Dataset::open(&fixture.join(name)).unwrap());
         let ids: Vec<u64> = b.episodes().map(|e| e.episode_id).collect();
         assert!(!ids.is_empty());
         for id in ids {
-            assert_eq!(
-                a.read_episode(id).unwrap(),
-                b.read_episode(id).unwrap(),
-                "{name} episode {id}"
-            );
+            assert_eq!(a.read_episode(id).unwrap(), b.read_episode(id).unwrap(), "{name} episode {id}");
         }
         assert!(rollway_store::verify(&b).problems.is_empty());
     }

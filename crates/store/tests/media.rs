@@ -36,7 +36,8 @@ fn lossy_round_trip(media: &str) {
         assert_eq!(frames.shape, vec![e.length as usize + 1, 64, 64, 3], "every step keeps its frame");
         let mut sum = 0.0;
         for (k, row) in t.obs.chunks_exact(ol.row_bytes()).enumerate() {
-            let p = rollway_media::psnr(&frames.data[k * leaf.bytes()..(k + 1) * leaf.bytes()], &row[leaf.offset..leaf.offset + leaf.bytes()]);
+            let p =
+                rollway_media::psnr(&frames.data[k * leaf.bytes()..(k + 1) * leaf.bytes()], &row[leaf.offset..leaf.offset + leaf.bytes()]);
             assert!(p >= MIN_FRAME_PSNR, "{media}: episode {} frame {k}: {p:.1} dB", e.index);
             sum += p.min(99.0);
         }
@@ -75,7 +76,14 @@ fn h264_refuses_frames_it_cannot_store_before_writing() {
     // 15×15 frames: odd sides (yuv420p needs even ones).
     let (mut spec, _) = episodes("CartPole-v1", "", 1, 5);
     spec.observation_space = rollway_core::Space::boxed(rollway_core::DType::U8, &[15, 15, 3], 0.0, 255.0).unwrap();
-    let r = rollway_store::DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig { frame_media: "h264".into(), ..Default::default() });
+    let r = rollway_store::DatasetWriter::create(
+        dir.path(),
+        &spec,
+        "random",
+        0,
+        serde_json::json!({}),
+        WriterConfig { frame_media: "h264".into(), ..Default::default() },
+    );
     assert!(matches!(r, Err(Error::Unsupported(_))), "{:?}", r.err());
     assert!(!dir.path().join("rollway.json").exists(), "nothing written");
 }
@@ -123,10 +131,20 @@ fn frame_media_can_be_chosen_per_image_key() {
     assert!(dir.path().join("frames/observations.rgb/shard-000000.mp4").exists());
     let ds = Dataset::open(dir.path()).unwrap();
     let got = ds.read_episode(1).unwrap();
-    assert_eq!(got.observations.iter().find(|(k, _)| k == "observations/rgb").unwrap().1.shape, vec![eps[1].length as usize + 1, 32, 32, 3]);
+    assert_eq!(
+        got.observations.iter().find(|(k, _)| k == "observations/rgb").unwrap().1.shape,
+        vec![eps[1].length as usize + 1, 32, 32, 3]
+    );
     assert!(rollway_store::verify(&ds).problems.is_empty());
     // A key the env does not have is refused before anything is written.
     let other = tempfile::tempdir().unwrap();
-    let r = rollway_store::DatasetWriter::create(other.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig { frame_media: "observations/depth=h264".into(), ..Default::default() });
+    let r = rollway_store::DatasetWriter::create(
+        other.path(),
+        &spec,
+        "random",
+        0,
+        serde_json::json!({}),
+        WriterConfig { frame_media: "observations/depth=h264".into(), ..Default::default() },
+    );
     assert!(matches!(r, Err(Error::Unsupported(ref m)) if m.contains("observations/depth")), "{:?}", r.err());
 }

@@ -16,12 +16,7 @@ fn assert_round_trip(env: &str, params: &str, media: &str) {
         dir.path(),
         &spec,
         &eps,
-        WriterConfig {
-            max_buffer_episodes: Some(3),
-            record_infos: true,
-            frame_media: media.into(),
-            ..Default::default()
-        },
+        WriterConfig { max_buffer_episodes: Some(3), record_infos: true, frame_media: media.into(), ..Default::default() },
     );
     let ds = Dataset::open(dir.path()).unwrap();
     assert_eq!(ds.shards().len(), 3, "7 episodes, 3 per shard");
@@ -36,24 +31,14 @@ fn assert_round_trip(env: &str, params: &str, media: &str) {
         assert_eq!(got.infos.as_ref().unwrap(), &t.infos);
         assert_eq!(got.entry.ret, e.ret);
         for (li, leaf) in ol.leaves().iter().enumerate() {
-            let want: Vec<u8> = t
-                .obs
-                .chunks_exact(ol.row_bytes())
-                .flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec())
-                .collect();
-            assert_eq!(
-                got.observations[li].1.data, want,
-                "observation leaf {}",
-                leaf.path
-            );
+            let want: Vec<u8> =
+                t.obs.chunks_exact(ol.row_bytes()).flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec()).collect();
+            assert_eq!(got.observations[li].1.data, want, "observation leaf {}", leaf.path);
             assert_eq!(got.observations[li].1.shape[0] as u64, e.length + 1);
         }
         for (li, leaf) in al.leaves().iter().enumerate() {
-            let want: Vec<u8> = t
-                .actions
-                .chunks_exact(al.row_bytes())
-                .flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec())
-                .collect();
+            let want: Vec<u8> =
+                t.actions.chunks_exact(al.row_bytes()).flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec()).collect();
             assert_eq!(got.actions[li].1.data, want);
         }
     }
@@ -86,19 +71,16 @@ fn collector_truncates_on_reset_and_runs_callbacks() {
         "manual",
         0,
         serde_json::json!({}),
-        WriterConfig {
-            record_infos: true,
-            ..Default::default()
-        },
+        WriterConfig { record_infos: true, ..Default::default() },
     )
     .unwrap();
-    let mut c = Collector::new(env, w)
-        .with_step_callback(Box::new(|out, info| info.insert("r", out.reward)))
-        .with_episode_callback(Box::new(|ep| {
+    let mut c = Collector::new(env, w).with_step_callback(Box::new(|out, info| info.insert("r", out.reward))).with_episode_callback(
+        Box::new(|ep| {
             let mut i = Info::new();
             i.insert("steps", ep.length);
             i
-        }));
+        }),
+    );
     c.reset(Some(5)).unwrap();
     for _ in 0..3 {
         c.step_discrete(0).unwrap();
@@ -110,56 +92,28 @@ fn collector_truncates_on_reset_and_runs_callbacks() {
         n += 1;
     }
     c.save().unwrap();
-    assert!(
-        Dataset::open(dir.path()).is_ok(),
-        "readable while the collector is open"
-    );
+    assert!(Dataset::open(dir.path()).is_ok(), "readable while the collector is open");
     c.close().unwrap();
     let ds = Dataset::open(dir.path()).unwrap();
     let e0 = ds.read_episode(0).unwrap();
-    assert_eq!(
-        (e0.entry.length, e0.entry.status, e0.entry.seed),
-        (3, Status::Truncated, 5)
-    );
+    assert_eq!((e0.entry.length, e0.entry.status, e0.entry.seed), (3, Status::Truncated, 5));
     assert_eq!(e0.truncations, [false, false, true]);
-    assert_eq!(
-        e0.entry
-            .info
-            .get_path("episode_metadata/steps")
-            .and_then(|v| v.as_u64()),
-        Some(3)
-    );
-    assert_eq!(
-        e0.infos.unwrap()[1].get("r").and_then(|v| v.as_f64()),
-        Some(1.0)
-    );
+    assert_eq!(e0.entry.info.get_path("episode_metadata/steps").and_then(|v| v.as_u64()), Some(3));
+    assert_eq!(e0.infos.unwrap()[1].get("r").and_then(|v| v.as_f64()), Some(1.0));
     let e1 = ds.read_episode(1).unwrap();
     assert_eq!(e1.entry.status, Status::Terminated);
     assert_eq!(e1.entry.length, n + 1);
-    assert_ne!(
-        e1.entry.seed, 6,
-        "the unseeded reset drew a fresh seed, recorded"
-    );
+    assert_ne!(e1.entry.seed, 6, "the unseeded reset drew a fresh seed, recorded");
 }
 
 #[test]
 fn given_up_episodes_are_committed_without_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (spec, mut eps) = episodes("CartPole-v1", "", 3, 30);
-    eps[1] = EpisodeResult {
-        status: Status::GivenUp,
-        length: 0,
-        ret: 0.0,
-        trajectory: None,
-        error: Some("boom".into()),
-        ..eps[1].clone()
-    };
+    eps[1] = EpisodeResult { status: Status::GivenUp, length: 0, ret: 0.0, trajectory: None, error: Some("boom".into()), ..eps[1].clone() };
     write_all(dir.path(), &spec, &eps, WriterConfig::default());
     let ds = Dataset::open(dir.path()).unwrap();
-    let all: Vec<_> = ds
-        .episodes()
-        .map(|e| (e.episode_id, e.status, e.rows))
-        .collect();
+    let all: Vec<_> = ds.episodes().map(|e| (e.episode_id, e.status, e.rows)).collect();
     assert_eq!(all[1], (1, Status::GivenUp, 0));
     assert_eq!(ds.select(|_| true).count(), 2);
     assert!(rollway_store::verify(&ds).problems.is_empty());
@@ -177,14 +131,7 @@ fn append_continues_ids_and_mismatch_is_refused() {
     assert_eq!(ds.metadata().runs.len(), 2);
     assert_eq!(ds.metadata().runs[1].first_episode_id, 4);
     let other = rollway_envs::make("MountainCar-v0", &Params::new()).unwrap();
-    match DatasetWriter::create(
-        dir.path(),
-        other.spec(),
-        "random",
-        0,
-        serde_json::json!({}),
-        WriterConfig::default(),
-    ) {
+    match DatasetWriter::create(dir.path(), other.spec(), "random", 0, serde_json::json!({}), WriterConfig::default()) {
         Err(Error::Mismatch { message, .. }) => {
             assert!(message.contains("CartPole-v1"), "{message}")
         }
@@ -206,53 +153,28 @@ fn resume_point_is_the_committed_prefix_of_the_last_run() {
     }
     w.finish().unwrap();
     let ds = Dataset::open(dir.path()).unwrap();
-    assert_eq!(
-        ds.episodes().map(|e| e.run_index).collect::<Vec<_>>(),
-        [0, 1, 2, 3, 4]
-    );
-    assert_eq!(
-        ds.metadata().runs.len(),
-        1,
-        "resume continues the run, it does not add one"
-    );
+    assert_eq!(ds.episodes().map(|e| e.run_index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert_eq!(ds.metadata().runs.len(), 1, "resume continues the run, it does not add one");
 }
 
 #[test]
 fn reader_sees_committed_episodes_while_writing_and_a_second_writer_is_locked_out() {
     let dir = tempfile::tempdir().unwrap();
     let (spec, eps) = episodes("CartPole-v1", "", 4, 30);
-    let w = DatasetWriter::create(
-        dir.path(),
-        &spec,
-        "random",
-        0,
-        serde_json::json!({}),
-        WriterConfig::default(),
-    )
-    .unwrap();
+    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
     w.write(eps[0].clone()).unwrap();
     w.flush().unwrap();
     w.write(eps[1].clone()).unwrap(); // queued, not committed
     let mut ds = Dataset::open(dir.path()).unwrap();
     assert_eq!(ds.episodes().count(), 1);
     assert!(matches!(
-        DatasetWriter::create(
-            dir.path(),
-            &spec,
-            "x",
-            0,
-            serde_json::json!({}),
-            WriterConfig::default()
-        ),
+        DatasetWriter::create(dir.path(), &spec, "x", 0, serde_json::json!({}), WriterConfig::default()),
         Err(Error::Locked { .. })
     ));
     w.flush().unwrap();
     ds.refresh().unwrap();
     assert_eq!(ds.episodes().count(), 2);
-    assert_eq!(
-        ds.read_episode(1).unwrap().rewards,
-        eps[1].trajectory.as_ref().unwrap().rewards
-    );
+    assert_eq!(ds.read_episode(1).unwrap().rewards, eps[1].trajectory.as_ref().unwrap().rewards);
     w.finish().unwrap();
 }
 
@@ -283,85 +205,34 @@ fn issue10_readers_never_delete_and_writers_clean_only_their_own_debris() {
     // What a crash mid-commit leaves (a partial index, staged data of a shard that never
     // committed), a lost index's orphan, and files rollway does not write.
     std::fs::write(d.join(".tmp/shard-000001.json.partial"), b"half").unwrap();
-    std::fs::copy(
-        d.join("steps/shard-000000.parquet"),
-        d.join(".tmp/publish/steps/shard-000001.parquet"),
-    )
-    .unwrap();
-    std::fs::copy(
-        d.join("steps/shard-000000.parquet"),
-        d.join("steps/shard-000002.parquet"),
-    )
-    .unwrap();
+    std::fs::copy(d.join("steps/shard-000000.parquet"), d.join(".tmp/publish/steps/shard-000001.parquet")).unwrap();
+    std::fs::copy(d.join("steps/shard-000000.parquet"), d.join("steps/shard-000002.parquet")).unwrap();
     std::fs::write(d.join("steps/shard-7.txt"), b"a user's notes").unwrap();
-    std::fs::copy(
-        d.join("index/shard-000000.json"),
-        d.join("index/shard-000000.bak.json"),
-    )
-    .unwrap();
+    std::fs::copy(d.join("index/shard-000000.json"), d.join("index/shard-000000.bak.json")).unwrap();
     std::fs::create_dir(d.join(".tmp/mine")).unwrap();
     std::fs::write(d.join(".tmp/mine/keep"), b"x").unwrap();
     let before = snapshot(d);
     let ds = Dataset::open(d).unwrap();
-    assert_eq!(
-        ds.episodes().count(),
-        2,
-        "the .bak.json copy is not read as a second shard 0"
-    );
+    assert_eq!(ds.episodes().count(), 2, "the .bak.json copy is not read as a second shard 0");
     let report = rollway_store::verify(&ds);
     let all = format!("{:?}", report.problems);
-    assert!(
-        all.contains("shard-000002.parquet")
-            && all.contains("shard-7.txt")
-            && all.contains("shard-000000.bak.json"),
-        "{all}"
-    );
+    assert!(all.contains("shard-000002.parquet") && all.contains("shard-7.txt") && all.contains("shard-000000.bak.json"), "{all}");
     assert_eq!(report.problems.len(), 3, "{all}");
-    assert!(
-        format!("{:?}", report.notes).contains("publish/steps/shard-000001.parquet"),
-        "{:?}",
-        report.notes
-    );
+    assert!(format!("{:?}", report.notes).contains("publish/steps/shard-000001.parquet"), "{:?}", report.notes);
     drop(ds);
     assert!(snapshot(d) == before, "reading and verifying changed files");
     // A writer removes its own debris, quarantines the orphan, leaves the rest alone.
-    let w = DatasetWriter::create(
-        d,
-        &spec,
-        "random",
-        1,
-        serde_json::json!({}),
-        WriterConfig::default(),
-    )
-    .unwrap();
+    let w = DatasetWriter::create(d, &spec, "random", 1, serde_json::json!({}), WriterConfig::default()).unwrap();
     w.write(eps[2].clone()).unwrap();
     w.finish().unwrap();
-    assert!(
-        !d.join(".tmp/shard-000001.json.partial").exists()
-            && !d.join(".tmp/publish/steps/shard-000001.parquet").exists()
-    );
-    assert!(
-        !d.join("steps/shard-000002.parquet").exists(),
-        "orphan moved aside"
-    );
+    assert!(!d.join(".tmp/shard-000001.json.partial").exists() && !d.join(".tmp/publish/steps/shard-000001.parquet").exists());
+    assert!(!d.join("steps/shard-000002.parquet").exists(), "orphan moved aside");
     let quarantined = snapshot(&d.join(".quarantine"));
     assert_eq!(quarantined.len(), 1);
-    assert_eq!(
-        quarantined[0].1,
-        std::fs::read(d.join("steps/shard-000000.parquet")).unwrap(),
-        "nothing lost"
-    );
-    assert!(
-        d.join("steps/shard-7.txt").exists()
-            && d.join("index/shard-000000.bak.json").exists()
-            && d.join(".tmp/mine/keep").exists()
-    );
+    assert_eq!(quarantined[0].1, std::fs::read(d.join("steps/shard-000000.parquet")).unwrap(), "nothing lost");
+    assert!(d.join("steps/shard-7.txt").exists() && d.join("index/shard-000000.bak.json").exists() && d.join(".tmp/mine/keep").exists());
     let ds = Dataset::open(d).unwrap();
-    assert_eq!(
-        ds.shards().last().unwrap().shard,
-        3,
-        "a new shard never takes an orphan's number"
-    );
+    assert_eq!(ds.shards().last().unwrap().shard, 3, "a new shard never takes an orphan's number");
     assert_eq!(ds.episodes().count(), 3);
 }
 
@@ -373,24 +244,11 @@ fn issue10_writers_refuse_a_symlinked_tmp_and_touch_nothing_behind_it() {
     write_all(&d, &spec, &eps[..1], WriterConfig::default());
     let elsewhere = dir.path().join("precious");
     std::fs::create_dir(&elsewhere).unwrap();
-    std::fs::write(
-        elsewhere.join("shard-000001.json.partial"),
-        b"not rollway's",
-    )
-    .unwrap();
+    std::fs::write(elsewhere.join("shard-000001.json.partial"), b"not rollway's").unwrap();
     std::fs::remove_dir_all(d.join(".tmp")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, d.join(".tmp")).unwrap();
     assert_eq!(Dataset::open(&d).unwrap().episodes().count(), 1);
-    let err = DatasetWriter::create(
-        &d,
-        &spec,
-        "random",
-        1,
-        serde_json::json!({}),
-        WriterConfig::default(),
-    )
-    .err()
-    .expect("refused");
+    let err = DatasetWriter::create(&d, &spec, "random", 1, serde_json::json!({}), WriterConfig::default()).err().expect("refused");
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(elsewhere.join("shard-000001.json.partial").exists());
 }
@@ -405,15 +263,11 @@ fn issue10_a_shard_of_given_up_episodes_only_commits_as_index_only() {
         "random",
         0,
         serde_json::json!({}),
-        WriterConfig {
-            max_buffer_episodes: Some(1),
-            ..Default::default()
-        },
+        WriterConfig { max_buffer_episodes: Some(1), ..Default::default() },
     )
     .unwrap();
     let mut gone = EpisodeResult::from_trajectory(0, 0, Default::default());
-    (gone.status, gone.error, gone.trajectory) =
-        (Status::GivenUp, Some("env panicked".into()), None);
+    (gone.status, gone.error, gone.trajectory) = (Status::GivenUp, Some("env panicked".into()), None);
     w.write(gone).unwrap();
     let mut ok = eps[1].clone();
     ok.index = 1;
@@ -431,15 +285,7 @@ fn issue10_a_shard_of_given_up_episodes_only_commits_as_index_only() {
 fn vanished_output_dir_gives_a_clear_error_and_keeps_committed_data() {
     let dir = tempfile::tempdir().unwrap();
     let (spec, eps) = episodes("CartPole-v1", "", 3, 30);
-    let w = DatasetWriter::create(
-        dir.path(),
-        &spec,
-        "random",
-        0,
-        serde_json::json!({}),
-        WriterConfig::default(),
-    )
-    .unwrap();
+    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
     w.write(eps[0].clone()).unwrap();
     w.flush().unwrap();
     // Like a full or revoked disk: the next commit cannot create its files.
@@ -457,22 +303,12 @@ fn vanished_output_dir_gives_a_clear_error_and_keeps_committed_data() {
 #[test]
 fn not_a_dataset_and_newer_formats_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(
-        Dataset::open(dir.path()),
-        Err(Error::NotADataset { .. })
-    ));
+    assert!(matches!(Dataset::open(dir.path()), Err(Error::NotADataset { .. })));
     std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
     let (spec, _) = episodes("CartPole-v1", "", 1, 5);
     assert!(
         matches!(
-            DatasetWriter::create(
-                dir.path(),
-                &spec,
-                "x",
-                0,
-                serde_json::json!({}),
-                WriterConfig::default()
-            ),
+            DatasetWriter::create(dir.path(), &spec, "x", 0, serde_json::json!({}), WriterConfig::default()),
             Err(Error::NotADataset { .. })
         ),
         "never write into a foreign directory"
@@ -480,14 +316,11 @@ fn not_a_dataset_and_newer_formats_are_refused() {
     let d2 = tempfile::tempdir().unwrap();
     write_all(d2.path(), &spec, &[], WriterConfig::default());
     let meta = d2.path().join("rollway.json");
-    let text = std::fs::read_to_string(&meta).unwrap().replace(
-        &format!("\"format_version\": {}", rollway_store::FORMAT_VERSION),
-        "\"format_version\": 99",
-    );
+    let text = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace(&format!("\"format_version\": {}", rollway_store::FORMAT_VERSION), "\"format_version\": 99");
     std::fs::write(&meta, text).unwrap();
-    assert!(
-        matches!(Dataset::open(d2.path()), Err(Error::NotADataset { message, .. }) if message.contains("99"))
-    );
+    assert!(matches!(Dataset::open(d2.path()), Err(Error::NotADataset { message, .. }) if message.contains("99")));
 }
 
 /// Damaged bytes anywhere give typed errors or verify problems — never a panic.
@@ -496,16 +329,8 @@ fn mutated_files_never_panic() {
     let dir = tempfile::tempdir().unwrap();
     let (spec, eps) = episodes("PixelMine-v0", "size=16,max_steps=20", 3, 20);
     write_all(dir.path(), &spec, &eps, WriterConfig::default());
-    let files = [
-        "steps/shard-000000.parquet",
-        "index/shard-000000.json",
-        "rollway.json",
-        "frames/observations.rgb/shard-000000.lz4",
-    ];
-    let pristine: Vec<Vec<u8>> = files
-        .iter()
-        .map(|f| std::fs::read(dir.path().join(f)).unwrap())
-        .collect();
+    let files = ["steps/shard-000000.parquet", "index/shard-000000.json", "rollway.json", "frames/observations.rgb/shard-000000.lz4"];
+    let pristine: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(dir.path().join(f)).unwrap()).collect();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
     for round in 0..300 {
         let k = round % files.len();
@@ -534,11 +359,7 @@ fn mutated_files_never_panic() {
                 }
             }
         });
-        assert!(
-            outcome.is_ok(),
-            "panic on {} mutated in round {round}",
-            files[k]
-        );
+        assert!(outcome.is_ok(), "panic on {} mutated in round {round}", files[k]);
         std::fs::write(dir.path().join(files[k]), &pristine[k]).unwrap();
     }
 }

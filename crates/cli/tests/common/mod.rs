@@ -35,7 +35,11 @@ pub fn run_script(py: &str, name: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) ->
     }
     let o = c.output().unwrap();
     let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "{name} {:?} failed:\n{out}", args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>());
+    assert!(
+        o.status.success(),
+        "{name} {:?} failed:\n{out}",
+        args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>()
+    );
     out
 }
 
@@ -46,7 +50,12 @@ pub fn rollway(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
         c.arg(a);
     }
     let o = c.output().unwrap();
-    assert!(o.status.success(), "rollway {:?}: {}", args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "rollway {:?}: {}",
+        args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

@@ -182,8 +182,7 @@ impl PixelMine {
 
     fn table_nearby(&self) -> bool {
         let (x, y) = self.pos;
-        (-TABLE_REACH..=TABLE_REACH)
-            .any(|dy| (-TABLE_REACH..=TABLE_REACH).any(|dx| self.world.get(x + dx, y + dy) == Tile::Table))
+        (-TABLE_REACH..=TABLE_REACH).any(|dy| (-TABLE_REACH..=TABLE_REACH).any(|dx| self.world.get(x + dx, y + dy) == Tile::Table))
     }
 
     /// Applies a valid action and returns its reward.
@@ -261,10 +260,7 @@ impl Env for PixelMine {
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
         let a = action.discrete(0);
         if !(0..rules::ACTIONS.len() as i64).contains(&a) {
-            return Err(Error::Env {
-                env: self.spec.id.clone(),
-                message: format!("action {a} is outside 0..{}", rules::ACTIONS.len()),
-            });
+            return Err(Error::Env { env: self.spec.id.clone(), message: format!("action {a} is outside 0..{}", rules::ACTIONS.len()) });
         }
         let reward = self.apply(a);
         self.write_obs(obs);

@@ -54,8 +54,7 @@ pub enum Item {
 }
 
 /// Inventory slot names, in observation order.
-pub const INVENTORY: [&str; 8] =
-    ["wood", "stone", "coal", "iron", "diamond", "wooden_pickaxe", "stone_pickaxe", "iron_pickaxe"];
+pub const INVENTORY: [&str; 8] = ["wood", "stone", "coal", "iron", "diamond", "wooden_pickaxe", "stone_pickaxe", "iron_pickaxe"];
 
 /// Largest count of any inventory slot (Crafter caps at 9; we allow more so
 /// counters stay meaningful in long episodes).

@@ -128,11 +128,8 @@ fn decode_view_round_trips_at_every_size() {
             let ((x, y), facing) = h.env.agent();
             for (r, row) in view.iter().enumerate() {
                 for (c, &tile) in row.iter().enumerate() {
-                    let want = if (r, c) == (VIEW / 2, VIEW / 2) {
-                        Tile::Player
-                    } else {
-                        h.env.world().get(x + c as i32 - 8, y + r as i32 - 8)
-                    };
+                    let want =
+                        if (r, c) == (VIEW / 2, VIEW / 2) { Tile::Player } else { h.env.world().get(x + c as i32 - 8, y + r as i32 - 8) };
                     assert_eq!(tile, want, "size {size} step {step} cell ({r}, {c})");
                 }
             }

@@ -32,7 +32,9 @@ pub(crate) fn feature_type(d: DType, len: usize) -> DataType {
 fn flat(d: DType, bytes: &[u8]) -> ArrayRef {
     macro_rules! prim {
         ($t:ty, $n:ty) => {
-            Arc::new(PrimitiveArray::<$t>::from(bytes.chunks_exact(std::mem::size_of::<$n>()).map(bytemuck::pod_read_unaligned::<$n>).collect::<Vec<$n>>())) as ArrayRef
+            Arc::new(PrimitiveArray::<$t>::from(
+                bytes.chunks_exact(std::mem::size_of::<$n>()).map(bytemuck::pod_read_unaligned::<$n>).collect::<Vec<$n>>(),
+            )) as ArrayRef
         };
     }
     match d {
@@ -123,7 +125,8 @@ pub(crate) fn read_file(path: &Path) -> Result<RecordBatch, String> {
     catch_unwind(AssertUnwindSafe(|| -> Result<RecordBatch, String> {
         let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
         let schema = b.schema().clone();
-        let batches = b.with_batch_size(65_536).build().map_err(|e| e.to_string())?.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+        let batches =
+            b.with_batch_size(65_536).build().map_err(|e| e.to_string())?.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
         arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| e.to_string())
     }))
     .map_err(|_| "the Parquet decoder panicked".to_string())?
@@ -265,7 +268,10 @@ mod tests {
         assert_eq!(rows(c.as_ref(), DType::F32, 4, 1, 2).unwrap(), bytes[16..48].to_vec());
         // Other numeric types convert; wrong list lengths are errors, not panics.
         let back = rows(c.as_ref(), DType::F64, 4, 0, 3).unwrap();
-        assert_eq!(back.chunks_exact(8).map(bytemuck::pod_read_unaligned::<f64>).collect::<Vec<_>>(), vals.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        assert_eq!(
+            back.chunks_exact(8).map(bytemuck::pod_read_unaligned::<f64>).collect::<Vec<_>>(),
+            vals.iter().map(|&v| v as f64).collect::<Vec<_>>()
+        );
         assert!(rows(c.as_ref(), DType::F32, 3, 0, 3).is_err());
         assert!(rows(c.as_ref(), DType::F32, 4, 2, 2).is_err());
         let scalars = column(DType::I64, 1, bytemuck::cast_slice(&[3i64, -1]));

@@ -29,7 +29,12 @@ use crate::{Error, Result};
 /// `progress(done, total)` is called after each episode.
 pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
     let bad_opt = |m: &str| Err(Error::Unsupported { path: out.to_path_buf(), message: m.into() });
-    if opts.fps == 0 || opts.chunks_size == 0 || opts.data_file_size_in_mb == 0 || opts.video_file_size_in_mb == 0 || opts.episodes_per_file == Some(0) {
+    if opts.fps == 0
+        || opts.chunks_size == 0
+        || opts.data_file_size_in_mb == 0
+        || opts.video_file_size_in_mb == 0
+        || opts.episodes_per_file == Some(0)
+    {
         return bad_opt("fps, chunks_size, file sizes and episodes_per_file must be positive");
     }
     if !(0.0..=51.0).contains(&opts.crf) || opts.keyint == 0 {
@@ -143,7 +148,8 @@ impl<'a> Exporter<'a> {
             stat_names.push(name.to_string());
         }
         stat_names.extend(plan.videos().map(|c| c.name.clone()));
-        let videos = plan.videos().map(|c| VideoFile { col: c.clone(), at: (0, 0), pending: vec![], frames: 0, bytes: 0, files: 0 }).collect();
+        let videos =
+            plan.videos().map(|c| VideoFile { col: c.clone(), at: (0, 0), pending: vec![], frames: 0, bytes: 0, files: 0 }).collect();
         Ok(Exporter {
             ds,
             src,
@@ -178,7 +184,14 @@ impl<'a> Exporter<'a> {
             steps += ep.entry.length;
             self.episode(k as u64, &ep)?;
             let e = &ep.entry;
-            episodes.push(EpisodeMeta { episode_id: e.episode_id, seed: e.seed, steps: e.length, status: e.status, labels: e.labels.clone(), info: e.info.clone() });
+            episodes.push(EpisodeMeta {
+                episode_id: e.episode_id,
+                seed: e.seed,
+                steps: e.length,
+                status: e.status,
+                labels: e.labels.clone(),
+                info: e.info.clone(),
+            });
             progress(k as u64 + 1, total);
         }
         self.close_data()?;
@@ -230,7 +243,10 @@ impl<'a> Exporter<'a> {
         add(&mut cols, DType::Bool, 1, &flags(&ep.truncations, false));
         add(&mut cols, DType::Bool, 1, &flags(&vec![false; t], true));
         if self.infos {
-            let infos = ep.infos.as_ref().ok_or_else(|| Error::Unsupported { path: self.src.to_path_buf(), message: format!("episode {} has no infos where others do", ep.entry.episode_id) })?;
+            let infos = ep.infos.as_ref().ok_or_else(|| Error::Unsupported {
+                path: self.src.to_path_buf(),
+                message: format!("episode {} has no infos where others do", ep.entry.episode_id),
+            })?;
             cols.push(Arc::new(StringArray::from_iter(infos.iter().map(|i| Some(i.to_json())))));
         }
         let fps = f64::from(self.opts.fps);
@@ -242,7 +258,8 @@ impl<'a> Exporter<'a> {
         add(&mut cols, DType::I64, 1, &ints(&|_| k as i64));
         add(&mut cols, DType::I64, 1, &ints(&|i| (from + i as u64) as i64));
         add(&mut cols, DType::I64, 1, &ints(&|_| 0));
-        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| Error::Parquet { path: self.root.to_path_buf(), message: format!("episode {k}: {e}") })?;
+        let batch = RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| Error::Parquet { path: self.root.to_path_buf(), message: format!("episode {k}: {e}") })?;
         let data = self.write_data(&batch)?;
         let mut videos = Vec::new();
         for v in 0..self.videos.len() {
@@ -299,10 +316,12 @@ impl<'a> Exporter<'a> {
         let [h, w, _] = self.videos[v].col.video.expect("video columns have a frame shape");
         let opts = H264Options { crf: self.opts.crf, keyint: self.opts.keyint, fps: self.opts.fps, ..Default::default() };
         let path = self.video_path(v);
-        let enc = h264::encode(pixels.chunks_exact(h * w * 3), w, h, &opts).map_err(|source| Error::Video { path: path.clone(), source })?;
+        let enc =
+            h264::encode(pixels.chunks_exact(h * w * 3), w, h, &opts).map_err(|source| Error::Video { path: path.clone(), source })?;
         let bytes: u64 = enc.packets.iter().map(|p| p.data.len() as u64).sum();
         let f = &self.videos[v];
-        let full = f.bytes + bytes >= self.opts.video_file_size_in_mb * 1_000_000 || self.opts.episodes_per_file.is_some_and(|m| f.pending.len() as u64 >= m);
+        let full = f.bytes + bytes >= self.opts.video_file_size_in_mb * 1_000_000
+            || self.opts.episodes_per_file.is_some_and(|m| f.pending.len() as u64 >= m);
         if !f.pending.is_empty() && full {
             self.flush_video(v)?;
             let f = &mut self.videos[v];
@@ -398,7 +417,13 @@ impl<'a> Exporter<'a> {
                 agents.push(&r.agent);
             }
         }
-        let rw = RollwayMeta { rollway_lerobot: 1, env: self.ds.metadata().env.clone(), agent: agents.join(", "), columns: self.plan.names(), episodes };
+        let rw = RollwayMeta {
+            rollway_lerobot: 1,
+            env: self.ds.metadata().env.clone(),
+            agent: agents.join(", "),
+            columns: self.plan.names(),
+            episodes,
+        };
         self.write_json(meta::ROLLWAY, &serde_json::to_value(&rw).expect("metadata serializes"))
     }
 
@@ -410,7 +435,10 @@ impl<'a> Exporter<'a> {
         cols.push(("episode_index".into(), Arc::new(Int64Array::from_iter_values(0..rows.len() as i64))));
         let tasks = StringArray::from_iter_values(rows.iter().map(|_| self.task.as_str()));
         let item = Arc::new(Field::new("item", DataType::Utf8, true));
-        cols.push(("tasks".into(), Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(tasks), None))));
+        cols.push((
+            "tasks".into(),
+            Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(tasks), None)),
+        ));
         cols.push(("length".into(), int(&|r| r.length)));
         cols.push(("data/chunk_index".into(), int(&|r| r.data.0)));
         cols.push(("data/file_index".into(), int(&|r| r.data.1)));
@@ -420,7 +448,10 @@ impl<'a> Exporter<'a> {
             let key = &f.col.name;
             cols.push((format!("videos/{key}/chunk_index"), int(&|r| r.videos[v].0 .0)));
             cols.push((format!("videos/{key}/file_index"), int(&|r| r.videos[v].0 .1)));
-            cols.push((format!("videos/{key}/from_timestamp"), Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.videos[v].1)))));
+            cols.push((
+                format!("videos/{key}/from_timestamp"),
+                Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.videos[v].1))),
+            ));
             cols.push((format!("videos/{key}/to_timestamp"), Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.videos[v].2)))));
         }
         for (i, name) in self.stat_names.iter().enumerate() {
@@ -431,7 +462,10 @@ impl<'a> Exporter<'a> {
             }
             let counts = Int64Array::from_iter_values(rows.iter().map(|r| r.stats[i].count as i64));
             let item = Arc::new(Field::new("item", DataType::Int64, true));
-            cols.push((format!("stats/{name}/count"), Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(counts), None))));
+            cols.push((
+                format!("stats/{name}/count"),
+                Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(rows.iter().map(|_| 1)), Arc::new(counts), None)),
+            ));
         }
         cols.push(("meta/episodes/chunk_index".into(), int(&|_| 0)));
         cols.push(("meta/episodes/file_index".into(), int(&|_| 0)));

@@ -36,11 +36,20 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let text = std::fs::read_to_string(&info_path).io("reading", &info_path)?;
     let info = InfoJson::parse(&text).map_err(|message| Error::BadMetadata { path: info_path.clone(), message })?;
     if !info.version.starts_with("v3.") {
-        let hint = if info.version.starts_with("v2.") { ": convert it with `python -m lerobot.scripts.convert_dataset_v21_to_v30`" } else { "" };
-        return Err(Error::Unsupported { path: info_path, message: format!("codebase_version {}; rollway reads v3.x{hint}", info.version) });
+        let hint =
+            if info.version.starts_with("v2.") { ": convert it with `python -m lerobot.scripts.convert_dataset_v21_to_v30`" } else { "" };
+        return Err(Error::Unsupported {
+            path: info_path,
+            message: format!("codebase_version {}; rollway reads v3.x{hint}", info.version),
+        });
     }
     let rw = source::rollway(&root)?;
-    let env = info.robot_type.clone().unwrap_or_else(|| std::path::absolute(src).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "lerobot".into()));
+    let env = info.robot_type.clone().unwrap_or_else(|| {
+        std::path::absolute(src)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "lerobot".into())
+    });
     let map = match &rw {
         Some(rw) => source::from_rollway(rw, &info, &src.join(meta::ROLLWAY))?,
         None => source::infer(&root, &info, env)?,
@@ -52,7 +61,11 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     }
     let eps = source::episodes(&root, &keys)?;
     if let Some(t) = info.total_episodes.filter(|&t| t != eps.len() as u64) {
-        return Err(Error::Malformed { path: src.join(meta::EPISODES_DIR), object: "/".into(), message: format!("{} episodes listed, info.json says {t}", eps.len()) });
+        return Err(Error::Malformed {
+            path: src.join(meta::EPISODES_DIR),
+            object: "/".into(),
+            message: format!("{} episodes listed, info.json says {t}", eps.len()),
+        });
     }
     fsx::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
@@ -67,7 +80,8 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         let mut ep = r.episode(e)?;
         ep.index = k as u64;
         // Per-episode fields only when the table still lists the episodes exported.
-        if let Some(m) = rw.as_ref().filter(|rw| rw.episodes.len() == eps.len()).map(|rw| &rw.episodes[k]).filter(|m| m.steps == ep.length) {
+        if let Some(m) = rw.as_ref().filter(|rw| rw.episodes.len() == eps.len()).map(|rw| &rw.episodes[k]).filter(|m| m.steps == ep.length)
+        {
             (ep.seed, ep.status, ep.labels, ep.info) = (m.seed, m.status, m.labels.clone(), m.info.clone());
         }
         steps += ep.length;
@@ -77,7 +91,15 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     writer.finish().map_err(store_err)?;
     let bytes = fsx::dir_bytes(staging.path());
     staging.commit(&out_abs)?;
-    Ok(ImportReport { env: map.spec.id.clone(), out: out.to_path_buf(), episodes: n, steps, bytes, from_rollway: rw.is_some(), skipped_features: map.skipped.clone() })
+    Ok(ImportReport {
+        env: map.spec.id.clone(),
+        out: out.to_path_buf(),
+        episodes: n,
+        steps,
+        bytes,
+        from_rollway: rw.is_some(),
+        skipped_features: map.skipped.clone(),
+    })
 }
 
 /// A loaded data file and where each episode's rows are in it.
@@ -126,7 +148,9 @@ impl Reader<'_> {
                 return Err(malformed(&path, "/", "missing (the episodes table points here)"));
             }
             let batch = super::arrowx::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
-            let ids = super::arrowx::col(&batch, "episode_index").and_then(|c| super::arrowx::i64s(c.as_ref())).map_err(|m| malformed(&path, "episode_index", m))?;
+            let ids = super::arrowx::col(&batch, "episode_index")
+                .and_then(|c| super::arrowx::i64s(c.as_ref()))
+                .map_err(|m| malformed(&path, "episode_index", m))?;
             let mut spans: Vec<(i64, usize, usize)> = Vec::new();
             for (i, &id) in ids.iter().enumerate() {
                 match spans.last_mut() {
@@ -156,7 +180,12 @@ impl Reader<'_> {
                     other => other.to_string(),
                 };
                 if m.contains("not H.264") {
-                    Error::Unsupported { path: path.clone(), message: format!("{m}; rollway decodes H.264 only (re-encode with e.g. `ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT`)") }
+                    Error::Unsupported {
+                        path: path.clone(),
+                        message: format!(
+                            "{m}; rollway decodes H.264 only (re-encode with e.g. `ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT`)"
+                        ),
+                    }
                 } else {
                     malformed(&path, "/", m)
                 }
@@ -170,9 +199,14 @@ impl Reader<'_> {
         let f = self.videos[v].as_mut().expect("loaded above");
         let start = (from_ts * f64::from(self.info.fps)).round();
         if !(0.0..=1e12).contains(&start) || start as usize + n > f.video.frames() {
-            return Err(malformed(&path, format!("episode {}", e.index), format!("frames {start}..{start}+{n} of a {}-frame video", f.video.frames())));
+            return Err(malformed(
+                &path,
+                format!("episode {}", e.index),
+                format!("frames {start}..{start}+{n} of a {}-frame video", f.video.frames()),
+            ));
         }
-        let mut out = Vec::with_capacity(crate::limits::mul(n, h * w * 3).map_err(|m| malformed(&path, format!("episode {}", e.index), m))?);
+        let mut out =
+            Vec::with_capacity(crate::limits::mul(n, h * w * 3).map_err(|m| malformed(&path, format!("episode {}", e.index), m))?);
         let s = start as i64;
         decode_range(&mut f.dec, &f.video.packets, s, s + n as i64, &mut |_, rgb| {
             out.extend_from_slice(rgb);
@@ -218,7 +252,8 @@ impl Reader<'_> {
             scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &px);
         }
         for c in map.plan.obs.iter().filter(|c| c.video.is_none()) {
-            let bytes = super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
+            let bytes =
+                super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
             scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &bytes);
         }
         if !map.final_frame {
@@ -251,10 +286,18 @@ impl Reader<'_> {
                 .map_err(|m| malformed(&path, "rollway.info", m))?
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| s.map_or(Ok(Info::new()), |s| serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))))
+                .map(|(i, s)| {
+                    s.map_or(Ok(Info::new()), |s| {
+                        serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))
+                    })
+                })
                 .collect::<Result<Vec<Info>>>()?,
         };
-        let mut episode = EpisodeResult::from_trajectory(0, 0, Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() });
+        let mut episode = EpisodeResult::from_trajectory(
+            0,
+            0,
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() },
+        );
         if !map.final_frame {
             episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
         }

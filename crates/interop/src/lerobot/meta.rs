@@ -22,7 +22,8 @@ pub(crate) const VIDEO_PATH: &str = "videos/{video_key}/chunk-{chunk_index:03d}/
 pub(crate) const EPISODES_PATH: &str = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
 
 /// The frame bookkeeping columns every LeRobot dataset has (`DEFAULT_FEATURES`).
-pub(crate) const DEFAULTS: [(&str, &str); 5] = [("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64")];
+pub(crate) const DEFAULTS: [(&str, &str); 5] =
+    [("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64")];
 
 /// The widest field a path template may ask for: far beyond any real index, and
 /// small enough that filling it cannot exhaust memory.
@@ -45,10 +46,13 @@ pub(crate) fn fill(template: &str, key: Option<&str>, chunk: u64, file: u64) -> 
             ("video_key", Some(k)) => k.to_string(),
             _ => return Err(format!("unknown field `{{{field}}}`")),
         };
-        let digits = spec.strip_suffix('d').or((spec.is_empty()).then_some("")).ok_or_else(|| format!("unsupported format `{{{field}}}`"))?;
+        let digits =
+            spec.strip_suffix('d').or((spec.is_empty()).then_some("")).ok_or_else(|| format!("unsupported format `{{{field}}}`"))?;
         let width = match digits {
             "" => 0,
-            w if w.bytes().all(|b| b.is_ascii_digit()) => w.parse::<usize>().ok().filter(|&w| w <= MAX_WIDTH).ok_or_else(|| format!("width of `{{{field}}}` above {MAX_WIDTH}"))?,
+            w if w.bytes().all(|b| b.is_ascii_digit()) => {
+                w.parse::<usize>().ok().filter(|&w| w <= MAX_WIDTH).ok_or_else(|| format!("width of `{{{field}}}` above {MAX_WIDTH}"))?
+            }
             _ => return Err(format!("unsupported format `{{{field}}}`")),
         };
         // Python pads with zeros only when the width starts with one.
@@ -97,9 +101,12 @@ impl Root {
     /// `path` (under the root) unless a symlink takes it outside.
     pub fn inside(&self, path: PathBuf) -> Result<PathBuf, String> {
         match path.canonicalize() {
-            Ok(real) if !real.starts_with(&self.real) => {
-                Err(format!("{} resolves to {}, outside the dataset root {}; copy the dataset with its links resolved (`cp -rL`)", path.display(), real.display(), self.real.display()))
-            }
+            Ok(real) if !real.starts_with(&self.real) => Err(format!(
+                "{} resolves to {}, outside the dataset root {}; copy the dataset with its links resolved (`cp -rL`)",
+                path.display(),
+                real.display(),
+                self.real.display()
+            )),
             _ => Ok(path),
         }
     }
@@ -129,7 +136,9 @@ impl InfoJson {
         let j: Json = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
         let m = j.as_object().ok_or("not a JSON object")?;
         let version = m.get("codebase_version").and_then(Json::as_str).ok_or("no `codebase_version`")?.to_string();
-        let fps = m.get("fps").and_then(Json::as_u64).filter(|&f| f > 0 && f <= 100_000).ok_or("`fps` is missing or not a positive integer")? as u32;
+        let fps =
+            m.get("fps").and_then(Json::as_u64).filter(|&f| f > 0 && f <= 100_000).ok_or("`fps` is missing or not a positive integer")?
+                as u32;
         let mut features = BTreeMap::new();
         for (name, f) in m.get("features").and_then(Json::as_object).ok_or("no `features` object")? {
             let dtype = f.get("dtype").and_then(Json::as_str).ok_or_else(|| format!("feature `{name}` has no dtype"))?.to_string();
@@ -147,7 +156,15 @@ impl InfoJson {
         if let Some(v) = &video_path {
             check_template("video_path", v, Some("key"))?;
         }
-        Ok(InfoJson { version, fps, robot_type: s("robot_type"), total_episodes: m.get("total_episodes").and_then(Json::as_u64), data_path, video_path, features })
+        Ok(InfoJson {
+            version,
+            fps,
+            robot_type: s("robot_type"),
+            total_episodes: m.get("total_episodes").and_then(Json::as_u64),
+            data_path,
+            video_path,
+            features,
+        })
     }
 }
 
@@ -182,7 +199,8 @@ pub(crate) fn tasks_batch(tasks: &[String]) -> RecordBatch {
     });
     let schema = Schema::new(vec![Field::new("task_index", DataType::Int64, true), Field::new("task", DataType::Utf8, true)])
         .with_metadata([("pandas".to_string(), pandas.to_string())].into_iter().collect::<std::collections::HashMap<_, _>>());
-    let cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(0..tasks.len() as i64)), Arc::new(StringArray::from_iter_values(tasks))];
+    let cols: Vec<ArrayRef> =
+        vec![Arc::new(Int64Array::from_iter_values(0..tasks.len() as i64)), Arc::new(StringArray::from_iter_values(tasks))];
     RecordBatch::try_new(Arc::new(schema), cols).expect("two equally long columns")
 }
 
@@ -230,17 +248,25 @@ mod tests {
     #[test]
     fn templates_fill_like_python() {
         assert_eq!(fill(DATA_PATH, None, 0, 12).unwrap(), "data/chunk-000/file-012.parquet");
-        assert_eq!(fill(VIDEO_PATH, Some("observation.images.rgb"), 3, 1000).unwrap(), "videos/observation.images.rgb/chunk-003/file-1000.mp4");
+        assert_eq!(
+            fill(VIDEO_PATH, Some("observation.images.rgb"), 3, 1000).unwrap(),
+            "videos/observation.images.rgb/chunk-003/file-1000.mp4"
+        );
         assert!(fill("x/{episode_chunk}", None, 0, 0).is_err());
         assert!(fill("x/{chunk_index", None, 0, 0).is_err());
         // Python's widths: zero-padded only with a leading 0, and capped so a template cannot exhaust memory.
         assert_eq!(fill("{chunk_index:3d}-{file_index:d}-{file_index}", None, 5, 7).unwrap(), "  5-7-7");
         assert_eq!(fill("{chunk_index:032d}", None, 1, 0).unwrap().len(), 32);
-        for bad in ["{chunk_index:033d}", "{chunk_index:0999999999999999999999d}", "{chunk_index:+3d}", "{chunk_index:03x}", "{video_key}"] {
+        for bad in ["{chunk_index:033d}", "{chunk_index:0999999999999999999999d}", "{chunk_index:+3d}", "{chunk_index:03x}", "{video_key}"]
+        {
             assert!(fill(bad, None, 0, 0).is_err(), "{bad}");
         }
-        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "data_path": "/etc/{chunk_index}"}"#).unwrap_err().contains("`data_path` `/etc/{chunk_index}`"));
-        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "video_path": "v/../../{video_key}"}"#).unwrap_err().contains("`..`"));
+        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "data_path": "/etc/{chunk_index}"}"#)
+            .unwrap_err()
+            .contains("`data_path` `/etc/{chunk_index}`"));
+        assert!(InfoJson::parse(r#"{"codebase_version": "v3.0", "fps": 10, "features": {}, "video_path": "v/../../{video_key}"}"#)
+            .unwrap_err()
+            .contains("`..`"));
     }
 
     #[test]

@@ -70,12 +70,25 @@ impl Plan {
         for (i, leaf) in obs.leaves().iter().enumerate() {
             let name = if is_frame_leaf(leaf) {
                 if leaf.shape[2] != 3 {
-                    return Err(format!("image `{}` has {} channels; LeRobot videos are RGB (3)", column_name("observations", leaf), leaf.shape[2]));
+                    return Err(format!(
+                        "image `{}` has {} channels; LeRobot videos are RGB (3)",
+                        column_name("observations", leaf),
+                        leaf.shape[2]
+                    ));
                 }
                 if leaf.shape[0] % 2 != 0 || leaf.shape[1] % 2 != 0 {
-                    return Err(format!("image `{}` is {}×{}; H.264 (yuv420p) needs even sizes", column_name("observations", leaf), leaf.shape[1], leaf.shape[0]));
+                    return Err(format!(
+                        "image `{}` is {}×{}; H.264 (yuv420p) needs even sizes",
+                        column_name("observations", leaf),
+                        leaf.shape[1],
+                        leaf.shape[0]
+                    ));
                 }
-                if leaf.path.is_empty() { "observation.image".to_string() } else { format!("observation.images.{}", dotted(&leaf.path)) }
+                if leaf.path.is_empty() {
+                    "observation.image".to_string()
+                } else {
+                    format!("observation.images.{}", dotted(&leaf.path))
+                }
             } else if plain == 1 {
                 "observation.state".to_string()
             } else {
@@ -125,16 +138,32 @@ mod tests {
         let p = Plan::new(&cartpole, &discrete, None).unwrap();
         assert_eq!((p.obs[0].name.as_str(), p.act[0].name.as_str(), p.act[0].shape()), ("observation.state", "action", vec![1]));
         let mine = Layout::of(
-            &Space::dict(vec![("inventory".into(), Space::boxed(DType::I32, &[5], 0.0, 9.0).unwrap()), ("rgb".into(), Space::boxed(DType::U8, &[32, 32, 3], 0.0, 255.0).unwrap())]).unwrap(),
+            &Space::dict(vec![
+                ("inventory".into(), Space::boxed(DType::I32, &[5], 0.0, 9.0).unwrap()),
+                ("rgb".into(), Space::boxed(DType::U8, &[32, 32, 3], 0.0, 255.0).unwrap()),
+            ])
+            .unwrap(),
         );
         let p = Plan::new(&mine, &discrete, None).unwrap();
         assert_eq!(p.obs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["observation.state", "observation.images.rgb"]);
         assert_eq!(p.obs[1].shape(), vec![32, 32, 3]);
-        let two = Layout::of(&Space::dict(vec![("a".into(), Space::discrete(3, 0).unwrap()), ("b".into(), Space::boxed(DType::F64, &[2, 2], 0.0, 1.0).unwrap())]).unwrap());
+        let two = Layout::of(
+            &Space::dict(vec![
+                ("a".into(), Space::discrete(3, 0).unwrap()),
+                ("b".into(), Space::boxed(DType::F64, &[2, 2], 0.0, 1.0).unwrap()),
+            ])
+            .unwrap(),
+        );
         let p = Plan::new(&two, &two, None).unwrap();
         assert_eq!(p.obs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["observation.a", "observation.b"]);
         assert_eq!(p.act.iter().map(|c| (c.name.as_str(), c.len)).collect::<Vec<_>>(), [("action.a", 1), ("action.b", 4)]);
-        let clash = Layout::of(&Space::dict(vec![("a.b".into(), Space::discrete(3, 0).unwrap()), ("a".into(), Space::dict(vec![("b".into(), Space::discrete(3, 0).unwrap())]).unwrap())]).unwrap());
+        let clash = Layout::of(
+            &Space::dict(vec![
+                ("a.b".into(), Space::discrete(3, 0).unwrap()),
+                ("a".into(), Space::dict(vec![("b".into(), Space::discrete(3, 0).unwrap())]).unwrap()),
+            ])
+            .unwrap(),
+        );
         assert!(Plan::new(&clash, &discrete, None).unwrap_err().contains("two leaves"));
         let gray = Layout::of(&Space::boxed(DType::U8, &[16, 16, 1], 0.0, 255.0).unwrap());
         assert!(Plan::new(&gray, &discrete, None).unwrap_err().contains("channels"));

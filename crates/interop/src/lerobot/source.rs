@@ -29,10 +29,13 @@ pub(crate) struct EpisodeRef {
 fn episode_files(root: &Root) -> Result<Vec<PathBuf>> {
     let dir = root.path.join(meta::EPISODES_DIR);
     let mut files = Vec::new();
-    let mut chunks: Vec<PathBuf> = std::fs::read_dir(&dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+    let mut chunks: Vec<PathBuf> =
+        std::fs::read_dir(&dir).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
     chunks.sort();
     for c in chunks {
-        let mut fs: Vec<PathBuf> = std::fs::read_dir(&c).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "parquet")).collect()).unwrap_or_default();
+        let mut fs: Vec<PathBuf> = std::fs::read_dir(&c)
+            .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "parquet")).collect())
+            .unwrap_or_default();
         fs.sort();
         for f in fs {
             files.push(root.inside(f).map_err(|message| Error::Malformed { path: dir.clone(), object: "/".into(), message })?);
@@ -51,7 +54,8 @@ pub(crate) fn episodes(root: &Root, video_keys: &[String]) -> Result<Vec<Episode
     for path in episode_files(root)? {
         let bad = |object: &str, message: String| Error::Malformed { path: path.clone(), object: object.into(), message };
         let b = arrowx::read_file(&path).map_err(|m| bad("/", m))?;
-        let ints = |name: &str| -> Result<Vec<i64>> { arrowx::col(&b, name).and_then(|c| arrowx::i64s(c.as_ref())).map_err(|m| bad(name, m)) };
+        let ints =
+            |name: &str| -> Result<Vec<i64>> { arrowx::col(&b, name).and_then(|c| arrowx::i64s(c.as_ref())).map_err(|m| bad(name, m)) };
         let idx = ints("episode_index")?;
         let length = ints("length")?;
         let (dc, df) = (ints("data/chunk_index")?, ints("data/file_index")?);
@@ -73,12 +77,22 @@ pub(crate) fn episodes(root: &Root, video_keys: &[String]) -> Result<Vec<Episode
             for (c, f, from) in &videos {
                 vs.push(((u(c[r], "videos/…/chunk_index")?, u(f[r], "videos/…/file_index")?), from[r]));
             }
-            out.push(EpisodeRef { index: idx[r], length: len as usize, data: (u(dc[r], "data/chunk_index")?, u(df[r], "data/file_index")?), tasks: tasks[r].clone(), videos: vs });
+            out.push(EpisodeRef {
+                index: idx[r],
+                length: len as usize,
+                data: (u(dc[r], "data/chunk_index")?, u(df[r], "data/file_index")?),
+                tasks: tasks[r].clone(),
+                videos: vs,
+            });
         }
     }
     out.sort_by_key(|e| e.index);
     if let Some(w) = out.windows(2).find(|w| w[0].index == w[1].index) {
-        return Err(Error::Malformed { path: root.path.join(meta::EPISODES_DIR), object: "episode_index".into(), message: format!("episode {} is listed twice", w[0].index) });
+        return Err(Error::Malformed {
+            path: root.path.join(meta::EPISODES_DIR),
+            object: "episode_index".into(),
+            message: format!("episode {} is listed twice", w[0].index),
+        });
     }
     Ok(out)
 }
@@ -99,14 +113,29 @@ pub(crate) fn from_rollway(rw: &RollwayMeta, info: &InfoJson, meta_path: &Path) 
     let bad = |message: String| Error::BadMetadata { path: meta_path.to_path_buf(), message };
     let (obs, act) = rw.env.spaces().map_err(|e| bad(format!("spaces: {e}")))?;
     let plan = Plan::new(&Layout::of(&obs), &Layout::of(&act), Some(&rw.columns)).map_err(bad)?;
-    let spec = EnvSpec { id: rw.env.id.clone(), observation_space: obs, action_space: act, max_episode_steps: rw.env.max_episode_steps, render_fps: rw.env.render_fps, reward_threshold: None };
+    let spec = EnvSpec {
+        id: rw.env.id.clone(),
+        observation_space: obs,
+        action_space: act,
+        max_episode_steps: rw.env.max_episode_steps,
+        render_fps: rw.env.render_fps,
+        reward_threshold: None,
+    };
     let skipped = info.features.keys().filter(|k| !known(k) && !plan.obs.iter().chain(&plan.act).any(|c| &c.name == *k)).cloned().collect();
-    Ok(Mapping { spec, plan, final_frame: info.features.contains_key(FINAL_OBSERVATION), infos: info.features.contains_key("rollway.info"), agent: rw.agent.clone(), skipped })
+    Ok(Mapping {
+        spec,
+        plan,
+        final_frame: info.features.contains_key(FINAL_OBSERVATION),
+        infos: info.features.contains_key("rollway.info"),
+        agent: rw.agent.clone(),
+        skipped,
+    })
 }
 
 /// Features with a fixed meaning: bookkeeping, rewards and flags.
 fn known(name: &str) -> bool {
-    meta::DEFAULTS.iter().any(|d| d.0 == name) || ["next.reward", "next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION, "rollway.info"].contains(&name)
+    meta::DEFAULTS.iter().any(|d| d.0 == name)
+        || ["next.reward", "next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION, "rollway.info"].contains(&name)
 }
 
 /// Integer bounds from `meta/stats.json` (`min`/`max` per element) when it has
@@ -122,7 +151,9 @@ fn bounds(dtype: DType, n: usize, stats: Option<&Json>) -> (Vec<f64>, Vec<f64>) 
         (v.len() == n).then_some(v)
     };
     match (get("min"), get("max")) {
-        (Some(a), Some(b)) if a.iter().zip(&b).all(|(x, y)| x <= y && *x >= lo && *y <= hi) => (a.iter().map(|x| x.floor()).collect(), b.iter().map(|x| x.ceil()).collect()),
+        (Some(a), Some(b)) if a.iter().zip(&b).all(|(x, y)| x <= y && *x >= lo && *y <= hi) => {
+            (a.iter().map(|x| x.floor()).collect(), b.iter().map(|x| x.ceil()).collect())
+        }
         _ => (vec![lo; n], vec![hi; n]),
     }
 }
@@ -158,7 +189,8 @@ pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping
             continue;
         };
         let (lo, hi) = bounds(dtype, n, stats.as_ref().and_then(|s| s.get(name)));
-        let space = Space::box_with(dtype, &[n], lo, hi).map_err(|e| Error::BadMetadata { path: meta_path.clone(), message: format!("feature `{name}`: {e}") })?;
+        let space = Space::box_with(dtype, &[n], lo, hi)
+            .map_err(|e| Error::BadMetadata { path: meta_path.clone(), message: format!("feature `{name}`: {e}") })?;
         if name == "action" || name.starts_with("action.") {
             act.push((key("action."), name.clone(), space));
         } else if name.starts_with("observation.") {
@@ -184,13 +216,21 @@ pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping
         for (k, name, _) in &items {
             names.insert(format!("{prefix}/{k}"), name.clone());
         }
-        Space::dict(items.into_iter().map(|(k, _, s)| (k, s)).collect()).map_err(|e| unsupported(&format!("{e} (feature names that differ only by their prefix)")))
+        Space::dict(items.into_iter().map(|(k, _, s)| (k, s)).collect())
+            .map_err(|e| unsupported(&format!("{e} (feature names that differ only by their prefix)")))
     };
     let obs = space(obs, "observations", "observation.state")?;
     let act = space(act, "actions", "action")?;
     // Nested keys would need `/` in a feature name; flat Dicts name each leaf `prefix/key`.
     let plan = Plan::new(&Layout::of(&obs), &Layout::of(&act), Some(&names)).map_err(|m| unsupported(&m))?;
-    let spec = EnvSpec { id: env, observation_space: obs, action_space: act, max_episode_steps: None, render_fps: Some(info.fps), reward_threshold: None };
+    let spec = EnvSpec {
+        id: env,
+        observation_space: obs,
+        action_space: act,
+        max_episode_steps: None,
+        render_fps: Some(info.fps),
+        reward_threshold: None,
+    };
     Ok(Mapping { spec, plan, final_frame: false, infos: false, agent: "lerobot".into(), skipped })
 }
 
@@ -203,7 +243,15 @@ pub(crate) fn check(plan: &Plan, info: &InfoJson, meta_path: &Path) -> Result<()
         match c.video {
             Some([h, w, _]) if f.dtype == "video" && (f.shape == [h, w, 3] || f.shape == [3, h, w]) => {}
             None if f.dtype != "video" && n == c.len => {}
-            _ => return Err(bad(format!("{} {:?} does not fit {} with {} elements", f.dtype, f.shape, if c.video.is_some() { "a video" } else { c.dtype.name() }, c.len))),
+            _ => {
+                return Err(bad(format!(
+                    "{} {:?} does not fit {} with {} elements",
+                    f.dtype,
+                    f.shape,
+                    if c.video.is_some() { "a video" } else { c.dtype.name() },
+                    c.len
+                )))
+            }
         }
     }
     Ok(())

@@ -45,7 +45,16 @@ impl Stats {
     /// Two passes, so large offsets do not cancel.
     pub fn of_rows(rows: usize, k: usize, get: impl Fn(usize, usize) -> f64) -> Stats {
         let n = rows.max(1) as f64;
-        let mut s = Stats { shape: vec![k], count: rows as u64, weight: rows as f64, min: vec![f64::INFINITY; k], max: vec![f64::NEG_INFINITY; k], mean: vec![0.0; k], m2: vec![0.0; k], q: vec![vec![0.0; k]; QUANTILES.len()] };
+        let mut s = Stats {
+            shape: vec![k],
+            count: rows as u64,
+            weight: rows as f64,
+            min: vec![f64::INFINITY; k],
+            max: vec![f64::NEG_INFINITY; k],
+            mean: vec![0.0; k],
+            m2: vec![0.0; k],
+            q: vec![vec![0.0; k]; QUANTILES.len()],
+        };
         for r in 0..rows {
             for j in 0..k {
                 let x = get(r, j);

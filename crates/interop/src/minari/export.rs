@@ -7,7 +7,9 @@ use hdf5_metno as hdf5;
 use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
-use super::{check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, MINARI_VERSION};
+use super::{
+    check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, MINARI_VERSION,
+};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};
@@ -31,7 +33,10 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     };
     let data = out.join("data");
     if out.exists() && !out.is_dir() {
-        return Err(Error::OutputExists { path: out.to_path_buf(), hint: "it is a file; the output is the Minari dataset's directory".into() });
+        return Err(Error::OutputExists {
+            path: out.to_path_buf(),
+            hint: "it is a file; the output is the Minari dataset's directory".into(),
+        });
     }
     fsx::check_replaceable(&data, opts.force, "Minari", "main_data.hdf5 or metadata.json", is_export)?;
     let created = !out.exists();
@@ -49,7 +54,14 @@ fn is_export(data: &Path) -> bool {
     data.join("main_data.hdf5").is_file() || data.join("metadata.json").is_file()
 }
 
-fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
+fn write(
+    ds: &Dataset,
+    src: &Path,
+    out: &Path,
+    dataset_id: &str,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ExportReport> {
     let staging = Staging::new(out, "data")?;
     let h5_path = staging.path().join("main_data.hdf5");
     let mut episodes = ds.episode_reader();
@@ -58,11 +70,16 @@ fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOp
     let mut steps = 0u64;
     let mut skipped = BTreeSet::new();
     {
-        let file = hdf5::File::create(&h5_path).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: "creating the file".into(), source })?;
+        let file = hdf5::File::create(&h5_path).map_err(|source| Error::Hdf5 {
+            path: h5_path.clone(),
+            context: "creating the file".into(),
+            source,
+        })?;
         for k in 0..episodes.entries().len() {
             let ep = episodes.read(k).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
             let ctx = format!("episode_{k}");
-            let skipped_here = write_episode(&file, &ctx, k as i64, &ep).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: ctx, source })?;
+            let skipped_here =
+                write_episode(&file, &ctx, k as i64, &ep).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: ctx, source })?;
             skipped.extend(skipped_here);
             steps += ep.entry.length;
             progress(k as u64 + 1, total);
@@ -94,7 +111,14 @@ fn write(ds: &Dataset, src: &Path, out: &Path, dataset_id: &str, opts: &ExportOp
         // Minari reads `author` back as a set: a list, not a bare string.
         meta.insert("author".into(), json!([a]));
     }
-    let description = opts.description.clone().unwrap_or_else(|| format!("{} episodes of {} exported from the rollway dataset {}", total, ds.metadata().env.id, std::path::absolute(src).unwrap_or_else(|_| src.to_path_buf()).display()));
+    let description = opts.description.clone().unwrap_or_else(|| {
+        format!(
+            "{} episodes of {} exported from the rollway dataset {}",
+            total,
+            ds.metadata().env.id,
+            std::path::absolute(src).unwrap_or_else(|_| src.to_path_buf()).display()
+        )
+    });
     meta.insert("description".into(), json!(description));
     meta.insert("minari_version".into(), json!(MINARI_VERSION));
     // Minari's `get_size()`: MB with one decimal.
@@ -157,7 +181,8 @@ fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf
 
 /// `env_spec` for Gymnasium-registered envs, when every run used the same env params.
 fn env_spec(meta: &Metadata) -> Option<String> {
-    let params: Vec<Map<String, Json>> = meta.runs.iter().map(|r| r.config.get("env_params").and_then(Json::as_object).cloned().unwrap_or_default()).collect();
+    let params: Vec<Map<String, Json>> =
+        meta.runs.iter().map(|r| r.config.get("env_params").and_then(Json::as_object).cloned().unwrap_or_default()).collect();
     if params.windows(2).any(|w| w[0] != w[1]) {
         return None;
     }

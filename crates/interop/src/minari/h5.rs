@@ -5,9 +5,9 @@
 //! groups), and chunk indexes cost ~11 KB per episode, over 3x the file size
 //! for short episodes. The file format stays HDF5's oldest, which every reader opens.
 
-use hdf5_metno as hdf5;
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor};
 use hdf5::Group;
+use hdf5_metno as hdf5;
 use rollway_core::DType;
 
 /// Dispatches on a numeric (non-bool) dtype with `$T` bound to its Rust type.
@@ -15,16 +15,46 @@ macro_rules! numeric {
     ($dtype:expr, $T:ident => $body:expr, bool => $b:expr) => {
         match $dtype {
             DType::Bool => $b,
-            DType::U8 => { type $T = u8; $body }
-            DType::I8 => { type $T = i8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::U64 => { type $T = u64; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
         }
     };
 }
@@ -112,12 +142,18 @@ pub(crate) fn read_bools(ds: &hdf5::Dataset) -> Result<Vec<bool>, String> {
 pub(crate) fn read_f64(ds: &hdf5::Dataset) -> Result<Vec<f64>, String> {
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
     checked_size(ds)?;
-    if ds.size() == 0 && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean) {
+    if ds.size() == 0
+        && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean)
+    {
         return Ok(vec![]);
     }
     match stored {
-        TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) => ds.read_raw::<f64>().map_err(|e| e.to_string()),
-        TypeDescriptor::Boolean => Ok(ds.read_raw::<bool>().map_err(|e| e.to_string())?.into_iter().map(|b| f64::from(u8::from(b))).collect()),
+        TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) => {
+            ds.read_raw::<f64>().map_err(|e| e.to_string())
+        }
+        TypeDescriptor::Boolean => {
+            Ok(ds.read_raw::<bool>().map_err(|e| e.to_string())?.into_iter().map(|b| f64::from(u8::from(b))).collect())
+        }
         other => Err(format!("holds {}, expected numbers", type_name(&other))),
     }
 }

@@ -34,7 +34,10 @@ fn read_meta(path: &Path) -> Result<Meta> {
     let m = j.as_object().ok_or_else(|| bad("not a JSON object".into()))?;
     let fmt = m.get("data_format").and_then(Json::as_str).unwrap_or("hdf5");
     if fmt != "hdf5" {
-        return Err(Error::Unsupported { path: path.to_path_buf(), message: format!("data_format `{fmt}`: only Minari's hdf5 format is supported") });
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            message: format!("data_format `{fmt}`: only Minari's hdf5 format is supported"),
+        });
     }
     let space = |key: &str| -> Result<Space> {
         let text = match m.get(key) {
@@ -77,7 +80,12 @@ fn read_meta(path: &Path) -> Result<Meta> {
 /// Minari's `is_image_space`: what it JPEG-encodes unless `jpeg_encoding` is false.
 fn is_image_leaf(l: &rollway_core::Leaf) -> bool {
     let LeafKind::Box { low, high } = &l.kind else { return false };
-    l.dtype == DType::U8 && matches!(l.shape.len(), 2 | 3) && l.shape[0] >= 32 && l.shape[1] >= 32 && low.iter().all(|&x| x == 0.0) && high.iter().all(|&x| x == 255.0)
+    l.dtype == DType::U8
+        && matches!(l.shape.len(), 2 | 3)
+        && l.shape[0] >= 32
+        && l.shape[1] >= 32
+        && low.iter().all(|&x| x == 0.0)
+        && high.iter().all(|&x| x == 255.0)
 }
 
 /// Imports the Minari dataset at `src` (its directory or its `data/`) as a new
@@ -103,7 +111,10 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     }
     fsx::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
-    let dataset_id = meta.dataset_id.clone().unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
+    let dataset_id = meta
+        .dataset_id
+        .clone()
+        .unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
     let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
     let mut r = Reader::open(&h5_path, ol, al)?;
     // Counted, not trusted: a huge `total_episodes` would otherwise drive the loops below.
@@ -113,11 +124,19 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         Some(n) => n,
         None => groups,
     };
-    let spec = EnvSpec { id: env.clone(), observation_space: meta.obs.clone(), action_space: meta.act.clone(), max_episode_steps: meta.max_episode_steps, render_fps: None, reward_threshold: meta.reward_threshold };
+    let spec = EnvSpec {
+        id: env.clone(),
+        observation_space: meta.obs.clone(),
+        action_space: meta.act.clone(),
+        max_episode_steps: meta.max_episode_steps,
+        render_fps: None,
+        reward_threshold: meta.reward_threshold,
+    };
     let config = json!({"imported_from": {"format": "minari", "path": std::path::absolute(&data).unwrap_or(data.clone()), "dataset_id": dataset_id, "minari_version": meta.minari_version}});
     let cfg = WriterConfig { record_infos: r.any_infos(n)?, ..Default::default() };
     let store_err = |source| Error::Store { path: out.to_path_buf(), source };
-    let writer = DatasetWriter::create(staging.path(), &spec, meta.agent.as_deref().unwrap_or("minari"), 0, config, cfg).map_err(store_err)?;
+    let writer =
+        DatasetWriter::create(staging.path(), &spec, meta.agent.as_deref().unwrap_or("minari"), 0, config, cfg).map_err(store_err)?;
     let mut steps = 0;
     for k in 0..n {
         let ep = r.episode(k)?;
@@ -144,7 +163,11 @@ struct Reader {
 
 impl Reader {
     fn open(path: &Path, ol: Layout, al: Layout) -> Result<Reader> {
-        let file = hdf5::File::open(path).map_err(|e| Error::Malformed { path: path.to_path_buf(), object: "/".into(), message: format!("not a readable HDF5 file: {e}") })?;
+        let file = hdf5::File::open(path).map_err(|e| Error::Malformed {
+            path: path.to_path_buf(),
+            object: "/".into(),
+            message: format!("not a readable HDF5 file: {e}"),
+        })?;
         Ok(Reader { path: path.to_path_buf(), file, ol, al, skipped: vec![] })
     }
 
@@ -182,7 +205,11 @@ impl Reader {
             want.extend(&leaf.shape);
             let got = ds.shape();
             if got != want {
-                let what = if got.first() != Some(&rows) { format!("{} rows, expected {rows}", got.first().copied().unwrap_or(0)) } else { format!("shape {got:?}, expected {want:?} for {}", leaf.dtype) };
+                let what = if got.first() != Some(&rows) {
+                    format!("{} rows, expected {rows}", got.first().copied().unwrap_or(0))
+                } else {
+                    format!("shape {got:?}, expected {want:?} for {}", leaf.dtype)
+                };
                 return Err(self.bad(&object, what));
             }
             let bytes = h5::read_array(&ds, leaf.dtype).map_err(|m| self.bad(&object, m))?;
@@ -237,6 +264,10 @@ impl Reader {
             }
             _ => vec![],
         };
-        Ok(EpisodeResult::from_trajectory(k, seed, Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() }))
+        Ok(EpisodeResult::from_trajectory(
+            k,
+            seed,
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() },
+        ))
     }
 }

@@ -103,7 +103,10 @@ pub fn dataset_id_from_path(out: &Path) -> Result<String> {
             .collect()
     };
     // Under Minari's root the id is the path below it, namespaces and all.
-    let roots = [std::env::var_os("MINARI_DATASETS_PATH").map(PathBuf::from), std::env::var_os("HOME").map(|h| Path::new(&h).join(".minari").join("datasets"))];
+    let roots = [
+        std::env::var_os("MINARI_DATASETS_PATH").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| Path::new(&h).join(".minari").join("datasets")),
+    ];
     for root in roots.into_iter().flatten() {
         if let Ok(rel) = abs.strip_prefix(std::path::absolute(&root).unwrap_or(root)) {
             let id = names(rel).join("/");
@@ -119,7 +122,10 @@ pub fn dataset_id_from_path(out: &Path) -> Result<String> {
         Some(id) if check_dataset_id(&id).is_ok() => Ok(id),
         _ => {
             check_dataset_id(&name).map_err(|e| match e {
-                Error::BadDatasetId { id, message } => Error::BadDatasetId { id, message: format!("{message} (derived from {}; name the directory `<name>-v0` or pass a dataset id)", out.display()) },
+                Error::BadDatasetId { id, message } => Error::BadDatasetId {
+                    id,
+                    message: format!("{message} (derived from {}; name the directory `<name>-v0` or pass a dataset id)", out.display()),
+                },
                 other => other,
             })?;
             Ok(name)
@@ -173,10 +179,34 @@ struct GymEnv {
 
 /// The classic-control envs rollway reproduces, as Gymnasium 1.x registers them.
 const GYMNASIUM: &[GymEnv] = &[
-    GymEnv { id: "CartPole-v1", entry_point: "gymnasium.envs.classic_control.cartpole:CartPoleEnv", reward_threshold: Some(475.0), max_episode_steps: 500, vector_entry_point: Some("gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv") },
-    GymEnv { id: "MountainCar-v0", entry_point: "gymnasium.envs.classic_control.mountain_car:MountainCarEnv", reward_threshold: Some(-110.0), max_episode_steps: 200, vector_entry_point: None },
-    GymEnv { id: "Acrobot-v1", entry_point: "gymnasium.envs.classic_control.acrobot:AcrobotEnv", reward_threshold: Some(-100.0), max_episode_steps: 500, vector_entry_point: None },
-    GymEnv { id: "Pendulum-v1", entry_point: "gymnasium.envs.classic_control.pendulum:PendulumEnv", reward_threshold: None, max_episode_steps: 200, vector_entry_point: None },
+    GymEnv {
+        id: "CartPole-v1",
+        entry_point: "gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+        reward_threshold: Some(475.0),
+        max_episode_steps: 500,
+        vector_entry_point: Some("gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv"),
+    },
+    GymEnv {
+        id: "MountainCar-v0",
+        entry_point: "gymnasium.envs.classic_control.mountain_car:MountainCarEnv",
+        reward_threshold: Some(-110.0),
+        max_episode_steps: 200,
+        vector_entry_point: None,
+    },
+    GymEnv {
+        id: "Acrobot-v1",
+        entry_point: "gymnasium.envs.classic_control.acrobot:AcrobotEnv",
+        reward_threshold: Some(-100.0),
+        max_episode_steps: 500,
+        vector_entry_point: None,
+    },
+    GymEnv {
+        id: "Pendulum-v1",
+        entry_point: "gymnasium.envs.classic_control.pendulum:PendulumEnv",
+        reward_threshold: None,
+        max_episode_steps: 200,
+        vector_entry_point: None,
+    },
 ];
 
 /// `EnvSpec.to_json()` of a Gymnasium-registered env, with rollway's env params as
@@ -203,7 +233,10 @@ pub(crate) fn kwargs_of(params: &serde_json::Map<String, serde_json::Value>) -> 
         .iter()
         .map(|(k, v)| {
             let typed = match v.as_str() {
-                Some(s) => serde_json::from_str::<serde_json::Value>(s).ok().filter(|j| j.is_number() || j.is_boolean()).unwrap_or_else(|| v.clone()),
+                Some(s) => serde_json::from_str::<serde_json::Value>(s)
+                    .ok()
+                    .filter(|j| j.is_number() || j.is_boolean())
+                    .unwrap_or_else(|| v.clone()),
                 None => v.clone(),
             };
             (k.clone(), typed)
@@ -235,7 +268,10 @@ mod tests {
     #[test]
     fn env_spec_is_gymnasiums_json() {
         let s = gymnasium_env_spec("CartPole-v1", &Default::default(), Some(500)).unwrap();
-        assert_eq!(s, r#"{"id": "CartPole-v1", "entry_point": "gymnasium.envs.classic_control.cartpole:CartPoleEnv", "reward_threshold": 475.0, "nondeterministic": false, "max_episode_steps": 500, "order_enforce": true, "disable_env_checker": false, "kwargs": {}, "additional_wrappers": [], "vector_entry_point": "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv"}"#);
+        assert_eq!(
+            s,
+            r#"{"id": "CartPole-v1", "entry_point": "gymnasium.envs.classic_control.cartpole:CartPoleEnv", "reward_threshold": 475.0, "nondeterministic": false, "max_episode_steps": 500, "order_enforce": true, "disable_env_checker": false, "kwargs": {}, "additional_wrappers": [], "vector_entry_point": "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv"}"#
+        );
         assert!(gymnasium_env_spec("PixelMine-v0", &Default::default(), None).is_none());
         let kw = kwargs_of(&serde_json::json!({"g": "9.5", "name": "x"}).as_object().unwrap().clone());
         assert_eq!(serde_json::Value::Object(kw), serde_json::json!({"g": 9.5, "name": "x"}));

@@ -10,7 +10,17 @@ use rollway_store::{DatasetWriter, WriterConfig};
 /// Records `n` episodes of `env` (with `params`) played by `agent` into `dir`: run
 /// seed `seed`, a shard every `shard_episodes` episodes, infos when `infos`.
 #[allow(clippy::too_many_arguments)]
-pub fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_steps: Option<u64>, infos: bool, seed: u64, shard_episodes: usize) {
+pub fn record(
+    dir: &Path,
+    env: &str,
+    params: &str,
+    agent: &str,
+    n: u64,
+    max_steps: Option<u64>,
+    infos: bool,
+    seed: u64,
+    shard_episodes: usize,
+) {
     let cfg = RunConfig {
         env: env.into(),
         env_params: Params::parse(params).unwrap(),
@@ -28,7 +38,15 @@ pub fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_step
     let g = Generator::new(cfg, envs, Arc::new(rollway_agents::Registered::new(agent, Params::new())), vec![]).unwrap();
     let mut eps: Vec<EpisodeResult> = Vec::new();
     g.run(&mut eps).unwrap();
-    let w = DatasetWriter::create(dir, g.spec(), agent, seed, serde_json::json!({"env_params": {}}), WriterConfig { record_infos: infos, max_buffer_episodes: Some(shard_episodes), ..Default::default() }).unwrap();
+    let w = DatasetWriter::create(
+        dir,
+        g.spec(),
+        agent,
+        seed,
+        serde_json::json!({"env_params": {}}),
+        WriterConfig { record_infos: infos, max_buffer_episodes: Some(shard_episodes), ..Default::default() },
+    )
+    .unwrap();
     for e in eps {
         w.write(e).unwrap();
     }

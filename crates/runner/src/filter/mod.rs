@@ -6,8 +6,8 @@
 
 use rollway_core::Params;
 
-use rollway_core::episode::EpisodeResult;
 use crate::{Error, Result};
+use rollway_core::episode::EpisodeResult;
 
 mod info;
 mod range;

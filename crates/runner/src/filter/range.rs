@@ -7,10 +7,12 @@ use super::{EpisodeFilter, FilterEntry};
 use rollway_core::episode::EpisodeResult;
 
 /// Registry entry for `kind=return`.
-pub static RETURN: FilterEntry = FilterEntry { kind: "return", summary: "episode return within [min, max]", keys: &["min", "max"], make: make_return };
+pub static RETURN: FilterEntry =
+    FilterEntry { kind: "return", summary: "episode return within [min, max]", keys: &["min", "max"], make: make_return };
 
 /// Registry entry for `kind=length`.
-pub static LENGTH: FilterEntry = FilterEntry { kind: "length", summary: "episode length within [min, max]", keys: &["min", "max"], make: make_length };
+pub static LENGTH: FilterEntry =
+    FilterEntry { kind: "length", summary: "episode length within [min, max]", keys: &["min", "max"], make: make_length };
 
 fn make_return(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
     RangeFilter::boxed(p, label, "return", |ep| ep.ret)

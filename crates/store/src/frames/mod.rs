@@ -149,7 +149,10 @@ pub fn media_name_for<'a>(setting: &'a str, key: &str) -> &'a str {
 /// media's reader asks here.
 pub(crate) fn check_range(path: &Path, start: u64, count: u64, frames: u64) -> Result<()> {
     if start.checked_add(count).is_none_or(|end| end > frames) {
-        return Err(Error::Corrupt { path: path.to_path_buf(), message: format!("has {frames} frames, frames {start}..{} asked for", start.saturating_add(count)) });
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("has {frames} frames, frames {start}..{} asked for", start.saturating_add(count)),
+        });
     }
     Ok(())
 }
@@ -168,7 +171,10 @@ pub fn check_setting(setting: &str, keys: &[String]) -> std::result::Result<(), 
         }
         if let Some(k) = key {
             if !keys.iter().any(|x| x == k) {
-                return Err(format!("`{k}` is not a frame key of this env (its frame keys: {})", if keys.is_empty() { "none".to_string() } else { keys.join(", ") }));
+                return Err(format!(
+                    "`{k}` is not a frame key of this env (its frame keys: {})",
+                    if keys.is_empty() { "none".to_string() } else { keys.join(", ") }
+                ));
             }
         }
     }

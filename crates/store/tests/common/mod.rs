@@ -45,4 +45,3 @@ pub fn write_all(dir: &Path, spec: &EnvSpec, eps: &[EpisodeResult], cfg: WriterC
     }
     w.finish().unwrap();
 }
-
