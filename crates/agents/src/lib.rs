@@ -12,6 +12,7 @@
 //! # drop(agent);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use rollway_core::{Agent, AgentEntry, AgentFactory, EnvSpec, Error, Params, Result};
 

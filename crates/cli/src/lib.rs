@@ -5,6 +5,7 @@
 //! settings, names its errors and commits its dataset exactly as the CLI does.
 //!
 //! Exit codes (listed in `--help`): 0 ok, 1 the work failed, 2 usage or input error.
+#![forbid(unsafe_code)]
 
 pub mod args;
 pub mod data;

@@ -18,6 +18,7 @@
 //! assert!(layout.contains_row(rows.row(3)));
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod block;

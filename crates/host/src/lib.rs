@@ -33,6 +33,7 @@
 //! that spawned it (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
 
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod block;
 mod process;

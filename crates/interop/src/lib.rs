@@ -38,6 +38,7 @@
 //! assert_eq!(a.read_episode(0).unwrap().observations, b.read_episode(0).unwrap().observations);
 //! ```
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod error;
 mod fsx;

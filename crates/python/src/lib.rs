@@ -8,6 +8,7 @@
 //! [`policy`] Python policies as a run's agent,
 //! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
 //! a Python exception.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arrays;
 mod collector;

@@ -22,6 +22,7 @@
 //! assert_eq!(summary.labels["full"], 10);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod central;
 mod collect;

@@ -310,7 +310,7 @@ impl Paths {
 /// The shard number of a file named exactly `shard-NNNNNN.<ext>` (as the writer names
 /// them: at least six digits, no sign, no leading zeros beyond the padding); anything
 /// else — `shard-7.txt`, `shard-000000.bak.json` — is not a shard file.
-pub fn shard_number(name: &str, ext: &str) -> Option<u32> {
+pub(crate) fn shard_number(name: &str, ext: &str) -> Option<u32> {
     let digits = name.strip_prefix("shard-")?.strip_suffix(ext)?.strip_suffix('.')?;
     let n: u32 = if digits.bytes().all(|b| b.is_ascii_digit()) {
         digits.parse().ok()?
@@ -342,7 +342,7 @@ pub fn frame_keys(obs: &Layout) -> Vec<String> {
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new
 /// one: write a temp file in `tmp_dir`, fsync it, rename over `path`, fsync the directory.
-pub fn write_atomic(path: &Path, tmp_dir: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, tmp_dir: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = tmp_dir.join(format!("{name}.partial"));
     crate::faults::check("creating", &tmp)?;
@@ -355,14 +355,14 @@ pub fn write_atomic(path: &Path, tmp_dir: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Renames a fully written, synced file into place and makes the rename durable.
-pub fn commit_file(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn commit_file(from: &Path, to: &Path) -> Result<()> {
     crate::faults::check("renaming into", to)?;
     std::fs::rename(from, to).io("renaming into", to)?;
     sync_dir(to.parent().unwrap_or(Path::new(".")))
 }
 
 /// fsyncs a directory so renames and creations inside it survive a crash.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     crate::faults::check("syncing directory", dir)?;
     File::open(dir).and_then(|d| d.sync_all()).io("syncing directory", dir)
 }
@@ -370,7 +370,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// Creates `dir` and any missing parents, fsyncing the parent of each directory it
 /// creates, so the directory entries themselves survive a crash (a file renamed into
 /// a directory whose own entry was never synced can vanish with it).
-pub fn create_dir_durable(dir: &Path) -> Result<()> {
+pub(crate) fn create_dir_durable(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -387,7 +387,7 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
 }
 
 /// Refuses to work through a symbolic link where rollway writes or removes files.
-pub fn require_real_dir(dir: &Path) -> Result<()> {
+pub(crate) fn require_real_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => Err(Error::NotADataset {
             path: dir.to_path_buf(),
@@ -398,7 +398,7 @@ pub fn require_real_dir(dir: &Path) -> Result<()> {
 }
 
 /// Reads and parses a JSON file, mapping damage to [`Error::Corrupt`].
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).io("reading", path)?;
     serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: e.to_string() })
 }

@@ -22,6 +22,7 @@
 //! assert!(ep.truncations[9]);
 //! ```
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod check;
 mod collector;
