@@ -317,10 +317,11 @@ pub struct RunArgs {
     /// Agent parameters, `key=value[,key=value…]` (repeatable).
     #[arg(long = "agent-opt", value_name = "K=V")]
     pub agent_opt: Vec<String>,
-    /// Worker threads, at most 1024. [default: 2]
+    /// Worker threads, at most 1024. [default: one per core; the default job: 2]
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Envs per worker, at most 65536 (and 2^20 in all). [default: 8]
+    /// Envs per worker, at most 65536 (and 2^20 in all). [default: measured at start, a second or so,
+    /// reported as the summary's `calibration` (8 when the target is too small to choose); the default job: 8]
     #[arg(long)]
     pub envs_per_worker: Option<usize>,
     /// Stop after this many episodes. [default: 64; the default job (no --env, --agent or --config): 16]
@@ -335,7 +336,7 @@ pub struct RunArgs {
     /// Run seed: episode i always gets the same env seed and agent stream. [default: 0]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Batching mode. [default: sync]
+    /// Batching mode. [default: async; the default job: sync]
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]

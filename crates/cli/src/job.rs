@@ -67,6 +67,8 @@ pub struct Job {
     pub writer: rollway_store::WriterConfig,
     /// True when this is the built-in default job (no env, agent or config given).
     pub is_default: bool,
+    /// Envs per worker were not given: the run may measure them (`rollway_runner::tune`).
+    pub calibrate: bool,
     origin: Origin,
 }
 
@@ -250,6 +252,12 @@ impl RunArgs {
         let mut origin = Origin::default();
         let target_given = self.episodes.is_some() || self.steps.is_some() || file.episodes.is_some() || file.steps.is_some();
         let media_given = self.frame_media.is_some() || file.frame_media.is_some();
+        // Outside the default job (a fixed first run), what the run did not say is
+        // chosen for speed: a worker a core, async mode, envs per worker measured.
+        let fast = !is_default;
+        let workers_given = self.workers.is_some() || file.workers.is_some();
+        let mode_given = self.mode.is_some() || file.mode.is_some();
+        let calibrate = fast && self.envs_per_worker.is_none() && file.envs_per_worker.is_none();
         let mut writer = self.writer_config(&mut file, &mut origin)?;
         let mut cfg = self.run_config(&mut file, &mut origin)?;
         if is_default && !target_given {
@@ -257,6 +265,12 @@ impl RunArgs {
         }
         if is_default && !media_given {
             writer.frame_media = DEFAULT_JOB_MEDIA.into();
+        }
+        if fast && !workers_given {
+            cfg.workers = std::thread::available_parallelism().map_or(cfg.workers, |n| n.get());
+        }
+        if fast && !mode_given {
+            cfg.mode = rollway_runner::tune::DEFAULT_MODE;
         }
         let filters = if !self.filter.is_empty() {
             self.filter.clone()
@@ -274,6 +288,7 @@ impl RunArgs {
             episodes_json: self.episodes_json.clone().or(file.episodes_json),
             writer,
             is_default,
+            calibrate,
             origin,
         };
         if let Err(e) = job.cfg.validate() {

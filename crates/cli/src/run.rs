@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use rollway_core::{AgentFactory, EnvFactory};
+use rollway_runner::tune::Calibration;
 use rollway_runner::{filter, Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
@@ -93,6 +94,8 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         job.cfg.record_infos = job.writer.record_infos;
     }
     let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let (envs, agents) = factories(&job.cfg, hooks.sources);
+    let calibration = calibrate(&mut job, &envs, &agents, a.quiet)?;
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
     let (writer, resumed) = match &out {
         Some(dir) if resume => {
@@ -112,7 +115,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
         }
         _ => (None, None),
     };
-    let generator = input(generator(job.cfg.clone(), filters, hooks.sources).map_err(|e| job.explain(e)))?;
+    let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -132,7 +135,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
     let t = Instant::now();
     let written = display.writer.take().map(|w| w.finish()).transpose();
     let commit_wait = t.elapsed();
-    let summary = summary.map_err(|e| match e {
+    let summary = summary.map(|s| Summary { calibration, ..s }).map_err(|e| match e {
         rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => anyhow!(Interrupted),
         e => e.into(),
     })?;
@@ -147,10 +150,34 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
     Ok(Outcome { summary, out, written, resumed, commit_wait })
 }
 
+/// Measures the envs per worker a job did not give (`rollway_runner::tune`), when
+/// there is a choice to make: envs in this process (a probe of Python envs would
+/// time their processes starting) and a target that keeps more than the smallest
+/// size busy.
+fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Result<Option<Calibration>> {
+    let smallest = rollway_runner::tune::CANDIDATES[0];
+    let cfg = RunConfig { envs_per_worker: smallest, ..job.cfg.clone() };
+    if !job.calibrate || rollway_host::is_hosted(&cfg.env) || rollway_runner::tune::useful_size(&cfg, None) <= smallest {
+        return Ok(None);
+    }
+    if !quiet {
+        eprintln!("rollway: measuring envs per worker (--envs-per-worker skips this)");
+    }
+    let c = input(rollway_runner::tune::calibrate(&cfg, envs.clone(), agents.clone()).map_err(|e| job.explain(e)))?;
+    job.cfg.envs_per_worker = c.envs_per_worker;
+    Ok(Some(c))
+}
+
 /// A generator for `cfg`: its env and agent from `sources` where given, else by
 /// name (with their parameters): `gym:ID` and `module:callable` envs hosted in
 /// Python processes, the rest from the built-in registries.
 pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, sources: Sources) -> rollway_runner::Result<Generator> {
+    let (envs, agents) = factories(&cfg, sources);
+    Generator::new(cfg, envs, agents, filters)
+}
+
+/// The env and agent factories of `cfg`, from `sources` where given.
+fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn AgentFactory>) {
     let envs: Arc<dyn EnvFactory> = match sources.envs {
         Some(f) => f,
         None if sources.env_pickle.is_some() => {
@@ -161,7 +188,7 @@ pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, s
         None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
     };
     let agents = sources.agents.unwrap_or_else(|| Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone())));
-    Generator::new(cfg, envs, agents, filters)
+    (envs, agents)
 }
 
 /// The job, where it records, and whether it resumes a recorded run.

@@ -200,3 +200,38 @@ fn listings_show_registered_envs_and_agents() {
         assert!(out.contains(name), "agents lists {name}");
     }
 }
+
+/// (id, seed, length, return) of every committed episode.
+fn episodes_of(dir: &Path) -> Vec<(u64, u64, u64, f64)> {
+    let ds = rollway_store::Dataset::open(dir).unwrap();
+    let mut v: Vec<_> = ds.episodes().map(|e| (e.episode_id, e.seed, e.length, e.ret)).collect();
+    v.sort_by_key(|e| e.0);
+    v
+}
+
+#[test]
+fn issue14_unset_tuning_flags_are_chosen_for_speed_and_change_nothing_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, sa, sb) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("a.json"), dir.path().join("b.json"));
+    let run = |out: &Path, js: &Path, extra: &[&str]| {
+        let mut args = vec!["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "1200", "--seed", "3", "-q"];
+        args.extend_from_slice(extra);
+        let o = rollway(&[&args[..], &["--out", out.to_str().unwrap(), "--summary-json", js.to_str().unwrap()]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        summary(js)
+    };
+    let tuned = run(&a, &sa, &[]);
+    let cores = std::thread::available_parallelism().unwrap().get() as u64;
+    assert_eq!((tuned["mode"].as_str(), tuned["workers"].as_u64()), (Some("async"), Some(cores)));
+    let cal = &tuned["calibration"];
+    let probes = cal["probes"].as_array().expect("the summary says how envs per worker were chosen");
+    assert!(!probes.is_empty() && probes.iter().all(|p| p["steps_per_s"].as_f64().unwrap() > 0.0), "{cal}");
+    assert_eq!(tuned["envs_per_worker"], cal["envs_per_worker"]);
+    // Given flags are kept, and nothing is measured.
+    let set = run(&b, &sb, &["--workers", "1", "--envs-per-worker", "3", "--mode", "sync"]);
+    assert_eq!((set["mode"].as_str(), set["workers"].as_u64(), set["envs_per_worker"].as_u64()), (Some("sync"), Some(1), Some(3)));
+    assert!(set.get("calibration").is_none());
+    // Calibrating decides how fast the run goes, not what it records.
+    assert_eq!(episodes_of(&a), episodes_of(&b));
+    assert_eq!(episodes_of(&a).len(), 1200);
+}

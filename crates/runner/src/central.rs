@@ -64,6 +64,8 @@ pub(crate) struct Central<'a> {
     agent_restarts: u32,
     /// Env and agent rebuilds.
     restarts: u64,
+    /// Rows acted on (`Progress::acted`).
+    acted: u64,
     collector: Collector<'a>,
     at: Vec<Where>,
     // Boxed like every block in flight: blocks move through the channels by pointer.
@@ -114,6 +116,7 @@ impl<'a> Central<'a> {
             agent,
             agent_restarts: 0,
             restarts: 0,
+            acted: 0,
             collector: Collector::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
             at: vec![Where::Worker; cfg.workers * per_worker],
             queued: Vec::new(),
@@ -199,6 +202,7 @@ impl<'a> Central<'a> {
         }
         // Blocks after the failed call were not acted on: they wait for the rebuilt agent.
         for (mut b, fail) in self.queued.drain(..failures.len()).zip(failures) {
+            self.acted += b.len() as u64;
             b.abort = fail;
             self.at[slot(&b, self.per_worker)] = Where::Worker;
             self.pool.send(b.worker, Down::Act(b));
@@ -295,6 +299,7 @@ impl<'a> Central<'a> {
             elapsed: self.started.elapsed(),
             restarts: self.restarts,
             given_up: c.summary.given_up,
+            acted: self.acted,
         };
         c.progress(&p);
     }

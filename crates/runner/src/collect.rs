@@ -112,6 +112,10 @@ pub struct Summary {
     pub faults: Vec<Fault>,
     /// Number of failed attempts.
     pub failed_attempts: u64,
+    /// How `envs_per_worker` was chosen when the run did not say (`rollway run`
+    /// without `--envs-per-worker`): the sizes tried and their pace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::tune::Calibration>,
 }
 
 pub(crate) struct Collector<'a> {

@@ -33,6 +33,7 @@ mod generator;
 mod pool;
 mod schedule;
 mod serial;
+pub mod tune;
 mod worker;
 
 use std::time::Duration;
@@ -58,6 +59,9 @@ pub struct Progress {
     pub restarts: u64,
     /// Episodes given up so far.
     pub given_up: u64,
+    /// Env rows the agent has chosen actions for, episodes still running included:
+    /// the live pace, where `steps` moves only when the earliest episodes end.
+    pub acted: u64,
 }
 
 /// Why an observer refused an episode (e.g. the dataset writer hit a disk error).

@@ -1,0 +1,251 @@
+//! Fast defaults: envs per worker chosen by measuring, not guessed.
+//!
+//! The best number of envs per worker differs by three orders of magnitude between
+//! envs. A cheap env (CartPole: ~50 ns a step) wants a thousand a worker, so that a
+//! round's fixed cost (a hand-off to the central stage and back, tens of µs) is
+//! spread over many steps; an env whose reset builds a world (PixelMine) wants
+//! few, since every extra slot is one more world built and kept warm in the cache,
+//! and a run whose target is a few long episodes gains nothing from slots that
+//! would sit idle. No formula over one env's step time predicted both, so
+//! [`calibrate`] measures: it runs the real generator for a moment with a few
+//! candidate sizes, from small to large, stopping once a size scores clearly worse
+//! than the best so far, and keeps the best. Each probe costs [`WARMUP`] + [`WINDOW`]; a
+//! calibration ~0.3–1.5 s, paid only by runs that did not say what they want.
+//!
+//! A probe's pace is not all a size is worth: when the target is reached, the
+//! episodes still running are cut (a step target) or their slots idle (an episode
+//! target), about an episode a slot. So a size is scored by its pace times the
+//! share of the run's episodes that is not this tail, `N / (N + slots)`, with `N`
+//! the episodes the target needs (from the probes' mean length for a step
+//! target). Probes go on while a size scores at least [`GIVE_UP`] of the best so
+//! far (one dip is as likely noise on a busy machine as a real turn), and while
+//! the calibration has cost less than [`BUDGET`] of the run it is for, as the
+//! best pace so far predicts it: a short run is not made slower by measuring it.
+//!
+//! Nor are larger sizes tried when a step at the smallest already costs more than
+//! [`COSTLY_STEP`] of a worker's time: a round of such steps dwarfs the round's
+//! fixed cost, so more envs can gain little, and their probes would mislead. A
+//! probe sees only the first moments of its episodes, and the more envs share a
+//! window, the less of each episode it sees (PixelMine's first steps are cheaper
+//! than its later ones: 64 envs a worker probe at 75k steps/s and then run at 39k).
+//!
+//! The pace is the agent's rows acted on per second ([`Progress::acted`]), which
+//! moves with every round, where completed steps move only as episodes end. The
+//! probes' episodes are thrown away; the run itself starts afresh, so calibrating
+//! changes how fast a run goes, never what it records.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rollway_core::{AgentFactory, EnvFactory};
+use serde::Serialize;
+
+use crate::{Error, Generator, Mode, Observer, Progress, Result, RunConfig, SinkError, Target};
+
+/// Envs per worker tried, in order.
+pub const CANDIDATES: [usize; 4] = [8, 64, 256, 1024];
+/// Time a probe runs before it is timed (threads start, envs are built).
+pub const WARMUP: Duration = Duration::from_millis(100);
+/// Time a probe is timed over.
+pub const WINDOW: Duration = Duration::from_millis(200);
+/// Larger sizes are not tried once one scores below this share of the best.
+pub const GIVE_UP: f64 = 0.75;
+/// The most a calibration may cost, as a share of the run's predicted time.
+pub const BUDGET: f64 = 0.2;
+/// A step costlier than this (a worker's time, at the smallest size) ends the search.
+pub const COSTLY_STEP: Duration = Duration::from_micros(5);
+
+/// One size tried.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Probe {
+    /// Envs per worker.
+    pub envs_per_worker: usize,
+    /// Env steps a second over the probe's window.
+    pub steps_per_s: f64,
+    /// The pace less the run's expected tail (see the module docs).
+    pub score: f64,
+}
+
+/// What [`calibrate`] chose, and what it measured to choose it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    /// The envs per worker chosen.
+    pub envs_per_worker: usize,
+    /// The sizes tried, in order.
+    pub probes: Vec<Probe>,
+    /// Time spent calibrating.
+    pub seconds: f64,
+}
+
+/// Times the generator of `base` (its workers and mode, nothing recorded) at each
+/// of [`CANDIDATES`] up to what the target can use, and returns the fastest size.
+/// Sizes stop growing once one is slower than the best so far, or once the
+/// target would leave slots idle (fewer than two episodes a slot).
+pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>) -> Result<Calibration> {
+    let started = std::time::Instant::now();
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut best = (CANDIDATES[0], 0.0);
+    let mut length = None;
+    for &n in &CANDIDATES {
+        let over_budget = run_seconds(base, best.1, length).is_some_and(|t| started.elapsed().as_secs_f64() > BUDGET * t);
+        let costly = probes.first().is_some_and(|p| base.workers as f64 / p.steps_per_s.max(1e-9) > COSTLY_STEP.as_secs_f64());
+        if n > CANDIDATES[0] && (n > useful_size(base, length) || over_budget || costly) {
+            break;
+        }
+        let (rate, mean_length) = probe(base, n, envs.clone(), agents.clone())?;
+        length = mean_length.or(length);
+        let score = rate * tail_share(base, n, length);
+        probes.push(Probe { envs_per_worker: n, steps_per_s: rate, score });
+        if score > best.1 {
+            best = (n, score);
+        } else if score < best.1 * GIVE_UP {
+            break;
+        }
+    }
+    Ok(Calibration { envs_per_worker: best.0, probes, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// The most envs per worker the target keeps busy: two episodes a slot or more.
+pub fn useful_size(base: &RunConfig, mean_length: Option<f64>) -> usize {
+    let slots_for = |episodes: f64| (episodes / (2.0 * base.workers as f64)).floor().max(1.0) as usize;
+    match base.target {
+        Target::Episodes(n) => slots_for(n as f64),
+        Target::Steps(s) => mean_length.map_or(usize::MAX, |l| slots_for(s as f64 / l.max(1.0))),
+    }
+}
+
+/// How long the run will take at `rate` steps a second, when that can be told.
+fn run_seconds(base: &RunConfig, rate: f64, mean_length: Option<f64>) -> Option<f64> {
+    let steps = match base.target {
+        Target::Steps(s) => s as f64,
+        Target::Episodes(e) => e as f64 * mean_length?,
+    };
+    (rate > 0.0).then(|| steps / rate)
+}
+
+/// The share of a run's episodes that are not its tail at `n` envs per worker.
+fn tail_share(base: &RunConfig, n: usize, mean_length: Option<f64>) -> f64 {
+    let episodes = match base.target {
+        Target::Episodes(e) => e as f64,
+        Target::Steps(s) => match mean_length {
+            Some(l) => s as f64 / l.max(1.0),
+            None => return 1.0,
+        },
+    };
+    episodes / (episodes + (base.workers * n) as f64)
+}
+
+/// One probe: the steps a second at `n` envs per worker, and the mean length of
+/// the episodes that ended during it (if any did).
+fn probe(base: &RunConfig, n: usize, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>) -> Result<(f64, Option<f64>)> {
+    let cfg = RunConfig {
+        envs_per_worker: n,
+        target: Target::Steps(u64::MAX / 4),
+        record_steps: false,
+        record_infos: false,
+        start_index: 0,
+        start_steps: 0,
+        ..base.clone()
+    };
+    let mut timer = Timer::default();
+    match Generator::new(cfg, envs, agents, Vec::new())?.run(&mut timer) {
+        Ok(_) | Err(Error::Sink(_)) => {}
+        Err(e) => return Err(e),
+    }
+    let rate = match (timer.from, timer.to) {
+        (Some((t0, a0)), Some((t1, a1))) if t1 > t0 => (a1 - a0) as f64 / (t1 - t0).as_secs_f64(),
+        _ => 0.0,
+    };
+    let length = (timer.episodes > 0).then(|| timer.steps as f64 / timer.episodes as f64);
+    Ok((rate, length))
+}
+
+/// Marks the window's ends and stops the probe at the second.
+#[derive(Default)]
+struct Timer {
+    from: Option<(Duration, u64)>,
+    to: Option<(Duration, u64)>,
+    episodes: u64,
+    steps: u64,
+}
+
+impl Observer for Timer {
+    fn on_episode(&mut self, episode: crate::EpisodeResult) -> std::result::Result<(), SinkError> {
+        self.episodes += 1;
+        self.steps += episode.length;
+        Ok(())
+    }
+
+    fn on_progress(&mut self, p: &Progress) -> std::result::Result<(), SinkError> {
+        match self.from {
+            None if p.elapsed >= WARMUP => self.from = Some((p.elapsed, p.acted)),
+            Some((t0, _)) if p.elapsed >= t0 + WINDOW => {
+                self.to = Some((p.elapsed, p.acted));
+                return Err("probe done".into());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The mode a run gets when it names none: async, which in every measured
+/// configuration (bench/RESULTS.md) was at least as fast as sync, since the agent
+/// works on one block while the envs step the other.
+pub const DEFAULT_MODE: Mode = Mode::Async;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(workers: usize, target: Target) -> RunConfig {
+        RunConfig { env: "CartPole-v1".into(), agent: "random".into(), workers, target, ..Default::default() }
+    }
+
+    fn factories(c: &RunConfig) -> (Arc<dyn EnvFactory>, Arc<dyn AgentFactory>) {
+        (
+            Arc::new(rollway_envs::Registered::new(&c.env, c.env_params.clone())),
+            Arc::new(rollway_agents::Registered::new(&c.agent, c.agent_params.clone())),
+        )
+    }
+
+    #[test]
+    fn sizes_stop_where_the_target_would_leave_slots_idle() {
+        assert_eq!(useful_size(&cfg(2, Target::Episodes(40)), None), 10);
+        assert_eq!(useful_size(&cfg(2, Target::Episodes(3)), None), 1);
+        // A step target needs the episodes' length to say; unknown, it does not limit.
+        assert_eq!(useful_size(&cfg(2, Target::Steps(1_000_000)), None), usize::MAX);
+        assert_eq!(useful_size(&cfg(2, Target::Steps(1_000_000)), Some(1000.0)), 250);
+    }
+
+    #[test]
+    fn the_tail_weighs_more_the_fewer_episodes_a_slot_runs() {
+        let c = cfg(2, Target::Episodes(100));
+        assert_eq!(tail_share(&c, 50, None), 0.5);
+        assert!(tail_share(&c, 8, None) > tail_share(&c, 64, None));
+        assert_eq!(tail_share(&cfg(2, Target::Steps(10_000)), 8, None), 1.0);
+        assert_eq!(tail_share(&cfg(2, Target::Steps(10_000)), 8, Some(100.0)), 100.0 / 116.0);
+        assert_eq!(run_seconds(&cfg(1, Target::Steps(1000)), 500.0, None), Some(2.0));
+        assert_eq!(run_seconds(&cfg(1, Target::Episodes(10)), 500.0, None), None);
+    }
+
+    #[test]
+    fn calibration_measures_candidates_and_keeps_the_best_scoring_one() {
+        let c = cfg(1, Target::Steps(u64::MAX / 8));
+        let (envs, agents) = factories(&c);
+        let cal = calibrate(&c, envs, agents).unwrap();
+        assert!(!cal.probes.is_empty() && cal.probes.iter().all(|p| p.steps_per_s > 0.0), "{cal:?}");
+        let sizes: Vec<usize> = cal.probes.iter().map(|p| p.envs_per_worker).collect();
+        assert_eq!(sizes[..], CANDIDATES[..sizes.len()], "tried in order, from the smallest");
+        let best = cal.probes.iter().max_by(|a, b| a.score.total_cmp(&b.score)).unwrap();
+        assert_eq!(cal.envs_per_worker, best.envs_per_worker);
+    }
+
+    #[test]
+    fn a_target_of_few_episodes_tries_only_the_smallest_size() {
+        let c = cfg(2, Target::Episodes(40));
+        let (envs, agents) = factories(&c);
+        let cal = calibrate(&c, envs, agents).unwrap();
+        assert_eq!((cal.envs_per_worker, cal.probes.len()), (CANDIDATES[0], 1));
+    }
+}
