@@ -17,7 +17,8 @@ class Summary:
 
     ``episodes``, ``steps``, ``terminated``, ``truncated``, ``given_up``, ``untried``,
     ``labels`` (label → count), ``label_rates``, ``return_`` and ``length`` (mean/std/min/max),
-    ``steps_per_sec``, ``seconds``, … plus ``out`` (the dataset directory, or None),
+    ``steps_per_sec``, ``seconds``, ``calibration`` (how envs per worker were measured, or
+    None), … plus ``out`` (the dataset directory, or None),
     ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
     """
 
@@ -33,6 +34,8 @@ class Summary:
             return fields[name]
         if name == "return_" and "return" in fields:
             return fields["return"]
+        if name == "calibration":
+            return None  # the run was given its envs per worker, or had no choice to make
         raise AttributeError(f"Summary has no field {name!r}; fields: {', '.join(sorted(fields))}")
 
     @property
@@ -136,8 +139,12 @@ def run(
     ``preset``, ``keyint``, ``fps``, ``jpeg_quality``, ``x264_params``, ``summary_json``,
     ``episodes_json``.
 
+    - ``workers``, ``envs_per_worker``, ``mode`` (``"sync"``/``"async"``): left out, they are
+      chosen for speed: a worker per core, async, and envs per worker measured by a short
+      calibration at start (built-in envs with a large enough target; reported as
+      ``Summary.calibration``); episodes are the same whatever they are.
     - ``batch``: ``(min, max)`` envs per agent call (``max`` 0: all); ``max_wait``: seconds
-      or a duration string (``"2ms"``); ``mode``: ``"sync"`` or ``"async"``.
+      or a duration string (``"2ms"``).
     - ``out``: record into this new dataset directory (``append=True`` adds a run to an
       existing one); ``resume``: continue the last run of that dataset exactly where its
       committed episodes end (only ``episodes``/``steps`` may raise its target; an env or

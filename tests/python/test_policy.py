@@ -84,13 +84,14 @@ def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
             raise RuntimeError("CUDA out of memory (pretend)")
         return np.zeros(len(obs), np.int64)
 
-    s = rollway.run(env="CartPole-v1", agent=flaky, episodes=8, workers=1, envs_per_worker=4, record=False, progress=False)
+    # Sync: the failed call held all 4 envs, so it costs 4 attempts.
+    s = rollway.run(env="CartPole-v1", agent=flaky, episodes=8, workers=1, envs_per_worker=4, mode="sync", record=False, progress=False)
     assert s.episodes == 8 and s.failed_attempts == 4 and s.given_up == 0
     assert all("CUDA out of memory" in f["error"] for f in s.faults)
 
     # A policy that always fails gives its episodes up after max_attempts, saying why.
     s = rollway.run(env="CartPole-v1", agent=lambda obs, first, state: np.zeros((len(obs), 3)), episodes=4, workers=1, envs_per_worker=4,
-                    record=False, progress=False)
+                    mode="sync", record=False, progress=False)
     assert (s.given_up, s.complete) == (4, False)
     assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
 

@@ -36,6 +36,15 @@ def test_run_summary_matches_the_cli(tmp_path):
         assert ours[key] == theirs[key], key
 
 
+def test_unset_envs_per_worker_are_measured_and_reported():
+    s = rollway.run(env="CartPole-v1", agent="random", steps=20_000_000, record=False, progress=False)
+    probes = s.calibration["probes"]
+    assert probes and probes[0]["envs_per_worker"] == 8 and all(p["steps_per_s"] > 0 for p in probes)
+    assert s.envs_per_worker == s.calibration["envs_per_worker"] and s.mode == "async"
+    given = rollway.run(env="CartPole-v1", agent="random", steps=20_000, envs_per_worker=4, record=False, progress=False)
+    assert given.calibration is None and given.envs_per_worker == 4
+
+
 def test_run_records_and_resumes(tmp_path):
     out = tmp_path / "ds"
     s = rollway.run(env="CartPole-v1", agent="random", episodes=20, out=out, progress=False, max_buffer_episodes=5)

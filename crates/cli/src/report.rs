@@ -33,7 +33,10 @@ pub fn summary_table(s: &Summary) -> String {
     row("throughput", format!("{}/s steps, {}/s episodes, {:.2} s", human(s.steps_per_sec), human(s.episodes_per_sec), s.seconds));
     if let Some(c) = &s.calibration {
         let tried: Vec<String> = c.probes.iter().map(|p| format!("{} → {}/s", p.envs_per_worker, human(p.steps_per_s))).collect();
-        row("calibrated", format!("{} envs per worker (tried {}; {:.2} s; --envs-per-worker skips this)", c.envs_per_worker, tried.join(", "), c.seconds));
+        row(
+            "calibrated",
+            format!("{} envs per worker (tried {}; {:.2} s; --envs-per-worker skips this)", c.envs_per_worker, tried.join(", "), c.seconds),
+        );
     }
     out
 }

@@ -95,7 +95,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
     }
     let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
     let (envs, agents) = factories(&job.cfg, hooks.sources);
-    let calibration = calibrate(&mut job, &envs, &agents, a.quiet)?;
+    let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
     let (writer, resumed) = match &out {
         Some(dir) if resume => {
@@ -154,18 +154,20 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
 /// there is a choice to make: envs in this process (a probe of Python envs would
 /// time their processes starting) and a target that keeps more than the smallest
 /// size busy.
-fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Result<Option<Calibration>> {
+fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Option<Calibration> {
     let smallest = rollway_runner::tune::CANDIDATES[0];
     let cfg = RunConfig { envs_per_worker: smallest, ..job.cfg.clone() };
     if !job.calibrate || rollway_host::is_hosted(&cfg.env) || rollway_runner::tune::useful_size(&cfg, None) <= smallest {
-        return Ok(None);
+        return None;
     }
     if !quiet {
         eprintln!("rollway: measuring envs per worker (--envs-per-worker skips this)");
     }
-    let c = input(rollway_runner::tune::calibrate(&cfg, envs.clone(), agents.clone()).map_err(|e| job.explain(e)))?;
+    // A probe that fails (an agent that gives up, say) leaves the run its default
+    // size: the run then meets the same failure and reports it as its own.
+    let Ok(c) = rollway_runner::tune::calibrate(&cfg, envs.clone(), agents.clone()) else { return None };
     job.cfg.envs_per_worker = c.envs_per_worker;
-    Ok(Some(c))
+    Some(c)
 }
 
 /// A generator for `cfg`: its env and agent from `sources` where given, else by

@@ -25,8 +25,9 @@ use crate::schedule::Schedule;
 use crate::worker::{AgentBlock, Down, Up};
 use crate::{Error, Generator, Mode, Observer, Progress, Result, Target};
 
-/// How often progress is reported, and the longest wait between looks at the workers.
-const TICK: Duration = Duration::from_millis(100);
+/// How often progress is reported, and the longest wait between looks at the workers:
+/// often enough that a calibration probe (`tune`) can be timed to a few tens of ms.
+const TICK: Duration = Duration::from_millis(25);
 
 /// Where a block is.
 #[derive(Clone, Copy, PartialEq, Eq)]

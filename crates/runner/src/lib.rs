@@ -73,7 +73,7 @@ pub trait Observer {
     fn on_episode(&mut self, _episode: EpisodeResult) -> std::result::Result<(), SinkError> {
         Ok(())
     }
-    /// Called about ten times a second. An error stops the run (e.g. the user
+    /// Called about forty times a second. An error stops the run (e.g. the user
     /// pressed Ctrl-C in a Python host); episodes already passed on are kept.
     fn on_progress(&mut self, _progress: &Progress) -> std::result::Result<(), SinkError> {
         Ok(())

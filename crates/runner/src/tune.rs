@@ -10,7 +10,7 @@
 //! [`calibrate`] measures: it runs the real generator for a moment with a few
 //! candidate sizes, from small to large, stopping once a size scores clearly worse
 //! than the best so far, and keeps the best. Each probe costs [`WARMUP`] + [`WINDOW`]; a
-//! calibration ~0.3–1.5 s, paid only by runs that did not say what they want.
+//! calibration ~0.2–1 s, paid only by runs that did not say what they want.
 //!
 //! A probe's pace is not all a size is worth: when the target is reached, the
 //! episodes still running are cut (a step target) or their slots idle (an episode
@@ -43,11 +43,11 @@ use serde::Serialize;
 use crate::{Error, Generator, Mode, Observer, Progress, Result, RunConfig, SinkError, Target};
 
 /// Envs per worker tried, in order.
-pub const CANDIDATES: [usize; 4] = [8, 64, 256, 1024];
+pub const CANDIDATES: [usize; 5] = [8, 64, 256, 1024, 4096];
 /// Time a probe runs before it is timed (threads start, envs are built).
-pub const WARMUP: Duration = Duration::from_millis(100);
+pub const WARMUP: Duration = Duration::from_millis(60);
 /// Time a probe is timed over.
-pub const WINDOW: Duration = Duration::from_millis(200);
+pub const WINDOW: Duration = Duration::from_millis(120);
 /// Larger sizes are not tried once one scores below this share of the best.
 pub const GIVE_UP: f64 = 0.75;
 /// The most a calibration may cost, as a share of the run's predicted time.
