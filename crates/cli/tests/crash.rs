@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use rollway_store::{Dataset, IndexEntry};
 
+// Tuning flags pinned (mode included: the default, async, runs this job so fast that
+// the kills' slices of it end before a life has created the dataset).
 const CARTPOLE: &[&str] = &[
     "--env",
     "CartPole-v1",
@@ -19,6 +21,8 @@ const CARTPOLE: &[&str] = &[
     "2",
     "--envs-per-worker",
     "8",
+    "--mode",
+    "sync",
     "--episodes",
     "30000",
     "--seed",
@@ -130,6 +134,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     }
     eprintln!("{killed_mid_run}/{kills} kills landed mid-run");
     assert!(killed_mid_run >= kills / 3, "kills should land mid-run ({killed_mid_run}/{kills})");
+    assert!(dir.join("rollway.json").exists(), "no life got as far as creating the dataset (a full run took {full_ms} ms)");
     let o = rollway().arg("run").arg("--resume").arg(&dir).arg("-q").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got = committed(&dir);

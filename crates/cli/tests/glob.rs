@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+// Tuning flags pinned, mode included, so the kills' slices keep the timing they were chosen for.
 const JOB: &[&str] = &[
     "--env",
     "CartPole-v1",
@@ -20,6 +21,8 @@ const JOB: &[&str] = &[
     "2",
     "--envs-per-worker",
     "8",
+    "--mode",
+    "sync",
     "--episodes",
     "60000",
     "--seed",
