@@ -155,9 +155,7 @@ pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Re
 /// time their processes starting) and a target that keeps more than the smallest
 /// size busy.
 fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Option<Calibration> {
-    let smallest = rollway_runner::tune::CANDIDATES[0];
-    let cfg = RunConfig { envs_per_worker: smallest, ..job.cfg.clone() };
-    if !job.calibrate || rollway_host::is_hosted(&cfg.env) || rollway_runner::tune::useful_size(&cfg, None) <= smallest {
+    if !job.calibrate || rollway_host::is_hosted(&job.cfg.env) || !rollway_runner::tune::has_choice(&job.cfg) {
         return None;
     }
     if !quiet {
@@ -165,7 +163,7 @@ fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFa
     }
     // A probe that fails (an agent that gives up, say) leaves the run its default
     // size: the run then meets the same failure and reports it as its own.
-    let Ok(c) = rollway_runner::tune::calibrate(&cfg, envs.clone(), agents.clone()) else { return None };
+    let Ok(c) = rollway_runner::tune::calibrate(&job.cfg, envs.clone(), agents.clone()) else { return None };
     job.cfg.envs_per_worker = c.envs_per_worker;
     Some(c)
 }

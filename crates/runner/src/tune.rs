@@ -105,8 +105,14 @@ pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Ag
     Ok(Calibration { envs_per_worker: best.0, probes, seconds: started.elapsed().as_secs_f64() })
 }
 
+/// Whether the target of `base` can use more than the smallest size, so that
+/// calibrating has a choice to make (for a step target, until episode lengths are known, it can).
+pub fn has_choice(base: &RunConfig) -> bool {
+    useful_size(base, None) > CANDIDATES[0]
+}
+
 /// The most envs per worker the target keeps busy: two episodes a slot or more.
-pub fn useful_size(base: &RunConfig, mean_length: Option<f64>) -> usize {
+fn useful_size(base: &RunConfig, mean_length: Option<f64>) -> usize {
     let slots_for = |episodes: f64| (episodes / (2.0 * base.workers as f64)).floor().max(1.0) as usize;
     match base.target {
         Target::Episodes(n) => slots_for(n as f64),
@@ -216,6 +222,7 @@ mod tests {
         // A step target needs the episodes' length to say; unknown, it does not limit.
         assert_eq!(useful_size(&cfg(2, Target::Steps(1_000_000)), None), usize::MAX);
         assert_eq!(useful_size(&cfg(2, Target::Steps(1_000_000)), Some(1000.0)), 250);
+        assert!(has_choice(&cfg(2, Target::Episodes(40))) && !has_choice(&cfg(2, Target::Episodes(32))));
     }
 
     #[test]
