@@ -3,43 +3,20 @@
 //! ends with exactly the target episodes, and nothing is duplicated. Issue 5: the
 //! same with frames encoded to H.264 on the encoder threads.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::PINNED_TUNING;
 use rollway_store::{Dataset, IndexEntry};
 
-// Tuning flags pinned (mode included: the default, async, runs this job so fast that
-// the kills' slices of it end before a life has created the dataset).
-const CARTPOLE: &[&str] = &[
-    "--env",
-    "CartPole-v1",
-    "--agent",
-    "random",
-    "--workers",
-    "2",
-    "--envs-per-worker",
-    "8",
-    "--mode",
-    "sync",
-    "--episodes",
-    "30000",
-    "--seed",
-    "11",
-    "--max-buffer-episodes",
-    "300",
-    "-q",
-];
-// Tuning flags pinned, as for CARTPOLE: a calibration at start would take the
-// first kills' slices before the dataset exists.
+// Each run of a job also gets common::PINNED_TUNING.
+const CARTPOLE: &[&str] =
+    &["--env", "CartPole-v1", "--agent", "random", "--episodes", "30000", "--seed", "11", "--max-buffer-episodes", "300", "-q"];
 const MINE_H264: &[&str] = &[
-    "--workers",
-    "2",
-    "--envs-per-worker",
-    "8",
-    "--mode",
-    "sync",
     "--env",
     "PixelMine-v0",
     "--env-opt",
@@ -89,7 +66,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let (reference, dir) = (tmp.path().join("reference"), tmp.path().join("killed"));
     let t0 = std::time::Instant::now();
-    let st = rollway().arg("run").arg("--out").arg(&reference).args(job).status().unwrap();
+    let st = rollway().arg("run").arg("--out").arg(&reference).args(PINNED_TUNING).args(job).status().unwrap();
     assert!(st.success());
     // Kill delays scale with this machine's speed: a seeded fraction of a full run.
     let full_ms = t0.elapsed().as_millis().max(50) as u64;
@@ -105,7 +82,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
         if dir.join("rollway.json").exists() {
             cmd.arg("run").arg("--resume").arg(&dir).arg("-q");
         } else {
-            cmd.arg("run").arg("--out").arg(&dir).args(job);
+            cmd.arg("run").arg("--out").arg(&dir).args(PINNED_TUNING).args(job);
         }
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Each life gets a small slice of a full run, so most kills land before it ends;

@@ -11,26 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-// Tuning flags pinned, mode included, so the kills' slices keep the timing they were chosen for.
-const JOB: &[&str] = &[
-    "--env",
-    "CartPole-v1",
-    "--agent",
-    "random",
-    "--workers",
-    "2",
-    "--envs-per-worker",
-    "8",
-    "--mode",
-    "sync",
-    "--episodes",
-    "60000",
-    "--seed",
-    "16",
-    "--max-buffer-episodes",
-    "400",
-    "-q",
-];
+// Each run also gets common::PINNED_TUNING.
+const JOB: &[&str] =
+    &["--env", "CartPole-v1", "--agent", "random", "--episodes", "60000", "--seed", "16", "--max-buffer-episodes", "400", "-q"];
 
 /// The two tests time runs against each other's absence: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -53,7 +36,7 @@ fn issue16_glob_readers_see_only_committed_episodes_while_a_run_records() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("d");
-    let mut child = rollway().arg("run").arg("--out").arg(&d).args(JOB).stdout(Stdio::null()).spawn().unwrap();
+    let mut child = rollway().arg("run").arg("--out").arg(&d).args(common::PINNED_TUNING).args(JOB).stdout(Stdio::null()).spawn().unwrap();
     let pid = child.id().to_string();
     let out = common::run_script(&py, "glob_reader.py", &[&d, &"--watch", &pid]);
     assert!(child.wait().unwrap().success());
@@ -69,7 +52,7 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     let tmp = tempfile::tempdir().unwrap();
     let (reference, d) = (tmp.path().join("reference"), tmp.path().join("killed"));
     let t0 = std::time::Instant::now();
-    assert!(rollway().arg("run").arg("--out").arg(&reference).args(JOB).status().unwrap().success());
+    assert!(rollway().arg("run").arg("--out").arg(&reference).args(common::PINNED_TUNING).args(JOB).status().unwrap().success());
     let full_ms = t0.elapsed().as_millis().max(50) as u64;
     let want = glob_once(&py, &reference);
     assert_eq!(want.len(), 60000);
@@ -78,7 +61,7 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     for round in 0..6 {
         let mut cmd = rollway();
         if round == 0 || !d.join("rollway.json").exists() {
-            cmd.arg("run").arg("--out").arg(&d).args(JOB);
+            cmd.arg("run").arg("--out").arg(&d).args(common::PINNED_TUNING).args(JOB);
         } else {
             cmd.arg("run").arg("--resume").arg(&d).arg("-q");
         }

@@ -8,6 +8,12 @@
 use std::path::Path;
 use std::process::Command;
 
+/// The tuning flags a kill test's job pins. Left out, a run picks its own (async,
+/// a worker a core, envs per worker measured at start), which moves when the
+/// dataset is created and how long the job takes: the kills' slices, chosen as
+/// fractions of a reference run, would then land before any life created it.
+pub const PINNED_TUNING: &[&str] = &["--workers", "2", "--envs-per-worker", "8", "--mode", "sync"];
+
 /// A Python that can import every module in `modules`, or `None` (test skipped).
 pub fn peer_python(modules: &[&str]) -> Option<String> {
     let py = std::env::var("ROLLWAY_PYTHON").unwrap_or_else(|_| "python3".into());
