@@ -262,37 +262,6 @@ pub enum ModeArg {
     Async,
 }
 
-/// `run` flags that would change which episodes a resumed run produces, or how
-/// they are stored: the dataset's stored config decides them.
-const RESUME_FIXED: [&str; 26] = [
-    "config",
-    "env",
-    "env_opt",
-    "agent",
-    "agent_opt",
-    "workers",
-    "envs_per_worker",
-    "max_steps",
-    "seed",
-    "mode",
-    "batch",
-    "max_wait",
-    "max_restarts",
-    "step_timeout",
-    "max_attempts",
-    "filter",
-    "record_infos",
-    "max_buffer_steps",
-    "max_buffer_episodes",
-    "frame_media",
-    "crf",
-    "preset",
-    "keyint",
-    "fps",
-    "jpeg_quality",
-    "x264_params",
-];
-
 #[derive(Args, Default)]
 #[command(
     after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
@@ -302,20 +271,62 @@ rollway run job.toml --summary-json summary.json"
 pub struct RunArgs {
     /// TOML config file (keys as the long flags, with `_`; `env_params`/`agent_params` tables; `filters` list).
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub opts: RunOptions,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Record the episodes into this new dataset directory (a DIR that already holds
+    /// a dataset needs --append). The default job records into ./rollway-data/.
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// With --out DIR holding a dataset (of the same env): record a new run, with
+    /// its own config and seed, after the runs already there.
+    #[arg(long, requires = "out")]
+    pub append: bool,
+    /// Continue the last run recorded in DIR (killed, or short of workers) to its
+    /// target, with the config stored in the dataset. Only output flags
+    /// (--summary-json, --episodes-json, -q) and a larger target in the same unit
+    /// (--episodes, --steps) may be given with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "env_opt", "agent_opt"])]
+    pub resume: Option<PathBuf>,
+    /// Do not record (the default job otherwise records into ./rollway-data/).
+    #[arg(long, conflicts_with_all = ["out", "resume"])]
+    pub no_record: bool,
+}
+
+/// The settings of a run, declared once: each field is a `--flag` of `rollway
+/// run`, a key of its TOML config file (the flag's name with `_`) and a keyword
+/// of `rollway.run`, with one help text (`--env-opt`/`--agent-opt` are the flag
+/// forms of the file's `env_params`/`agent_params` tables). Unset means "the file's, else the
+/// default"; `crate::job` merges flags over the file by these names and stores
+/// the resolved set in datasets for `--resume`. Unknown keys are errors, so
+/// typos do not pass silently.
+#[derive(Args, Deserialize, Serialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RunOptions {
     /// Environment: a built-in id (see `rollway envs`), `gym:ID` (any Gymnasium id,
     /// `--env-opt` as `gymnasium.make` keyword arguments) or `module:callable` (a Python
     /// function making a Gymnasium env); Python envs run in worker processes using
     /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
     #[arg(long)]
     pub env: Option<String>,
+    /// The env's parameters (config file: a table; flags: `--env-opt`).
+    #[arg(skip)]
+    pub env_params: Option<toml::Table>,
     /// Environment parameters, `key=value[,key=value…]` (repeatable, e.g. `--env-opt size=64`).
     #[arg(long = "env-opt", value_name = "K=V")]
+    #[serde(skip)]
     pub env_opt: Vec<String>,
     /// Agent name (see `rollway agents`). [default: miner]
     #[arg(long)]
     pub agent: Option<String>,
+    /// The agent's parameters (config file: a table; flags: `--agent-opt`).
+    #[arg(skip)]
+    pub agent_params: Option<toml::Table>,
     /// Agent parameters, `key=value[,key=value…]` (repeatable).
     #[arg(long = "agent-opt", value_name = "K=V")]
+    #[serde(skip)]
     pub agent_opt: Vec<String>,
     /// Worker threads, at most 1024. [default: one per core; the default job: 2]
     #[arg(long)]
@@ -356,39 +367,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub step_timeout: Option<String>,
     /// Label filter, e.g. `key=mine_block,val=diamond.*,num=1,label=diamond`,
-    /// `kind=return,min=100,label=good`, `kind=length,max=50,label=short` (repeatable).
-    /// [default with the default env: the diamond filter]
-    #[arg(long, value_name = "SPEC")]
-    pub filter: Vec<String>,
+    /// `kind=return,min=100,label=good`, `kind=length,max=50,label=short` (repeatable;
+    /// config file: the `filters` list). [default with the default env: the diamond filter]
+    #[arg(long = "filter", value_name = "SPEC")]
+    pub filters: Option<Vec<String>>,
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub summary_json: Option<PathBuf>,
     /// Write one JSON line per episode to this file.
     #[arg(long, value_name = "FILE")]
     pub episodes_json: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Record the episodes into this new dataset directory (a DIR that already holds
-    /// a dataset needs --append). The default job records into ./rollway-data/.
-    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
-    pub out: Option<PathBuf>,
-    /// With --out DIR holding a dataset (of the same env): record a new run, with
-    /// its own config and seed, after the runs already there.
-    #[arg(long, requires = "out")]
-    pub append: bool,
-    /// Continue the last run recorded in DIR (killed, or short of workers) to its
-    /// target, with the config stored in the dataset. Only output flags
-    /// (--summary-json, --episodes-json, -q) and a larger target in the same unit
-    /// (--episodes, --steps) may be given with it.
-    #[arg(long, value_name = "DIR", conflicts_with_all = RESUME_FIXED)]
-    pub resume: Option<PathBuf>,
-    /// Do not record (the default job otherwise records into ./rollway-data/).
-    #[arg(long, conflicts_with_all = ["out", "resume"])]
-    pub no_record: bool,
     /// Also record every step's info dict.
-    #[arg(long)]
-    pub record_infos: bool,
+    #[arg(long, num_args = 0, default_missing_value = "true")]
+    pub record_infos: Option<bool>,
     /// Commit a shard once this many steps are buffered. [default: 262144]
     #[arg(long, value_name = "N")]
     pub max_buffer_steps: Option<usize>,
@@ -399,6 +390,7 @@ pub struct RunArgs {
     /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it); per image key with
     /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4; the default job: h264]
     #[arg(long, visible_alias = "image-media", value_name = "MEDIA")]
+    #[serde(alias = "image_media")]
     pub frame_media: Option<String>,
     /// h264: constant rate factor, 0–51, lower is better quality. [default: 23]
     #[arg(long, value_name = "CRF")]
@@ -419,4 +411,105 @@ pub struct RunArgs {
     /// h264: extra x264 options, `key=value:key=value` (as ffmpeg's -x264-params).
     #[arg(long, value_name = "OPTS")]
     pub x264_params: Option<String>,
+}
+
+impl RunOptions {
+    /// The options set here, by key.
+    pub fn given(&self) -> Vec<String> {
+        let v = serde_json::to_value(self).expect("run options serialize");
+        v.as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// `self` over `base`: each option set here replaces `base`'s. A target
+    /// (`episodes` or `steps`) replaces `base`'s target of either kind.
+    pub fn over(&self, base: RunOptions) -> RunOptions {
+        let mut base = base;
+        if self.episodes.is_some() || self.steps.is_some() {
+            (base.episodes, base.steps) = (None, None);
+        }
+        let mut merged = serde_json::to_value(base).expect("run options serialize");
+        let top = serde_json::to_value(self).expect("run options serialize");
+        for (k, v) in top.as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()) {
+            merged[k] = v.clone();
+        }
+        serde_json::from_value(merged).expect("merged run options deserialize")
+    }
+
+    /// How a message names option `key` on the command line (`filters` is `--filter`).
+    pub fn flag(key: &str) -> Option<String> {
+        let cmd = <Self as Args>::augment_args(clap::Command::new("run"));
+        let long = cmd.get_arguments().find(|a| a.get_id() == key)?.get_long()?.to_string();
+        Some(format!("--{long}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Declared once: every config key is the flag of the same name (with `-`),
+    /// but for the file's tables and the `filters` list.
+    #[test]
+    fn every_config_key_is_a_flag_of_the_same_name() {
+        let all = RunOptions {
+            env_params: Some(toml::Table::new()),
+            agent_params: Some(toml::Table::new()),
+            ..serde_json::from_str(&all_keys_json()).unwrap()
+        };
+        let keys = all.given();
+        assert!(keys.len() >= 28, "{keys:?}");
+        for key in keys {
+            let want = match key.as_str() {
+                "env_params" | "agent_params" => None,
+                "filters" => Some("--filter".to_string()),
+                k => Some(format!("--{}", k.replace('_', "-"))),
+            };
+            assert_eq!(RunOptions::flag(&key), want, "{key}");
+        }
+    }
+
+    /// A JSON object setting every key `RunOptions` serializes, each to a value of its type.
+    fn all_keys_json() -> String {
+        let v = serde_json::to_value(RunOptions::default()).unwrap();
+        let mut set = serde_json::Map::new();
+        for k in v.as_object().unwrap().keys() {
+            let value = match k.as_str() {
+                "env_params" | "agent_params" => continue,
+                "filters" => serde_json::json!(["kind=length,max=9,label=short"]),
+                "mode" => serde_json::json!("sync"),
+                "record_infos" => serde_json::json!(true),
+                "crf" => serde_json::json!(20.5),
+                k if k.ends_with("json") => serde_json::json!("/tmp/x.json"),
+                "env" | "agent" | "batch" | "max_wait" | "step_timeout" | "frame_media" | "preset" | "x264_params" => {
+                    serde_json::json!("x")
+                }
+                _ => serde_json::json!(3),
+            };
+            set.insert(k.clone(), value);
+        }
+        serde_json::Value::Object(set).to_string()
+    }
+
+    #[test]
+    fn flags_override_the_file_and_a_target_flag_replaces_either_target() {
+        let file = RunOptions { workers: Some(4), seed: Some(7), episodes: Some(10), ..Default::default() };
+        let flags = RunOptions { workers: Some(2), steps: Some(1000), ..Default::default() };
+        let o = flags.over(file.clone());
+        assert_eq!((o.workers, o.seed, o.episodes, o.steps), (Some(2), Some(7), None, Some(1000)));
+        assert_eq!(flags.given(), ["steps", "workers"]);
+        let o = RunOptions::default().over(file);
+        assert_eq!((o.workers, o.episodes), (Some(4), Some(10)));
+    }
+
+    #[test]
+    fn record_infos_is_a_plain_switch() {
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            o: RunOptions,
+        }
+        assert_eq!(T::parse_from(["t", "--record-infos"]).o.record_infos, Some(true));
+        assert_eq!(T::parse_from(["t"]).o.record_infos, None);
+        assert_eq!(T::parse_from(["t", "--filter", "a", "--filter", "b"]).o.filters, Some(vec!["a".into(), "b".into()]));
+    }
 }

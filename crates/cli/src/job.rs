@@ -7,9 +7,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
-use serde::{Deserialize, Serialize};
 
-use crate::args::{ModeArg, RunArgs};
+use crate::args::{ModeArg, RunArgs, RunOptions};
 
 /// The default job's filter: MineStudio's diamond filter.
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
@@ -20,43 +19,6 @@ pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamo
 pub const DEFAULT_JOB_EPISODES: u64 = 16;
 /// The default job's frame media (see [`DEFAULT_JOB_EPISODES`]).
 pub const DEFAULT_JOB_MEDIA: &str = "h264";
-
-/// The TOML config file. Unknown keys are errors, so typos do not pass silently.
-/// Recording runs store it (fully resolved) in the dataset, for `--resume`.
-#[derive(Deserialize, Serialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    env: Option<String>,
-    env_params: Option<toml::Table>,
-    agent: Option<String>,
-    agent_params: Option<toml::Table>,
-    workers: Option<usize>,
-    envs_per_worker: Option<usize>,
-    episodes: Option<u64>,
-    steps: Option<u64>,
-    max_steps: Option<u64>,
-    seed: Option<u64>,
-    mode: Option<ModeArg>,
-    batch: Option<String>,
-    max_wait: Option<String>,
-    max_restarts: Option<u32>,
-    max_attempts: Option<u32>,
-    step_timeout: Option<String>,
-    filters: Option<Vec<String>>,
-    summary_json: Option<PathBuf>,
-    episodes_json: Option<PathBuf>,
-    record_infos: Option<bool>,
-    max_buffer_steps: Option<usize>,
-    max_buffer_episodes: Option<usize>,
-    #[serde(alias = "image_media")]
-    frame_media: Option<String>,
-    crf: Option<f32>,
-    preset: Option<String>,
-    keyint: Option<u32>,
-    fps: Option<u32>,
-    jpeg_quality: Option<u8>,
-    x264_params: Option<String>,
-}
 
 /// A fully resolved `run` invocation.
 pub struct Job {
@@ -83,14 +45,14 @@ impl Job {
     }
 
     /// The resolved configuration as a config file, stored in datasets for `--resume`.
-    pub fn to_file_config(&self) -> FileConfig {
+    pub fn to_file_config(&self) -> RunOptions {
         let c = &self.cfg;
         let table = |p: &Params| p.0.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect::<toml::Table>();
         let (episodes, steps) = match c.target {
             Target::Episodes(n) => (Some(n), None),
             Target::Steps(n) => (None, Some(n)),
         };
-        FileConfig {
+        RunOptions {
             env: Some(c.env.clone()),
             env_params: Some(table(&c.env_params)),
             agent: Some(c.agent.clone()),
@@ -120,22 +82,41 @@ impl Job {
             fps: Some(self.writer.frame_options.h264.fps),
             jpeg_quality: Some(self.writer.frame_options.jpeg_quality),
             x264_params: Some(self.writer.frame_options.h264.x264_params.clone()),
+            env_opt: vec![],
+            agent_opt: vec![],
         }
     }
 }
 
 /// Resolves a stored config (from a dataset) as if it were a config file with no flags.
 pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
-    let file: FileConfig = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
+    let file: RunOptions = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
     RunArgs::default().resolve_with(file)
 }
 
-/// The job `--resume` continues: the dataset's stored config plus the flags that
-/// cannot change which episodes the run produces (clap refuses every other flag
-/// beside `--resume`): output files and a larger target of the same kind.
+/// What `--resume` takes beside it: output files and a larger target of the same
+/// kind. Every other option would change which episodes the run produces or how
+/// they are stored; the dataset's stored config decides those.
+const RESUME_TAKES: [&str; 4] = ["episodes", "steps", "summary_json", "episodes_json"];
+
+/// Refuses options beside `--resume` other than those in [`RESUME_TAKES`].
+pub fn check_resume_options(a: &RunArgs) -> Result<()> {
+    let given = a.opts.given();
+    let Some(key) = given.iter().find(|k| !RESUME_TAKES.contains(&k.as_str())) else { return Ok(()) };
+    let takes: Vec<String> = RESUME_TAKES.iter().map(|k| RunOptions::flag(k).unwrap_or_else(|| k.to_string())).collect();
+    bail!(
+        "{}: a resumed run keeps the config stored in its dataset; beside --resume only {} (and -q) may be given",
+        RunOptions::flag(key).unwrap_or_else(|| key.clone()),
+        takes.join(", ")
+    )
+}
+
+/// The job `--resume` continues: the dataset's stored config plus the options in
+/// [`RESUME_TAKES`] (see [`check_resume_options`]).
 pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
+    check_resume_options(a)?;
     let mut job = resolve_stored(stored)?;
-    job.cfg.target = match (job.cfg.target, a.episodes, a.steps) {
+    job.cfg.target = match (job.cfg.target, a.opts.episodes, a.opts.steps) {
         (t, None, None) => t,
         (Target::Episodes(n), Some(e), None) if e >= n => Target::Episodes(e),
         (Target::Steps(n), None, Some(s)) if s >= n => Target::Steps(s),
@@ -148,13 +129,9 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
             bail!("{given}: the resumed run's target is {stored}; with --resume a target can only be raised, in the same unit");
         }
     };
-    for (key, flag) in [("episodes", a.episodes), ("steps", a.steps)] {
-        if flag.is_some() {
-            job.origin.given.push(key);
-        }
-    }
-    job.summary_json = a.summary_json.clone().or(job.summary_json);
-    job.episodes_json = a.episodes_json.clone().or(job.episodes_json);
+    job.origin.given = a.opts.given();
+    job.summary_json = a.opts.summary_json.clone().or(job.summary_json);
+    job.episodes_json = a.opts.episodes_json.clone().or(job.episodes_json);
     Ok(job)
 }
 
@@ -162,24 +139,15 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
 /// config key `max_wait` when the user typed the flag.
 #[derive(Default)]
 struct Origin {
-    given: Vec<&'static str>,
+    given: Vec<String>,
 }
 
 impl Origin {
-    /// The flag's value if given (noting that it was), else the file's.
-    fn pick<T>(&mut self, key: &'static str, flag: Option<T>, file: Option<T>) -> Option<T> {
-        if flag.is_some() {
-            self.given.push(key);
-        }
-        flag.or(file)
-    }
-
     /// How an error names the setting `key`.
     fn name(&self, key: &str) -> String {
-        if self.given.contains(&key) {
-            format!("--{}", key.replace('_', "-"))
-        } else {
-            format!("config field `{key}`")
+        match RunOptions::flag(key) {
+            Some(flag) if self.given.iter().any(|g| g == key) => flag,
+            _ => format!("config field `{key}`"),
         }
     }
 }
@@ -236,8 +204,8 @@ fn parse_batch(s: &str) -> Result<(usize, usize)> {
 impl RunArgs {
     /// Reads the config file (if any) and applies the flags on top.
     pub fn resolve(&self) -> Result<Job> {
-        let file: FileConfig = match &self.config {
-            None => FileConfig::default(),
+        let file: RunOptions = match &self.config {
+            None => RunOptions::default(),
             Some(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
                 toml::from_str(&text).with_context(|| format!("config {}", path.display()))?
@@ -247,48 +215,41 @@ impl RunArgs {
     }
 
     /// Applies the flags on top of an already parsed config.
-    pub fn resolve_with(&self, mut file: FileConfig) -> Result<Job> {
-        let is_default = self.config.is_none() && self.env.is_none() && self.agent.is_none() && file.env.is_none() && file.agent.is_none();
-        let mut origin = Origin::default();
-        let target_given = self.episodes.is_some() || self.steps.is_some() || file.episodes.is_some() || file.steps.is_some();
-        let media_given = self.frame_media.is_some() || file.frame_media.is_some();
+    pub fn resolve_with(&self, file: RunOptions) -> Result<Job> {
+        let is_default =
+            self.config.is_none() && file.env.is_none() && file.agent.is_none() && self.opts.env.is_none() && self.opts.agent.is_none();
+        let origin = Origin { given: self.opts.given() };
+        let o = self.opts.over(file);
+        let mut writer = writer_config(&o, &origin)?;
+        let mut cfg = self.run_config(&o, &origin)?;
+        if is_default && o.episodes.is_none() && o.steps.is_none() {
+            cfg.target = Target::Episodes(DEFAULT_JOB_EPISODES);
+        }
+        if is_default && o.frame_media.is_none() {
+            writer.frame_media = DEFAULT_JOB_MEDIA.into();
+        }
         // Outside the default job (a fixed first run), what the run did not say is
         // chosen for speed: a worker a core, async mode, envs per worker measured.
         let fast = !is_default;
-        let workers_given = self.workers.is_some() || file.workers.is_some();
-        let mode_given = self.mode.is_some() || file.mode.is_some();
-        let calibrate = fast && self.envs_per_worker.is_none() && file.envs_per_worker.is_none();
-        let mut writer = self.writer_config(&mut file, &mut origin)?;
-        let mut cfg = self.run_config(&mut file, &mut origin)?;
-        if is_default && !target_given {
-            cfg.target = Target::Episodes(DEFAULT_JOB_EPISODES);
-        }
-        if is_default && !media_given {
-            writer.frame_media = DEFAULT_JOB_MEDIA.into();
-        }
-        if fast && !workers_given {
+        if fast && o.workers.is_none() {
             cfg.workers = std::thread::available_parallelism().map_or(cfg.workers, |n| n.get());
         }
-        if fast && !mode_given {
+        if fast && o.mode.is_none() {
             cfg.mode = rollway_runner::tune::DEFAULT_MODE;
         }
-        let filters = if !self.filter.is_empty() {
-            self.filter.clone()
-        } else if let Some(f) = file.filters.take() {
-            f
-        } else if cfg.env == RunConfig::default().env {
-            vec![DEFAULT_FILTER.to_string()]
-        } else {
-            vec![]
+        let filters = match o.filters {
+            Some(f) => f,
+            None if cfg.env == RunConfig::default().env => vec![DEFAULT_FILTER.to_string()],
+            None => vec![],
         };
         let job = Job {
             cfg,
             filters,
-            summary_json: self.summary_json.clone().or(file.summary_json),
-            episodes_json: self.episodes_json.clone().or(file.episodes_json),
+            summary_json: o.summary_json,
+            episodes_json: o.episodes_json,
             writer,
             is_default,
-            calibrate,
+            calibrate: fast && o.envs_per_worker.is_none(),
             origin,
         };
         if let Err(e) = job.cfg.validate() {
@@ -297,78 +258,71 @@ impl RunArgs {
         Ok(job)
     }
 
-    /// The generator's settings; checked by `RunConfig::validate` afterwards.
-    fn run_config(&self, file: &mut FileConfig, o: &mut Origin) -> Result<RunConfig> {
+    /// The generator's settings from the merged options `o`; checked by
+    /// `RunConfig::validate` afterwards.
+    fn run_config(&self, o: &RunOptions, origin: &Origin) -> Result<RunConfig> {
         let d = RunConfig::default();
-        // A target flag replaces the file's target, whichever kind it is.
-        let target = match (o.pick("episodes", self.episodes, None), o.pick("steps", self.steps, None), file.episodes, file.steps) {
-            (Some(e), _, _, _) => Target::Episodes(e),
-            (None, Some(s), _, _) => Target::Steps(s),
-            (None, None, Some(_), Some(_)) => bail!("config fields `episodes` and `steps`: give one target, not both"),
-            (None, None, Some(e), None) => Target::Episodes(e),
-            (None, None, None, Some(s)) => Target::Steps(s),
-            (None, None, None, None) => d.target,
+        let target = match (o.episodes, o.steps) {
+            (Some(_), Some(_)) => bail!("config fields `episodes` and `steps`: give one target, not both"),
+            (Some(e), None) => Target::Episodes(e),
+            (None, Some(s)) => Target::Steps(s),
+            (None, None) => d.target,
         };
-        let mode = match o.pick("mode", self.mode, file.mode) {
-            Some(ModeArg::Async) => Mode::Async,
-            _ => Mode::Sync,
-        };
-        let (min_batch, max_batch) = match o.pick("batch", self.batch.clone(), file.batch.take()) {
-            Some(b) => parse_batch(&b).with_context(|| o.name("batch"))?,
+        let (min_batch, max_batch) = match &o.batch {
+            Some(b) => parse_batch(b).with_context(|| origin.name("batch"))?,
             None => (d.min_batch, d.max_batch),
         };
-        let max_wait = match o.pick("max_wait", self.max_wait.clone(), file.max_wait.take()) {
-            Some(w) => parse_duration(&w).with_context(|| o.name("max_wait"))?,
+        let max_wait = match &o.max_wait {
+            Some(w) => parse_duration(w).with_context(|| origin.name("max_wait"))?,
             None => d.max_wait,
         };
-        let step_timeout = match o.pick("step_timeout", self.step_timeout.clone(), file.step_timeout.take()) {
-            Some(t) => Some(parse_duration(&t).with_context(|| o.name("step_timeout"))?),
+        let step_timeout = match &o.step_timeout {
+            Some(t) => Some(parse_duration(t).with_context(|| origin.name("step_timeout"))?),
             None => d.step_timeout,
         };
         Ok(RunConfig {
             step_timeout,
-            env_params: opt_params(table_params(file.env_params.take()), &self.env_opt, "--env-opt")?,
-            agent_params: opt_params(table_params(file.agent_params.take()), &self.agent_opt, "--agent-opt")?,
-            env: o.pick("env", self.env.clone(), file.env.take()).unwrap_or(d.env.clone()),
-            agent: o.pick("agent", self.agent.clone(), file.agent.take()).unwrap_or(d.agent.clone()),
-            workers: o.pick("workers", self.workers, file.workers).unwrap_or(d.workers),
-            envs_per_worker: o.pick("envs_per_worker", self.envs_per_worker, file.envs_per_worker).unwrap_or(d.envs_per_worker),
+            env_params: opt_params(table_params(o.env_params.clone()), &self.opts.env_opt, "--env-opt")?,
+            agent_params: opt_params(table_params(o.agent_params.clone()), &self.opts.agent_opt, "--agent-opt")?,
+            env: o.env.clone().unwrap_or(d.env.clone()),
+            agent: o.agent.clone().unwrap_or(d.agent.clone()),
+            workers: o.workers.unwrap_or(d.workers),
+            envs_per_worker: o.envs_per_worker.unwrap_or(d.envs_per_worker),
             target,
-            max_steps: o.pick("max_steps", self.max_steps, file.max_steps),
-            seed: o.pick("seed", self.seed, file.seed).unwrap_or(d.seed),
-            mode,
+            max_steps: o.max_steps,
+            seed: o.seed.unwrap_or(d.seed),
+            mode: if o.mode == Some(ModeArg::Async) { Mode::Async } else { Mode::Sync },
             min_batch,
             max_batch,
             max_wait,
-            max_restarts: o.pick("max_restarts", self.max_restarts, file.max_restarts).unwrap_or(d.max_restarts),
-            max_attempts: o.pick("max_attempts", self.max_attempts, file.max_attempts).unwrap_or(d.max_attempts),
+            max_restarts: o.max_restarts.unwrap_or(d.max_restarts),
+            max_attempts: o.max_attempts.unwrap_or(d.max_attempts),
             ..d
         })
     }
+}
 
-    /// The dataset writer's settings, checked.
-    fn writer_config(&self, file: &mut FileConfig, o: &mut Origin) -> Result<rollway_store::WriterConfig> {
-        let wd = rollway_store::WriterConfig::default();
-        let (d, h) = (&wd.frame_options, &wd.frame_options.h264);
-        let h264 = rollway_store::frames::H264Options {
-            crf: o.pick("crf", self.crf, file.crf).unwrap_or(h.crf),
-            preset: o.pick("preset", self.preset.clone(), file.preset.take()).unwrap_or(h.preset.clone()),
-            keyint: o.pick("keyint", self.keyint, file.keyint).unwrap_or(h.keyint),
-            fps: o.pick("fps", self.fps, file.fps).unwrap_or(h.fps),
-            x264_params: o.pick("x264_params", self.x264_params.clone(), file.x264_params.take()).unwrap_or(h.x264_params.clone()),
-        };
-        let jpeg_quality = o.pick("jpeg_quality", self.jpeg_quality, file.jpeg_quality).unwrap_or(d.jpeg_quality);
-        let writer = rollway_store::WriterConfig {
-            record_infos: o.pick("record_infos", self.record_infos.then_some(true), file.record_infos).unwrap_or(false),
-            max_buffer_steps: o.pick("max_buffer_steps", self.max_buffer_steps, file.max_buffer_steps).or(wd.max_buffer_steps),
-            max_buffer_episodes: o.pick("max_buffer_episodes", self.max_buffer_episodes, file.max_buffer_episodes),
-            frame_media: o.pick("frame_media", self.frame_media.clone(), file.frame_media.take()).unwrap_or(wd.frame_media.clone()),
-            frame_options: rollway_store::frames::FrameOptions { jpeg_quality, h264 },
-            ..wd
-        };
-        check_writer(&writer, o)?;
-        Ok(writer)
-    }
+/// The dataset writer's settings from the merged options `o`, checked.
+fn writer_config(o: &RunOptions, origin: &Origin) -> Result<rollway_store::WriterConfig> {
+    let wd = rollway_store::WriterConfig::default();
+    let (d, h) = (&wd.frame_options, &wd.frame_options.h264);
+    let h264 = rollway_store::frames::H264Options {
+        crf: o.crf.unwrap_or(h.crf),
+        preset: o.preset.clone().unwrap_or(h.preset.clone()),
+        keyint: o.keyint.unwrap_or(h.keyint),
+        fps: o.fps.unwrap_or(h.fps),
+        x264_params: o.x264_params.clone().unwrap_or(h.x264_params.clone()),
+    };
+    let writer = rollway_store::WriterConfig {
+        record_infos: o.record_infos.unwrap_or(false),
+        max_buffer_steps: o.max_buffer_steps.or(wd.max_buffer_steps),
+        max_buffer_episodes: o.max_buffer_episodes,
+        frame_media: o.frame_media.clone().unwrap_or(wd.frame_media.clone()),
+        frame_options: rollway_store::frames::FrameOptions { jpeg_quality: o.jpeg_quality.unwrap_or(d.jpeg_quality), h264 },
+        ..wd
+    };
+    check_writer(&writer, origin)?;
+    Ok(writer)
 }
 
 /// Checks what the store would only reject once the first shard is encoded.

@@ -23,7 +23,8 @@ use rollway_runner::{filter, Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
 use crate::args::RunArgs;
-use crate::job::{self, FileConfig, Job};
+use crate::args::RunOptions;
+use crate::job::{self, Job};
 use crate::{input, progress, report};
 
 /// Re-exported where runs are made: what `execute` returns when its caller stopped it.
@@ -87,7 +88,7 @@ pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
 
 /// Plans and runs a job: `a` as the flags, `file` (when given) in place of the
 /// `--config` file. Input errors are [`crate::InputError`]s.
-pub fn execute(a: &RunArgs, file: Option<FileConfig>, hooks: RunHooks<'_>) -> Result<Outcome> {
+pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Result<Outcome> {
     let (mut job, out, resume) = input(plan(a, file))?;
     if out.is_some() {
         job.cfg.record_steps = true;
@@ -192,8 +193,9 @@ fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn
 }
 
 /// The job, where it records, and whether it resumes a recorded run.
-fn plan(a: &RunArgs, file: Option<FileConfig>) -> Result<(Job, Option<PathBuf>, bool)> {
+fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, bool)> {
     if let Some(dir) = &a.resume {
+        job::check_resume_options(a)?;
         let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
         let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
         return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), true));

@@ -143,3 +143,26 @@ fn recorded_runs_keep_the_agents_recurrent_state() {
     ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "3", "--out", cp.to_str().unwrap(), "-q"]));
     assert!(rollway_store::Dataset::open(&cp).unwrap().read_episode(0).unwrap().agent_state.is_none());
 }
+
+/// `--resume` keeps the stored config: an option that would change the episodes is
+/// refused by its flag name before the dataset is touched; a raised target and the
+/// output files are taken.
+#[test]
+fn issue14_resume_takes_only_a_larger_target_and_output_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cp");
+    let d = dir.to_str().unwrap();
+    ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--mode", "sync", "--episodes", "4", "--out", d, "-q"]));
+    let before = inspect(&dir);
+    for refused in [["--workers", "3"], ["--filter", "kind=length,max=9,label=short"], ["--frame-media", "raw"]] {
+        let o = rollway(&["run", "--resume", d, refused[0], refused[1], "-q"]);
+        assert_eq!(o.status.code(), Some(2), "{refused:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("{}: a resumed run keeps the config", refused[0])), "{err}");
+    }
+    assert_eq!(inspect(&dir), before, "refused resumes changed nothing");
+    let summary = tmp.path().join("s.json");
+    ok(&rollway(&["run", "--resume", d, "--episodes", "6", "--summary-json", summary.to_str().unwrap(), "-q"]));
+    assert_eq!(inspect(&dir)["episodes"], 6);
+    assert!(summary.exists());
+}

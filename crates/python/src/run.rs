@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use rollway_cli::args::RunArgs;
-use rollway_cli::job::FileConfig;
+use rollway_cli::args::RunOptions;
 use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
 use rollway_core::AgentFactory;
 use serde_json::json;
@@ -38,7 +38,7 @@ pub fn run(
     env_pickle: Option<Vec<u8>>,
     agent_factory: Option<(String, Py<PyAny>)>,
 ) -> PyResult<String> {
-    let file: Option<FileConfig> = match config {
+    let file: Option<RunOptions> = match config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| {
             // serde_json adds where in the JSON text it was: meaningless to a caller of run().
             let msg = e.to_string();
@@ -50,7 +50,8 @@ pub fn run(
     if append && out.is_none() {
         return Err(input_error("append=True needs out="));
     }
-    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, episodes, steps, ..RunArgs::default() };
+    let opts = RunOptions { episodes, steps, ..RunOptions::default() };
+    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, opts, ..RunArgs::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
