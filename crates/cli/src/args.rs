@@ -36,6 +36,8 @@ pub enum Command {
     Inspect(DataArgs),
     /// Check every committed episode of a dataset against its index (exit 1 on damage; changes nothing).
     Verify(VerifyArgs),
+    /// Write one self-contained HTML page about a dataset: config, counts, labels, plots, throughput, faults, frames.
+    Report(ReportArgs),
     /// Re-run filters on a dataset's episodes, replacing their labels (index only).
     Relabel(RelabelArgs),
     /// Iterate training batches from a dataset and report loader throughput.
@@ -245,6 +247,16 @@ pub struct VerifyArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "EXAMPLES:\n  rollway report rollway-data/PixelMine-v0-000\n  rollway report data/cartpole -o cartpole.html")]
+pub struct ReportArgs {
+    /// The dataset directory (read only: nothing in it changes).
+    pub dir: PathBuf,
+    /// Where to write the page. [default: DIR.report.html, beside the dataset]
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args)]
 pub struct RelabelArgs {
     /// The dataset directory.
     pub dir: PathBuf,
@@ -293,6 +305,9 @@ pub struct RunArgs {
     /// Do not record (the default job otherwise records into ./rollway-data/).
     #[arg(long, conflicts_with_all = ["out", "resume"])]
     pub no_record: bool,
+    /// When the run ends, write the dataset's HTML report (as `rollway report`) beside it.
+    #[arg(long, conflicts_with = "no_record")]
+    pub report: bool,
 }
 
 /// The settings of a run, declared once: each field is a `--flag` of `rollway

@@ -17,6 +17,20 @@ pub fn fresh_dir(env: &str) -> PathBuf {
     (0..).map(|i| base.join(format!("{env}-{i:03}"))).find(|p| !p.exists()).expect("some name is free")
 }
 
+/// Writes the dataset's HTML report (`rollway report`), prints where, and returns the path.
+pub fn report(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
+    let path = out.map_or_else(|| rollway_report::default_path(dir), Path::to_path_buf);
+    let html = match rollway_report::render(dir, &rollway_report::ReportMedia::default()) {
+        Ok(html) => html,
+        // The dataset could not be read: the user's input (exit 2); a codec failing is ours (exit 1).
+        Err(e @ rollway_report::Error::Store(_)) => return input(Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display())))),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display()))),
+    };
+    input(rollway_report::write(&path, &html).map_err(anyhow::Error::new))?;
+    println!("  {:<18} {} ({:.0} kB; open it in a browser)", "report", path.display(), html.len() as f64 / 1e3);
+    Ok(path)
+}
+
 /// Opens a dataset for reading; with `skip_damaged`, shards whose index is damaged
 /// are left out with a warning on stderr instead of failing the command.
 fn open(dir: &Path, skip_damaged: bool) -> Result<Dataset> {

@@ -73,6 +73,7 @@ pub fn cli_main() -> ExitCode {
         }
         Command::Inspect(a) => data::inspect(&a),
         Command::Verify(a) => data::verify(&a),
+        Command::Report(a) => data::report(&a.dir, a.out.as_deref()).map(|_| true),
         Command::Relabel(a) => data::relabel(&a),
         Command::Load(a) => data::load(&a),
         Command::Export(a) => interop::export(&a),

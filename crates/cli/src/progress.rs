@@ -32,6 +32,46 @@ pub struct Display<'a> {
     pub writer: Option<rollway_store::DatasetWriter>,
     /// Asked at every progress tick; `true` stops the run.
     pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
+    /// Progress over time, stored with the run's summary for `rollway report`.
+    pub timeline: Timeline,
+}
+
+/// Progress samples `[seconds, steps acted, episodes]` — steps acted count
+/// running episodes too (`Progress::acted`), so the pace shows while long episodes
+/// are still going — at least [`Timeline::FIRST`] apart and at most
+/// [`Timeline::MAX`] of them: when full, every other sample is dropped and the
+/// spacing doubles, so a run of any length keeps an even record in a few kB.
+#[derive(Default)]
+pub struct Timeline {
+    samples: Vec<[f64; 3]>,
+    last: [f64; 3],
+    every: f64,
+}
+
+impl Timeline {
+    const FIRST: f64 = 0.05;
+    const MAX: usize = 400;
+
+    pub fn record(&mut self, p: &Progress) {
+        let t = p.elapsed.as_secs_f64();
+        self.last = [t, p.acted as f64, p.episodes as f64];
+        if self.samples.last().is_some_and(|l| t - l[0] < self.every.max(Self::FIRST)) {
+            return;
+        }
+        if self.samples.len() == Self::MAX {
+            let kept: Vec<[f64; 3]> = self.samples.iter().step_by(2).copied().collect();
+            self.samples = kept;
+            self.every = self.every.max(Self::FIRST) * 2.0;
+        }
+        self.samples.push(self.last);
+    }
+
+    /// The samples, ending with the run's last progress at its end, `seconds`.
+    pub fn finish(&mut self, seconds: f64, episodes: u64) -> Vec<[f64; 3]> {
+        let mut out = std::mem::take(&mut self.samples);
+        out.push([seconds.max(self.last[0]), self.last[1], episodes as f64]);
+        out
+    }
 }
 
 impl Display<'_> {
@@ -58,6 +98,7 @@ impl Display<'_> {
             write_error: None,
             writer: None,
             stop: None,
+            timeline: Timeline::default(),
         }
     }
 
@@ -89,6 +130,7 @@ impl Observer for Display<'_> {
         if self.stop.as_mut().is_some_and(|stop| stop()) {
             return Err(Box::new(Interrupted));
         }
+        self.timeline.record(p);
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let msg = format!(
             "{} ep, {}/s steps{}",

@@ -59,6 +59,7 @@ pub fn next_steps(dir: &Path, s: &Summary) -> String {
     let label = s.labels.keys().next().map_or(String::new(), |l| format!(" --label {l}"));
     let lines = [
         format!("rollway inspect {d}"),
+        format!("rollway report {d}    (an HTML page: plots, faults, clips)"),
         format!("rollway load {d} --clip 16 --stride 16 --batch 8{label}"),
         format!("rollway export {d} --to lerobot {d}-lerobot    (or --to minari)"),
         format!("python -c 'import rollway; print(rollway.Dataset(\"{d}\")[0])'    (after pip install .)"),

@@ -79,6 +79,9 @@ pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
         let mb = w.bytes as f64 / 1e6;
         println!("  {:<18} {} (+{} episodes, {} steps in {} shards, {mb:.1} MB)", "dataset", dir.display(), w.episodes, w.steps, w.shards);
         println!("  {:<18} {:.2} s after the run (encoding the last frames, fsyncs)", "committed", o.commit_wait.as_secs_f64());
+        if a.report {
+            crate::data::report(dir, None)?;
+        }
         if !a.quiet {
             print!("{}", report::next_steps(dir, summary));
         }
@@ -132,6 +135,14 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
     display.stop = hooks.stop;
     let summary = generator.run(&mut display);
     display.finish();
+    if let (Ok(s), Some(w)) = (&summary, &display.writer) {
+        let samples = display.timeline.finish(s.seconds, s.episodes);
+        let mut stored = serde_json::to_value(s).expect("summaries serialize");
+        stored["timeline"] = serde_json::json!(samples);
+        stored["calibration"] = serde_json::json!(calibration);
+        // A writer that failed says so from `finish` below, with its own error.
+        let _ = w.set_summary(stored);
+    }
     // Commit what the run produced even when it failed part-way: it is all valid.
     let t = Instant::now();
     let written = display.writer.take().map(|w| w.finish()).transpose();

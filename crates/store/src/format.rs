@@ -71,6 +71,11 @@ pub struct RunInfo {
     pub first_episode_id: u64,
     /// The run's full configuration, as the caller chose to describe it (for `--resume`).
     pub config: serde_json::Value,
+    /// What the caller reported when the run (its last life, if resumed) ended
+    /// cleanly: `rollway run` stores its summary with a throughput timeline, for
+    /// `rollway report`. Absent while the run goes on or after a kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<serde_json::Value>,
 }
 
 /// `rollway.json`: what the dataset is.

@@ -112,6 +112,7 @@ pub struct WriteStats {
 enum Msg {
     Episode(EpisodeResult),
     Flush(Sender<Result<()>>),
+    Summary(serde_json::Value),
 }
 
 /// Writes episodes into a dataset directory from any thread.
@@ -222,7 +223,7 @@ impl DatasetWriter {
             },
         };
         let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
-        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config };
+        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config, summary: None };
         meta.runs.push(run.clone());
         meta.format_version = format::FORMAT_VERSION;
         write_metadata(&o.paths, &meta)?;
@@ -344,6 +345,13 @@ impl DatasetWriter {
         rrx.recv().map_err(|_| self.gone())?
     }
 
+    /// Records `summary` as the run's in `rollway.json` ([`RunInfo::summary`])
+    /// when the writer closes cleanly.
+    pub fn set_summary(&self, summary: serde_json::Value) -> Result<()> {
+        let tx = self.tx.as_ref().expect("open until finish");
+        tx.send(Msg::Summary(summary)).map_err(|_| self.gone())
+    }
+
     /// Commits what is left and stops the writer.
     pub fn finish(mut self) -> Result<WriteStats> {
         drop(self.tx.take());
@@ -413,6 +421,7 @@ impl Shards {
                         return Err(e);
                     }
                 }
+                Ok(Msg::Summary(s)) => self.run.summary = Some(s),
                 Err(RecvTimeoutError::Timeout) => {
                     self.commit(&mut buf)?;
                     (steps, bytes) = (0, 0);
@@ -425,9 +434,13 @@ impl Shards {
         }
     }
 
-    /// Refreshes the informational totals in `rollway.json` on a clean close.
+    /// Refreshes the informational totals in `rollway.json` on a clean close, and
+    /// the run's summary if one was given.
     fn write_counts(&self) -> Result<()> {
         let mut meta = crate::reader::read_metadata(&self.paths)?;
+        if let (Some(s), Some(run)) = (&self.run.summary, meta.runs.get_mut(self.run.run as usize)) {
+            run.summary = Some(s.clone());
+        }
         let (shards, _) = load_shard_indexes(&self.paths, &meta)?;
         meta.counts = format::Counts {
             episodes: shards.iter().map(|s| s.episodes.len() as u64).sum(),
