@@ -5,11 +5,13 @@
 # libclang; libjpeg-turbo for JPEG frames; cmake builds HDF5 from source for the
 # Minari export (Debian's libhdf5-dev can be uninstallable when libcurl's -dev lags
 # its runtime); python3-venv makes the test venv (Debian splits it off); strace lets
-# a test check which directories are fsynced before a commit.
+# a test check which directories are fsynced before a commit. `deps.sh test` adds
+# what only the tests use: Chromium, in which a test renders `rollway report`'s page.
 # Debian/Ubuntu: apt-get (with sudo unless root). Elsewhere: says what is missing.
 set -euo pipefail
 
 apt_pkgs=(make python3-venv pkg-config clang libclang-dev cmake libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libturbojpeg0-dev strace)
+[ "${1:-}" = test ] && apt_pkgs+=(chromium)
 
 if command -v dpkg >/dev/null && command -v apt-get >/dev/null; then
     missing=()

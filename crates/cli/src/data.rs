@@ -23,7 +23,9 @@ pub fn report(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     let html = match rollway_report::render(dir, &rollway_report::ReportMedia::default()) {
         Ok(html) => html,
         // The dataset could not be read: the user's input (exit 2); a codec failing is ours (exit 1).
-        Err(e @ rollway_report::Error::Store(_)) => return input(Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display())))),
+        Err(e @ rollway_report::Error::Store(_)) => {
+            return input(Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display()))))
+        }
         Err(e) => return Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display()))),
     };
     input(rollway_report::write(&path, &html).map_err(anyhow::Error::new))?;

@@ -78,3 +78,15 @@ fn elided_lines_match_by_prefix_and_the_rest_exactly() {
     assert!(matches(&want, "  a          1\n  x          3.2 s\n").unwrap_err().contains("line 2"));
     assert!(matches(&want, "  a          1\n").unwrap_err().contains("1 lines printed"));
 }
+
+/// Every picture the README shows is in the repository (the report's screenshot).
+#[test]
+fn issue14_the_readmes_images_exist() {
+    let text = readme();
+    let images: Vec<&str> = text.split("](").skip(1).filter_map(|s| s.split(')').next()).filter(|p| p.ends_with(".png")).collect();
+    assert!(images.contains(&"docs/report.png"), "{images:?}");
+    for p in images {
+        let path = format!("{}/../../{p}", env!("CARGO_MANIFEST_DIR"));
+        assert!(std::fs::metadata(&path).is_ok_and(|m| m.len() > 10_000), "{path} is missing or empty");
+    }
+}

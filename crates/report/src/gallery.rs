@@ -27,7 +27,8 @@ fn caption(e: &IndexEntry, every: usize) -> String {
 pub fn frames(ds: &Dataset, entries: &[&IndexEntry], m: &ReportMedia) -> Result<String> {
     let recorded: Vec<&IndexEntry> = entries.iter().copied().filter(|e| e.status != Status::GivenUp && e.rows > 0).collect();
     let (labelled, plain): (Vec<&IndexEntry>, Vec<&IndexEntry>) = recorded.iter().partition(|e| !e.labels.is_empty());
-    let pick = |pool: &[&IndexEntry], n: usize| -> Vec<u64> { media::spread(pool.len(), n).into_iter().map(|i| pool[i].episode_id).collect() };
+    let pick =
+        |pool: &[&IndexEntry], n: usize| -> Vec<u64> { media::spread(pool.len(), n).into_iter().map(|i| pool[i].episode_id).collect() };
     let fps = ds.metadata().env.render_fps.filter(|f| (1..=120).contains(f)).unwrap_or(30);
     let mut out = String::new();
     for key in ds.metadata().frame_keys.iter().take(KEYS) {

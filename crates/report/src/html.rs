@@ -49,7 +49,7 @@ border-bottom:1px solid #dde1e7;padding-bottom:4px}.sub{color:#5b6475;margin:0 0
 .card .v{font-size:19px;font-weight:600}.card .k{color:#5b6475;font-size:12px}\
 table{border-collapse:collapse;background:#fff;margin:6px 0}th,td{border:1px solid #dde1e7;padding:4px 8px;text-align:left;vertical-align:top}\
 th{background:#eef1f5;font-weight:600}pre{background:#fff;border:1px solid #dde1e7;padding:8px;overflow:auto;max-height:320px}\
-.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #dde1e7;border-radius:6px;width:520px;max-width:100%}\
+.plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #dde1e7;border-radius:6px;width:500px;max-width:100%}\
 .plot .ptitle{font-weight:600;font-size:13px}.plot text{font-size:11px;fill:#1d2330}.plot .ytick{text-anchor:end}.plot .xtick,.plot .xlabel,.plot .ylabel{text-anchor:middle}\
 .plot .grid{stroke:#eceff3}.plot .axis{stroke:#8a93a3}.plot .line{stroke-width:2}\
 .strip{display:flex;gap:4px;align-items:center;margin:4px 0}.strip img{width:72px;height:72px;object-fit:contain;image-rendering:pixelated;background:#000}\

@@ -93,7 +93,8 @@ pub fn thumbnails(f: &Frames, n: usize, episode: u64) -> Result<Vec<String>> {
 pub fn clip(f: &Frames, fps: u32, episode: u64) -> Result<String> {
     let media = |source| Error::Media { op: "encoding a clip", episode, source };
     let (w, h) = (f.width & !1, f.height & !1);
-    let cropped: Vec<Vec<u8>> = f.rgb.iter().map(|fr| fr.chunks_exact(f.width * 3).take(h).flat_map(|row| &row[..w * 3]).copied().collect()).collect();
+    let cropped: Vec<Vec<u8>> =
+        f.rgb.iter().map(|fr| fr.chunks_exact(f.width * 3).take(h).flat_map(|row| &row[..w * 3]).copied().collect()).collect();
     let opts = h264::H264Options { crf: 26.0, preset: "fast".into(), keyint: 60, fps, x264_params: String::new() };
     let enc = h264::encode(cropped.iter().map(Vec::as_slice), w, h, &opts).map_err(media)?;
     let dir = tempfile::tempdir().map_err(|source| Error::Io { op: "creating a scratch folder", path: std::env::temp_dir(), source })?;

@@ -28,10 +28,11 @@ pub fn overview(ds: &Dataset, entries: &[&IndexEntry]) -> String {
         ("labelled", format!("{labelled} ({})", share(labelled, done.len()))),
         ("runs", ds.metadata().runs.len().to_string()),
         ("shards", ds.shards().len().to_string()),
-        ("on disk", format!("{:.1} MB", bytes as f64 / 1e6)),
+        ("on disk", if bytes >= 1_000_000 { format!("{:.1} MB", bytes as f64 / 1e6) } else { format!("{:.0} kB", bytes as f64 / 1e3) }),
     ]);
     for d in ds.damaged() {
-        out += &format!(r#"<p class="warn">Damaged shard {} left out: {}: {}</p>"#, d.shard, t(&d.path.display().to_string()), t(&d.message));
+        out +=
+            &format!(r#"<p class="warn">Damaged shard {} left out: {}: {}</p>"#, d.shard, t(&d.path.display().to_string()), t(&d.message));
     }
     out
 }
@@ -94,7 +95,10 @@ pub fn runs(ds: &Dataset, entries: &[&IndexEntry]) -> String {
         .collect();
     out += &table(&["run", "agent", "seed", "episodes", "steps", "wall", "steps/s", "mode", "ended cleanly"], &rows);
     for r in &meta.runs {
-        out += &details(&format!("run {} config (what --resume restarts from)", r.run), &serde_json::to_string_pretty(&r.config).unwrap_or_default());
+        out += &details(
+            &format!("run {} config (what --resume restarts from)", r.run),
+            &serde_json::to_string_pretty(&r.config).unwrap_or_default(),
+        );
     }
     out
 }
@@ -161,7 +165,9 @@ pub fn throughput(ds: &Dataset, entries: &[&IndexEntry]) -> String {
     let runs = &ds.metadata().runs;
     let series: Vec<Series> = runs
         .iter()
-        .filter_map(|r| Some(Series { name: format!("run {}", r.run), points: rate_over_time(r.summary.as_ref()?["timeline"].as_array()?) }))
+        .filter_map(|r| {
+            Some(Series { name: format!("run {}", r.run), points: rate_over_time(r.summary.as_ref()?["timeline"].as_array()?) })
+        })
         .filter(|s| !s.points.is_empty())
         .collect();
     let mut out = String::from(r#"<div class="plots">"#);
@@ -203,14 +209,22 @@ pub fn faults(ds: &Dataset, entries: &[&IndexEntry]) -> String {
         ("attempts", entries.iter().map(|e| u64::from(e.attempt)).sum::<u64>().to_string()),
         ("failed attempts", failed.to_string()),
         ("episodes retried", retried.to_string()),
-        ("restarts", summed("restarts").map_or("—".into(), |x| num(x))),
+        ("restarts", summed("restarts").map_or("—".into(), num)),
         ("given up", entries.iter().filter(|e| e.status == Status::GivenUp).count().to_string()),
     ]);
     let given_up: Vec<Vec<String>> = entries
         .iter()
         .filter(|e| e.status == Status::GivenUp)
         .take(100)
-        .map(|e| vec![e.episode_id.to_string(), e.run.to_string(), e.seed.to_string(), e.attempt.to_string(), t(e.error.as_deref().unwrap_or(""))])
+        .map(|e| {
+            vec![
+                e.episode_id.to_string(),
+                e.run.to_string(),
+                e.seed.to_string(),
+                e.attempt.to_string(),
+                t(e.error.as_deref().unwrap_or("")),
+            ]
+        })
         .collect();
     if !given_up.is_empty() {
         out += &table(&["given-up episode", "run", "seed", "attempts", "last error"], &given_up);

@@ -46,7 +46,8 @@ fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let span = (hi - lo).max(f64::EPSILON);
     let raw = span / n.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    // The round step nearest the raw one (by ratio): 11 → 10, 14 → 10, 16 → 20.
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs())).unwrap_or(mag);
     let first = (lo / step).ceil() * step;
     (0..).map(|i| first + i as f64 * step).take_while(|t| *t <= hi + step * 1e-9).collect()
 }
@@ -91,7 +92,8 @@ fn frame(title: &str, xlabel: &str, ylabel: &str, s: &Scale, xticks: bool, body:
     out += &format!(r#"<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{}" class="axis"/>"#, H - BOTTOM);
     out += &format!(r#"<line x1="{LEFT}" x2="{}" y1="{b}" y2="{b}" class="axis"/>"#, W - RIGHT, b = H - BOTTOM);
     out += &format!(r#"<text x="{}" y="{}" class="xlabel">{}</text>"#, (LEFT + W - RIGHT) / 2.0, H - 6.0, esc(xlabel));
-    out += &format!(r#"<text x="14" y="{}" class="ylabel" transform="rotate(-90 14 {0})">{}</text>"#, (TOP + H - BOTTOM) / 2.0, esc(ylabel));
+    out +=
+        &format!(r#"<text x="14" y="{}" class="ylabel" transform="rotate(-90 14 {0})">{}</text>"#, (TOP + H - BOTTOM) / 2.0, esc(ylabel));
     out += body;
     out + "</svg>"
 }

@@ -69,3 +69,32 @@ pub fn rollway(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// Debian's Chromium (`scripts/deps.sh` installs it), or `None` (test skipped;
+/// a failure when `ROLLWAY_REQUIRE_PEERS` is set).
+pub fn chromium() -> Option<String> {
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()));
+    if found.is_none() {
+        assert!(std::env::var_os("ROLLWAY_REQUIRE_PEERS").is_none(), "ROLLWAY_REQUIRE_PEERS is set but no chromium is installed");
+        eprintln!("SKIPPED: no chromium on PATH (scripts/deps.sh installs Debian's)");
+    }
+    found.map(String::from)
+}
+
+/// Loads `page` in headless `chrome` for a few (virtual) seconds; returns the DOM
+/// as the page left it and what the browser logged (console messages included).
+pub fn headless(chrome: &str, page: &Path, extra: &[&str]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    // The flags keep a sandboxed, offline Chromium from reaching for the network.
+    let o = Command::new(chrome)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
