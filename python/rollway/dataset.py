@@ -212,6 +212,13 @@ class Dataset:
         """
         return json.loads(_rollway.verify(self.path))
 
+    def report(self, out: Optional[PathLike] = None) -> str:
+        """``rollway report``: writes one self-contained HTML page about the dataset (config,
+        counts, labels, histograms, throughput, faults, thumbnails and clips) to ``out``,
+        by default ``<path>.report.html`` beside it; returns its path. Changes nothing in
+        the dataset."""
+        return os.fspath(_rollway.report(self.path, None if out is None else os.fspath(out)))
+
     def repair(self) -> Dict[str, Any]:
         """``rollway verify --repair``: publishes committed files, moves strays to ``.quarantine``."""
         return json.loads(_rollway.repair(self.path))

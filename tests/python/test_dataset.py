@@ -104,3 +104,26 @@ def test_verify_and_relabel(tmp_path):
 def test_relabel_with_a_bad_filter_is_input_error(cartpole):
     with pytest.raises(rollway.InputError):
         rollway.Dataset(cartpole).relabel(["kind=nonsense"])
+
+
+def test_report_writes_one_page_beside_the_dataset_and_changes_nothing(cartpole, tmp_path):
+    import hashlib
+    import os
+
+    def digest(root):
+        out = {}
+        for d, _, files in os.walk(root):
+            for f in files:
+                p = os.path.join(d, f)
+                out[p] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+        return out
+
+    ds = rollway.Dataset(cartpole)
+    before = digest(cartpole)
+    page = ds.report(tmp_path / "page.html")
+    assert page == str(tmp_path / "page.html")
+    html = open(page, encoding="utf-8").read()
+    assert html.startswith("<!DOCTYPE html>") and "CartPole-v1" in html and html.count('<svg class="plot"') >= 3
+    assert digest(cartpole) == before
+    with pytest.raises(ValueError, match="no/such/dir"):  # an unusable output path: input error
+        ds.report(tmp_path / "no" / "such" / "dir" / "page.html")

@@ -17,20 +17,26 @@ pub fn fresh_dir(env: &str) -> PathBuf {
     (0..).map(|i| base.join(format!("{env}-{i:03}"))).find(|p| !p.exists()).expect("some name is free")
 }
 
-/// Writes the dataset's HTML report (`rollway report`), prints where, and returns the path.
-pub fn report(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
+/// Writes the dataset's HTML report (`rollway report`) to `out` (default beside
+/// the dataset) and prints where.
+pub fn report(dir: &Path, out: Option<&Path>) -> Result<()> {
+    let (path, bytes) = write_report(dir, out)?;
+    println!("  {:<18} {} ({:.0} kB; open it in a browser)", "report", path.display(), bytes as f64 / 1e3);
+    Ok(())
+}
+
+/// Writes the dataset's HTML report; returns where and its size. A dataset that
+/// cannot be read is an input error (exit 2); a codec failing is ours (exit 1).
+pub fn write_report(dir: &Path, out: Option<&Path>) -> Result<(PathBuf, usize)> {
     let path = out.map_or_else(|| rollway_report::default_path(dir), Path::to_path_buf);
+    let what = || format!("reporting on {}", dir.display());
     let html = match rollway_report::render(dir, &rollway_report::ReportMedia::default()) {
         Ok(html) => html,
-        // The dataset could not be read: the user's input (exit 2); a codec failing is ours (exit 1).
-        Err(e @ rollway_report::Error::Store(_)) => {
-            return input(Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display()))))
-        }
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("reporting on {}", dir.display()))),
+        Err(e @ rollway_report::Error::Store(_)) => return input(Err(anyhow::Error::new(e).context(what()))),
+        Err(e) => return Err(anyhow::Error::new(e).context(what())),
     };
     input(rollway_report::write(&path, &html).map_err(anyhow::Error::new))?;
-    println!("  {:<18} {} ({:.0} kB; open it in a browser)", "report", path.display(), html.len() as f64 / 1e3);
-    Ok(path)
+    Ok((path, html.len()))
 }
 
 /// Opens a dataset for reading; with `skip_damaged`, shards whose index is damaged

@@ -23,6 +23,13 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     .py()
 }
 
+/// `rollway report`: writes the dataset's HTML page; returns its path.
+#[pyfunction]
+#[pyo3(signature = (path, out=None))]
+pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<PathBuf> {
+    py.detach(|| rollway_cli::data::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
+}
+
 /// `rollway verify --repair`: publishes, cleans up and quarantines (never deletes data).
 #[pyfunction]
 pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
@@ -110,6 +117,7 @@ pub fn import_lerobot(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
     m.add_function(wrap_pyfunction!(repair, m)?)?;
     m.add_function(wrap_pyfunction!(relabel, m)?)?;
     m.add_function(wrap_pyfunction!(export_minari, m)?)?;

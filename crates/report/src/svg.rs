@@ -47,7 +47,8 @@ fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let raw = span / n.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
     // The round step nearest the raw one (by ratio): 11 → 10, 14 → 10, 16 → 20.
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs())).unwrap_or(mag);
+    let step =
+        [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).min_by(|a, b| (a / raw).ln().abs().total_cmp(&(b / raw).ln().abs())).unwrap_or(mag);
     let first = (lo / step).ceil() * step;
     (0..).map(|i| first + i as f64 * step).take_while(|t| *t <= hi + step * 1e-9).collect()
 }
