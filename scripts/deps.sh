@@ -15,7 +15,9 @@ apt_pkgs=(make python3-venv pkg-config clang libclang-dev cmake libavcodec-dev l
 
 if command -v dpkg >/dev/null && command -v apt-get >/dev/null; then
     missing=()
-    for p in "${apt_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    # Installed, not merely known: a removed package keeps its config files and `dpkg -s` still succeeds.
+    installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q ' installed$'; }
+    for p in "${apt_pkgs[@]}"; do installed "$p" || missing+=("$p"); done
     [ "${#missing[@]}" -eq 0 ] && exit 0
     echo "rollway: installing ${missing[*]} (apt-get)" >&2
     sudo=""
