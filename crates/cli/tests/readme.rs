@@ -90,3 +90,60 @@ fn issue14_the_readmes_images_exist() {
         assert!(std::fs::metadata(&path).is_ok_and(|m| m.len() > 10_000), "{path} is missing or empty");
     }
 }
+
+/// Every `rollway …` command in the README's shell blocks, as words: `\`
+/// continuations joined, `# comments` cut, placeholder lines (`rollway run ...`) left out.
+fn readme_commands() -> Vec<Vec<String>> {
+    let (mut cmds, mut in_sh, mut cur) = (vec![], false, String::new());
+    for line in readme().lines() {
+        if line.starts_with("```") {
+            in_sh = !in_sh && matches!(line.trim(), "```sh" | "```bash");
+            continue;
+        }
+        if !in_sh || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let code = line.split(" #").next().unwrap_or_default().trim_end();
+        cur.push_str(code.trim_end_matches('\\'));
+        cur.push(' ');
+        if code.ends_with('\\') {
+            continue;
+        }
+        let words: Vec<String> = cur.split_whitespace().map(|w| w.trim_matches('"').to_string()).collect();
+        cur.clear();
+        if words.first().is_some_and(|w| w == "rollway") && !words.iter().any(|w| w == "...") {
+            cmds.push(words);
+        }
+    }
+    cmds
+}
+
+/// A README command with a flag or subcommand that no longer exists fails here.
+#[test]
+fn issue14_every_rollway_command_in_the_readme_parses() {
+    use clap::Parser;
+    let cmds = readme_commands();
+    assert!(cmds.len() >= 20, "found only {} commands", cmds.len());
+    for words in cmds {
+        if let Err(e) = rollway_cli::args::Cli::try_parse_from(&words) {
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "`{}`:\n{e}", words.join(" "));
+        }
+    }
+}
+
+/// The README's walkthrough on `data/cartpole` runs as written, in order, in a
+/// scratch directory — with its step targets cut to 20000 so it takes seconds.
+#[test]
+fn issue14_the_readme_walkthrough_on_data_cartpole_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let walk: Vec<Vec<String>> = readme_commands().into_iter().filter(|w| w.iter().any(|a| a == "data/cartpole")).collect();
+    assert!(walk.len() >= 7, "{walk:?}");
+    for mut words in walk {
+        if let Some(i) = words.iter().position(|w| w == "--steps") {
+            words[i + 1] = "20000".into();
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_rollway")).args(&words[1..]).current_dir(tmp.path()).output().unwrap();
+        assert!(o.status.success(), "`{}` failed:\n{}", words.join(" "), String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(tmp.path().join("data/cartpole.report.html").is_file());
+}
