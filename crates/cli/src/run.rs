@@ -93,6 +93,9 @@ pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
 /// `--config` file. Input errors are [`crate::InputError`]s.
 pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Result<Outcome> {
     let (mut job, out, resume) = input(plan(a, file))?;
+    if a.report && out.is_none() {
+        return input(Err(anyhow!("--report writes the report of the dataset the run records: add --out DIR")));
+    }
     if out.is_some() {
         job.cfg.record_steps = true;
         job.cfg.record_infos = job.writer.record_infos;

@@ -151,4 +151,8 @@ fn issue14_report_on_a_non_dataset_is_an_input_error_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a rollway dataset"), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    // A run that records nothing has nothing to report on: refused before it runs.
+    let o = rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "3", "--report", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--report"), "{}", String::from_utf8_lossy(&o.stderr));
 }
