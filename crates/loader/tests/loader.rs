@@ -8,19 +8,18 @@ use rollway_core::{Array, Params, Value};
 use rollway_loader::{Batch, Loader, LoaderConfig, LoaderState, Selection};
 use rollway_store::{Collector, Dataset, DatasetWriter, WriterConfig};
 
+/// A collector recording `env_id` (with `params`) into `dir`, committing a shard
+/// every `per_shard` episodes when given.
+fn collector(dir: &Path, env_id: &str, params: &str, per_shard: Option<usize>) -> Collector {
+    let env = rollway_envs::make(env_id, &Params::parse(params).unwrap()).unwrap();
+    let cfg = WriterConfig { max_buffer_episodes: per_shard, ..Default::default() };
+    let w = DatasetWriter::create(dir, env.spec(), "t", 0, serde_json::json!({}), cfg).unwrap();
+    Collector::new(env, w)
+}
+
 /// Episodes of varied lengths, several shards.
 fn cartpole(dir: &Path) {
-    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
-    let w = DatasetWriter::create(
-        dir,
-        env.spec(),
-        "t",
-        0,
-        serde_json::json!({}),
-        WriterConfig { max_buffer_episodes: Some(5), ..Default::default() },
-    )
-    .unwrap();
-    let mut c = Collector::new(env, w);
+    let mut c = collector(dir, "CartPole-v1", "", Some(5));
     for s in 0..23u64 {
         c.reset(Some(s)).unwrap();
         let mut t = 0i64;
@@ -151,17 +150,7 @@ fn loaded_values_equal_recorded_values_with_padding_and_first_flags() {
 #[test]
 fn frames_whole_episodes_replacement_and_selection() {
     let d = tempfile::tempdir().unwrap();
-    let env = rollway_envs::make("PixelMine-v0", &Params::parse("size=16,max_steps=9").unwrap()).unwrap();
-    let w = DatasetWriter::create(
-        d.path(),
-        env.spec(),
-        "t",
-        0,
-        serde_json::json!({}),
-        WriterConfig { max_buffer_episodes: Some(2), ..Default::default() },
-    )
-    .unwrap();
-    let mut c = Collector::new(env, w);
+    let mut c = collector(d.path(), "PixelMine-v0", "size=16,max_steps=9", Some(2));
     for s in 0..5u64 {
         c.reset(Some(s)).unwrap();
         for a in 0..(5 + s as i64) {
@@ -263,17 +252,7 @@ fn epochs_follow_each_other_from_one_pool() {
 fn issue4_narrowed_fields_come_out_bit_exact() {
     for (env_id, continuous) in [("Pendulum-v1", true), ("MountainCar-v0", false), ("Acrobot-v1", false)] {
         let d = tempfile::tempdir().unwrap();
-        let env = rollway_envs::make(env_id, &Params::new()).unwrap();
-        let w = DatasetWriter::create(
-            d.path(),
-            env.spec(),
-            "t",
-            0,
-            serde_json::json!({}),
-            WriterConfig { max_buffer_episodes: Some(2), ..Default::default() },
-        )
-        .unwrap();
-        let mut c = Collector::new(env, w);
+        let mut c = collector(d.path(), env_id, "", Some(2));
         for s in 0..3u64 {
             c.reset(Some(s)).unwrap();
             for i in 0..40i64 {
@@ -319,9 +298,7 @@ fn issue4_narrowed_fields_come_out_bit_exact() {
 #[test]
 fn refresh_takes_in_episodes_committed_since_from_the_next_epoch() {
     let d = tempfile::tempdir().unwrap();
-    let env = rollway_envs::make("CartPole-v1", &Params::new()).unwrap();
-    let w = DatasetWriter::create(d.path(), env.spec(), "t", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
-    let mut c = Collector::new(env, w);
+    let mut c = collector(d.path(), "CartPole-v1", "", None);
     let episodes = |c: &mut Collector, seeds: std::ops::Range<u64>| {
         for s in seeds {
             c.reset(Some(s)).unwrap();
