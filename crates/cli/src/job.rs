@@ -112,9 +112,9 @@ pub fn check_resume_options(a: &RunArgs) -> Result<()> {
 }
 
 /// The job `--resume` continues: the dataset's stored config plus the options in
-/// [`RESUME_TAKES`] (see [`check_resume_options`]).
+/// [`RESUME_TAKES`]; the caller has refused the rest with [`check_resume_options`],
+/// before opening the dataset.
 pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
-    check_resume_options(a)?;
     let mut job = resolve_stored(stored)?;
     job.cfg.target = match (job.cfg.target, a.opts.episodes, a.opts.steps) {
         (t, None, None) => t,

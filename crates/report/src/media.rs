@@ -9,7 +9,7 @@
 
 use base64::Engine;
 use rollway_media::{h264, jpeg, mp4};
-use rollway_store::format::{column_name, IndexEntry};
+use rollway_store::format::IndexEntry;
 use rollway_store::Dataset;
 
 use crate::error::{Error, Result};
@@ -31,7 +31,7 @@ impl Default for ReportMedia {
 
 /// A frame key's `(height, width, channels)`.
 pub fn geometry(ds: &Dataset, key: &str) -> Option<(usize, usize, usize)> {
-    let leaf = ds.obs_layout().leaves().iter().find(|l| column_name("observations", l) == key)?;
+    let leaf = ds.frame_leaf(key)?;
     Some((leaf.shape[0], leaf.shape[1], leaf.shape[2]))
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use arrow_array::{Array as _, BooleanArray, Float32Array, Float64Array, ListArray, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
-use rollway_core::{Array, Info, Layout, Status};
+use rollway_core::{Array, Info, Layout, Leaf, Status};
 
 use crate::check;
 use crate::columns::{leaf_bytes, Columns, AGENT_STATE};
@@ -316,13 +316,16 @@ impl Dataset {
         Ok(out)
     }
 
+    /// The observation leaf stored under frame key `key` (`observations/rgb`):
+    /// its shape is the frames' height × width × channels.
+    pub fn frame_leaf(&self, key: &str) -> Option<&Leaf> {
+        self.obs.leaves().iter().find(|l| column_name("observations", l) == key)
+    }
+
     /// Opens a shard's frames for a frame key, for random access.
     pub fn open_frames(&self, key: &str, shard: u32) -> Result<Box<dyn frames::FrameShard>> {
         let leaf = self
-            .obs
-            .leaves()
-            .iter()
-            .find(|l| column_name("observations", l) == key)
+            .frame_leaf(key)
             .ok_or_else(|| Error::NotADataset { path: self.paths.root.clone(), message: format!("no frame key `{key}`") })?;
         let media = frames::media(frames::media_name_for(&self.meta.frame_media, key)).ok_or_else(|| Error::NotADataset {
             path: self.paths.root.clone(),
