@@ -1,7 +1,7 @@
-//! Image codecs for rollway's frame stores: H.264 in mp4 through FFmpeg's libraries
-//! (libx264 to encode, libavcodec to decode, libavformat for mp4) and JPEG through
-//! libjpeg-turbo. The store decides where bytes go; this crate only turns frames into
-//! bytes and back.
+//! Image codecs for rollway's frame stores and exports: H.264 and AV1 in mp4 through
+//! FFmpeg's libraries (libx264 and SVT-AV1 to encode, libavcodec and dav1d to decode
+//! H.264, HEVC and AV1, libavformat for mp4) and JPEG through libjpeg-turbo. The store
+//! decides where bytes go; this crate only turns frames into bytes and back.
 //!
 //! ```
 //! use rollway_media::h264::{decode_range, encode, Decoder, H264Options};
@@ -9,7 +9,7 @@
 //! let frames: Vec<Vec<u8>> = (0..8u8).map(|t| (0..16 * 16 * 3).map(|i| (i as u8).wrapping_add(t * 8)).collect()).collect();
 //! let enc = encode(frames.iter().map(|f| f.as_slice()), 16, 16, &H264Options::default())?;
 //! assert_eq!(enc.packets.len(), 8); // one packet per frame, none dropped
-//! let mut dec = Decoder::new(&enc.extradata, 16, 16)?;
+//! let mut dec = Decoder::new(enc.codec, &enc.extradata, 16, 16)?;
 //! let mut got = Vec::new();
 //! decode_range(&mut dec, &enc.packets, 3, 6, &mut |i, rgb| { got.push((i, rgb.len())); Ok(()) })?;
 //! assert_eq!(got, vec![(3, 768), (4, 768), (5, 768)]);
@@ -19,9 +19,11 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod av1;
 pub mod h264;
 pub mod jpeg;
 pub mod mp4;
+pub mod video;
 
 use std::path::PathBuf;
 use std::sync::Once;

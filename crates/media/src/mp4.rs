@@ -1,5 +1,5 @@
-//! mp4 files of H.264 packets, through FFmpeg's libavformat: what PyAV, LeRobot and
-//! MineStudio read. Packets of many episodes go into one file back to back; their
+//! mp4 files of H.264 or AV1 packets, through FFmpeg's libavformat: what PyAV, LeRobot
+//! and MineStudio read (reading takes HEVC too). Packets of many episodes go into one file back to back; their
 //! timestamps are shifted so frame `i` of the file is shown at `i / fps` seconds.
 
 use std::path::Path;
@@ -9,19 +9,21 @@ use ff::media::Type;
 use ff::Rational;
 use ffmpeg_next as ff;
 
-use crate::h264::{Encoded, Packet};
+use crate::video::{Codec, Encoded, Packet};
 use crate::{av_extradata, copy_extradata, init, Error, Result};
 
 /// A demuxed mp4 video stream.
 #[derive(Clone, Debug, Default)]
 pub struct Video {
+    /// The codec of the packets.
+    pub codec: Codec,
     /// Frame width.
     pub width: usize,
     /// Frame height.
     pub height: usize,
     /// Frames per second (timestamps are in frames).
     pub fps: u32,
-    /// SPS/PPS.
+    /// Codec extradata (SPS/PPS, AV1's sequence header).
     pub extradata: Vec<u8>,
     /// Packets in decode order, timestamps in frames from the start of the file.
     pub packets: Vec<Packet>,
@@ -44,7 +46,8 @@ fn io<'a>(path: &'a Path, what: &'static str) -> impl Fn(ff::Error) -> Error + '
 pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&Encoded]) -> Result<u64> {
     init();
     let extradata = episodes.first().map(|e| e.extradata.clone()).unwrap_or_default();
-    if let Some(bad) = episodes.iter().position(|e| e.extradata != extradata) {
+    let codec = episodes.first().map(|e| e.codec).unwrap_or_default();
+    if let Some(bad) = episodes.iter().position(|e| e.extradata != extradata || e.codec != codec) {
         return Err(Error::Codec(format!(
             "episode {bad} was encoded with different settings (parameter sets differ); cannot share one mp4"
         )));
@@ -52,7 +55,7 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
     let mut out = ff::format::output_as(path, "mp4").map_err(io(path, "creating mp4"))?;
     let tb = Rational::new(1, fps as i32);
     {
-        let mut st = out.add_stream(ff::encoder::find(Id::H264)).map_err(io(path, "adding the video stream"))?;
+        let mut st = out.add_stream(ff::encoder::find(codec.id())).map_err(io(path, "adding the video stream"))?;
         st.set_time_base(tb);
         st.set_avg_frame_rate(Rational::new(fps as i32, 1));
         st.set_rate(Rational::new(fps as i32, 1));
@@ -61,7 +64,7 @@ pub fn write(path: &Path, width: usize, height: usize, fps: u32, episodes: &[&En
             // SAFETY: a fresh stream's codecpar is ours to fill; extradata must be av_malloc'd and padded.
             let par = (*st.as_mut_ptr()).codecpar;
             (*par).codec_type = ff::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
-            (*par).codec_id = ff::ffi::AVCodecID::AV_CODEC_ID_H264;
+            (*par).codec_id = codec.id().into();
             (*par).width = width as i32;
             (*par).height = height as i32;
             (*par).format = ff::ffi::AVPixelFormat::AV_PIX_FMT_YUV420P as i32;
@@ -117,9 +120,10 @@ pub fn read(path: &Path) -> Result<Video> {
         let ex = copy_extradata((*p).extradata, (*p).extradata_size);
         ((*p).width as usize, (*p).height as usize, ex, (*p).codec_id)
     };
-    if codec_id != ff::ffi::AVCodecID::AV_CODEC_ID_H264 {
-        return Err(Error::File { path: path.to_path_buf(), message: format!("video codec is {codec_id:?}, not H.264") });
-    }
+    let codec = Codec::from_id(codec_id.into()).ok_or_else(|| Error::File {
+        path: path.to_path_buf(),
+        message: format!("video codec is {:?}; rollway decodes {}", Id::from(codec_id), Codec::names()),
+    })?;
     let ftb = Rational::new(1, fps as i32);
     let mut packets = Vec::new();
     for (s, mut pkt) in input.packets() {
@@ -141,5 +145,5 @@ pub fn read(path: &Path) -> Result<Video> {
             p.dts -= min;
         }
     }
-    Ok(Video { width, height, fps, extradata, packets })
+    Ok(Video { codec, width, height, fps, extradata, packets })
 }

@@ -34,7 +34,7 @@ fn h264_keeps_every_frame_and_decodes_any_range_frame_accurately() {
     // Keyframes exactly on the interval: random access never decodes more than keyint frames.
     let keys: Vec<i64> = enc.packets.iter().filter(|p| p.key).map(|p| p.pts).collect();
     assert_eq!(keys, (0..150).step_by(opts.keyint as usize).collect::<Vec<i64>>());
-    let mut dec = Decoder::new(&enc.extradata, 64, 64).unwrap();
+    let mut dec = Decoder::new(enc.codec, &enc.extradata, 64, 64).unwrap();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
     let mut whole = Vec::new();
     decode_range(&mut dec, &enc.packets, 0, 150, &mut |i, rgb| {
@@ -93,7 +93,7 @@ fn episodes_share_one_mp4_with_continuous_timestamps() {
     assert_eq!(pts, (0..118).collect::<Vec<_>>());
     // Every episode starts on a keyframe, so each decodes on its own.
     let all: Vec<&Vec<u8>> = eps.iter().flatten().collect();
-    let mut dec = Decoder::new(&v.extradata, 32, 32).unwrap();
+    let mut dec = Decoder::new(v.codec, &v.extradata, 32, 32).unwrap();
     for (from, to) in [(0, 40), (40, 41), (41, 118), (39, 45)] {
         decode_range(&mut dec, &v.packets, from, to, &mut |i, rgb| {
             let p = psnr(rgb, all[i as usize]);

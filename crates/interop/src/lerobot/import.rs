@@ -1,4 +1,9 @@
-//! LeRobot v3.0 directory → rollway dataset.
+//! LeRobot v3.x (and v2.x) directory → rollway dataset.
+//!
+//! The two versions differ only in where episodes are listed and how files are
+//! named: v3 keeps many episodes per data and video file (the episodes table
+//! gives each one's file and first timestamp), v2.x one file per episode
+//! (`meta/episodes.jsonl`). Both come down to [`EpisodeRef`]s; reading is shared.
 
 use std::path::{Path, PathBuf};
 
@@ -17,12 +22,13 @@ use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};
 
-/// Imports the LeRobot v3.0 dataset at `src` (its root, holding `meta/info.json`)
+/// Imports the LeRobot v3.x or v2.x dataset at `src` (its root, holding `meta/info.json`)
 /// as a new rollway dataset at `out`, which must not exist (or be an empty directory).
 ///
 /// A rollway export comes back as it was (see the module docs on the final
 /// observation); any other dataset maps `observation.*` and `action` features to
-/// spaces, and each of its frames to a step. Videos must be H.264. Nothing appears
+/// spaces, and each of its frames to a step. Videos may be H.264, HEVC or AV1
+/// (LeRobot's default). Nothing appears
 /// at `out` unless the whole import succeeds. `progress(done, total)` is called
 /// after each episode.
 pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<ImportReport> {
@@ -35,12 +41,11 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let info_path = root.inside(info_path).map_err(|message| Error::BadMetadata { path: src.join(meta::INFO), message })?;
     let text = std::fs::read_to_string(&info_path).io("reading", &info_path)?;
     let info = InfoJson::parse(&text).map_err(|message| Error::BadMetadata { path: info_path.clone(), message })?;
-    if !info.version.starts_with("v3.") {
-        let hint =
-            if info.version.starts_with("v2.") { ": convert it with `python -m lerobot.scripts.convert_dataset_v21_to_v30`" } else { "" };
+    let v2 = info.version.starts_with("v2.");
+    if !v2 && !info.version.starts_with("v3.") {
         return Err(Error::Unsupported {
             path: info_path,
-            message: format!("codebase_version {}; rollway reads v3.x{hint}", info.version),
+            message: format!("codebase_version {}; rollway reads v2.x and v3.x", info.version),
         });
     }
     let rw = source::rollway(&root)?;
@@ -59,7 +64,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     if !keys.is_empty() && info.video_path.is_none() {
         return Err(Error::BadMetadata { path: info_path, message: "video features but no `video_path`".into() });
     }
-    let eps = source::episodes(&root, &keys)?;
+    let eps = if v2 { source::episodes_v2(&root, info.chunks_size, &keys)? } else { source::episodes(&root, &keys)? };
     if let Some(t) = info.total_episodes.filter(|&t| t != eps.len() as u64) {
         return Err(Error::Malformed {
             path: src.join(meta::EPISODES_DIR),
@@ -179,13 +184,8 @@ impl Reader<'_> {
                     rollway_media::Error::File { message, .. } => message,
                     other => other.to_string(),
                 };
-                if m.contains("not H.264") {
-                    Error::Unsupported {
-                        path: path.clone(),
-                        message: format!(
-                            "{m}; rollway decodes H.264 only (re-encode with e.g. `ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT`)"
-                        ),
-                    }
+                if m.starts_with("video codec is") {
+                    Error::Unsupported { path: path.clone(), message: m }
                 } else {
                     malformed(&path, "/", m)
                 }
@@ -193,7 +193,7 @@ impl Reader<'_> {
             if (video.width, video.height) != (w, h) {
                 return Err(malformed(&path, "/", format!("{}×{} frames, info.json says {w}×{h}", video.width, video.height)));
             }
-            let dec = Decoder::new(&video.extradata, w, h).map_err(|e| malformed(&path, "/", e.to_string()))?;
+            let dec = Decoder::new(video.codec, &video.extradata, w, h).map_err(|e| malformed(&path, "/", e.to_string()))?;
             self.videos[v] = Some(VideoFile { path: path.clone(), video, dec });
         }
         let f = self.videos[v].as_mut().expect("loaded above");

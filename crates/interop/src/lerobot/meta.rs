@@ -16,6 +16,8 @@ pub(crate) const INFO: &str = "meta/info.json";
 pub(crate) const STATS: &str = "meta/stats.json";
 pub(crate) const TASKS: &str = "meta/tasks.parquet";
 pub(crate) const EPISODES_DIR: &str = "meta/episodes";
+/// v2.x lists its episodes one JSON object a line (`episode_index`, `tasks`, `length`).
+pub(crate) const EPISODES_JSONL: &str = "meta/episodes.jsonl";
 pub(crate) const ROLLWAY: &str = "meta/rollway.json";
 pub(crate) const DATA_PATH: &str = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
 pub(crate) const VIDEO_PATH: &str = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4";
@@ -32,6 +34,9 @@ const MAX_WIDTH: usize = 32;
 /// Fills a Python format template such as `data/chunk-{chunk_index:03d}/…`:
 /// `{name}`, `{name:d}` and `{name:Nd}`/`{name:0Nd}` fields of `chunk_index`,
 /// `file_index` and (with a `key`) `video_key`, which is all LeRobot's templates use.
+/// v2.x templates name a file by its episode instead (`{episode_chunk}`,
+/// `{episode_index}`): those take `chunk` and `file` too, so a v2.x episode's file
+/// is at `(chunk, episode)`.
 pub(crate) fn fill(template: &str, key: Option<&str>, chunk: u64, file: u64) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = template;
@@ -41,8 +46,8 @@ pub(crate) fn fill(template: &str, key: Option<&str>, chunk: u64, file: u64) -> 
         let field = &rest[open + 1..close];
         let (name, spec) = field.split_once(':').unwrap_or((field, ""));
         let value = match (name, key) {
-            ("chunk_index", _) => chunk.to_string(),
-            ("file_index", _) => file.to_string(),
+            ("chunk_index" | "episode_chunk", _) => chunk.to_string(),
+            ("file_index" | "episode_index", _) => file.to_string(),
             ("video_key", Some(k)) => k.to_string(),
             _ => return Err(format!("unknown field `{{{field}}}`")),
         };
@@ -126,6 +131,8 @@ pub(crate) struct InfoJson {
     pub fps: u32,
     pub robot_type: Option<String>,
     pub total_episodes: Option<u64>,
+    /// Episodes a chunk directory holds (v2.x names files by episode within chunks).
+    pub chunks_size: u64,
     pub data_path: String,
     pub video_path: Option<String>,
     pub features: BTreeMap<String, Feature>,
@@ -161,6 +168,7 @@ impl InfoJson {
             fps,
             robot_type: s("robot_type"),
             total_episodes: m.get("total_episodes").and_then(Json::as_u64),
+            chunks_size: m.get("chunks_size").and_then(Json::as_u64).filter(|&c| c > 0).unwrap_or(1000),
             data_path,
             video_path,
             features,

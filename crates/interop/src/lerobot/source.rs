@@ -86,15 +86,47 @@ pub(crate) fn episodes(root: &Root, video_keys: &[String]) -> Result<Vec<Episode
             });
         }
     }
-    out.sort_by_key(|e| e.index);
-    if let Some(w) = out.windows(2).find(|w| w[0].index == w[1].index) {
+    sorted_unique(out, &root.path.join(meta::EPISODES_DIR))
+}
+
+/// The episodes of a v2.x dataset, from `meta/episodes.jsonl`, sorted by index.
+/// Each episode has files of its own: its data at `(chunk, episode)` (see
+/// [`meta::fill`]) and its videos likewise, each starting at timestamp 0.
+pub(crate) fn episodes_v2(root: &Root, chunks_size: u64, video_keys: &[String]) -> Result<Vec<EpisodeRef>> {
+    let path =
+        root.file(meta::EPISODES_JSONL).map_err(|message| Error::BadMetadata { path: root.path.join(meta::EPISODES_JSONL), message })?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| Error::NotLeRobot { path: path.clone(), message: format!("v2.x needs it: {e}") })?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let bad = |message: String| Error::Malformed { path: path.clone(), object: format!("line {}", n + 1), message };
+        let j: Json = serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let int = |k: &str| j.get(k).and_then(Json::as_u64).ok_or_else(|| bad(format!("no `{k}` (a non-negative integer)")));
+        let (index, length) = (int("episode_index")?, int("length")?);
+        let tasks = j.get("tasks").and_then(Json::as_array).map(|t| t.iter().filter_map(|x| x.as_str().map(String::from)).collect());
+        let at = (index / chunks_size, index);
+        out.push(EpisodeRef {
+            index: i64::try_from(index).map_err(|_| bad(format!("episode_index {index}")))?,
+            length: usize::try_from(length).map_err(|_| bad(format!("length {length}")))?,
+            data: at,
+            tasks: tasks.unwrap_or_default(),
+            videos: video_keys.iter().map(|_| (at, 0.0)).collect(),
+        });
+    }
+    sorted_unique(out, &path)
+}
+
+/// `eps` sorted by index, or an error naming an episode listed twice.
+fn sorted_unique(mut eps: Vec<EpisodeRef>, listed_in: &Path) -> Result<Vec<EpisodeRef>> {
+    eps.sort_by_key(|e| e.index);
+    if let Some(w) = eps.windows(2).find(|w| w[0].index == w[1].index) {
         return Err(Error::Malformed {
-            path: root.path.join(meta::EPISODES_DIR),
+            path: listed_in.to_path_buf(),
             object: "episode_index".into(),
             message: format!("episode {} is listed twice", w[0].index),
         });
     }
-    Ok(out)
+    Ok(eps)
 }
 
 /// How an import reads the data columns.

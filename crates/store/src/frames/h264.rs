@@ -68,7 +68,7 @@ impl FrameMedia for H264 {
     fn read(&self, path: &Path, geom: &Geom, start: u64, count: u64, out: &mut Vec<u8>) -> Result<()> {
         let v = frames_of(path, geom)?;
         check_count(path, &v, start, count)?;
-        let mut dec = Decoder::new(&v.extradata, geom.width, geom.height).map_err(|e| codec_err(path, e))?;
+        let mut dec = Decoder::new(v.codec, &v.extradata, geom.width, geom.height).map_err(|e| codec_err(path, e))?;
         out.reserve(count as usize * geom.bytes());
         decode_range(&mut dec, &v.packets, start as i64, (start + count) as i64, &mut |_, rgb| {
             out.extend_from_slice(rgb);
@@ -111,7 +111,9 @@ impl H264Shard {
             return Ok(idle.swap_remove(i));
         }
         drop(idle);
-        Decoder::new(&self.video.extradata, self.geom.width, self.geom.height).map(Owned).map_err(|e| codec_err(&self.path, e))
+        Decoder::new(self.video.codec, &self.video.extradata, self.geom.width, self.geom.height)
+            .map(Owned)
+            .map_err(|e| codec_err(&self.path, e))
     }
 }
 
