@@ -52,7 +52,9 @@ def export_lerobot(
     task: Optional[str] = None,
     robot_type: Optional[str] = None,
     force: bool = False,
+    video_codec: Optional[str] = None,
     crf: Optional[float] = None,
+    keyint: Optional[int] = None,
     progress: bool = True,
 ) -> str: ...
 def import_minari(src: str, out: str, progress: bool = True) -> str: ...

@@ -129,12 +129,27 @@ pub struct ExportArgs {
     /// lerobot: `robot_type` in meta/info.json. [default: null]
     #[arg(long, value_name = "TYPE")]
     pub robot_type: Option<String>,
-    /// lerobot: H.264 constant rate factor, 0–51, lower is better quality. [default: 23]
+    /// lerobot: the video codec, av1 (LeRobot's default: smallest files) or h264
+    /// (encodes several times faster). [default: av1]
+    #[arg(long, value_name = "CODEC", value_parser = video_codec)]
+    pub video_codec: Option<rollway_interop::lerobot::Codec>,
+    /// lerobot: constant rate factor, lower is better quality: 0–63 for av1, 0–51 for
+    /// h264. [default: 30 for av1 (LeRobot's), 23 for h264]
     #[arg(long, value_name = "CRF")]
     pub crf: Option<f32>,
+    /// lerobot: at most this many frames between keyframes. [default: 2 for av1
+    /// (LeRobot's), 32 for h264]
+    #[arg(long, value_name = "N")]
+    pub keyint: Option<u32>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--video-codec`: a codec an export writes.
+fn video_codec(s: &str) -> std::result::Result<rollway_interop::lerobot::Codec, String> {
+    use rollway_interop::lerobot::{Codec, WRITES};
+    Codec::parse(s).filter(|c| WRITES.contains(c)).ok_or_else(|| format!("choose one of {}", WRITES.map(Codec::name).join(", ")))
 }
 
 #[derive(Args)]

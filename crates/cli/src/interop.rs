@@ -41,6 +41,8 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
                     ("--task", a.task.is_some()),
                     ("--robot-type", a.robot_type.is_some()),
                     ("--crf", a.crf.is_some()),
+                    ("--keyint", a.keyint.is_some()),
+                    ("--video-codec", a.video_codec.is_some()),
                 ],
             )?;
             let opts = minari::ExportOptions {
@@ -105,7 +107,9 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
         task: a.task.clone(),
         robot_type: a.robot_type.clone(),
         force: a.force,
-        crf: a.crf.unwrap_or(d.crf),
+        video_codec: a.video_codec.unwrap_or(d.video_codec),
+        crf: a.crf,
+        keyint: a.keyint,
         ..d
     };
     let bar = Bar::new(a.quiet, "exporting", "episodes");

@@ -74,7 +74,7 @@ fn issue10_lerobot_import_confines_paths_to_the_dataset() {
         ("data_path", abs.as_str()),
         ("data_path", "data/chunk-{chunk_index:099999999d}/file-{file_index:03d}.parquet"),
         ("data_path", "data/chunk-{chunk_index:033d}/file-{file_index:03d}.parquet"),
-        ("data_path", "data/{episode_chunk}/file-{file_index:03d}.parquet"),
+        ("data_path", "data/{task_index}/file-{file_index:03d}.parquet"),
         ("video_path", "../outside/videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"),
         ("video_path", abs_video.as_str()),
     ];

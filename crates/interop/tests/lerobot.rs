@@ -124,23 +124,32 @@ fn cartpole_round_trips_exactly() {
     assert!(rollway_store::verify(&b).problems.is_empty());
 }
 
+/// Both codecs an export writes: AV1 (the default, LeRobot's) and H.264.
 #[test]
 fn pixelmine_video_round_trips_within_codec_loss() {
+    for (codec, keyint) in [(lerobot::Codec::Av1, 2), (lerobot::Codec::H264, 32)] {
+        video_round_trip(codec, keyint);
+    }
+}
+
+fn video_round_trip(codec: lerobot::Codec, keyint: u64) {
     let tmp = tempfile::tempdir().unwrap();
     let (src, out, back) = (tmp.path().join("src"), tmp.path().join("lerobot"), tmp.path().join("back"));
     record(&src, "PixelMine-v0", "size=32,max_steps=40", "miner", 6, None, true);
-    let rep = lerobot::export(&src, &out, &ExportOptions { episodes_per_file: Some(4), ..Default::default() }, &mut nothing).unwrap();
+    let opts = ExportOptions { episodes_per_file: Some(4), video_codec: codec, encode_threads: 3, ..Default::default() };
+    let rep = lerobot::export(&src, &out, &opts, &mut nothing).unwrap();
     assert_eq!((rep.episodes, rep.data_files, rep.video_files), (6, 2, 2));
     assert_eq!(rep.video_keys, ["observation.images.rgb"]);
     let info = json(&out.join("meta/info.json"));
     let rgb = &info["features"]["observation.images.rgb"];
     assert_eq!((rgb["dtype"].as_str(), &rgb["shape"]), (Some("video"), &serde_json::json!([32, 32, 3])));
-    assert_eq!((rgb["info"]["video.codec"].as_str(), rgb["info"]["video.fps"].as_u64()), (Some("h264"), Some(30)));
+    let vi = &rgb["info"];
+    assert_eq!((vi["video.codec"].as_str(), vi["video.fps"].as_u64(), vi["video.g"].as_u64()), (Some(codec.name()), Some(30), Some(keyint)));
     assert_eq!(info["features"]["observation.state"]["dtype"], "int32");
     assert_eq!(files(&out.join("videos/observation.images.rgb/chunk-000")), ["file-000.mp4", "file-001.mp4"]);
     // Four episodes of 41 frames in the first file, back to back.
     let v = rollway_media::mp4::read(&out.join("videos/observation.images.rgb/chunk-000/file-000.mp4")).unwrap();
-    assert_eq!((v.width, v.height, v.fps, v.frames()), (32, 32, 30, 4 * 41));
+    assert_eq!((v.codec, v.width, v.height, v.fps, v.frames()), (codec, 32, 32, 30, 4 * 41));
     let stats = json(&out.join("meta/stats.json"));
     let mean = &stats["observation.images.rgb"]["mean"];
     assert!(mean.as_array().unwrap().len() == 3 && mean[0][0][0].as_f64().unwrap() <= 1.0, "{mean}");

@@ -23,6 +23,7 @@ pub mod av1;
 pub mod h264;
 pub mod jpeg;
 pub mod mp4;
+pub mod pool;
 pub mod video;
 
 use std::path::PathBuf;

@@ -10,7 +10,7 @@ use rollway_interop::{lerobot, minari};
 use rollway_store::{Dataset, OpenOptions};
 use serde_json::json;
 
-use crate::errors::ToPy;
+use crate::errors::{input_error, ToPy};
 
 /// `rollway verify`: checks every committed episode and file; changes nothing.
 #[pyfunction]
@@ -68,7 +68,7 @@ pub fn export_minari(
 
 /// `rollway export --to lerobot`.
 #[pyfunction]
-#[pyo3(signature = (path, out, fps=None, task=None, robot_type=None, force=false, crf=None, progress=true))]
+#[pyo3(signature = (path, out, fps=None, task=None, robot_type=None, force=false, video_codec=None, crf=None, keyint=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn export_lerobot(
     py: Python<'_>,
@@ -78,11 +78,19 @@ pub fn export_lerobot(
     task: Option<String>,
     robot_type: Option<String>,
     force: bool,
+    video_codec: Option<String>,
     crf: Option<f32>,
+    keyint: Option<u32>,
     progress: bool,
 ) -> PyResult<String> {
     let d = lerobot::ExportOptions::default();
-    let opts = lerobot::ExportOptions { fps: fps.unwrap_or(d.fps), task, robot_type, force, crf: crf.unwrap_or(d.crf), ..d };
+    let video_codec = match video_codec {
+        None => d.video_codec,
+        Some(name) => lerobot::Codec::parse(&name).filter(|c| lerobot::WRITES.contains(c)).ok_or_else(|| {
+            input_error(format!("video_codec {name:?}: choose one of {}", lerobot::WRITES.map(lerobot::Codec::name).join(", ")))
+        })?,
+    };
+    let opts = lerobot::ExportOptions { fps: fps.unwrap_or(d.fps), task, robot_type, force, video_codec, crf, keyint, ..d };
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "exporting", "episodes");
         lerobot::export(&path, &out, &opts, &mut |d, t| bar.update(d, t))

@@ -24,6 +24,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
+use rollway_media::pool::Pool;
 
 use crate::columns::{traj, Columns};
 use crate::error::IoContext;
@@ -272,7 +273,7 @@ impl DatasetWriter {
             })?;
             frame_leaves.push(FrameLeaf { key, offset: l.offset, geom: Geom::of(l), media });
         }
-        let pool = if frame_leaves.is_empty() { None } else { Some(EncoderPool::start(cfg.encode_threads, &o.paths.root)?) };
+        let pool = if frame_leaves.is_empty() { None } else { Some(Pool::start(cfg.encode_threads).io("starting encoder threads", &o.paths.root)?) };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
@@ -373,7 +374,7 @@ struct Shards {
     paths: Paths,
     columns: Columns,
     frame_leaves: Vec<FrameLeaf>,
-    pool: Option<EncoderPool>,
+    pool: Option<Pool>,
     next: u32,
     run: RunInfo,
     stats: WriteStats,
@@ -450,7 +451,6 @@ impl Shards {
         write_metadata(&self.paths, &meta)
     }
 
-    /// Writes and commits one shard holding `buf`'s episodes.
     /// Starts encoding an arriving episode's frames on the pool, one job per frame key.
     fn submit(&self, ep: EpisodeResult) -> Pending {
         let ep = Arc::new(ep);
@@ -473,6 +473,7 @@ impl Shards {
         Pending { ep, frames }
     }
 
+    /// Writes and commits one shard holding `buf`'s episodes.
     fn commit(&mut self, buf: &mut Vec<Pending>) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
@@ -614,45 +615,3 @@ struct FrameLeaf {
     media: Arc<dyn FrameMedia>,
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Threads that encode frames off the writer thread, episodes in parallel. Jobs in
-/// flight are bounded by the writer's buffer, which is bounded by its limits.
-struct EncoderPool {
-    tx: Option<Sender<Job>>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl EncoderPool {
-    fn start(threads: usize, root: &Path) -> Result<EncoderPool> {
-        let n = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
-        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-        let mut handles = Vec::new();
-        for i in 0..n {
-            let rx = rx.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("rollway-encode-{i}"))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job();
-                    }
-                })
-                .io("starting encoder thread", root)?;
-            handles.push(h);
-        }
-        Ok(EncoderPool { tx: Some(tx), threads: handles })
-    }
-
-    fn run(&self, job: Job) {
-        let _ = self.tx.as_ref().expect("open until dropped").send(job);
-    }
-}
-
-impl Drop for EncoderPool {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        for h in self.threads.drain(..) {
-            let _ = h.join();
-        }
-    }
-}

@@ -1,4 +1,5 @@
-//! rollway dataset → LeRobot v3.0 directory.
+//! rollway dataset → LeRobot v3.0 directory. Data rows are written here, as
+//! episodes are read; videos go through [`super::videos`], on the encoder pool.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,14 +8,14 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, St
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rollway_core::DType;
-use rollway_media::h264::{self, Encoded, H264Options};
 use rollway_store::{Dataset, EpisodeData};
 use serde_json::{json, Map, Value as Json};
 
 use super::arrowx::{self, Writer};
 use super::meta::{self, EpisodeMeta, RollwayMeta};
-use super::plan::{Col, Plan};
+use super::plan::Plan;
 use super::stats::{self, Stats};
+use super::videos::{Settings, Videos};
 use super::{ExportOptions, ExportReport, CODEBASE_VERSION, FINAL_OBSERVATION};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -37,16 +38,14 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     {
         return bad_opt("fps, chunks_size, file sizes and episodes_per_file must be positive");
     }
-    if !(0.0..=51.0).contains(&opts.crf) || opts.keyint == 0 {
-        return bad_opt("crf must be in 0..=51 and keyint positive");
-    }
+    let settings = Settings::of(opts).map_err(|message| Error::Unsupported { path: out.to_path_buf(), message })?;
     let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
     fsx::refuse_overlap(src, out)?;
     fsx::check_replaceable(out, opts.force, "LeRobot", "meta/info.json with a codebase_version", is_export)?;
     let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
     let plan = Plan::new(&obs, &act, None).map_err(|message| Error::Unsupported { path: src.to_path_buf(), message })?;
     let (staging, out_abs) = Staging::beside(out, "export into a named directory")?;
-    let mut report = Exporter::new(&ds, src, staging.path(), opts, plan)?.run(progress)?;
+    let mut report = Exporter::new(&ds, src, staging.path(), opts, plan, settings)?.run(progress)?;
     report.out = out.to_path_buf();
     report.bytes = fsx::dir_bytes(staging.path());
     fsx::replace_dir(staging, &out_abs)?;
@@ -57,16 +56,6 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
 fn is_export(dir: &Path) -> bool {
     let info = std::fs::read(dir.join(meta::INFO)).ok().and_then(|b| serde_json::from_slice::<Json>(&b).ok());
     info.is_some_and(|i| i.get("codebase_version").is_some_and(Json::is_string))
-}
-
-/// The mp4 file being filled for one video key.
-struct VideoFile {
-    col: Col,
-    at: (u64, u64),
-    pending: Vec<Encoded>,
-    frames: u64,
-    bytes: u64,
-    files: u64,
 }
 
 /// The data file being filled.
@@ -82,7 +71,8 @@ struct EpisodeRow {
     length: u64,
     data: (u64, u64),
     from: u64,
-    videos: Vec<((u64, u64), f64, f64)>,
+    /// Filled in as the episode's videos settle, in key order.
+    videos: Vec<super::videos::Placed>,
     stats: Vec<Stats>,
 }
 
@@ -101,12 +91,12 @@ struct Exporter<'a> {
     data: Option<DataFile>,
     data_at: (u64, u64),
     data_files: u64,
-    videos: Vec<VideoFile>,
+    videos: Videos,
     rows: Vec<EpisodeRow>,
     frames: u64,
 }
 
-fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
+pub(super) fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
     if at.1 + 1 >= chunks {
         (at.0 + 1, 0)
     } else {
@@ -115,7 +105,7 @@ fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
 }
 
 impl<'a> Exporter<'a> {
-    fn new(ds: &'a Dataset, src: &'a Path, root: &'a Path, opts: &'a ExportOptions, plan: Plan) -> Result<Exporter<'a>> {
+    fn new(ds: &'a Dataset, src: &'a Path, root: &'a Path, opts: &'a ExportOptions, plan: Plan, settings: Settings) -> Result<Exporter<'a>> {
         let store = |source| Error::Store { path: src.to_path_buf(), source };
         // Rewards are float32 by LeRobot's convention, unless that would change one.
         let mut reward = DType::F32;
@@ -148,8 +138,7 @@ impl<'a> Exporter<'a> {
             stat_names.push(name.to_string());
         }
         stat_names.extend(plan.videos().map(|c| c.name.clone()));
-        let videos =
-            plan.videos().map(|c| VideoFile { col: c.clone(), at: (0, 0), pending: vec![], frames: 0, bytes: 0, files: 0 }).collect();
+        let videos = Videos::new(root, plan.videos().cloned().collect(), settings, opts)?;
         Ok(Exporter {
             ds,
             src,
@@ -182,8 +171,8 @@ impl<'a> Exporter<'a> {
         for k in 0..reader.entries().len() {
             let ep = reader.read(k).map_err(|source| Error::Store { path: self.src.to_path_buf(), source })?;
             steps += ep.entry.length;
-            self.episode(k as u64, &ep)?;
-            let e = &ep.entry;
+            let e = ep.entry.clone();
+            self.episode(k as u64, ep)?;
             episodes.push(EpisodeMeta {
                 episode_id: e.episode_id,
                 seed: e.seed,
@@ -195,9 +184,11 @@ impl<'a> Exporter<'a> {
             progress(k as u64 + 1, total);
         }
         self.close_data()?;
-        for v in 0..self.videos.len() {
-            self.flush_video(v)?;
-        }
+        let rows = &mut self.rows;
+        self.videos.finish(&mut |k, placed, stats| {
+            rows[k].videos.push(placed);
+            rows[k].stats.push(stats);
+        })?;
         self.write_meta(episodes)?;
         Ok(ExportReport {
             out: PathBuf::new(),
@@ -206,14 +197,14 @@ impl<'a> Exporter<'a> {
             frames: self.frames,
             given_up: self.ds.episodes().count() as u64 - total,
             data_files: self.data_files,
-            video_files: self.videos.iter().map(|v| v.files).sum(),
-            video_keys: self.videos.iter().map(|v| v.col.name.clone()).collect(),
+            video_files: self.videos.files_written(),
+            video_keys: self.videos.cols().map(|c| c.name.clone()).collect(),
             bytes: 0,
         })
     }
 
     /// Writes one episode's T+1 frames: its data rows, its video frames, its stats.
-    fn episode(&mut self, k: u64, ep: &EpisodeData) -> Result<()> {
+    fn episode(&mut self, k: u64, mut ep: EpisodeData) -> Result<()> {
         let t = ep.entry.length as usize;
         let n = t + 1;
         let mut cols: Vec<ArrayRef> = Vec::new();
@@ -261,16 +252,16 @@ impl<'a> Exporter<'a> {
         let batch = RecordBatch::try_new(self.schema.clone(), cols)
             .map_err(|e| Error::Parquet { path: self.root.to_path_buf(), message: format!("episode {k}: {e}") })?;
         let data = self.write_data(&batch)?;
-        let mut videos = Vec::new();
-        for v in 0..self.videos.len() {
-            let c = self.videos[v].col.clone();
-            let pixels = &ep.observations[c.leaf].1.data;
-            stats.push(Stats::of_frames(pixels, n));
-            videos.push(self.add_video(v, pixels, n)?);
-        }
-        self.rows.push(EpisodeRow { length: n as u64, data, from, videos, stats });
+        self.rows.push(EpisodeRow { length: n as u64, data, from, videos: vec![], stats });
         self.frames += n as u64;
-        Ok(())
+        // The frames move to the encoder pool; the rest of the episode is written.
+        let leaves: Vec<usize> = self.videos.cols().map(|c| c.leaf).collect();
+        let pixels = leaves.into_iter().map(|l| std::mem::take(&mut ep.observations[l].1.data)).collect();
+        let rows = &mut self.rows;
+        self.videos.submit(k as usize, n, pixels, &mut |k, placed, stats| {
+            rows[k].videos.push(placed);
+            rows[k].stats.push(stats);
+        })
     }
 
     fn data_path(&self, at: (u64, u64)) -> PathBuf {
@@ -310,53 +301,6 @@ impl<'a> Exporter<'a> {
         Ok(())
     }
 
-    /// Encodes an episode's frames and queues them for the current mp4 of key `v`;
-    /// returns where they are: `(chunk, file)`, `from_timestamp`, `to_timestamp`.
-    fn add_video(&mut self, v: usize, pixels: &[u8], n: usize) -> Result<((u64, u64), f64, f64)> {
-        let [h, w, _] = self.videos[v].col.video.expect("video columns have a frame shape");
-        let opts = H264Options { crf: self.opts.crf, keyint: self.opts.keyint, fps: self.opts.fps, ..Default::default() };
-        let path = self.video_path(v);
-        let enc =
-            h264::encode(pixels.chunks_exact(h * w * 3), w, h, &opts).map_err(|source| Error::Video { path: path.clone(), source })?;
-        let bytes: u64 = enc.packets.iter().map(|p| p.data.len() as u64).sum();
-        let f = &self.videos[v];
-        let full = f.bytes + bytes >= self.opts.video_file_size_in_mb * 1_000_000
-            || self.opts.episodes_per_file.is_some_and(|m| f.pending.len() as u64 >= m);
-        if !f.pending.is_empty() && full {
-            self.flush_video(v)?;
-            let f = &mut self.videos[v];
-            f.at = next(f.at, self.opts.chunks_size);
-        }
-        let f = &mut self.videos[v];
-        let fps = f64::from(self.opts.fps);
-        let span = (f.frames as f64 / fps, (f.frames + n as u64) as f64 / fps);
-        f.frames += n as u64;
-        f.bytes += bytes;
-        f.pending.push(enc);
-        Ok((f.at, span.0, span.1))
-    }
-
-    fn video_path(&self, v: usize) -> PathBuf {
-        let f = &self.videos[v];
-        self.root.join(meta::fill(meta::VIDEO_PATH, Some(&f.col.name), f.at.0, f.at.1).expect("our template"))
-    }
-
-    fn flush_video(&mut self, v: usize) -> Result<()> {
-        if self.videos[v].pending.is_empty() {
-            return Ok(());
-        }
-        let path = self.video_path(v);
-        let dir = path.parent().expect("templated paths have directories");
-        std::fs::create_dir_all(dir).io("creating", dir)?;
-        let f = &mut self.videos[v];
-        let [h, w, _] = f.col.video.expect("video columns have a frame shape");
-        let refs: Vec<&Encoded> = f.pending.iter().collect();
-        rollway_media::mp4::write(&path, w, h, self.opts.fps, &refs).map_err(|source| Error::Video { path: path.clone(), source })?;
-        (f.pending, f.frames, f.bytes) = (vec![], 0, 0);
-        f.files += 1;
-        Ok(())
-    }
-
     fn write_json(&self, rel: &str, j: &Json) -> Result<()> {
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().expect("meta/")).io("creating", &p)?;
@@ -380,11 +324,11 @@ impl<'a> Exporter<'a> {
             };
             features.insert(f.name().clone(), json!({"dtype": dtype, "shape": [shape], "names": null}));
         }
-        for v in &self.videos {
-            let mut f = v.col.feature();
-            let [h, w, _] = v.col.video.expect("video columns have a frame shape");
-            f["info"] = meta::video_info(h, w, self.opts.fps, self.opts.crf, self.opts.keyint);
-            features.insert(v.col.name.clone(), f);
+        for c in self.videos.cols() {
+            let mut f = c.feature();
+            let [h, w, _] = c.video.expect("video columns have a frame shape");
+            f["info"] = self.videos.settings().info(h, w);
+            features.insert(c.name.clone(), f);
         }
         let info = json!({
             "codebase_version": CODEBASE_VERSION,
@@ -398,7 +342,7 @@ impl<'a> Exporter<'a> {
             "fps": self.opts.fps,
             "splits": {"train": format!("0:{n}")},
             "data_path": meta::DATA_PATH,
-            "video_path": if self.videos.is_empty() { Json::Null } else { json!(meta::VIDEO_PATH) },
+            "video_path": if self.videos.cols().next().is_none() { Json::Null } else { json!(meta::VIDEO_PATH) },
             "features": features,
         });
         self.write_json(meta::INFO, &info)?;
@@ -444,8 +388,8 @@ impl<'a> Exporter<'a> {
         cols.push(("data/file_index".into(), int(&|r| r.data.1)));
         cols.push(("dataset_from_index".into(), int(&|r| r.from)));
         cols.push(("dataset_to_index".into(), int(&|r| r.from + r.length)));
-        for (v, f) in self.videos.iter().enumerate() {
-            let key = &f.col.name;
+        for (v, c) in self.videos.cols().enumerate() {
+            let key = &c.name;
             cols.push((format!("videos/{key}/chunk_index"), int(&|r| r.videos[v].0 .0)));
             cols.push((format!("videos/{key}/file_index"), int(&|r| r.videos[v].0 .1)));
             cols.push((

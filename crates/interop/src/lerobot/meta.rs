@@ -176,22 +176,6 @@ impl InfoJson {
     }
 }
 
-/// The `info` block LeRobot's `get_video_info` records for a video feature.
-pub(crate) fn video_info(h: usize, w: usize, fps: u32, crf: f32, keyint: u32) -> Json {
-    json!({
-        "video.height": h,
-        "video.width": w,
-        "video.codec": "h264",
-        "video.pix_fmt": "yuv420p",
-        "video.is_depth_map": false,
-        "video.fps": fps,
-        "video.channels": 3,
-        "video.g": keyint,
-        "video.crf": crf,
-        "has_audio": false,
-    })
-}
-
 /// `meta/tasks.parquet` as pandas writes LeRobot's task table: a `task_index`
 /// column and the `task` index, which the pandas metadata restores as the index.
 pub(crate) fn tasks_batch(tasks: &[String]) -> RecordBatch {

@@ -10,7 +10,7 @@
 //! meta/episodes/chunk-000/file-000.parquet         one row per episode: ranges, file indices, timestamps, stats/…
 //! meta/rollway.json                                rollway's spaces and per-episode fields, for a lossless import
 //! data/chunk-CCC/file-FFF.parquet                  one row per frame, many episodes per file
-//! videos/<video_key>/chunk-CCC/file-FFF.mp4        H.264, many episodes per file back to back
+//! videos/<video_key>/chunk-CCC/file-FFF.mp4        AV1 (or H.264), many episodes per file back to back
 //! ```
 //!
 //! ## Names
@@ -51,14 +51,20 @@ mod meta;
 mod plan;
 mod source;
 mod stats;
+mod videos;
 
 use std::path::PathBuf;
+
+pub use rollway_media::video::Codec;
 
 pub use export::export;
 pub use import::import;
 
 /// The `codebase_version` written to `meta/info.json`.
 pub const CODEBASE_VERSION: &str = "v3.0";
+
+/// The video codecs an export writes, the default first.
+pub const WRITES: [Codec; 2] = [Codec::Av1, Codec::H264];
 
 /// The bool column that marks an episode's extra final-observation frame.
 pub const FINAL_OBSERVATION: &str = "rollway.final_observation";
@@ -75,10 +81,17 @@ pub struct ExportOptions {
     /// Replace an existing output directory, which must be a LeRobot dataset (hold
     /// `meta/info.json` with a `codebase_version`); anything else is refused.
     pub force: bool,
-    /// H.264 constant rate factor (lower is better quality, bigger files).
-    pub crf: f32,
-    /// Frames between keyframes (bounds how far a reader decodes to reach a frame).
-    pub keyint: u32,
+    /// The video codec: AV1 by default, as LeRobot writes (`h264` encodes several
+    /// times faster, for bigger files).
+    pub video_codec: Codec,
+    /// Constant rate factor (lower is better quality, bigger files); default the
+    /// codec's: 30 for AV1 (LeRobot's), 23 for H.264.
+    pub crf: Option<f32>,
+    /// Frames between keyframes (bounds how far a reader decodes to reach a frame);
+    /// default 2 for AV1 (LeRobot's), 32 for H.264.
+    pub keyint: Option<u32>,
+    /// Encoder threads (0: one per core); episodes encode in parallel.
+    pub encode_threads: usize,
     /// Start a new data file once one reaches this size (LeRobot's default is 100).
     pub data_file_size_in_mb: u64,
     /// Start a new video file once one reaches this size (LeRobot's default is 200).
@@ -96,8 +109,10 @@ impl Default for ExportOptions {
             task: None,
             robot_type: None,
             force: false,
-            crf: 23.0,
-            keyint: 32,
+            video_codec: Codec::Av1,
+            crf: None,
+            keyint: None,
+            encode_threads: 0,
             data_file_size_in_mb: 100,
             video_file_size_in_mb: 200,
             chunks_size: 1000,
