@@ -1,7 +1,8 @@
 """Records the small LeRobot v3.0 dataset in crates/interop/tests/data/ with
-LeRobot's own writer, so rollway's import is tested on a dataset it did not make.
-Needs `pip install lerobot` (which brings torch: not part of CI; the output is
-checked in). Made with lerobot 0.4.4:
+LeRobot's own writer, so rollway's Rust tests import a dataset rollway did not
+make. lerobot is in the CI venv (tests/python/requirements.txt), where
+test_lerobot_peer.py makes fresh datasets with LeRobot's defaults on every run;
+this script made the checked-in ones, with lerobot 0.4.4:
 
     python make_lerobot.py OUT h264        # -> lerobot-0.4.4-h264/
     python make_lerobot.py OUT2 libsvtav1  # its mp4 -> lerobot-0.4.4-av1.mp4
