@@ -144,7 +144,10 @@ fn video_round_trip(codec: lerobot::Codec, keyint: u64) {
     let rgb = &info["features"]["observation.images.rgb"];
     assert_eq!((rgb["dtype"].as_str(), &rgb["shape"]), (Some("video"), &serde_json::json!([32, 32, 3])));
     let vi = &rgb["info"];
-    assert_eq!((vi["video.codec"].as_str(), vi["video.fps"].as_u64(), vi["video.g"].as_u64()), (Some(codec.name()), Some(30), Some(keyint)));
+    assert_eq!(
+        (vi["video.codec"].as_str(), vi["video.fps"].as_u64(), vi["video.g"].as_u64()),
+        (Some(codec.name()), Some(30), Some(keyint))
+    );
     assert_eq!(info["features"]["observation.state"]["dtype"], "int32");
     assert_eq!(files(&out.join("videos/observation.images.rgb/chunk-000")), ["file-000.mp4", "file-001.mp4"]);
     // Four episodes of 41 frames in the first file, back to back.

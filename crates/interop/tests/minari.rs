@@ -374,18 +374,33 @@ fn malformed_minari_inputs_are_typed_errors_and_leave_nothing() {
     assert!(matches!(e, Error::OutputExists { .. }), "{e}");
 }
 
+/// Issue 15: Minari JPEG-encodes image spaces by default, and assumes so when
+/// `jpeg_encoding` is missing; raw images are still read as raw, and a JPEG that
+/// does not decode is a malformed dataset, not a panic.
 #[test]
-fn jpeg_encoded_images_are_refused_with_a_hint() {
+fn images_import_raw_or_jpeg_encoded() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, out) = (tmp.path().join("src"), tmp.path().join("pix/jpeg-v0"));
     record(&src, "PixelMine-v0", "size=32,max_steps=5", "random", 1, None, false);
     minari::export(&src, &out, &ExportOptions::default(), &mut nothing).unwrap();
-    // What Minari assumes for a dataset that does not say.
     edit_meta(&out, |m| {
         m.remove("jpeg_encoding");
     });
-    let e = import_fails(&out, "jpeg_encoding=False");
-    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    let back = tmp.path().join("back");
+    minari::import(&out, &back, &mut nothing).unwrap();
+    assert_same(&Dataset::open(&src).unwrap(), &Dataset::open(&back).unwrap(), &[]);
+    // Each row one (broken) JPEG: a [rows, bytes] array, as Minari writes equal-length JPEGs.
+    let h5 = out.join("data/main_data.hdf5");
+    {
+        let f = hdf5::File::open_rw(&h5).unwrap();
+        let g = f.group("episode_0/observations").unwrap();
+        let rows = g.dataset("rgb").unwrap().shape()[0];
+        g.unlink("rgb").unwrap();
+        let junk = vec![0xffu8; rows * 16];
+        g.new_dataset::<u8>().shape([rows, 16]).create("rgb").unwrap().write_raw(&junk).unwrap();
+    }
+    let e = import_fails(&out, "episode_0/observations/rgb");
+    assert!(matches!(e, Error::Malformed { .. }) && e.to_string().contains("row 0"), "{e}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

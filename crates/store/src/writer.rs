@@ -273,7 +273,11 @@ impl DatasetWriter {
             })?;
             frame_leaves.push(FrameLeaf { key, offset: l.offset, geom: Geom::of(l), media });
         }
-        let pool = if frame_leaves.is_empty() { None } else { Some(Pool::start(cfg.encode_threads).io("starting encoder threads", &o.paths.root)?) };
+        let pool = if frame_leaves.is_empty() {
+            None
+        } else {
+            Some(Pool::start(cfg.encode_threads).io("starting encoder threads", &o.paths.root)?)
+        };
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
@@ -614,4 +618,3 @@ struct FrameLeaf {
     geom: Geom,
     media: Arc<dyn FrameMedia>,
 }
-

@@ -105,7 +105,14 @@ pub(super) fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
 }
 
 impl<'a> Exporter<'a> {
-    fn new(ds: &'a Dataset, src: &'a Path, root: &'a Path, opts: &'a ExportOptions, plan: Plan, settings: Settings) -> Result<Exporter<'a>> {
+    fn new(
+        ds: &'a Dataset,
+        src: &'a Path,
+        root: &'a Path,
+        opts: &'a ExportOptions,
+        plan: Plan,
+        settings: Settings,
+    ) -> Result<Exporter<'a>> {
         let store = |source| Error::Store { path: src.to_path_buf(), source };
         // Rewards are float32 by LeRobot's convention, unless that would change one.
         let mut reward = DType::F32;

@@ -193,7 +193,11 @@ impl Videos {
             let path = self.path(v);
             let (enc, stats) = rx
                 .recv()
-                .map_err(|_| Error::Io { op: "encoding (an encoder thread died)", path: path.clone(), source: std::io::ErrorKind::Other.into() })?
+                .map_err(|_| Error::Io {
+                    op: "encoding (an encoder thread died)",
+                    path: path.clone(),
+                    source: std::io::ErrorKind::Other.into(),
+                })?
                 .map_err(|source| Error::Video { path, source })?;
             let placed = self.add(v, enc, job.frames)?;
             place(job.episode, placed, stats);

@@ -103,12 +103,6 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         return Err(Error::NotMinari { path: data, message: "no main_data.hdf5".into() });
     }
     let (ol, al) = (Layout::of(&meta.obs), Layout::of(&meta.act));
-    if meta.jpeg {
-        if let Some(l) = ol.leaves().iter().chain(al.leaves()).find(|l| is_image_leaf(l)) {
-            let what = if l.path.is_empty() { "the image space".to_string() } else { format!("image `{}`", l.path) };
-            return Err(Error::Unsupported { path: meta_path, message: format!("{what} is JPEG-encoded (jpeg_encoding is true or missing); rollway imports raw images only: re-save it with Minari's jpeg_encoding=False") });
-        }
-    }
     fsx::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
     let dataset_id = meta
@@ -116,7 +110,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         .clone()
         .unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
     let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
-    let mut r = Reader::open(&h5_path, ol, al)?;
+    let mut r = Reader::open(&h5_path, ol, al, meta.jpeg)?;
     // Counted, not trusted: a huge `total_episodes` would otherwise drive the loops below.
     let groups = r.count_episodes()?;
     let n = match meta.total_episodes {
@@ -158,17 +152,19 @@ struct Reader {
     file: hdf5::File,
     ol: Layout,
     al: Layout,
+    /// Image leaves may hold one JPEG per row (`jpeg_encoding`, Minari's default).
+    jpeg: bool,
     skipped: Vec<String>,
 }
 
 impl Reader {
-    fn open(path: &Path, ol: Layout, al: Layout) -> Result<Reader> {
+    fn open(path: &Path, ol: Layout, al: Layout, jpeg: bool) -> Result<Reader> {
         let file = hdf5::File::open(path).map_err(|e| Error::Malformed {
             path: path.to_path_buf(),
             object: "/".into(),
             message: format!("not a readable HDF5 file: {e}"),
         })?;
-        Ok(Reader { path: path.to_path_buf(), file, ol, al, skipped: vec![] })
+        Ok(Reader { path: path.to_path_buf(), file, ol, al, jpeg, skipped: vec![] })
     }
 
     fn bad(&self, object: impl Into<String>, message: impl Into<String>) -> Error {
@@ -204,6 +200,10 @@ impl Reader {
             let mut want = vec![rows];
             want.extend(&leaf.shape);
             let got = ds.shape();
+            if self.jpeg && is_image_leaf(leaf) && got != want {
+                self.jpeg_rows(&ds, &object, leaf, rows, &mut out, rb)?;
+                continue;
+            }
             if got != want {
                 let what = if got.first() != Some(&rows) {
                     format!("{} rows, expected {rows}", got.first().copied().unwrap_or(0))
@@ -219,6 +219,34 @@ impl Reader {
             }
         }
         Ok(out)
+    }
+
+    /// Decodes an image leaf stored as one JPEG a row into `out`'s rows: Minari keeps
+    /// them as variable-length bytes, or as a `[rows, bytes]` array when every JPEG
+    /// happens to have the same length.
+    fn jpeg_rows(&self, ds: &hdf5::Dataset, object: &str, leaf: &rollway_core::Leaf, rows: usize, out: &mut [u8], rb: usize) -> Result<()> {
+        use hdf5::types::{TypeDescriptor, VarLenArray};
+        let (h, w) = (leaf.shape[0], leaf.shape[1]);
+        let channels = leaf.shape.get(2).copied().unwrap_or(1);
+        let td = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| self.bad(object, e.to_string()))?;
+        let blobs: Vec<Vec<u8>> = match (td, ds.shape().as_slice()) {
+            (TypeDescriptor::VarLenArray(_), [n]) if *n == rows => {
+                ds.read_raw::<VarLenArray<u8>>().map_err(|e| self.bad(object, e.to_string()))?.iter().map(|v| v.to_vec()).collect()
+            }
+            (TypeDescriptor::Unsigned(hdf5::types::IntSize::U1), &[n, len]) if n == rows => {
+                let flat = ds.read_raw::<u8>().map_err(|e| self.bad(object, e.to_string()))?;
+                flat.chunks_exact(len.max(1)).map(<[u8]>::to_vec).collect()
+            }
+            (td, shape) => {
+                return Err(self.bad(object, format!("{td} {shape:?}: neither {rows} JPEG images nor {rows} raw {:?} images", leaf.shape)))
+            }
+        };
+        let lb = leaf.bytes();
+        for (r, blob) in blobs.iter().enumerate() {
+            let dst = &mut out[r * rb + leaf.offset..r * rb + leaf.offset + lb];
+            rollway_media::jpeg::decode(blob, w, h, channels, dst).map_err(|e| self.bad(object, format!("row {r}: {e}")))?;
+        }
+        Ok(())
     }
 
     fn seed(&self, g: &hdf5::Group, ep: &str) -> Result<u64> {
