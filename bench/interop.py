@@ -47,6 +47,17 @@ def timed(fn, reps):
     return statistics.median(times), times
 
 
+def fresh(tmp, name, fn):
+    """`fn(out)` for a run `r` into an emptied `tmp/name-r`: what `timed` calls."""
+
+    def run(r):
+        out = tmp / f"{name}-{r}"
+        shutil.rmtree(out, ignore_errors=True)
+        fn(out)
+
+    return run
+
+
 def frames_of(ep, n):
     out = []
     for t in range(n):
@@ -117,25 +128,16 @@ def bench_lerobot(tmp, episodes, frames, video, reps, rows):
     log("  reading with LeRobotDataset")
     t_theirs, _ = timed(lambda r: lerobot_read(src), reps)
 
-    def ours(r):
-        out = tmp / f"back-{r}"
-        shutil.rmtree(out, ignore_errors=True)
-        rollway.import_lerobot(src, out, progress=False)
-
     log("  importing with rollway")
-    t_ours, _ = timed(ours, reps)
+    t_ours, _ = timed(fresh(tmp, "back", lambda out: rollway.import_lerobot(src, out, progress=False)), reps)
     rows.append((f"LeRobot v3 read ({what}, {episodes}×{frames} frames, {mb:.1f} MB)", "`rollway.import_lerobot`", "`LeRobotDataset` iteration (pyav)", episodes, mb, t_ours, t_theirs))
     # Writing: the same episodes, exported by rollway from its import.
     back = tmp / "back-0"
     ours_ds = rollway.Dataset(back)
     codecs = ["av1", "h264"] if video else ["av1"]
     for codec in codecs:
-        def export(r, codec=codec):
-            out = tmp / f"exp-{codec}-{r}"
-            shutil.rmtree(out, ignore_errors=True)
-            ours_ds.export("lerobot", out, video_codec=codec, fps=30, progress=False)
-
         log(f"  exporting with rollway ({codec})")
+        export = fresh(tmp, f"exp-{codec}", lambda out, c=codec: ours_ds.export("lerobot", out, video_codec=c, fps=30, progress=False))
         t_exp, _ = timed(export, reps)
         label = f"`Dataset.export(\"lerobot\")`" + (f", {codec}" if video else "")
         rows.append((f"LeRobot v3 write ({what})", label, "`LeRobotDataset.create` + `add_frame` + `save_episode` (AV1)", episodes, mb, t_exp, t_write))
@@ -179,13 +181,8 @@ def bench_minari(tmp, episodes, reps, rows):
     log("  minari re-write (iterate_episodes + create_dataset_from_buffers)")
     t_theirs, _ = timed(theirs, reps)
 
-    def ours(r):
-        out = tmp / f"m-back-{r}"
-        shutil.rmtree(out, ignore_errors=True)
-        rollway.import_minari(src, out, progress=False)
-
     log("  rollway import")
-    t_imp, _ = timed(ours, reps)
+    t_imp, _ = timed(fresh(tmp, "m-back", lambda out: rollway.import_minari(src, out, progress=False)), reps)
     back = rollway.Dataset(tmp / "m-back-0")
 
     def export(r):

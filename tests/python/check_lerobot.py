@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 TOL_S = 1e-4
 DEFAULTS = {"timestamp": "float32", "frame_index": "int64", "episode_index": "int64", "index": "int64", "task_index": "int64"}
 PATTERN = "chunk-{chunk_index:03d}/file-{file_index:03d}"
+# The codecs rollway exports (`--video-codec`); LeRobot itself writes AV1 by default.
+CODECS = ("av1", "h264")
 
 
 def fail(msg):
@@ -61,7 +63,7 @@ def check_meta(root):
     for k in videos:
         vi = feats[k]["info"]
         expect(feats[k]["shape"] == [vi["video.height"], vi["video.width"], 3], f"{k}: shape {feats[k]['shape']} vs info {vi}")
-        expect(vi["video.codec"] == "h264" and vi["video.pix_fmt"] == "yuv420p" and vi["video.fps"] == info["fps"] and vi["has_audio"] is False, f"{k}: {vi}")
+        expect(vi["video.codec"] in CODECS and vi["video.pix_fmt"] == "yuv420p" and vi["video.fps"] == info["fps"] and vi["has_audio"] is False, f"{k}: {vi}")
         expect(info["video_path"] == "videos/{video_key}/" + PATTERN + ".mp4", f"video_path {info['video_path']}")
     expect(info["splits"] == {"train": f"0:{info['total_episodes']}"}, f"splits {info['splits']}")
     tasks = pq.read_table(os.path.join(root, "meta/tasks.parquet"))
@@ -138,7 +140,8 @@ def decode(path):
     """Every frame of an mp4 as (time in s, H×W×3 uint8), in presentation order."""
     with av.open(path) as c:
         s = c.streams.video[0]
-        expect(s.codec_context.name == "h264", f"{path}: codec {s.codec_context.name}")
+        codec = s.codec_context.codec.canonical_name
+        expect(codec in CODECS, f"{path}: codec {codec}")
         return [(float(fr.pts * s.time_base), fr.to_ndarray(format="rgb24")) for fr in c.decode(s)]
 
 
