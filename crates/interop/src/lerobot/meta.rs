@@ -244,7 +244,12 @@ mod tests {
             fill(VIDEO_PATH, Some("observation.images.rgb"), 3, 1000).unwrap(),
             "videos/observation.images.rgb/chunk-003/file-1000.mp4"
         );
-        assert!(fill("x/{episode_chunk}", None, 0, 0).is_err());
+        // v2.x names files by episode: `(chunk, file)` is `(episode_chunk, episode_index)`.
+        assert_eq!(
+            fill("data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet", None, 1, 1042).unwrap(),
+            "data/chunk-001/episode_001042.parquet"
+        );
+        assert!(fill("x/{task_index}", None, 0, 0).is_err());
         assert!(fill("x/{chunk_index", None, 0, 0).is_err());
         // Python's widths: zero-padded only with a leading 0, and capped so a template cannot exhaust memory.
         assert_eq!(fill("{chunk_index:3d}-{file_index:d}-{file_index}", None, 5, 7).unwrap(), "  5-7-7");
