@@ -131,7 +131,7 @@ pub struct ExportArgs {
     pub robot_type: Option<String>,
     /// lerobot: the video codec, av1 (LeRobot's default: smallest files) or h264
     /// (encodes several times faster). [default: av1]
-    #[arg(long, value_name = "CODEC", value_parser = video_codec)]
+    #[arg(long, value_name = "CODEC", value_parser = rollway_interop::lerobot::export_codec)]
     pub video_codec: Option<rollway_interop::lerobot::Codec>,
     /// lerobot: constant rate factor, lower is better quality: 0–63 for av1, 0–51 for
     /// h264. [default: 30 for av1 (LeRobot's), 23 for h264]
@@ -144,12 +144,6 @@ pub struct ExportArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-/// `--video-codec`: a codec an export writes.
-fn video_codec(s: &str) -> std::result::Result<rollway_interop::lerobot::Codec, String> {
-    use rollway_interop::lerobot::{Codec, WRITES};
-    Codec::parse(s).filter(|c| WRITES.contains(c)).ok_or_else(|| format!("choose one of {}", WRITES.map(Codec::name).join(", ")))
 }
 
 #[derive(Args)]

@@ -86,9 +86,7 @@ pub fn export_lerobot(
     let d = lerobot::ExportOptions::default();
     let video_codec = match video_codec {
         None => d.video_codec,
-        Some(name) => lerobot::Codec::parse(&name).filter(|c| lerobot::WRITES.contains(c)).ok_or_else(|| {
-            input_error(format!("video_codec {name:?}: choose one of {}", lerobot::WRITES.map(lerobot::Codec::name).join(", ")))
-        })?,
+        Some(name) => lerobot::export_codec(&name).map_err(|m| input_error(format!("video_codec {name:?}: {m}")))?,
     };
     let opts = lerobot::ExportOptions { fps: fps.unwrap_or(d.fps), task, robot_type, force, video_codec, crf, keyint, ..d };
     let r = py.detach(|| {

@@ -66,6 +66,12 @@ pub const CODEBASE_VERSION: &str = "v3.0";
 /// The video codecs an export writes, the default first.
 pub const WRITES: [Codec; 2] = [Codec::Av1, Codec::H264];
 
+/// The export codec called `name` (`--video-codec`, Python's `video_codec`), or
+/// why not: the message lists the codecs an export writes.
+pub fn export_codec(name: &str) -> std::result::Result<Codec, String> {
+    Codec::parse(name).filter(|c| WRITES.contains(c)).ok_or_else(|| format!("choose one of {}", videos::writable()))
+}
+
 /// The bool column that marks an episode's extra final-observation frame.
 pub const FINAL_OBSERVATION: &str = "rollway.final_observation";
 
