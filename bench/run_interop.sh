@@ -5,7 +5,6 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${BENCH_VENV:-$here/.venv-interop}"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/../tests/python/requirements.txt"
+bash "$here/../tests/python/venv.sh" "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$here/.."
 cd "$here/.." && exec "$venv/bin/python" bench/interop.py "$@"

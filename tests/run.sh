@@ -9,11 +9,7 @@ cd "$(dirname "$0")/.."
 py="${ROLLWAY_PYTHON:-}"
 if [ -z "$py" ]; then
     venv="$PWD/.venv"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    if ! cmp -s tests/python/requirements.txt "$venv/.installed-requirements" 2>/dev/null; then
-        "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
-        cp tests/python/requirements.txt "$venv/.installed-requirements"
-    fi
+    bash tests/python/venv.sh "$venv"
     py="$venv/bin/python"
 fi
 export ROLLWAY_PYTHON="$py"
