@@ -74,6 +74,33 @@ def _params(x: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
     return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in x.items()}
 
 
+def _sources(env: Any, agent: Any) -> Tuple[Optional[str], Optional[str], Optional[bytes], Optional[Tuple[str, Any]]]:
+    """Env and agent as the names a run records, with a callable env pickled for the env
+    processes and a callable agent kept as the policy: ``(env, agent, pickle, policy)``."""
+    pickle = policy = None
+    if callable(env):
+        env, pickle = _env_factory(env)
+    if callable(agent):
+        from rollway.policy import name_of
+
+        policy = (name_of(agent), agent)
+        agent = policy[0]
+    return env, agent, pickle, policy
+
+
+def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -> Dict[str, Any]:
+    """Keyword arguments as the config file's keys (what the binding takes as JSON): durations,
+    batch bounds and parameter tables in their file form; unset ones left out."""
+    form: Dict[str, Callable[[Any], Any]] = {
+        "batch": _batch, "max_wait": _duration, "step_timeout": _duration, "env_params": _params,
+        "agent_params": _params, "filters": lambda f: None if f is None else list(f),
+    }
+    given = {"env": env, "agent": agent, **{k: form[k](v) if k in form else v for k, v in kw.items()}}
+    if "image_media" in given:
+        given["frame_media"] = given.pop("image_media")
+    return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
+
+
 # Arguments that are not config-file keys.
 _CALL_ONLY = ("out", "resume", "append", "record", "progress")
 # What `rollway run --resume` accepts besides the stored config.
@@ -154,25 +181,11 @@ def run(
     Ctrl-C stops the run: the finished episodes are committed, then
     ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
     """
-    pickle = policy = None
-    if callable(env):
-        env, pickle = _env_factory(env)
-    if callable(agent):
-        from rollway.policy import name_of
-
-        policy = (name_of(agent), agent)
-        agent = policy[0]
-    given = {
-        "env": env, "agent": agent, "workers": workers, "envs_per_worker": envs_per_worker,
-        "episodes": episodes, "steps": steps, "max_steps": max_steps, "seed": seed, "mode": mode,
-        "batch": _batch(batch), "max_wait": _duration(max_wait), "max_restarts": max_restarts,
-        "max_attempts": max_attempts, "step_timeout": _duration(step_timeout), "filters": list(filters) if filters is not None else None,
-        "env_params": _params(env_params), "agent_params": _params(agent_params),
-    }
-    if "image_media" in more:
-        more["frame_media"] = more.pop("image_media")
-    given.update(more)
-    settings = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
+    env, agent, pickle, policy = _sources(env, agent)
+    settings = _settings(env, agent, dict(
+        workers=workers, envs_per_worker=envs_per_worker, episodes=episodes, steps=steps, max_steps=max_steps,
+        seed=seed, mode=mode, batch=batch, max_wait=max_wait, max_restarts=max_restarts, max_attempts=max_attempts,
+        step_timeout=step_timeout, filters=filters, env_params=env_params, agent_params=agent_params, **more))
     common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
     if resume is not None:
         # Callables cannot be stored: a run made with them is resumed by passing them again.

@@ -317,6 +317,69 @@ pub struct RunArgs {
     /// When the run ends, write the dataset's HTML report (as `rollway report`) beside it.
     #[arg(long, conflicts_with = "no_record")]
     pub report: bool,
+    /// Where the run's workers run: `local` (this process) or `ray` (actors of a Ray
+    /// cluster, each writing its share into the same --out DIR on storage every node
+    /// sees; needs `ray` and the rollway package in $ROLLWAY_PYTHON). Same config keys,
+    /// same episodes. A Ray run is resumed with `--resume DIR --backend ray`.
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    pub backend: Backend,
+    /// With --backend ray: the cluster to join (`auto`: the one `ray start` made on this
+    /// machine; `HOST:PORT`; left out: a new local cluster for this run).
+    #[arg(long, value_name = "ADDRESS")]
+    pub ray_address: Option<String>,
+    /// Ray actors (with --backend ray), each running --workers workers. [default: 2]
+    #[arg(long, value_name = "N")]
+    pub ray_actors: Option<usize>,
+    /// (Distributed runs, as their driver does it) create the dataset and record the
+    /// run's config, then stop: its episodes are run by members (--join).
+    #[arg(long, hide = true, requires = "out", conflicts_with_all = ["resume", "no_record"])]
+    pub prepare: bool,
+    /// (Distributed runs) Run part of a prepared run as one of many writers of DIR;
+    /// --part says which.
+    #[arg(long, hide = true, value_name = "DIR", requires = "part", conflicts_with_all = ["out", "resume", "config", "prepare"])]
+    pub join: Option<PathBuf>,
+    /// (Distributed runs) `RUN:START:END:ID`: episodes START..END of run RUN, written as ID.
+    #[arg(long, hide = true, value_name = "RUN:START:END:ID", requires = "join")]
+    pub part: Option<Part>,
+}
+
+/// Where a run's workers run.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Threads (and env processes) of this process.
+    #[default]
+    Local,
+    /// Actors of a Ray cluster (`rollway.ray`).
+    Ray,
+}
+
+/// Which episodes of which prepared run a member of a distributed run writes (`--part`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// The run, by number in the dataset.
+    pub run: u32,
+    /// First run index.
+    pub start: u64,
+    /// One past the last run index.
+    pub end: u64,
+    /// The writer's id, unique among the run's writers (a file name).
+    pub id: String,
+}
+
+impl std::str::FromStr for Part {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Part, String> {
+        let bad = || format!("--part {s}: expected RUN:START:END:ID, with START <= END");
+        let mut it = s.splitn(4, ':');
+        let mut num = || it.next().and_then(|x| x.parse::<u64>().ok());
+        let (run, start, end) = (num().ok_or_else(bad)?, num().ok_or_else(bad)?, num().ok_or_else(bad)?);
+        let id = it.next().filter(|i| !i.is_empty()).ok_or_else(bad)?.to_string();
+        let run = u32::try_from(run).map_err(|_| bad())?;
+        if start > end {
+            return Err(bad());
+        }
+        Ok(Part { run, start, end, id })
+    }
 }
 
 /// The settings of a run, declared once: each field is a `--flag` of `rollway

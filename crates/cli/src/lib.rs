@@ -12,6 +12,7 @@ pub mod data;
 pub mod interop;
 pub mod job;
 pub mod progress;
+mod ray;
 pub mod report;
 pub mod run;
 
@@ -62,6 +63,7 @@ pub fn cli_main() -> ExitCode {
     quiet_worker_panics();
     let cli = Cli::parse();
     let res = match cli.command {
+        Command::Run(a) if a.backend == args::Backend::Ray => ray::run(&a),
         Command::Run(a) => run::cli_run(&a),
         Command::Envs => {
             print!("{}", report::list_envs());

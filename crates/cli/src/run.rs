@@ -22,8 +22,7 @@ use rollway_runner::tune::Calibration;
 use rollway_runner::{filter, Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
-use crate::args::RunArgs;
-use crate::args::RunOptions;
+use crate::args::{Part, RunArgs, RunOptions};
 use crate::job::{self, Job};
 use crate::{input, progress, report};
 
@@ -92,7 +91,7 @@ pub(crate) fn cli_run(a: &RunArgs) -> Result<bool> {
 /// Plans and runs a job: `a` as the flags, `file` (when given) in place of the
 /// `--config` file. Input errors are [`crate::InputError`]s.
 pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Result<Outcome> {
-    let (mut job, out, resume) = input(plan(a, file))?;
+    let (mut job, out, start) = input(plan(a, file))?;
     if a.report && out.is_none() {
         return input(Err(anyhow!("--report writes the report of the dataset the run records: add --out DIR")));
     }
@@ -104,8 +103,12 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
     let (envs, agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
-    let (writer, resumed) = match &out {
-        Some(dir) if resume => {
+    let (writer, resumed) = match (&out, &start) {
+        (Some(dir), Start::Join(p)) => {
+            let w = rollway_store::DatasetWriter::join(dir, p.run, &p.id, job.writer.clone());
+            (Some(input(w.with_context(|| format!("--join {}", dir.display())))?), None)
+        }
+        (Some(dir), Start::Resume) => {
             let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone()).map_err(Into::into))?;
             job.cfg.start_index = point.next_index;
             job.cfg.start_steps = point.steps;
@@ -123,6 +126,9 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
         _ => (None, None),
     };
     let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
+    if a.prepare {
+        return prepared(&job, &out, stored, &generator);
+    }
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -206,13 +212,33 @@ fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn
     (envs, agents)
 }
 
-/// The job, where it records, and whether it resumes a recorded run.
-fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, bool)> {
+/// How a run starts writing.
+enum Start {
+    /// A new dataset, or a new run appended to one.
+    New,
+    /// Continuing the dataset's last run (`--resume`).
+    Resume,
+    /// Part of a prepared run, as one of its many writers (`--join`).
+    Join(Part),
+}
+
+/// The job, where it records, and how it starts writing there.
+fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, Start)> {
+    if let (Some(dir), Some(part)) = (&a.join, &a.part) {
+        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--join {}", dir.display()))?;
+        let run =
+            ds.metadata().runs.get(part.run as usize).cloned().with_context(|| format!("--join {}: no run {}", dir.display(), part.run))?;
+        let mut job = job::resolve_stored(&run.config)?;
+        job.cfg.start_index = part.start;
+        job.cfg.target = rollway_runner::Target::Episodes(part.end);
+        job.calibrate = false;
+        return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
+    }
     if let Some(dir) = &a.resume {
         job::check_resume_options(a)?;
         let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
         let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
-        return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), true));
+        return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), Start::Resume));
     }
     let job = match file {
         Some(f) => a.resolve_with(f)?,
@@ -226,7 +252,17 @@ fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, 
         }
     }
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| crate::data::fresh_dir(&job.cfg.env)));
-    Ok((job, out, false))
+    Ok((job, out, Start::New))
+}
+
+/// `--prepare`: the dataset is created and the run recorded with its config (the
+/// generator was built only to learn the env's spaces); members run its episodes.
+fn prepared(job: &Job, out: &Option<PathBuf>, stored: serde_json::Value, generator: &Generator) -> Result<Outcome> {
+    let dir = out.clone().context("--prepare needs --out")?;
+    let w = rollway_store::DatasetWriter::create(&dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
+    let written = input(w.with_context(|| format!("--out {}", dir.display())))?.finish().context("committing the dataset")?;
+    let summary = Summary { env: job.cfg.env.clone(), agent: job.cfg.agent.clone(), ..Summary::default() };
+    Ok(Outcome { summary, out: Some(dir), written: Some(written), resumed: None, commit_wait: Duration::ZERO })
 }
 
 fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {

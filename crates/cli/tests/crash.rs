@@ -5,13 +5,10 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::PINNED_TUNING;
-use rollway_store::{Dataset, IndexEntry};
+use common::{committed, next, Committed, PINNED_TUNING};
 
 // Each run of a job also gets common::PINNED_TUNING.
 const CARTPOLE: &[&str] =
@@ -38,30 +35,6 @@ fn rollway() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rollway"))
 }
 
-/// What must never change about a committed episode.
-fn fingerprint(e: &IndexEntry) -> (u64, u64, u64, f64, u64) {
-    (e.run_index, e.seed, e.length, e.ret, e.rows)
-}
-
-fn committed(dir: &Path) -> BTreeMap<u64, (u64, u64, u64, f64, u64)> {
-    let ds = Dataset::open(dir).expect("a killed run leaves a readable dataset");
-    let report = rollway_store::verify(&ds);
-    assert!(report.problems.is_empty(), "damage after a kill: {:?}", report.problems);
-    let mut m = BTreeMap::new();
-    for e in ds.episodes() {
-        assert!(m.insert(e.episode_id, fingerprint(e)).is_none(), "episode {} committed twice", e.episode_id);
-    }
-    m
-}
-
-/// xorshift: the kill schedule is seeded, so a failure can be replayed.
-fn next(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let (reference, dir) = (tmp.path().join("reference"), tmp.path().join("killed"));
@@ -74,7 +47,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     assert_eq!(want.len(), episodes);
 
     let mut rng = seed;
-    let mut seen: BTreeMap<u64, (u64, u64, u64, f64, u64)> = BTreeMap::new();
+    let mut seen = Committed::new();
     let mut killed_mid_run = 0;
     let mut halvings = 0;
     for _ in 0..kills {

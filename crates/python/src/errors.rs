@@ -65,6 +65,7 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
             rollway_store::Error::Corrupt { .. }
                 | rollway_store::Error::Locked { .. }
                 | rollway_store::Error::NoEpisode(_)
+                | rollway_store::Error::WriterId(_)
                 | rollway_store::Error::Mismatch { .. }
                 | rollway_store::Error::BadEpisode { .. }
         )

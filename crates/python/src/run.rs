@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use rollway_cli::args::RunArgs;
-use rollway_cli::args::RunOptions;
+use rollway_cli::args::{Part, RunArgs, RunOptions};
 use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
 use rollway_core::AgentFactory;
 use serde_json::json;
@@ -22,7 +21,7 @@ use crate::policy::PyPolicies;
 
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None))]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None, prepare=false, join=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -37,6 +36,8 @@ pub fn run(
     python: Option<PathBuf>,
     env_pickle: Option<Vec<u8>>,
     agent_factory: Option<(String, Py<PyAny>)>,
+    prepare: bool,
+    join: Option<(PathBuf, String)>,
 ) -> PyResult<String> {
     let file: Option<RunOptions> = match config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| {
@@ -51,7 +52,12 @@ pub fn run(
         return Err(input_error("append=True needs out="));
     }
     let opts = RunOptions { episodes, steps, ..RunOptions::default() };
-    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, opts, ..RunArgs::default() };
+    // A distributed run's parts (rollway.ray): `prepare` records the run, `join=(dir, "RUN:START:END:ID")` runs a part.
+    let (join, part) = match join {
+        Some((dir, part)) => (Some(dir), Some(part.parse::<Part>().map_err(input_error)?)),
+        None => (None, None),
+    };
+    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, opts, prepare, join, part, ..RunArgs::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
@@ -72,4 +78,15 @@ fn report(o: &Outcome) -> serde_json::Value {
         "written": written,
         "resumed": resumed,
     })
+}
+
+/// Ends run `run` of a dataset many writers wrote (`rollway.ray`): records its summary
+/// (JSON text) and the dataset's counts, once every writer is gone. Returns what the
+/// run committed, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (out, run, summary=None))]
+pub fn close_run(py: Python<'_>, out: PathBuf, run: u32, summary: Option<&str>) -> PyResult<String> {
+    let summary = summary.map(serde_json::from_str::<serde_json::Value>).transpose().map_err(|e| input_error(format!("summary: {e}")))?;
+    let w = py.detach(|| rollway_store::close_run(&out, run, summary)).py()?;
+    Ok(json!({"shards": w.shards, "episodes": w.episodes, "steps": w.steps}).to_string())
 }

@@ -60,6 +60,9 @@ pub enum Error {
         /// The dataset.
         path: PathBuf,
     },
+    /// A writer id that cannot name its files (one of many writers of a dataset).
+    #[error("writer id `{0}`: use letters, digits, `-`, `_` and `.` (not first), at most 64")]
+    WriterId(String),
     /// An episode id that the dataset does not have.
     #[error("no committed episode {0}")]
     NoEpisode(u64),

@@ -35,6 +35,8 @@ pub mod frames;
 mod reader;
 mod recorder;
 pub(crate) mod recover;
+mod shards;
+mod shared;
 mod verify;
 mod writer;
 
@@ -47,4 +49,4 @@ pub use reader::{Damaged, Dataset, EpisodeData, OpenOptions, ShardColumns};
 pub use recorder::{EpisodeCallback, Recorder};
 pub use recover::{repair, RepairReport};
 pub use verify::{verify, Problem, VerifyReport};
-pub use writer::{rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig, MAX_SHARD_EPISODES};
+pub use writer::{close_run, rewrite_index, DatasetWriter, ResumePoint, WriteStats, WriterConfig, MAX_SHARD_EPISODES};

@@ -52,12 +52,7 @@ pub(crate) struct Scan {
 
 /// Takes the writer lock of a dataset directory (which must exist).
 pub(crate) fn lock(paths: &Paths) -> Result<std::fs::File> {
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(paths.lock()).io("opening", &paths.lock())?;
-    match lock.try_lock() {
-        Ok(()) => Ok(lock),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { path: paths.root.clone() }),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io { op: "locking", path: paths.lock(), source: e }),
-    }
+    crate::shared::try_lock(&paths.lock(), false, true)?.ok_or_else(|| Error::Locked { path: paths.root.clone() })
 }
 
 fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, std::fs::FileType)>> {

@@ -1,40 +1,29 @@
 //! The dataset writer: a thread that takes finished episodes through a bounded
-//! queue, buffers them, and commits them shard by shard.
-//!
-//! Commit protocol (FORMAT.md, version 2): a shard's Parquet and frame files are
-//! written under `.tmp/publish/` (same relative paths as their final places),
-//! fsynced, and hashed as written; then its index file — listing each file with its
-//! size and XXH3 — is written under `.tmp/`, fsynced and renamed into `index/`. That
-//! rename is the commit point: an episode exists once its shard's index file does.
-//! Only then are the data files renamed into `steps/` and `frames/`, so a program
-//! that globs those folders never sees a file of an uncommitted shard. A crash
-//! between the two leaves a committed shard whose files are still staged: readers
-//! find them there, and the next writer publishes them ([`crate::recover`]).
-//!
-//! Cost over writing in place: one extra rename per file and reading each file back
-//! once to hash it (from the page cache, at memory speed: under 1% of a commit).
+//! queue, buffers them and commits them shard by shard ([`crate::shards`] holds the
+//! thread and the commit protocol). Here: opening a dataset to write — as its one
+//! writer (`.lock` held exclusive, cleaning up after crashes on open) or as one of
+//! many ([`DatasetWriter::join`], [`crate::shared`]) — and the handle the run sends
+//! episodes through. `write` blocks while the queue is full, which is the run's
+//! backpressure: a slow disk slows the run instead of filling memory.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use crossbeam_channel::{bounded, Sender};
 use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
 use rollway_media::pool::Pool;
 
 use crate::columns::{traj, Columns};
 use crate::error::IoContext;
 use crate::format::{
-    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, FileSum, FrameRef, IndexEntry, Metadata, Paths,
-    RunInfo, ShardIndex,
+    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, IndexEntry, Metadata, Paths, RunInfo,
 };
-use crate::frames::{self, Encoded, FrameMedia, FrameOptions, Geom};
+use crate::frames::{self, FrameOptions, Geom};
 use crate::reader::load_shard_indexes;
 use crate::recover;
+use crate::shards::{write_counts, write_metadata, FrameLeaf, Msg, Numbers, Shards};
 use crate::{Error, Result};
 
 /// How much the writer holds in memory and how it queues.
@@ -81,9 +70,6 @@ impl Default for WriterConfig {
 /// (a few hundred bytes an entry) and what a reader holds per shard.
 pub const MAX_SHARD_EPISODES: usize = 16_384;
 
-/// About what one index entry costs in memory and on disk, counted toward the byte limit.
-const INDEX_ENTRY_BYTES: usize = 256;
-
 /// What a run needs to know to continue a killed run.
 #[derive(Clone, Debug)]
 pub struct ResumePoint {
@@ -110,12 +96,6 @@ pub struct WriteStats {
     pub bytes: u64,
 }
 
-enum Msg {
-    Episode(EpisodeResult),
-    Flush(Sender<Result<()>>),
-    Summary(serde_json::Value),
-}
-
 /// Writes episodes into a dataset directory from any thread.
 pub struct DatasetWriter {
     tx: Option<Sender<Msg>>,
@@ -129,8 +109,7 @@ pub struct DatasetWriter {
 struct Opened {
     paths: Paths,
     meta: Option<Metadata>,
-    lock: std::fs::File,
-    next_shard: u32,
+    numbers: Numbers,
     entries: Vec<IndexEntry>,
 }
 
@@ -162,15 +141,11 @@ fn open_locked(dir: &Path) -> Result<Opened> {
             });
         }
         let scan = recover::recover(&paths, m, &shards, &[])?;
+        crate::shared::clear(&paths)?;
         next_shard = scan.highest.map_or(0, |h| h + 1);
         entries = shards.into_iter().flat_map(|s| s.episodes).collect();
     }
-    Ok(Opened { paths, meta, lock, next_shard, entries })
-}
-
-/// Replaces `rollway.json` atomically.
-fn write_metadata(paths: &Paths, meta: &Metadata) -> Result<()> {
-    write_atomic(&paths.metadata(), &paths.tmp(), &serde_json::to_vec_pretty(meta).expect("metadata serializes"))
+    Ok(Opened { paths, meta, numbers: Numbers::Own { next: next_shard, _lock: lock }, entries })
 }
 
 /// Creates the folders a writer puts frame files in (final and staged) durably.
@@ -248,7 +223,10 @@ impl DatasetWriter {
         if let Some((i, e)) = mine.iter().enumerate().find(|(i, e)| e.run_index != *i as u64) {
             return Err(Error::Corrupt {
                 path: o.paths.index_dir(),
-                message: format!("run {} has episode {} at position {i}: not a prefix", run.run, e.run_index),
+                message: format!(
+                    "run {} has episode {} at position {i}: not a prefix (a run of many writers, as a Ray run, is resumed by its driver: `rollway run --resume DIR --backend ray`)",
+                    run.run, e.run_index
+                ),
             });
         }
         let point = ResumePoint {
@@ -258,6 +236,27 @@ impl DatasetWriter {
             steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
         };
         Ok((Self::start(o, meta, run, cfg)?, point))
+    }
+
+    /// Joins the dataset at `dir` as writer `id`, one of many writing its run `run` at
+    /// once (the actors of a distributed run, on storage they share): shard numbers are
+    /// claimed, dead writers' leftovers cleaned up, and `rollway.json` left alone —
+    /// [`close_run`] records the run's end once every writer is gone. Episodes are
+    /// given with their run index, as to any writer; which writer commits which
+    /// indices is the caller's to decide (FORMAT.md, "Many writers").
+    pub fn join(dir: &Path, run: u32, id: &str, cfg: WriterConfig) -> Result<DatasetWriter> {
+        let paths = Paths::new(dir);
+        if !paths.metadata().is_file() {
+            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
+        }
+        let meta = crate::reader::read_metadata(&paths)?;
+        let info = meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
+            path: dir.to_path_buf(),
+            message: format!("it records {} runs, so no run {run} to join", meta.runs.len()),
+        })?;
+        let member = crate::shared::Member::join(&paths, id, &meta)?;
+        let o = Opened { paths, meta: Some(meta.clone()), numbers: Numbers::Shared(member), entries: vec![] };
+        Self::start(o, meta, info, cfg)
     }
 
     fn start(o: Opened, meta: Metadata, run: RunInfo, cfg: WriterConfig) -> Result<DatasetWriter> {
@@ -286,11 +285,10 @@ impl DatasetWriter {
             columns,
             frame_leaves,
             pool,
-            next: o.next_shard,
+            numbers: o.numbers,
             run: run.clone(),
             stats: WriteStats::default(),
             failed: failed.clone(),
-            _lock: o.lock,
         };
         let flag = failed.clone();
         let root = o.paths.root.clone();
@@ -374,210 +372,29 @@ impl Drop for DatasetWriter {
     }
 }
 
-struct Shards {
-    paths: Paths,
-    columns: Columns,
-    frame_leaves: Vec<FrameLeaf>,
-    pool: Option<Pool>,
-    next: u32,
-    run: RunInfo,
-    stats: WriteStats,
-    /// Shared with the handle: set before a failed flush is answered, so a writer that
-    /// reported an error refuses every later episode instead of queueing it.
-    failed: Arc<Mutex<Option<String>>>,
-    _lock: std::fs::File,
-}
-
-impl Shards {
-    fn serve(&mut self, rx: &crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
-        let mut buf: Vec<Pending> = Vec::new();
-        let (mut steps, mut bytes) = (0usize, 0usize);
-        let mut oldest = Instant::now();
-        loop {
-            let wait = if buf.is_empty() { Duration::from_secs(3600) } else { cfg.max_buffer_age.saturating_sub(oldest.elapsed()) };
-            match rx.recv_timeout(wait) {
-                Ok(Msg::Episode(ep)) => {
-                    if buf.is_empty() {
-                        oldest = Instant::now();
-                    }
-                    // A given-up episode has no steps but still an index entry: it counts
-                    // as one step and its entry's bytes, so a run that gives up millions
-                    // of episodes still commits bounded shards.
-                    steps += (ep.length as usize).max(1);
-                    bytes += INDEX_ENTRY_BYTES + ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
-                    buf.push(self.submit(ep));
-                    let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m)
-                        || buf.len() >= cfg.max_buffer_episodes.unwrap_or(MAX_SHARD_EPISODES).min(MAX_SHARD_EPISODES)
-                        || bytes >= cfg.max_buffer_bytes;
-                    if full {
-                        self.commit(&mut buf)?;
-                        (steps, bytes) = (0, 0);
-                    }
-                }
-                Ok(Msg::Flush(reply)) => {
-                    let r = self.commit(&mut buf);
-                    (steps, bytes) = (0, 0);
-                    if let Err(e) = &r {
-                        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                    }
-                    let failed = r.as_ref().err().map(|e| Error::WriterGone(e.to_string()));
-                    let _ = reply.send(r);
-                    if let Some(e) = failed {
-                        return Err(e);
-                    }
-                }
-                Ok(Msg::Summary(s)) => self.run.summary = Some(s),
-                Err(RecvTimeoutError::Timeout) => {
-                    self.commit(&mut buf)?;
-                    (steps, bytes) = (0, 0);
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    self.commit(&mut buf)?;
-                    return self.write_counts();
-                }
-            }
-        }
+/// Ends run `run` of the dataset at `dir`, written by many writers ([`DatasetWriter::join`]):
+/// under the writer lock (so only once all of them are gone), cleans up as a writer
+/// does on open, then records the run's `summary` (when given) and the dataset's counts.
+pub fn close_run(dir: &Path, run: u32, summary: Option<serde_json::Value>) -> Result<WriteStats> {
+    if !Paths::new(dir).metadata().is_file() {
+        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
     }
-
-    /// Refreshes the informational totals in `rollway.json` on a clean close, and
-    /// the run's summary if one was given.
-    fn write_counts(&self) -> Result<()> {
-        let mut meta = crate::reader::read_metadata(&self.paths)?;
-        if let (Some(s), Some(run)) = (&self.run.summary, meta.runs.get_mut(self.run.run as usize)) {
-            run.summary = Some(s.clone());
-        }
-        let (shards, _) = load_shard_indexes(&self.paths, &meta)?;
-        meta.counts = format::Counts {
-            episodes: shards.iter().map(|s| s.episodes.len() as u64).sum(),
-            steps: shards.iter().flat_map(|s| &s.episodes).filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
-            shards: shards.len() as u64,
-        };
-        write_metadata(&self.paths, &meta)
-    }
-
-    /// Starts encoding an arriving episode's frames on the pool, one job per frame key.
-    fn submit(&self, ep: EpisodeResult) -> Pending {
-        let ep = Arc::new(ep);
-        let mut frames = Vec::new();
-        if let (Some(pool), true) = (&self.pool, ep.status != Status::GivenUp) {
-            let ob = self.columns.obs.row_bytes();
-            for leaf in &self.frame_leaves {
-                let (tx, rx) = bounded(1);
-                let (ep, leaf) = (ep.clone(), leaf.clone());
-                pool.run(Box::new(move || {
-                    let r = traj(&ep).and_then(|t| {
-                        leaf.media
-                            .encode(&mut t.obs.chunks_exact(ob).map(|row| &row[leaf.offset..leaf.offset + leaf.geom.bytes()]), &leaf.geom)
-                    });
-                    let _ = tx.send(r);
-                }));
-                frames.push(rx);
-            }
-        }
-        Pending { ep, frames }
-    }
-
-    /// Writes and commits one shard holding `buf`'s episodes.
-    fn commit(&mut self, buf: &mut Vec<Pending>) -> Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let n = self.next;
-        // A shard of given-up episodes only has no rows and so no files: index only.
-        let files = if buf.iter().any(|p| p.ep.status != Status::GivenUp) { self.stage(n, buf)? } else { vec![] };
-        let keys: Vec<String> = self.frame_leaves.iter().map(|l| l.key.clone()).collect();
-        let parquet = self.paths.rel(&self.paths.shard(n));
-        let parquet_bytes = files.iter().find(|f| f.path == parquet).map_or(0, |f| f.bytes);
-        let mut row = 0u64;
-        let episodes = buf
-            .drain(..)
-            .map(|p| {
-                // Encoder jobs may still hold their clone for a moment after answering.
-                let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
-                let entry = self.entry(n, row, &keys, e);
-                row += entry.rows;
-                entry
-            })
-            .collect::<Vec<_>>();
-        let index = ShardIndex { shard: n, rows: row, parquet_bytes, episodes, files };
-        // The commit point: once this rename is durable, the shard's episodes exist.
-        write_atomic(&self.paths.shard_index(n), &self.paths.tmp(), &serde_json::to_vec(&index).expect("index serializes"))?;
-        let staged: Vec<(PathBuf, PathBuf)> =
-            index.files.iter().filter_map(|f| self.paths.resolve(&f.path)).map(|fin| (self.paths.staged(&fin), fin)).collect();
-        recover::publish(&staged)?;
-        self.stats.shards += 1;
-        self.stats.episodes += index.episodes.len() as u64;
-        self.stats.steps += index.episodes.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum::<u64>();
-        self.stats.bytes += index.files.iter().map(|f| f.bytes).sum::<u64>();
-        self.next += 1;
-        Ok(())
-    }
-
-    /// Writes shard `n`'s Parquet and frame files to their staged places, each fsynced,
-    /// their folders too, and returns each with its size and hash as committed.
-    fn stage(&mut self, n: u32, buf: &[Pending]) -> Result<Vec<FileSum>> {
-        let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
-        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
-        let batch = self.columns.batch(&with_data, &ids)?;
-        let pq_final = self.paths.shard(n);
-        let pq = self.paths.staged(&pq_final);
-        crate::faults::check("creating", &pq)?;
-        let file = std::fs::File::create(&pq).io("creating", &pq)?;
-        // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
-        // both faster to write and about as small here.
-        let props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false).build();
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_err(&pq, e))?;
-        w.write(&batch).map_err(|e| parquet_err(&pq, e))?;
-        let file = w.into_inner().map_err(|e| parquet_err(&pq, e))?;
-        file.sync_all().io("syncing", &pq)?;
-        drop(file);
-        let mut sums = vec![FileSum::of(&pq, self.paths.rel(&pq_final))?];
-        let mut dirs = vec![pq.parent().map(Path::to_path_buf).unwrap_or_default()];
-        for (k, leaf) in self.frame_leaves.iter().enumerate() {
-            let fin = self.paths.frames(&leaf.key, n, leaf.media.ext());
-            let staged = self.paths.staged(&fin);
-            let mut encoded: Vec<Encoded> = Vec::with_capacity(buf.len());
-            for p in buf.iter().filter(|p| p.ep.status != Status::GivenUp) {
-                encoded.push(p.frames[k].recv().map_err(|_| Error::Encode("an encoder thread died".into()))??);
-            }
-            leaf.media.write(&staged, &leaf.geom, &encoded.iter().collect::<Vec<_>>())?;
-            sums.push(FileSum::of(&staged, self.paths.rel(&fin))?);
-            dirs.extend(staged.parent().map(Path::to_path_buf));
-        }
-        for d in &dirs {
-            format::sync_dir(d)?;
-        }
-        Ok(sums)
-    }
-
-    /// The index entry of episode `e`, whose rows start at `row` of shard `n`.
-    fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult) -> IndexEntry {
-        let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
-        let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
-        IndexEntry {
-            episode_id: self.run.first_episode_id + e.index,
-            run: self.run.run,
-            run_index: e.index,
-            seed: e.seed,
-            shard: n,
-            row_start: row,
-            rows,
-            length: e.length,
-            ret: e.ret,
-            status: e.status,
-            labels: e.labels,
-            info: e.info,
-            worker: e.worker,
-            attempt: e.attempt,
-            wall_ms: e.wall_ms,
-            error: e.error,
-            frames,
-        }
-    }
-}
-
-fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
-    Error::Parquet { path: path.to_path_buf(), message: e.to_string() }
+    let o = open_locked(dir)?;
+    let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
+    let mut info = meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
+        path: dir.to_path_buf(),
+        message: format!("it records {} runs, so no run {run} to close", meta.runs.len()),
+    })?;
+    info.summary = summary.or(info.summary);
+    let mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run).collect();
+    let stats = WriteStats {
+        shards: mine.iter().map(|e| e.shard).collect::<std::collections::BTreeSet<_>>().len() as u64,
+        episodes: mine.len() as u64,
+        steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
+        bytes: 0,
+    };
+    write_counts(&o.paths, run, info.summary.as_ref())?;
+    Ok(stats)
 }
 
 /// Rewrites the index under the writer lock, letting `edit` change each entry's
@@ -602,19 +419,4 @@ pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) 
         }
     }
     Ok(changed)
-}
-
-/// An episode waiting in the buffer, with its frame encodings under way.
-struct Pending {
-    ep: Arc<EpisodeResult>,
-    /// One per frame key, in `frame_leaves` order (empty for given-up episodes).
-    frames: Vec<crossbeam_channel::Receiver<Result<Encoded>>>,
-}
-
-#[derive(Clone)]
-struct FrameLeaf {
-    key: String,
-    offset: usize,
-    geom: Geom,
-    media: Arc<dyn FrameMedia>,
 }

@@ -5,8 +5,11 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+
+use rollway_store::{Dataset, IndexEntry};
 
 /// The tuning flags a kill test's job pins. Left out, a run picks its own (async,
 /// a worker a core, envs per worker measured at start), which moves when the
@@ -97,4 +100,33 @@ pub fn headless(chrome: &str, page: &Path, extra: &[&str]) -> (String, String) {
         .output()
         .expect("chromium runs");
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Committed episodes' fingerprints by episode id.
+pub type Committed = BTreeMap<u64, (u64, u64, u64, f64, u64)>;
+
+/// What must never change about a committed episode.
+pub fn fingerprint(e: &IndexEntry) -> (u64, u64, u64, f64, u64) {
+    (e.run_index, e.seed, e.length, e.ret, e.rows)
+}
+
+/// Every committed episode's fingerprint by episode id, after checking the dataset verifies
+/// and no episode is committed twice.
+pub fn committed(dir: &Path) -> Committed {
+    let ds = Dataset::open(dir).expect("a killed run leaves a readable dataset");
+    let report = rollway_store::verify(&ds);
+    assert!(report.problems.is_empty(), "damage after a kill: {:?}", report.problems);
+    let mut m = BTreeMap::new();
+    for e in ds.episodes() {
+        assert!(m.insert(e.episode_id, fingerprint(e)).is_none(), "episode {} committed twice", e.episode_id);
+    }
+    m
+}
+
+/// xorshift: the kill schedule is seeded, so a failure can be replayed.
+pub fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }

@@ -1,0 +1,429 @@
+"""rollway on Ray: one run spread over the actors of a Ray cluster, one dataset.
+
+::
+
+    import rollway.ray
+
+    summary = rollway.ray.run(env="gym:CartPole-v1", agent="random", episodes=10_000,
+                              out="/shared/cp", num_workers=8, num_gpus_per_worker=0.5)
+    ds = rollway.ray.read_dataset("/shared/cp")      # a ray.data.Dataset of committed steps
+
+**How it works.** The driver (this process) records the run in the dataset — its
+config, exactly as ``rollway.run`` would store it — and hands out episode index ranges
+to ``num_workers`` Ray actors. Each actor hosts a whole rollway engine (Rust envs on
+threads, or Python envs in its own worker processes, with its own batched policy,
+loaded once per actor on its GPU share) and commits its episodes into the same
+dataset directory, as one of many writers (FORMAT.md, "Many writers"): the directory
+must be on storage every node sees. Episode ``i`` gets the seed a local run gives it,
+so a Ray run records the same episodes as a local run with the same settings, however
+many actors it has and whichever of them die.
+
+**The ledger.** The driver keeps every index of the target accounted for: committed
+(completed or given up, as a local run gives up), or being run. When an actor dies
+(its process killed, ``ray.kill``, its node gone), the driver reads the dataset's
+index: what that actor committed stays, the rest of its range is run again elsewhere,
+from the same seeds. Nothing is run twice once committed, even when the actor died
+between committing and answering. ``max_restarts`` is Ray's restart budget for each
+actor (and, inside an actor, the env rebuilds per worker, as in a local run); when no
+actor is left, the run stops with the missing episodes ``untried`` and
+``run(resume=out)`` finishes it.
+
+Readers (``rollway inspect``, :class:`rollway.Dataset`, the loader, :func:`read_dataset`)
+see committed episodes while the run goes on. The command line does the same with
+``rollway run --backend ray [--ray-address auto|HOST:PORT]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from rollway import _rollway
+from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources
+from rollway.dataset import Dataset
+
+Range = Tuple[int, int]
+
+# Errors that mean "the actor (or its node) is gone", not "the part failed".
+_GONE = ("RayActorError", "ActorDiedError", "ActorUnavailableError", "WorkerCrashedError", "NodeDiedError",
+         "OwnerDiedError", "ObjectLostError")
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise ModuleNotFoundError(
+            "rollway.ray needs Ray in this Python: pip install 'ray>=2.9' (every node of the cluster needs "
+            f"ray and rollway) [{e}]"
+        ) from None
+    return ray
+
+
+def run(
+    env: Union[str, Callable[[], Any], None] = None,
+    agent: Union[str, Callable[..., Any], None] = None,
+    *,
+    out: Optional[PathLike] = None,
+    num_workers: int = 2,
+    num_cpus_per_worker: float = 1.0,
+    num_gpus_per_worker: float = 0.0,
+    resources_per_worker: Optional[Mapping[str, float]] = None,
+    max_restarts: Optional[int] = None,
+    address: Optional[str] = None,
+    part_episodes: Optional[int] = None,
+    resume: Optional[PathLike] = None,
+    append: bool = False,
+    episodes: Optional[int] = None,
+    progress: bool = True,
+    summary_json: Optional[PathLike] = None,
+    config: Optional[PathLike] = None,
+    **settings: Any,
+) -> Summary:
+    """Runs ``env`` and ``agent`` on ``num_workers`` Ray actors into ``out``; returns a :class:`rollway.Summary`.
+
+    ``env``, ``agent`` and the other keyword arguments are ``rollway.run``'s (the config
+    file's keys: ``workers`` and ``envs_per_worker`` size each actor's engine, ``seed``,
+    ``filters``, ``frame_media``…); the target is a number of ``episodes``. Ray options:
+
+    - ``num_workers``: actors; each asks Ray for ``num_cpus_per_worker`` CPUs,
+      ``num_gpus_per_worker`` GPUs (fractions share a GPU: 0.5 puts two actors on one)
+      and ``resources_per_worker`` (custom resources).
+    - ``max_restarts``: how often Ray restarts a dead actor (default: the run's
+      ``max_restarts``, 3); the run's own key also bounds env rebuilds in each actor.
+    - ``address``: the cluster (``"auto"``, ``"HOST:PORT"``); left out, this process's
+      Ray if ``ray.init`` was called, else a new local cluster for this run.
+    - ``part_episodes``: episodes per task an actor is given (default: about four
+      tasks per actor, at most 256 episodes): smaller parts rebalance and retry at a
+      finer grain, larger ones start the engine less often.
+    - ``out``: the dataset directory, on storage every node sees; ``append=True`` adds
+      the run to an existing dataset; ``resume=DIR`` finishes its last run (killed, or
+      short of actors), ``episodes`` may raise its target.
+
+    The summary is a local run's (episodes, steps, returns, labels…) computed from the
+    committed index, plus ``backend``, ``actors``, ``actor_failures``, ``retried``
+    (episodes run again after an actor died) and ``nodes``: per-node episodes, steps
+    and steps per second. Actors are killed when the call returns, fails or is
+    interrupted (Ctrl-C); committed episodes stay.
+    """
+    ray = _ray()
+    env, agent, pickle, policy = _sources(env, agent)
+    started = _connect(ray, address)
+    try:
+        if resume is not None:
+            if settings or config is not None or out is not None:
+                raise _rollway.InputError(f"resume={os.fspath(resume)!r} continues the stored run; only episodes= may be given")
+            root, run_no, target = _resumed(_path(resume), episodes)
+        else:
+            given = _settings(env, agent, dict(settings, episodes=episodes))
+            if config is not None:
+                given = {**_read_config(config), **given}
+            root, run_no, target = _prepare(given, _path(out), append, pickle, policy)
+        stored = Dataset(root).metadata["runs"][run_no]["config"]
+        restarts = stored.get("max_restarts", 3) if max_restarts is None else max_restarts
+        opts = dict(num_cpus=num_cpus_per_worker, num_gpus=num_gpus_per_worker, resources=dict(resources_per_worker or {}),
+                    max_restarts=restarts)
+        driver = _Driver(ray, root, run_no, target, opts, num_workers, pickle, policy, part_episodes, progress)
+        report = driver.drive()
+        return _finish(report, root, run_no, summary_json)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _connect(ray: Any, address: Optional[str]) -> bool:
+    """Connects to Ray; True when this call started it (and so shuts it down)."""
+    if ray.is_initialized():
+        return False
+    if address not in (None, "auto", "local"):
+        # ray.init retries an address nothing listens at for minutes: ask first, briefly.
+        import socket
+
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except (OSError, ValueError) as e:
+            raise _rollway.InputError(f"address={address!r}: no Ray cluster answered there ({e})") from None
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise _rollway.InputError(f"address={address!r}: no Ray cluster answered there ({e})") from None
+    return True
+
+
+def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes], policy: Any) -> Tuple[str, int, int]:
+    if out is None:
+        raise _rollway.InputError("rollway.ray.run records into out=DIR, on storage every node of the cluster sees")
+    if given.get("steps") is not None:
+        raise _rollway.InputError("steps=: a Ray run's target is a number of episodes (episodes=)")
+    _rollway.run(json.dumps(given), out=out, append=append, progress=False, env_pickle=pickle, agent_factory=policy,
+                 python=sys.executable, prepare=True)
+    runs = Dataset(out).metadata["runs"]
+    return out, len(runs) - 1, int(runs[-1]["config"]["episodes"])
+
+
+def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int]:
+    runs = Dataset(root).metadata["runs"]
+    if not runs:
+        raise _rollway.InputError(f"resume={root!r}: the dataset has no run to resume")
+    target = runs[-1]["config"].get("episodes")
+    if target is None:
+        raise _rollway.InputError(f"resume={root!r}: its last run has a step target; a Ray run's target is episodes")
+    if episodes is not None and episodes < target:
+        raise _rollway.InputError(f"episodes={episodes}: the resumed run's target is {target}; it can only be raised")
+    return root, len(runs) - 1, int(episodes if episodes is not None else target)
+
+
+class _Member:
+    """A Ray actor: one rollway engine, writing its parts into the dataset as one of many writers."""
+
+    def __init__(self, root: str, run_no: int, pickle: Optional[bytes], policy: Any):
+        self.root, self.run_no, self.pickle, self.policy = root, run_no, pickle, policy
+
+    def ping(self) -> bool:
+        return True
+
+    def part(self, start: int, end: int) -> Dict[str, Any]:
+        import ray
+
+        # Unique per call: a restarted actor, or the same range given again, is a new writer.
+        wid = f"r{self.run_no}-{start}-{end}-{uuid.uuid4().hex[:12]}"
+        t = time.monotonic()
+        report = _rollway.run(None, join=(self.root, f"{self.run_no}:{start}:{end}:{wid}"), progress=False,
+                              env_pickle=self.pickle, agent_factory=self.policy, python=sys.executable)
+        ctx = ray.get_runtime_context()
+        return {"report": json.loads(report), "node": ctx.get_node_id(), "seconds": time.monotonic() - t,
+                "resources": ctx.get_assigned_resources()}
+
+
+def _ranges(indices: Sequence[int], size: int) -> List[Range]:
+    """Sorted indices as contiguous ranges of at most ``size``."""
+    out: List[Range] = []
+    for i in indices:
+        if out and out[-1][1] == i and out[-1][1] - out[-1][0] < size:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+class _Driver:
+    """The ledger and the actors: hands out ranges, re-runs what a dead actor left."""
+
+    def __init__(self, ray: Any, root: str, run_no: int, target: int, opts: Dict[str, Any], actors: int,
+                 pickle: Optional[bytes], policy: Any, part: Optional[int], progress: bool):
+        if actors < 1:
+            raise _rollway.InputError(f"num_workers={actors}: a Ray run needs at least one actor")
+        self.ray, self.root, self.run_no, self.target, self.show = ray, root, run_no, target, progress
+        self.size = part or max(1, min(256, -(-target // (4 * actors))))
+        cls = ray.remote(_Member).options(max_task_retries=0, **opts)
+        self.actors = [cls.remote(root, run_no, pickle, policy) for _ in range(actors)]
+        self.failures, self.retried, self.parts, self.t0 = 0, 0, [], time.monotonic()
+
+    def committed(self) -> set:
+        return {e["run_index"] for e in Dataset(self.root).episodes if e["run"] == self.run_no}
+
+    def drive(self) -> Dict[str, Any]:
+        ray = self.ray
+        todo = _ranges([i for i in range(self.target) if i not in self.committed()], self.size)
+        idle, busy, probing = list(range(len(self.actors))), {}, {}
+        try:
+            while todo or busy:
+                while todo and idle:
+                    a, rng = idle.pop(0), todo.pop(0)
+                    busy[self.actors[a].part.remote(*rng)] = (a, rng)
+                if not busy and not probing:
+                    break  # every actor is gone: what is left stays untried
+                done, _ = ray.wait(list(busy) + list(probing), num_returns=1, timeout=1.0)
+                self._tick()
+                for ref in done:
+                    if ref in probing:
+                        a = probing.pop(ref)
+                        state = self._ok(ref)
+                        if state == "ok":
+                            idle.append(a)
+                        elif state == "restarting":
+                            time.sleep(0.2)
+                            probing[self.actors[a].ping.remote()] = a
+                        continue
+                    a, rng = busy.pop(ref)
+                    if self._ok(ref, rng) == "ok":
+                        idle.append(a)
+                        continue
+                    # The actor died: keep what it committed, run the rest again, and
+                    # ask whether Ray brings it back (a ping answers once it has).
+                    self.failures += 1
+                    left = [i for i in range(*rng) if i not in self.committed()]
+                    self.retried += len(left)
+                    todo[:0] = _ranges(left, self.size)
+                    probing[self.actors[a].ping.remote()] = a
+            return self._report(todo)
+        finally:
+            for h in self.actors:
+                ray.kill(h, no_restart=True)
+
+    def _ok(self, ref: Any, rng: Optional[Range] = None) -> str:
+        """A part's result (kept) or a ping's: ``"ok"``; ``"restarting"`` while Ray brings
+        the actor back (a node being replaced); ``"gone"`` when it is dead for good (or,
+        for a part, when it died during it). Other errors are the part's own: raised."""
+        try:
+            res = self.ray.get(ref)
+        except Exception as e:  # noqa: BLE001 - sorted by Ray's error types below
+            kinds = {c.__name__ for c in type(e).__mro__}
+            if "ActorUnavailableError" in kinds:
+                return "restarting"
+            if kinds & set(_GONE):
+                return "gone"
+            cause = getattr(e, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else e) from None
+        if rng is not None:
+            self.parts.append(res)
+        return "ok"
+
+    def _tick(self) -> None:
+        if not self.show:
+            return
+        n = len(self.committed())
+        rate = n / max(time.monotonic() - self.t0, 1e-9)
+        print(f"\rrollway.ray: {n}/{self.target} episodes committed, {rate:.1f}/s, {len(self.actors)} actors, "
+              f"{self.failures} actor failures", end="", file=sys.stderr, flush=True)
+
+    def _report(self, todo: List[Range]) -> Dict[str, Any]:
+        if self.show:
+            self._tick()
+            print(file=sys.stderr)
+        return {"parts": self.parts, "seconds": time.monotonic() - self.t0, "actors": len(self.actors),
+                "actor_failures": self.failures, "retried": self.retried,
+                "untried": sum(b - a for a, b in todo)}
+
+
+def _summary(entries: List[Dict[str, Any]], report: Dict[str, Any], stored: Dict[str, Any]) -> Dict[str, Any]:
+    """A local run's summary fields, from the committed index of the run, plus Ray's."""
+    import numpy as np
+
+    done = [e for e in entries if e["status"] != "given_up"]
+    rets = np.array([e["return"] for e in done], dtype=np.float64)
+    lens = np.array([e["length"] for e in done], dtype=np.float64)
+
+    def stat(x: Any) -> Dict[str, float]:
+        return {"mean": float(x.mean()), "std": float(x.std()), "min": float(x.min()), "max": float(x.max())} if len(x) else \
+            {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
+
+    labels: Dict[str, int] = {}
+    for e in done:
+        for lab in e["labels"]:
+            labels[lab] = labels.get(lab, 0) + 1
+    secs, steps = report["seconds"], int(lens.sum())
+    nodes: Dict[str, Dict[str, float]] = {}
+    for p in report["parts"]:
+        s = p["report"]["summary"]
+        n = nodes.setdefault(p["node"], {"parts": 0, "episodes": 0, "steps": 0, "busy_seconds": 0.0})
+        n["parts"] += 1
+        n["episodes"] += s["episodes"] + s["given_up"]
+        n["steps"] += s["steps"]
+        n["busy_seconds"] += p["seconds"]
+        n["resources"] = p["resources"]  # what Ray gave the actor: CPU, GPU (fractions), custom
+    for n in nodes.values():
+        n["steps_per_sec"] = n["steps"] / secs if secs else 0.0
+    given_up = sorted(e["run_index"] for e in entries if e["status"] == "given_up")
+    return {
+        "env": stored.get("env"), "agent": stored.get("agent"), "seed": stored.get("seed"), "backend": "ray",
+        "episodes": len(done), "steps": steps, "given_up": len(given_up), "given_up_episodes": given_up,
+        "untried": report["untried"], "terminated": sum(e["status"] == "terminated" for e in done),
+        "truncated": sum(e["status"] == "truncated" for e in done), "labels": labels,
+        "label_rates": {k: v / len(done) for k, v in labels.items()} if done else {},
+        "return": stat(rets), "length": stat(lens), "seconds": secs,
+        "steps_per_sec": steps / secs if secs else 0.0, "episodes_per_sec": len(done) / secs if secs else 0.0,
+        "restarts": sum(p["report"]["summary"].get("restarts", 0) for p in report["parts"]),
+        "actors": report["actors"], "actor_failures": report["actor_failures"], "retried": report["retried"],
+        "nodes": nodes,
+    }
+
+
+def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Optional[PathLike]) -> Summary:
+    ds = Dataset(root)
+    entries = [e for e in ds.episodes if e["run"] == run_no]
+    summary = _summary(entries, report, ds.metadata["runs"][run_no]["config"])
+    # The actors were killed just now: their dataset locks go with their processes.
+    for wait in (0.0, 0.1, 0.3, 1.0, 2.0, 4.0):
+        time.sleep(wait)
+        try:
+            written = json.loads(_rollway.close_run(root, run_no, json.dumps(summary)))
+            break
+        except _rollway.RollwayError as e:
+            if "lock held" not in str(e) or wait == 4.0:
+                raise
+    if summary_json is not None:
+        with open(os.fspath(summary_json), "w") as f:
+            json.dump(summary, f, indent=2)
+    return Summary({"summary": summary, "out": root, "written": written})
+
+
+def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:
+    """The committed steps of a rollway dataset as a ``ray.data.Dataset`` (one row per step).
+
+    Only shards whose index is committed are read — never a file without its index —
+    wherever each file is at the moment (published, or still staged); episodes
+    committed later are not included (call again). ``read_parquet_args`` go to
+    ``ray.data.read_parquet``.
+    """
+    ray = _ray()
+    files = [os.fspath(p) for p in _rollway.DatasetHandle(os.fspath(path), False).parquet_files()]
+    if not files:
+        raise _rollway.InputError(f"{os.fspath(path)}: no committed steps to read")
+    return ray.data.read_parquet(files, **read_parquet_args)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``rollway run --backend ray`` hands its resolved settings here (``python -m rollway.ray``).
+
+    Exit codes as ``rollway run``'s: 0 done, 1 episodes given up or untried (or the run
+    failed), 2 bad input (settings, dataset, address, Ray missing).
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m rollway.ray", description="The driver of `rollway run --backend ray`.")
+    p.add_argument("--settings", help="the run's settings: the config file's keys, as JSON")
+    p.add_argument("--out")
+    p.add_argument("--append", action="store_true")
+    p.add_argument("--resume")
+    p.add_argument("--episodes", type=int)
+    p.add_argument("--address")
+    p.add_argument("--actors", type=int, default=2)
+    p.add_argument("--summary-json")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    common = dict(address=a.address, num_workers=a.actors, progress=not a.quiet, summary_json=a.summary_json)
+    try:
+        if a.resume is not None:
+            s = run(resume=a.resume, episodes=a.episodes, **common)
+        else:
+            # Output files are the driver's own options (here --summary-json), not settings.
+            settings = {k: v for k, v in json.loads(a.settings or "{}").items()
+                        if v is not None and k not in ("summary_json", "episodes_json")}
+            s = run(out=a.out, append=a.append, **common, **settings)
+    except (_rollway.InputError, ModuleNotFoundError) as e:
+        print(f"rollway: error: {e}", file=sys.stderr)
+        return 2
+    except _rollway.RollwayError as e:
+        print(f"rollway: failed: {e}", file=sys.stderr)
+        return 1
+    f = s.to_dict()
+    print(f"  {'episodes':<18} {f['episodes']} ({f['given_up']} given up, {f['untried']} untried)")
+    print(f"  {'steps':<18} {f['steps']} in {f['seconds']:.1f} s ({f['steps_per_sec']:.0f}/s)")
+    print(f"  {'actors':<18} {f['actors']} ({f['actor_failures']} failed; {f['retried']} episodes run again)")
+    for node, n in sorted(f["nodes"].items()):
+        print(f"  {'node ' + node[:12]:<18} {n['episodes']} episodes, {n['steps_per_sec']:.0f} steps/s")
+    print(f"  {'dataset':<18} {s.out}")
+    return 0 if s.complete else 1
+
+
+if __name__ == "__main__":
+    # Run the package's own copy, so Ray ships its actor class by reference.
+    from rollway.ray import main as _main
+
+    sys.exit(_main())

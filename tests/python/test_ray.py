@@ -1,0 +1,206 @@
+"""Issue 13: rollway on Ray. A local multi-node Ray cluster (ray.cluster_utils.Cluster,
+on loopback, started and torn down here) runs rollway.ray.run; the dataset must equal a
+local run's — with actor processes SIGKILLed mid-run, with a whole node removed, and
+when every actor is gone and the run is resumed. Fractional GPUs are checked with fake
+GPU resources on this CPU-only machine."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import rollway
+
+ray = pytest.importorskip("ray")
+import rollway.ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from conftest import rollway_cli  # noqa: E402
+
+# PixelMine with lz4 frames: a few seconds of work, several files per shard.
+JOB = dict(env="PixelMine-v0", agent="random", env_params={"size": 32, "max_steps": 60}, episodes=48, seed=21,
+           workers=1, envs_per_worker=4, mode="sync", max_buffer_episodes=2)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head that runs no actors, and two worker nodes of one CPU each, the second with a fake GPU."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    c.add_node(num_cpus=1)
+    c.add_node(num_cpus=1, num_gpus=1)
+    c.wait_for_nodes()
+    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    out = tmp_path_factory.mktemp("local") / "ds"
+    rollway.run(**JOB, out=out, progress=False)
+    return fingerprints(out)
+
+
+def fingerprints(out):
+    """What a run must reproduce of each committed episode, checked for duplicates."""
+    eps = rollway.Dataset(out).episodes
+    ids = [e["id"] for e in eps]
+    assert len(ids) == len(set(ids)), "an episode committed twice"
+    return {e["run_index"]: (e["id"], e["seed"], e["length"], e["return"], e["status"], tuple(e["labels"])) for e in eps}
+
+
+def _title(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def member_pids(besides=(), running=b"ray::_Member.part"):
+    """Processes of rollway.ray's actors running a part (Ray titles them after the actor's
+    class and method), other than ``besides`` (an earlier test's actors may still be exiting)."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in besides and _title(d).startswith(running)]
+
+
+def all_member_pids():
+    return member_pids(running=b"ray::_Member")
+
+
+def when_committed(out, n, action):
+    """Runs ``action`` once ``out`` holds ``n`` committed episodes (in a thread)."""
+    def watch():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if len(rollway.Dataset(out).episodes) >= n:
+                    action()
+                    return
+            except rollway.RollwayError:
+                pass  # not created yet
+            time.sleep(0.02)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_ray_run_across_two_nodes_equals_the_local_run(cluster, local, tmp_path):
+    out = tmp_path / "ray"
+    s = rollway.ray.run(**JOB, out=out, num_workers=2, progress=False)
+    assert fingerprints(out) == local
+    assert s.complete and s.episodes == 48 and s.backend == "ray" and s.actor_failures == 0
+    assert len(s.nodes) == 2, f"one actor per one-CPU node: {s.nodes}"
+    assert sum(n["episodes"] for n in s.nodes.values()) == 48
+    ds = rollway.Dataset(out)
+    assert ds.metadata["runs"][0]["summary"]["episodes"] == 48, "the driver records the summary"
+    assert ds.verify()["problems"] == []
+    assert not os.listdir(out / ".tmp" / "claims") and not os.listdir(out / ".tmp" / "writers")
+
+
+def test_ray_actor_sigkilled_mid_run_loses_nothing_and_duplicates_nothing(cluster, local, tmp_path):
+    out = tmp_path / "ray"
+    killed, before = [], set(all_member_pids())
+
+    def kill():
+        for pid in member_pids(before)[:1]:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    watcher = when_committed(out, 6, kill)
+    s = rollway.ray.run(**JOB, out=out, num_workers=2, max_restarts=2, part_episodes=12, progress=False)
+    watcher.join()
+    assert killed, "the kill landed"
+    assert fingerprints(out) == local
+    assert s.complete and s.actor_failures >= 1
+    assert rollway.Dataset(out).verify()["problems"] == []
+
+
+def test_ray_run_survives_a_removed_node(cluster, local, tmp_path):
+    # Both actors need the "slot" resource, which only the node added here has; once it
+    # holds committed episodes it is removed, and the actors wait for Ray to restart them
+    # on a second such node (Ray's node changes are made from the main thread, so the
+    # run goes in another).
+    doomed = cluster.add_node(num_cpus=2, resources={"slot": 2})
+    cluster.wait_for_nodes()
+    out, result = tmp_path / "ray", {}
+
+    def go():
+        result["summary"] = rollway.ray.run(**JOB, out=out, num_workers=2, num_cpus_per_worker=1,
+                                            resources_per_worker={"slot": 1}, max_restarts=3, part_episodes=12,
+                                            progress=False)
+
+    t = threading.Thread(target=go)
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (os.path.exists(out / "rollway.json") and len(rollway.Dataset(out).episodes) >= 6):
+        time.sleep(0.02)
+    cluster.remove_node(doomed)
+    spare = cluster.add_node(num_cpus=2, resources={"slot": 2})
+    t.join(timeout=300)
+    s = result["summary"]
+    assert fingerprints(out) == local
+    assert s.complete and s.actor_failures >= 1
+    assert rollway.Dataset(out).verify()["problems"] == []
+    cluster.remove_node(spare)
+
+
+def test_ray_every_actor_gone_leaves_episodes_untried_and_resume_finishes(cluster, local, tmp_path):
+    out, before = tmp_path / "ray", set(all_member_pids())
+    watcher = when_committed(out, 4, lambda: [os.kill(p, signal.SIGKILL) for p in member_pids(before)])
+    s = rollway.ray.run(**JOB, out=out, num_workers=1, max_restarts=0, part_episodes=48, progress=False)
+    watcher.join()
+    assert not s.complete and s.untried > 0 and s.actor_failures == 1
+    assert set(fingerprints(out)) < set(local)
+    s = rollway.ray.run(resume=out, num_workers=2, progress=False)
+    assert s.complete
+    assert fingerprints(out) == local
+
+
+def test_ray_fractional_gpus_are_asked_of_ray(cluster, tmp_path):
+    s = rollway.ray.run(env="CartPole-v1", agent="random", episodes=8, out=tmp_path / "g", num_workers=2,
+                        num_cpus_per_worker=0, num_gpus_per_worker=0.5, progress=False)
+    assert s.complete
+    (node,) = s.nodes.values()  # both halves of the one fake GPU
+    assert node["resources"].get("GPU") == 0.5
+
+
+def test_ray_read_dataset_reads_committed_steps(cluster, tmp_path):
+    out = tmp_path / "cp"
+    rollway.run(env="CartPole-v1", agent="random", episodes=10, seed=1, out=out, progress=False)
+    rows = sum(e["length"] + 1 for e in rollway.Dataset(out).episodes)
+    assert rollway.ray.read_dataset(out).count() == rows
+
+
+def test_ray_cli_backend(cluster, local, tmp_path):
+    out, summary = tmp_path / "cli", tmp_path / "summary.json"
+    args = ["run", "--backend", "ray", "--ray-address", cluster.address, "--out", str(out), "--env", "PixelMine-v0",
+            "--env-opt", "size=32,max_steps=60", "--agent", "random", "--episodes", "48", "--seed", "21",
+            "--workers", "1", "--envs-per-worker", "4", "--mode", "sync", "--max-buffer-episodes", "2",
+            "--summary-json", str(summary), "-q"]
+    env = dict(os.environ, ROLLWAY_PYTHON=sys.executable)
+    p = subprocess.run(rollway_cli() + args, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert fingerprints(out) == local
+    assert json.load(open(summary))["episodes"] == 48
+
+
+def test_ray_errors_are_clear(tmp_path):
+    code = ("import rollway.ray, sys\n"
+            "try:\n"
+            "    rollway.ray.run(env='CartPole-v1', episodes=2, out=sys.argv[1], address='127.0.0.1:1')\n"
+            "except rollway.InputError as e:\n"
+            "    print('InputError:', e)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x")], capture_output=True, text=True, timeout=300)
+    assert "InputError: address='127.0.0.1:1'" in p.stdout, p.stdout + p.stderr
+    code = "import sys; sys.modules['ray'] = None\nimport rollway.ray\nrollway.ray.run(out='x')"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "rollway.ray needs Ray" in p.stderr
+    with pytest.raises(rollway.InputError, match="episodes"):
+        rollway.ray.run(env="CartPole-v1", steps=100, out=tmp_path / "s", progress=False)
