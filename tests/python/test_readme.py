@@ -12,7 +12,7 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 2, "the package tour and the own-env-and-policy example"
+    assert len(blocks) == 3, "the package tour, the own-env-and-policy example and the Ray one"
     return blocks
 
 
@@ -23,7 +23,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own = python_examples()
+    tour, own, on_ray = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -36,3 +36,9 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     for name in ("data/hosted", "data/a", "data/mlp"):
         assert len(rollway.Dataset(name)) == 100
     assert rollway.Dataset("data/mlp").metadata["runs"][0]["config"]["agent"] == "python:policy"
+
+    pytest.importorskip("ray")
+    scope = {}
+    exec(compile(on_ray, "README.md (Ray)", "exec"), scope)
+    assert len(rollway.Dataset("data/ray-cp")) == 200 and scope["summary"].complete
+    assert scope["steps"].count() == sum(e["length"] + 1 for e in rollway.Dataset("data/ray-cp").episodes)

@@ -8,7 +8,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{committed, next, Committed, PINNED_TUNING};
+use common::{after_kill, committed, next, Committed, PINNED_TUNING};
 
 // Each run of a job also gets common::PINNED_TUNING.
 const CARTPOLE: &[&str] =
@@ -73,14 +73,7 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
         if !dir.join("rollway.json").exists() {
             continue;
         }
-        let now = committed(&dir);
-        for (id, fp) in &seen {
-            assert_eq!(now.get(id), Some(fp), "committed episode {id} changed or vanished after a kill");
-        }
-        for (id, fp) in &now {
-            assert_eq!(want.get(id), Some(fp), "episode {id} differs from the uninterrupted run");
-        }
-        seen = now;
+        seen = after_kill(&dir, &seen, &want);
     }
     eprintln!("{killed_mid_run}/{kills} kills landed mid-run");
     assert!(killed_mid_run >= kills / 3, "kills should land mid-run ({killed_mid_run}/{kills})");

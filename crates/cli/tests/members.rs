@@ -6,12 +6,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{committed, next, Committed};
+use common::{after_kill, committed, next, Committed};
 
 // Small shards (2 episodes) and lz4 frames: many commits, several files each.
 const JOB: &[&str] = &[
@@ -130,7 +129,7 @@ fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
     let dir = tmp.path().join("killed");
     prepare(&dir);
     let mut rng = 0x2545_F491_4F6C_DD1D_u64;
-    let (mut kills, mut left_behind, mut seen) = (0, 0, BTreeMap::new());
+    let (mut kills, mut left_behind, mut seen) = (0, 0, Committed::new());
     for life in 0..8 {
         let Some(&(a, b)) = missing(&dir).first() else { break };
         // One member is killed while another, on the other half of the range, keeps
@@ -148,14 +147,7 @@ fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
             left_behind += usize::from(dir.join(format!(".tmp/writers/victim{life}.lock")).exists());
         }
         bystander.into_iter().for_each(finish);
-        let now = committed(&dir);
-        for (id, fp) in &seen {
-            assert_eq!(now.get(id), Some(fp), "committed episode {id} changed or vanished");
-        }
-        for (id, fp) in &now {
-            assert_eq!(want.get(id), Some(fp), "episode {id} differs from the local run");
-        }
-        seen = now;
+        seen = after_kill(&dir, &seen, &want);
     }
     assert!(kills >= 2 && left_behind >= 1, "kills should land mid-run ({kills}, {left_behind} left files behind)");
     for (i, r) in missing(&dir).into_iter().enumerate() {

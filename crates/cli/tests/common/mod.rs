@@ -130,3 +130,17 @@ pub fn next(state: &mut u64) -> u64 {
     *state ^= *state << 17;
     *state
 }
+
+/// The dataset after a kill: every episode committed before (`seen`) is still there,
+/// unchanged, and every committed episode is the one an uninterrupted run made (`want`).
+/// Returns what is committed now.
+pub fn after_kill(dir: &Path, seen: &Committed, want: &Committed) -> Committed {
+    let now = committed(dir);
+    for (id, fp) in seen {
+        assert_eq!(now.get(id), Some(fp), "committed episode {id} changed or vanished after a kill");
+    }
+    for (id, fp) in &now {
+        assert_eq!(want.get(id), Some(fp), "episode {id} differs from the uninterrupted run");
+    }
+    now
+}
