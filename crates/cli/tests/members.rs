@@ -137,7 +137,16 @@ fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
         let mid = a + (b - a).div_ceil(2);
         let mut victim = member(&dir, (a, mid), &format!("victim{life}"));
         let bystander = (mid < b).then(|| member(&dir, (mid, b), &format!("bystander{life}")));
-        std::thread::sleep(Duration::from_millis(full_ms as u64 / 20 + next(&mut rng) % (full_ms as u64 / 4).max(1)));
+        // The kill lands a seeded slice after the victim joined (its lock file appears):
+        // a slow start on a busy machine must not turn the kill into one before any write.
+        let joined = dir.join(format!(".tmp/writers/victim{life}.lock"));
+        let t = Instant::now();
+        while !joined.exists() && victim.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Up to half the time the victim's share of the work took in the reference run.
+        let share = full_ms as u64 * (mid - a) / EPISODES;
+        std::thread::sleep(Duration::from_millis(next(&mut rng) % (share / 2).max(1)));
         let mid_run = victim.try_wait().unwrap().is_none();
         victim.kill().ok(); // SIGKILL
         victim.wait().unwrap();
