@@ -49,8 +49,8 @@ from rollway.dataset import Dataset
 Range = Tuple[int, int]
 
 # Errors that mean "the actor (or its node) is gone", not "the part failed".
-_GONE = ("RayActorError", "ActorDiedError", "ActorUnavailableError", "WorkerCrashedError", "NodeDiedError",
-         "OwnerDiedError", "ObjectLostError")
+# (ActorUnavailableError, "restarting", is told apart first: see _Driver._ok.)
+_GONE = ("RayActorError", "ActorDiedError", "WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError")
 
 
 def _ray() -> Any:
@@ -117,13 +117,12 @@ def run(
         if resume is not None:
             if settings or config is not None or out is not None:
                 raise _rollway.InputError(f"resume={os.fspath(resume)!r} continues the stored run; only episodes= may be given")
-            root, run_no, target = _resumed(_path(resume), episodes)
+            root, run_no, target, stored = _resumed(_path(resume), episodes)
         else:
             given = _settings(env, agent, dict(settings, episodes=episodes))
             if config is not None:
                 given = {**_read_config(config), **given}
-            root, run_no, target = _prepare(given, _path(out), append, pickle, policy)
-        stored = Dataset(root).metadata["runs"][run_no]["config"]
+            root, run_no, target, stored = _prepare(given, _path(out), append, pickle, policy)
         restarts = stored.get("max_restarts", 3) if max_restarts is None else max_restarts
         opts = dict(num_cpus=num_cpus_per_worker, num_gpus=num_gpus_per_worker, resources=dict(resources_per_worker or {}),
                     max_restarts=restarts)
@@ -155,7 +154,9 @@ def _connect(ray: Any, address: Optional[str]) -> bool:
     return True
 
 
-def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes], policy: Any) -> Tuple[str, int, int]:
+def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes],
+             policy: Any) -> Tuple[str, int, int, Dict[str, Any]]:
+    """Records the run in ``out``: its dataset, run number, episode target and stored config."""
     if out is None:
         raise _rollway.InputError("rollway.ray.run records into out=DIR, on storage every node of the cluster sees")
     if given.get("steps") is not None:
@@ -163,10 +164,11 @@ def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Op
     _rollway.run(json.dumps(given), out=out, append=append, progress=False, env_pickle=pickle, agent_factory=policy,
                  python=sys.executable, prepare=True)
     runs = Dataset(out).metadata["runs"]
-    return out, len(runs) - 1, int(runs[-1]["config"]["episodes"])
+    return out, len(runs) - 1, int(runs[-1]["config"]["episodes"]), runs[-1]["config"]
 
 
-def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int]:
+def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int, Dict[str, Any]]:
+    """The last run of ``root``, as :func:`_prepare` returns a new one (its target raised to ``episodes``)."""
     runs = Dataset(root).metadata["runs"]
     if not runs:
         raise _rollway.InputError(f"resume={root!r}: the dataset has no run to resume")
@@ -175,7 +177,7 @@ def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int]:
         raise _rollway.InputError(f"resume={root!r}: its last run has a step target; a Ray run's target is episodes")
     if episodes is not None and episodes < target:
         raise _rollway.InputError(f"episodes={episodes}: the resumed run's target is {target}; it can only be raised")
-    return root, len(runs) - 1, int(episodes if episodes is not None else target)
+    return root, len(runs) - 1, int(episodes if episodes is not None else target), runs[-1]["config"]
 
 
 class _Member:
@@ -222,14 +224,15 @@ class _Driver:
         self.size = part or max(1, min(256, -(-target // (4 * actors))))
         cls = ray.remote(_Member).options(max_task_retries=0, **opts)
         self.actors = [cls.remote(root, run_no, pickle, policy) for _ in range(actors)]
-        self.failures, self.retried, self.parts, self.t0 = 0, 0, [], time.monotonic()
+        self.failures, self.retried, self.parts, self.t0, self.shown = 0, 0, [], time.monotonic(), 0.0
 
     def committed(self) -> set:
         return {e["run_index"] for e in Dataset(self.root).episodes if e["run"] == self.run_no}
 
     def drive(self) -> Dict[str, Any]:
         ray = self.ray
-        todo = _ranges([i for i in range(self.target) if i not in self.committed()], self.size)
+        have = self.committed()
+        todo = _ranges([i for i in range(self.target) if i not in have], self.size)
         idle, busy, probing = list(range(len(self.actors))), {}, {}
         try:
             while todo or busy:
@@ -257,7 +260,8 @@ class _Driver:
                     # The actor died: keep what it committed, run the rest again, and
                     # ask whether Ray brings it back (a ping answers once it has).
                     self.failures += 1
-                    left = [i for i in range(*rng) if i not in self.committed()]
+                    have = self.committed()
+                    left = [i for i in range(*rng) if i not in have]
                     self.retried += len(left)
                     todo[:0] = _ranges(left, self.size)
                     probing[self.actors[a].ping.remote()] = a
@@ -284,9 +288,11 @@ class _Driver:
             self.parts.append(res)
         return "ok"
 
-    def _tick(self) -> None:
-        if not self.show:
+    def _tick(self, last: bool = False) -> None:
+        # Reading the index costs a file per shard: at most once a second.
+        if not self.show or (not last and time.monotonic() - self.shown < 1.0):
             return
+        self.shown = time.monotonic()
         n = len(self.committed())
         rate = n / max(time.monotonic() - self.t0, 1e-9)
         print(f"\rrollway.ray: {n}/{self.target} episodes committed, {rate:.1f}/s, {len(self.actors)} actors, "
@@ -294,7 +300,7 @@ class _Driver:
 
     def _report(self, todo: List[Range]) -> Dict[str, Any]:
         if self.show:
-            self._tick()
+            self._tick(last=True)
             print(file=sys.stderr)
         return {"parts": self.parts, "seconds": time.monotonic() - self.t0, "actors": len(self.actors),
                 "actor_failures": self.failures, "retried": self.retried,

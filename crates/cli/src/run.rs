@@ -126,9 +126,6 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
         _ => (None, None),
     };
     let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
-    if a.prepare {
-        return prepared(&job, &out, stored, &generator);
-    }
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
@@ -136,6 +133,9 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
         }
         (_, w) => w,
     };
+    if a.prepare {
+        return prepared(&job, out, writer);
+    }
     // Both output files are created before the run, so a bad path costs no work.
     let episodes_out = input(create(job.episodes_json.as_deref(), "--episodes-json"))?;
     let summary_out = input(create(job.summary_json.as_deref(), "--summary-json"))?;
@@ -231,7 +231,6 @@ fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, 
         let mut job = job::resolve_stored(&run.config)?;
         job.cfg.start_index = part.start;
         job.cfg.target = rollway_runner::Target::Episodes(part.end);
-        job.calibrate = false;
         return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
     }
     if let Some(dir) = &a.resume {
@@ -255,14 +254,12 @@ fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, 
     Ok((job, out, Start::New))
 }
 
-/// `--prepare`: the dataset is created and the run recorded with its config (the
+/// `--prepare`: the dataset was created and the run recorded with its config (the
 /// generator was built only to learn the env's spaces); members run its episodes.
-fn prepared(job: &Job, out: &Option<PathBuf>, stored: serde_json::Value, generator: &Generator) -> Result<Outcome> {
-    let dir = out.clone().context("--prepare needs --out")?;
-    let w = rollway_store::DatasetWriter::create(&dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
-    let written = input(w.with_context(|| format!("--out {}", dir.display())))?.finish().context("committing the dataset")?;
+fn prepared(job: &Job, out: Option<PathBuf>, writer: Option<rollway_store::DatasetWriter>) -> Result<Outcome> {
+    let written = writer.context("--prepare needs --out")?.finish().context("committing the dataset")?;
     let summary = Summary { env: job.cfg.env.clone(), agent: job.cfg.agent.clone(), ..Summary::default() };
-    Ok(Outcome { summary, out: Some(dir), written: Some(written), resumed: None, commit_wait: Duration::ZERO })
+    Ok(Outcome { summary, out, written: Some(written), resumed: None, commit_wait: Duration::ZERO })
 }
 
 fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {

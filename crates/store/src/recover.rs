@@ -142,28 +142,45 @@ pub(crate) fn recover(paths: &Paths, meta: &Metadata, shards: &[ShardIndex], dam
     require_real_dir(&paths.tmp())?;
     require_real_dir(&paths.publish_dir())?;
     let mut s = scan(paths, meta, shards, damaged)?;
-    for (_, fin) in &s.unpublished {
-        create_dir_durable(fin.parent().unwrap_or(&paths.root))?;
-    }
-    publish(&s.unpublished)?;
-    for p in &s.debris {
-        // A regular file of our own naming in our own folder: never a link, never a folder.
-        if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
-            std::fs::remove_file(p).io("removing crash debris", p)?;
-        }
-    }
+    settle(paths, &s.unpublished, &s.debris)?;
     s.quarantined = quarantine(paths, &std::mem::take(&mut s.orphans))?;
     s.published = std::mem::take(&mut s.unpublished).len();
     s.debris.clear();
     Ok(s)
 }
 
+/// What becomes of crashed shards' staged files: committed ones are published
+/// (roll forward), the rest — debris — deleted. Shared by the one writer on open and
+/// by one of many writers reaping after dead ones ([`crate::shared`]).
+pub(crate) fn settle(paths: &Paths, unpublished: &[(PathBuf, PathBuf)], debris: &[PathBuf]) -> Result<()> {
+    for (_, fin) in unpublished {
+        create_dir_durable(fin.parent().unwrap_or(&paths.root))?;
+    }
+    publish(unpublished)?;
+    for p in debris {
+        // A regular file of our own naming in our own folder: never a link, never a folder.
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
+            match std::fs::remove_file(p) {
+                // Another of many writers got there first.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                r => r.io("removing crash debris", p)?,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Renames committed shards' `(staged, final)` files into place, then makes the
-/// renames durable (each folder synced once, not once per file).
+/// renames durable (each folder synced once, not once per file). A staged file that
+/// is gone while its final one is there was published already (by another of many
+/// writers).
 pub(crate) fn publish(files: &[(PathBuf, PathBuf)]) -> Result<()> {
     for (staged, fin) in files {
         crate::faults::check("publishing", fin)?;
-        std::fs::rename(staged, fin).io("publishing", fin)?;
+        match std::fs::rename(staged, fin) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && fin.exists() => {}
+            r => r.io("publishing", fin)?,
+        }
     }
     let dirs: std::collections::BTreeSet<&Path> = files.iter().filter_map(|(_, f)| f.parent()).collect();
     dirs.into_iter().try_for_each(sync_dir)
@@ -204,9 +221,7 @@ pub struct RepairReport {
 /// folders into `.quarantine/`. Nothing is deleted but crash debris.
 pub fn repair(dir: &Path) -> Result<RepairReport> {
     let paths = Paths::new(dir);
-    if !paths.metadata().is_file() {
-        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", crate::format::METADATA) });
-    }
+    crate::writer::require_dataset(dir)?;
     let _lock = lock(&paths)?;
     let meta = read_metadata(&paths)?;
     let (shards, damaged) = load_shard_indexes(&paths, &meta)?;

@@ -155,26 +155,18 @@ impl Member {
         let mut dead: BTreeMap<String, Option<File>> = BTreeMap::new();
         for owner in claims.values() {
             if owner != &self.id && !dead.contains_key(owner) && check_id(owner).is_ok() {
-                if let Some(lock) = try_lock(&writers_dir(paths).join(format!("{owner}.lock")), false, false)? {
+                let at = writers_dir(paths).join(format!("{owner}.lock"));
+                if let Some(lock) = try_lock(&at, false, false)? {
                     dead.insert(owner.clone(), Some(lock));
-                } else if !writers_dir(paths).join(format!("{owner}.lock")).exists() {
+                } else if !at.exists() {
                     dead.insert(owner.clone(), None);
                 }
             }
         }
         let ours = |p: &Path| shard_of(p).is_none_or(|n| claims.get(&n).is_none_or(|w| dead.contains_key(w)));
         let unpublished: Vec<(PathBuf, PathBuf)> = scan.unpublished.iter().filter(|(s, _)| ours(s)).cloned().collect();
-        for (staged, fin) in &unpublished {
-            match std::fs::rename(staged, fin) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && fin.exists() => {}
-                r => r.io("publishing", fin)?,
-            }
-        }
-        for p in scan.debris.iter().filter(|p| ours(p)) {
-            if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
-                remove(p, "removing crash debris")?;
-            }
-        }
+        let debris: Vec<PathBuf> = scan.debris.iter().filter(|p| ours(p)).cloned().collect();
+        recover::settle(paths, &unpublished, &debris)?;
         for (n, owner) in &claims {
             if dead.contains_key(owner) {
                 remove(&claim_path(paths, *n), "removing a dead writer's claim")?;

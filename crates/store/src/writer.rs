@@ -246,14 +246,9 @@ impl DatasetWriter {
     /// indices is the caller's to decide (FORMAT.md, "Many writers").
     pub fn join(dir: &Path, run: u32, id: &str, cfg: WriterConfig) -> Result<DatasetWriter> {
         let paths = Paths::new(dir);
-        if !paths.metadata().is_file() {
-            return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
-        }
+        require_dataset(dir)?;
         let meta = crate::reader::read_metadata(&paths)?;
-        let info = meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
-            path: dir.to_path_buf(),
-            message: format!("it records {} runs, so no run {run} to join", meta.runs.len()),
-        })?;
+        let info = run_info(dir, &meta, run, "join")?;
         let member = crate::shared::Member::join(&paths, id, &meta)?;
         let o = Opened { paths, meta: Some(meta.clone()), numbers: Numbers::Shared(member), entries: vec![] };
         Self::start(o, meta, info, cfg)
@@ -372,19 +367,38 @@ impl Drop for DatasetWriter {
     }
 }
 
+/// Refuses a `dir` without `rollway.json` before anything is created in it (relabelling
+/// or closing a typo must not make a dataset).
+pub(crate) fn require_dataset(dir: &Path) -> Result<()> {
+    if Paths::new(dir).metadata().is_file() {
+        Ok(())
+    } else {
+        Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })
+    }
+}
+
+/// Opens an existing dataset as its one writer ([`open_locked`]), with its metadata.
+fn open_existing(dir: &Path) -> Result<(Opened, Metadata)> {
+    require_dataset(dir)?;
+    let o = open_locked(dir)?;
+    let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
+    Ok((o, meta))
+}
+
+/// Run `run` of the dataset, for `what` (`join`, `close`) to act on.
+fn run_info(dir: &Path, meta: &Metadata, run: u32, what: &str) -> Result<RunInfo> {
+    meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
+        path: dir.to_path_buf(),
+        message: format!("it records {} runs, so no run {run} to {what}", meta.runs.len()),
+    })
+}
+
 /// Ends run `run` of the dataset at `dir`, written by many writers ([`DatasetWriter::join`]):
 /// under the writer lock (so only once all of them are gone), cleans up as a writer
 /// does on open, then records the run's `summary` (when given) and the dataset's counts.
 pub fn close_run(dir: &Path, run: u32, summary: Option<serde_json::Value>) -> Result<WriteStats> {
-    if !Paths::new(dir).metadata().is_file() {
-        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
-    }
-    let o = open_locked(dir)?;
-    let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
-    let mut info = meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
-        path: dir.to_path_buf(),
-        message: format!("it records {} runs, so no run {run} to close", meta.runs.len()),
-    })?;
+    let (o, meta) = open_existing(dir)?;
+    let mut info = run_info(dir, &meta, run, "close")?;
     info.summary = summary.or(info.summary);
     let mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run).collect();
     let stats = WriteStats {
@@ -401,15 +415,9 @@ pub fn close_run(dir: &Path, run: u32, summary: Option<serde_json::Value>) -> Re
 /// labels (or other index-only fields); each index file is replaced atomically.
 /// Returns how many entries `edit` reported as changed.
 pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) -> Result<u64> {
-    // Refuse before creating anything: relabelling a typo must not make a dataset.
-    if !Paths::new(dir).metadata().is_file() {
-        return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) });
-    }
-    let o = open_locked(dir)?;
-    let meta =
-        o.meta.as_ref().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
+    let (o, meta) = open_existing(dir)?;
     let mut changed = 0;
-    for mut shard in load_shard_indexes(&o.paths, meta)?.0 {
+    for mut shard in load_shard_indexes(&o.paths, &meta)?.0 {
         let before = changed;
         for e in &mut shard.episodes {
             changed += u64::from(edit(e));
