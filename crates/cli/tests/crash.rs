@@ -8,7 +8,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{after_kill, committed, next, Committed, PINNED_TUNING};
+use common::{after_kill, committed, next, wait_for, Committed, PINNED_TUNING};
 
 // Each run of a job also gets common::PINNED_TUNING.
 const CARTPOLE: &[&str] =
@@ -58,6 +58,9 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
             cmd.arg("run").arg("--out").arg(&dir).args(PINNED_TUNING).args(job);
         }
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        // The first life's slice starts once it has created the dataset (a busy CI machine
+        // once killed all twelve lives before that, so none had anything to lose).
+        wait_for(&dir.join("rollway.json"), &mut child);
         // Each life gets a small slice of a full run, so most kills land before it ends;
         // a life that finished first halves the next slices (a slow reference run on a
         // busy machine overstates how long a run takes).

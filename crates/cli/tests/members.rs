@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{after_kill, committed, next, Committed};
+use common::{after_kill, committed, next, wait_for, Committed};
 
 // Small shards (2 episodes) and lz4 frames: many commits, several files each.
 const JOB: &[&str] = &[
@@ -139,11 +139,7 @@ fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
         let bystander = (mid < b).then(|| member(&dir, (mid, b), &format!("bystander{life}")));
         // The kill lands a seeded slice after the victim joined (its lock file appears):
         // a slow start on a busy machine must not turn the kill into one before any write.
-        let joined = dir.join(format!(".tmp/writers/victim{life}.lock"));
-        let t = Instant::now();
-        while !joined.exists() && victim.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for(&dir.join(format!(".tmp/writers/victim{life}.lock")), &mut victim);
         // Up to half the time the victim's share of the work took in the reference run.
         let share = full_ms as u64 * (mid - a) / EPISODES;
         std::thread::sleep(Duration::from_millis(next(&mut rng) % (share / 2).max(1)));

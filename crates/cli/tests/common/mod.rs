@@ -144,3 +144,14 @@ pub fn after_kill(dir: &Path, seen: &Committed, want: &Committed) -> Committed {
     }
     now
 }
+
+/// Waits until `path` exists, or `child` has exited, or 20 s have passed: a kill test
+/// times its kill from the moment a process has something to lose (its dataset, its
+/// writer's lock file), so a slow start on a busy machine does not turn every kill
+/// into one before any write.
+pub fn wait_for(path: &Path, child: &mut std::process::Child) {
+    let t = std::time::Instant::now();
+    while !path.exists() && child.try_wait().unwrap().is_none() && t.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
