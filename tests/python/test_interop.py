@@ -92,3 +92,101 @@ def test_minari_jpeg_images_import_as_minari_reads_them(tmp_path, monkeypatch):
         assert diff.max() <= 4, diff.max()
         np.testing.assert_array_equal(a.actions, b.actions)
         np.testing.assert_array_equal(a.rewards, b.rewards)
+
+
+class Rich(__import__("gymnasium").Env):
+    """Dict, Tuple, Box, Discrete and MultiBinary leaves, an image Minari JPEG-encodes,
+    and per-step infos with nested dicts and arrays: every column kind Minari writes."""
+
+    def __init__(self):
+        import gymnasium as gym
+        from gymnasium import spaces
+
+        self.observation_space = spaces.Dict({
+            "pos": spaces.Box(-5, 5, (3,), np.float32),
+            "cam": spaces.Box(0, 255, (32, 40, 3), np.uint8),
+            "t": spaces.Tuple((spaces.Discrete(7), spaces.MultiBinary(4))),
+        })
+        self.action_space = spaces.Box(-1, 1, (2,), np.float32)
+        self.cam = Camera()
+        assert isinstance(self.cam, gym.Env)
+
+    def obs(self):
+        cam = self.cam.frame()[8:40, 12:52]
+        bits = np.array([(self.k >> i) & 1 for i in range(4)], np.int8)
+        return {"pos": self.pos.copy(), "cam": np.ascontiguousarray(cam), "t": (self.k % 7, bits)}
+
+    def info(self):
+        return {"x": float(self.pos[0]), "flag": bool(self.k % 2), "v": self.pos[:2].astype(np.float64),
+                "nested": {"k": int(self.k)}}
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cam.reset(seed=seed)
+        self.pos, self.k = self.np_random.uniform(-1, 1, 3).astype(np.float32), 0
+        return self.obs(), self.info()
+
+    def step(self, action):
+        self.pos[:2] += np.asarray(action, np.float32)
+        self.cam.step(self.k % 3)
+        self.k += 1
+        return self.obs(), float(self.pos.sum()), bool(abs(self.pos[0]) > 4), self.k == 9, self.info()
+
+
+def _leaves(x, prefix=""):
+    """Minari's nested dicts/tuples of arrays as rollway's leaf-path keys."""
+    if isinstance(x, dict):
+        return {k: v for key, sub in x.items() for k, v in _leaves(sub, f"{prefix}{key}/").items()}
+    if isinstance(x, tuple):
+        return {k: v for i, sub in enumerate(x) for k, v in _leaves(sub, f"{prefix}_index_{i}/").items()}
+    return {prefix.rstrip("/"): np.asarray(x)}
+
+
+@pytest.mark.parametrize("data_format", ["arrow", "parquet", "hdf5"])
+def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatch, data_format):
+    """Issue 15: datasets minari.DataCollector writes in each of its data formats, with
+    Dict/Tuple spaces, JPEG images and per-step infos, import to what minari reads back."""
+    minari = pytest.importorskip("minari")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    env = minari.DataCollector(Rich(), record_infos=True, data_format=data_format)
+    rng = np.random.default_rng(11)
+    for i in range(5):
+        env.reset(seed=40 + i)
+        done = False
+        while not done:
+            _, _, term, trunc, _ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+            done = term or trunc
+    env.create_dataset(dataset_id=f"rich/{data_format}-v0", algorithm_name="random")
+    back = rollway.import_minari(tmp_path / "minari" / "rich" / f"{data_format}-v0", tmp_path / "back", progress=False)
+    m = minari.load_dataset(f"rich/{data_format}-v0")
+    theirs, metas = list(m.iterate_episodes()), list(m.storage.get_episode_metadata(range(5)))
+    assert len(back) == len(theirs) == 5
+    assert [a.seed for a in back] == [int(e["seed"]) for e in metas] == list(range(40, 45))
+    for a, b in zip(back, theirs):
+        assert a.length == len(b.actions)
+        mine, ref = a.observations, _leaves(b.observations)
+        assert set(mine) == set(ref)
+        for k in ref:
+            if k == "cam":  # JPEG: both decode with libjpeg-turbo
+                assert np.abs(mine[k].astype(int) - ref[k].astype(int)).max() <= 4
+            else:
+                np.testing.assert_array_equal(mine[k], ref[k].astype(mine[k].dtype), err_msg=k)
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_array_equal(a.rewards, b.rewards)
+        np.testing.assert_array_equal(a.terminations, b.terminations)
+        np.testing.assert_array_equal(a.truncations, b.truncations)
+        assert len(a.infos) == a.length + 1
+        np.testing.assert_array_equal([i["x"] for i in a.infos], b.infos["x"])
+        np.testing.assert_array_equal([i["flag"] for i in a.infos], b.infos["flag"])
+        np.testing.assert_array_equal([i["v"] for i in a.infos], b.infos["v"])
+        nested = b.infos["nested"]
+        # minari 0.5.4's arrow reader gives nested infos back as an array of dicts, hdf5 as a dict of arrays.
+        ks = nested["k"] if isinstance(nested, dict) else [d["k"] for d in nested]
+        np.testing.assert_array_equal([i["nested"]["k"] for i in a.infos], ks)
+    if data_format != "hdf5":
+        # A damaged episode file: an InputError naming it, and no half dataset.
+        (part,) = (tmp_path / "minari" / "rich" / f"{data_format}-v0" / "data" / "3").glob("part-*")
+        part.write_bytes(part.read_bytes()[:300])
+        with pytest.raises(rollway.InputError, match=part.name):
+            rollway.import_minari(tmp_path / "minari" / "rich" / f"{data_format}-v0", tmp_path / "again", progress=False)
+        assert not (tmp_path / "again").exists()

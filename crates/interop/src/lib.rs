@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod arrowx;
 mod error;
 mod fsx;
 pub mod lerobot;

@@ -11,12 +11,12 @@ use rollway_core::DType;
 use rollway_store::{Dataset, EpisodeData};
 use serde_json::{json, Map, Value as Json};
 
-use super::arrowx::{self, Writer};
 use super::meta::{self, EpisodeMeta, RollwayMeta};
 use super::plan::Plan;
 use super::stats::{self, Stats};
 use super::videos::{Settings, Videos};
 use super::{ExportOptions, ExportReport, CODEBASE_VERSION, FINAL_OBSERVATION};
+use crate::arrowx::{self, Writer};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};

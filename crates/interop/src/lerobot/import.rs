@@ -152,9 +152,9 @@ impl Reader<'_> {
             if !path.is_file() {
                 return Err(malformed(&path, "/", "missing (the episodes table points here)"));
             }
-            let batch = super::arrowx::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
-            let ids = super::arrowx::col(&batch, "episode_index")
-                .and_then(|c| super::arrowx::i64s(c.as_ref()))
+            let batch = crate::arrowx::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
+            let ids = crate::arrowx::col(&batch, "episode_index")
+                .and_then(|c| crate::arrowx::i64s(c.as_ref()))
                 .map_err(|m| malformed(&path, "episode_index", m))?;
             let mut spans: Vec<(i64, usize, usize)> = Vec::new();
             for (i, &id) in ids.iter().enumerate() {
@@ -231,7 +231,7 @@ impl Reader<'_> {
         let column = |name: &str| -> Option<&std::sync::Arc<dyn Array>> { b.column_by_name(name).filter(|_| features.contains_key(name)) };
         let need = |name: &str| column(name).ok_or_else(|| malformed(&path, name, "missing column"));
         let flags = |name: &str, count: usize| -> Result<Option<Vec<bool>>> {
-            column(name).map(|c| super::arrowx::bools(&c.slice(start, count)).map_err(|m| malformed(&path, name, m))).transpose()
+            column(name).map(|c| crate::arrowx::bools(&c.slice(start, count)).map_err(|m| malformed(&path, name, m))).transpose()
         };
         // rollway's exports end each episode with a frame that only holds the final observation.
         let t = if map.final_frame {
@@ -253,7 +253,7 @@ impl Reader<'_> {
         }
         for c in map.plan.obs.iter().filter(|c| c.video.is_none()) {
             let bytes =
-                super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
+                crate::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
             scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &bytes);
         }
         if !map.final_frame {
@@ -262,11 +262,11 @@ impl Reader<'_> {
         }
         let mut actions = vec![0u8; size(t, ab)?];
         for c in &map.plan.act {
-            let bytes = super::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, t).map_err(|m| malformed(&path, &c.name, m))?;
+            let bytes = crate::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, t).map_err(|m| malformed(&path, &c.name, m))?;
             scatter(&mut actions, ab, al.leaves()[c.leaf].offset, c.bytes(), &bytes);
         }
         let rewards = match column("next.reward") {
-            Some(c) => super::arrowx::f64s(&c.slice(start, t)).map_err(|m| malformed(&path, "next.reward", m))?,
+            Some(c) => crate::arrowx::f64s(&c.slice(start, t)).map_err(|m| malformed(&path, "next.reward", m))?,
             None => vec![0.0; t],
         };
         let mut terminations = match flags("next.terminated", t)? {
@@ -282,7 +282,7 @@ impl Reader<'_> {
         truncations.truncate(t);
         let infos = match column("rollway.info").filter(|_| map.infos) {
             None => vec![],
-            Some(c) => super::arrowx::strings(&c.slice(start, t + 1))
+            Some(c) => crate::arrowx::strings(&c.slice(start, t + 1))
                 .map_err(|m| malformed(&path, "rollway.info", m))?
                 .into_iter()
                 .enumerate()

@@ -44,7 +44,6 @@
 //! A LeRobot dataset not made by rollway has no such column: each of its N frames
 //! is a step, and the final observation repeats the last frame's.
 
-mod arrowx;
 mod export;
 mod import;
 mod meta;

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use rollway_core::{DType, EnvSpec, Layout, Space};
 use serde_json::Value as Json;
 
-use super::arrowx;
 use super::meta::{self, InfoJson, RollwayMeta, Root};
 use super::plan::Plan;
 use super::FINAL_OBSERVATION;
+use crate::arrowx;
 use crate::{Error, Result};
 
 /// One row of the episodes table.

@@ -8,6 +8,7 @@ use rollway_store::format::column_name;
 use rollway_store::{DatasetWriter, WriterConfig};
 use serde_json::{json, Value as Json};
 
+use super::arrow::{self, Format};
 use super::{data_dir, h5, infos, ImportReport};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -15,6 +16,8 @@ use crate::{Error, Result};
 
 /// What an import needs from `metadata.json`.
 struct Meta {
+    /// `data_format`: `None` for hdf5 (Minari's default), else the arrow or parquet reader's.
+    format: Option<Format>,
     dataset_id: Option<String>,
     obs: Space,
     act: Space,
@@ -32,13 +35,17 @@ fn read_meta(path: &Path) -> Result<Meta> {
     let text = std::fs::read_to_string(path).io("reading", path)?;
     let j: Json = serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
     let m = j.as_object().ok_or_else(|| bad("not a JSON object".into()))?;
-    let fmt = m.get("data_format").and_then(Json::as_str).unwrap_or("hdf5");
-    if fmt != "hdf5" {
-        return Err(Error::Unsupported {
-            path: path.to_path_buf(),
-            message: format!("data_format `{fmt}`: only Minari's hdf5 format is supported"),
-        });
-    }
+    let format = match m.get("data_format").and_then(Json::as_str).unwrap_or("hdf5") {
+        "hdf5" => None,
+        "arrow" => Some(Format::Arrow),
+        "parquet" => Some(Format::Parquet),
+        other => {
+            return Err(Error::Unsupported {
+                path: path.to_path_buf(),
+                message: format!("data_format `{other}`: Minari's formats are hdf5, arrow and parquet"),
+            })
+        }
+    };
     let space = |key: &str| -> Result<Space> {
         let text = match m.get(key) {
             Some(Json::String(s)) => s.clone(),
@@ -64,6 +71,7 @@ fn read_meta(path: &Path) -> Result<Meta> {
     let spec: Option<Json> = m.get("env_spec").and_then(Json::as_str).and_then(|s| serde_json::from_str(s).ok());
     let spec_field = |k: &str| spec.as_ref().and_then(|s| s.get(k)).cloned();
     Ok(Meta {
+        format,
         dataset_id: m.get("dataset_id").and_then(Json::as_str).map(String::from),
         obs,
         act,
@@ -78,7 +86,7 @@ fn read_meta(path: &Path) -> Result<Meta> {
 }
 
 /// Minari's `is_image_space`: what it JPEG-encodes unless `jpeg_encoding` is false.
-fn is_image_leaf(l: &rollway_core::Leaf) -> bool {
+pub(super) fn is_image_leaf(l: &rollway_core::Leaf) -> bool {
     let LeafKind::Box { low, high } = &l.kind else { return false };
     l.dtype == DType::U8
         && matches!(l.shape.len(), 2 | 3)
@@ -98,11 +106,17 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let data = data_dir(src)?;
     let meta_path = data.join("metadata.json");
     let meta = read_meta(&meta_path)?;
-    let h5_path = data.join("main_data.hdf5");
-    if !h5_path.is_file() {
-        return Err(Error::NotMinari { path: data, message: "no main_data.hdf5".into() });
-    }
     let (ol, al) = (Layout::of(&meta.obs), Layout::of(&meta.act));
+    let mut r: Box<dyn Source> = match meta.format {
+        None => {
+            let h5_path = data.join("main_data.hdf5");
+            if !h5_path.is_file() {
+                return Err(Error::NotMinari { path: data, message: "no main_data.hdf5".into() });
+            }
+            Box::new(Reader::open(&h5_path, ol, al, meta.jpeg)?)
+        }
+        Some(f) => Box::new(arrow::Reader::new(&data, f, ol, al, meta.jpeg)),
+    };
     fsx::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
     let dataset_id = meta
@@ -110,11 +124,13 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         .clone()
         .unwrap_or_else(|| data.parent().and_then(|p| p.file_name()).map_or("minari".into(), |n| n.to_string_lossy().into_owned()));
     let env = meta.env_id.clone().unwrap_or_else(|| dataset_id.clone());
-    let mut r = Reader::open(&h5_path, ol, al, meta.jpeg)?;
     // Counted, not trusted: a huge `total_episodes` would otherwise drive the loops below.
     let groups = r.count_episodes()?;
     let n = match meta.total_episodes {
-        Some(n) if n > groups => return Err(r.bad("/", format!("metadata.json counts {n} episodes, the file has {groups} episode groups"))),
+        Some(n) if n > groups => {
+            let message = format!("metadata.json counts {n} episodes, the data has {groups}");
+            return Err(Error::Malformed { path: data, object: "/".into(), message });
+        }
         Some(n) => n,
         None => groups,
     };
@@ -141,9 +157,22 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     writer.finish().map_err(store_err)?;
     let bytes = fsx::dir_bytes(staging.path());
     staging.commit(&out_abs)?;
-    r.skipped.sort();
-    r.skipped.dedup();
-    Ok(ImportReport { dataset_id, env, out: out.to_path_buf(), episodes: n, steps, bytes, skipped_infos: r.skipped })
+    let mut skipped = std::mem::take(r.skipped());
+    skipped.sort();
+    skipped.dedup();
+    Ok(ImportReport { dataset_id, env, out: out.to_path_buf(), episodes: n, steps, bytes, skipped_infos: skipped })
+}
+
+/// Where an import's episodes come from: `main_data.hdf5`, or arrow/parquet episode folders.
+pub(super) trait Source {
+    /// Episodes present, when the metadata does not say how many.
+    fn count_episodes(&self) -> Result<u64>;
+    /// Whether any of the first `n` episodes has per-step infos.
+    fn any_infos(&self, n: u64) -> Result<bool>;
+    /// Episode `k`, checked against the spaces.
+    fn episode(&mut self, k: u64) -> Result<EpisodeResult>;
+    /// Info keys not imported so far.
+    fn skipped(&mut self) -> &mut Vec<String>;
 }
 
 /// Reads episodes out of `main_data.hdf5`, checking them against the spaces.
@@ -169,24 +198,6 @@ impl Reader {
 
     fn bad(&self, object: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Malformed { path: self.path.clone(), object: object.into(), message: message.into() }
-    }
-
-    /// `episode_<k>` groups, when the metadata does not say how many.
-    fn count_episodes(&self) -> Result<u64> {
-        let names = self.file.member_names().map_err(|e| self.bad("/", e.to_string()))?;
-        Ok(names.iter().filter(|n| n.strip_prefix("episode_").is_some_and(|k| k.parse::<u64>().is_ok())).count() as u64)
-    }
-
-    /// Whether any episode has a non-empty `infos` group (then the dataset records infos).
-    fn any_infos(&self, n: u64) -> Result<bool> {
-        for k in 0..n {
-            if let Ok(g) = self.file.group(&format!("episode_{k}/infos")) {
-                if !g.is_empty() {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
     }
 
     /// Reads leaf datasets `prefix/…` of `layout`, each `[rows, ...shape]`, into rows.
@@ -262,6 +273,26 @@ impl Reader {
             other => Err(self.bad(&object, format!("holds {other}, expected an integer"))),
         }
     }
+}
+
+impl Source for Reader {
+    /// `episode_<k>` groups, when the metadata does not say how many.
+    fn count_episodes(&self) -> Result<u64> {
+        let names = self.file.member_names().map_err(|e| self.bad("/", e.to_string()))?;
+        Ok(names.iter().filter(|n| n.strip_prefix("episode_").is_some_and(|k| k.parse::<u64>().is_ok())).count() as u64)
+    }
+
+    /// Whether any episode has a non-empty `infos` group (then the dataset records infos).
+    fn any_infos(&self, n: u64) -> Result<bool> {
+        for k in 0..n {
+            if let Ok(g) = self.file.group(&format!("episode_{k}/infos")) {
+                if !g.is_empty() {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
 
     fn episode(&mut self, k: u64) -> Result<EpisodeResult> {
         let ep = format!("episode_{k}");
@@ -297,5 +328,9 @@ impl Reader {
             seed,
             Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() },
         ))
+    }
+
+    fn skipped(&mut self) -> &mut Vec<String> {
+        &mut self.skipped
     }
 }

@@ -123,7 +123,7 @@ pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<Str
 }
 
 /// Rebuilds `value` of one row from a flat buffer and the row's shape.
-fn nest(shape: &[usize], vals: &mut impl Iterator<Item = Json>) -> Json {
+pub(super) fn nest(shape: &[usize], vals: &mut impl Iterator<Item = Json>) -> Json {
     match shape.split_first() {
         None => vals.next().unwrap_or(Json::Null),
         Some((&n, rest)) => Json::Array((0..n).map(|_| nest(rest, vals)).collect()),
@@ -139,7 +139,7 @@ pub(crate) fn read(group: &hdf5::Group, rows: usize) -> hdf5::Result<(Vec<Info>,
     Ok((out, skipped))
 }
 
-fn insert(info: &mut Info, path: &str, v: Json) {
+pub(super) fn insert(info: &mut Info, path: &str, v: Json) {
     let mut parts = path.split('/').peekable();
     let mut m = &mut info.0;
     while let Some(p) = parts.next() {

@@ -1,5 +1,6 @@
-//! Minari 0.5 HDF5 datasets: export a rollway dataset so `minari.load_dataset`
-//! reads it, and import one that Minari wrote.
+//! Minari 0.5 datasets: export a rollway dataset so `minari.load_dataset` reads
+//! it (HDF5), and import one that Minari wrote in any of its data formats (HDF5,
+//! below; `arrow` and `parquet`: a folder per episode, see `arrow.rs`).
 //!
 //! A Minari dataset is a directory `<root>/<dataset_id>/data/` with
 //! `metadata.json` and `main_data.hdf5`. The HDF5 file has one group per episode,
@@ -17,6 +18,7 @@
 //! first) for T steps, so rows map one to one. Images are stored raw
 //! (`jpeg_encoding: false`), so values survive a round trip exactly.
 
+mod arrow;
 mod export;
 mod h5;
 mod import;

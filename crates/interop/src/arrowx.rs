@@ -1,4 +1,5 @@
-//! Arrow/Parquet plumbing: rollway's native row bytes ↔ the column types LeRobot
+//! Arrow/Parquet plumbing shared by the LeRobot and Minari (arrow, parquet) formats:
+//! rollway's native row bytes ↔ the column types LeRobot
 //! (Hugging Face `datasets`) uses — plain values for shape `[1]`, fixed-size lists
 //! otherwise — and defensive reads of files we did not write.
 
@@ -130,6 +131,19 @@ pub(crate) fn read_file(path: &Path) -> Result<RecordBatch, String> {
         arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| e.to_string())
     }))
     .map_err(|_| "the Parquet decoder panicked".to_string())?
+}
+
+/// Reads a whole Arrow IPC file (Feather v2, what pyarrow's `format="arrow"` writes)
+/// as one batch; like [`read_file`], a damaged file is an error, never a crash.
+pub(crate) fn read_ipc_file(path: &Path) -> Result<RecordBatch, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    catch_unwind(AssertUnwindSafe(|| -> Result<RecordBatch, String> {
+        let r = arrow_ipc::reader::FileReader::try_new(std::io::BufReader::new(file), None).map_err(|e| e.to_string())?;
+        let schema = r.schema();
+        let batches = r.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| e.to_string())
+    }))
+    .map_err(|_| "the Arrow IPC decoder panicked".to_string())?
 }
 
 /// The column `name`, or an error naming it.
