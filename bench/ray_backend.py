@@ -1,13 +1,16 @@
 """Issue 13: rollway on Ray, side by side in one run (bench/run_ray.sh).
 
-1. **Overhead**: one workload (built-in PixelMine-v0, 64×64 frames to lz4) run by rollway
+1. **Overhead**: one workload (built-in PixelMine-v0, 64×64 frames to H.264) run by rollway
    locally (``rollway.run``, 2 workers) and by ``rollway.ray.run`` on a local Ray cluster
    (2 actors × 1 worker, the cluster started before timing): wall seconds, ratio.
 2. **MineStudio-shaped**: 2 workers × N episodes × 500 steps of a Python 128×128 pixel env,
    H.264 output, an info filter — ``rollway.ray.run`` vs a plain Ray actor pool written the
-   way MineStudio's generator is (each actor steps its env with random actions, encodes the
-   episode with PyAV's libx264 into an mp4, returns the path and the final info; the driver
-   applies the filter). Episodes/s.
+   way MineStudio's generator is (each actor steps its env with random actions, then saves
+   the episode as MineStudio's Worker.save_to_file does: infos and actions pickled, frames
+   encoded with PyAV's libx264 into an mp4; it returns the path and the final info, and
+   the driver applies the filter). Episodes/s. The pool runs twice: with MineStudio's
+   x264 settings (libx264's defaults) and with rollway's, to separate the engine from
+   the encoder settings.
 
 Medians of --reps; every rollway dataset is checked to hold the target episodes.
 """
@@ -64,7 +67,7 @@ def fresh(tmp, name):
 
 def overhead(tmp, episodes, reps):
     job = dict(env="PixelMine-v0", agent="random", env_params={"size": 64, "max_steps": 200}, episodes=episodes,
-               seed=1, envs_per_worker=8, mode="sync", progress=False)
+               seed=1, envs_per_worker=8, mode="sync", frame_media="h264", progress=False)
 
     def local():
         s = rollway.run(**job, workers=2, out=fresh(tmp, "local"))
@@ -74,10 +77,19 @@ def overhead(tmp, episodes, reps):
         s = rollway.ray.run(**job, workers=1, num_workers=2, out=fresh(tmp, "ray"))
         assert s.episodes == episodes and s.complete
 
-    return timed(local, reps), timed(on_ray, reps)
+    loc, on = [], []
+    for _ in range(reps):  # interleaved, as in minestudio()
+        loc += timed(local, 1)
+        on += timed(on_ray, 1)
+    return loc, on
 
 
 _GENERATOR = None
+
+# MineStudio's writer (000_…: Worker.save_to_file) gives libx264 no options: preset
+# medium, CRF 23, keyint 250. rollway's defaults are preset fast, CRF 23, keyint 128
+# (bench/RESULTS.md, frame encoding: same bytes/frame and PSNR). The pool runs both.
+X264 = {"minestudio": {}, "rollway": {"preset": "fast", "crf": "23", "g": "128"}}
 
 
 def _pool_actor():
@@ -89,31 +101,45 @@ def _pool_actor():
 
     @ray.remote(num_cpus=1)
     class Generator:
-        """MineStudio's shape: an env per actor; each episode stepped, encoded with PyAV, saved."""
+        """MineStudio's Worker: one env per actor; each episode stepped, then saved
+        (infos and actions pickled, frames encoded with PyAV into an mp4)."""
 
-        def __init__(self, outdir):
-            self.env, self.outdir = make_env(), outdir
+        def __init__(self, outdir, x264):
+            self.env, self.outdir, self.x264 = make_env(), outdir, x264
 
         def rollout(self, seed):
-            import av
-
             rng = np.random.default_rng(seed)
             obs, info = self.env.reset(seed=seed)
-            frames = [obs]
+            images, actions, infos = [obs], [], [dict(info)]
             while True:
-                obs, _, term, trunc, info = self.env.step(int(rng.integers(4)))
-                frames.append(obs)
+                action = int(rng.integers(4))
+                actions.append(action)
+                obs, _, term, trunc, info = self.env.step(action)
+                images.append(obs)
+                infos.append({k: dict(v) if hasattr(v, "values") else v for k, v in info.items()})
                 if term or trunc:
                     break
-            path = os.path.join(self.outdir, f"episode-{seed}.mp4")
-            with av.open(path, "w") as c:
-                s = c.add_stream("libx264", rate=20)
-                s.width, s.height, s.pix_fmt = pixel_env.SIZE, pixel_env.SIZE, "yuv420p"
-                s.options = {"crf": "23", "preset": "veryfast"}
-                for f in frames:
-                    c.mux(s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")))
-                c.mux(s.encode())
-            return path, info
+            return self.save(seed, images, actions, infos), infos[-1]
+
+        def save(self, seed, images, actions, infos):
+            import pickle
+
+            import av
+
+            for name, obj in (("info", infos), ("action", actions)):
+                with open(os.path.join(self.outdir, f"{name}_{seed}.pkl"), "wb") as f:
+                    pickle.dump(obj, f)
+            path = os.path.join(self.outdir, f"video_{seed}.mp4")
+            with av.open(path, mode="w", format="mp4") as container:
+                stream = container.add_stream("h264", rate=30)
+                stream.width, stream.height = images[0].shape[1], images[0].shape[0]
+                stream.options = dict(self.x264)
+                for image in images:
+                    for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+                        container.mux(packet)
+                for packet in stream.encode():
+                    container.mux(packet)
+            return path
 
     _GENERATOR = Generator
     return Generator
@@ -125,10 +151,10 @@ def minestudio(tmp, per_worker, reps):
 
     n = 2 * per_worker
 
-    def pool():
+    def pool(x264):
         out = fresh(tmp, "pool")
         os.makedirs(out)
-        actors = [_pool_actor().remote(out) for _ in range(2)]
+        actors = [_pool_actor().remote(out, x264) for _ in range(2)]
         results = list(ActorPool(actors).map_unordered(lambda a, s: a.rollout.remote(s), range(n)))
         kept = [p for p, info in results if info["events"]["bright"] >= 1]
         assert len(results) == n and len(kept) <= n
@@ -140,14 +166,20 @@ def minestudio(tmp, per_worker, reps):
                             frame_media="h264", filters=[FILTER], num_workers=2, out=fresh(tmp, "rw"), progress=False)
         assert s.complete and s.episodes == n
 
-    return timed(pool, reps), timed(on_ray, reps)
+    # Interleaved, so the machine's drift falls on every system alike.
+    times = {"minestudio": [], "rollway": [], "rw": []}
+    for _ in range(reps):
+        for k in X264:
+            times[k] += timed(lambda: pool(X264[k]), 1)
+        times["rw"] += timed(on_ray, 1)
+    return times
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--episodes", type=int, default=600, help="overhead workload (≥ 30 s of work on 2 cores)")
-    ap.add_argument("--per-worker", type=int, default=8, help="MineStudio-shaped episodes per worker")
+    ap.add_argument("--episodes", type=int, default=2000, help="overhead workload (≥ 30 s of work on 2 cores)")
+    ap.add_argument("--per-worker", type=int, default=16, help="MineStudio-shaped episodes per worker")
     a = ap.parse_args()
     import cloudpickle
     import ray
@@ -160,24 +192,26 @@ def main():
         log("overhead: local vs Ray")
         loc, on = overhead(tmp, a.episodes, a.reps)
         log("MineStudio-shaped: Ray actor pool + PyAV vs rollway.ray")
-        pool, rw = minestudio(tmp, a.per_worker, a.reps)
+        times = minestudio(tmp, a.per_worker, a.reps)
     finally:
         ray.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
     med = statistics.median
     n = 2 * a.per_worker
+    runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+    eps = lambda xs: f"{med(xs):.2f} ({n / med(xs):.2f} episodes/s)"  # noqa: E731
     print(f"## Ray backend (issue 13): `bench/run_ray.sh --reps {a.reps} --episodes {a.episodes} --per-worker {a.per_worker}`\n")
     print(f"{os.cpu_count()} cores; {module_versions(['ray', 'av', 'numpy', 'gymnasium'])}\n")
     print("| workload | run | median s | all s | ratio |\n|---|---|---|---|---|")
-    print(f"| PixelMine 64×64, {a.episodes} episodes, lz4 | rollway local, 2 workers | {med(loc):.2f} | "
-          f"{', '.join(f'{x:.2f}' for x in loc)} | |")
-    print(f"| | rollway.ray, 2 actors × 1 worker | {med(on):.2f} | {', '.join(f'{x:.2f}' for x in on)} | "
+    print(f"| PixelMine 64×64, {a.episodes} × 200 steps, H.264 | rollway local, 2 workers | {med(loc):.2f} | {runs(loc)} | |")
+    print(f"| | rollway.ray, 2 actors × 1 worker | {med(on):.2f} | {runs(on)} | "
           f"overhead {100 * (med(on) / med(loc) - 1):+.1f}% |")
-    print(f"| Python 128×128 env, {n} × {LENGTH} steps, H.264, info filter | Ray actor pool + PyAV (MineStudio's shape) | "
-          f"{med(pool):.2f} ({n / med(pool):.2f} episodes/s) | {', '.join(f'{x:.2f}' for x in pool)} | |")
-    print(f"| | rollway.ray, 2 actors | {med(rw):.2f} ({n / med(rw):.2f} episodes/s) | "
-          f"{', '.join(f'{x:.2f}' for x in rw)} | {med(pool) / med(rw):.2f}× |")
-
+    shape = f"Python 128×128 env, {n} × {LENGTH} steps, H.264, info filter"
+    ms, rs, rw = times["minestudio"], times["rollway"], times["rw"]
+    print(f"| {shape} | Ray actor pool + PyAV, MineStudio's writer (x264 defaults) | {eps(ms)} | {runs(ms)} | |")
+    print(f"| | the same pool with rollway's x264 settings | {eps(rs)} | {runs(rs)} | |")
+    print(f"| | rollway.ray, 2 actors | {eps(rw)} | {runs(rw)} | {med(ms) / med(rw):.2f}× MineStudio's; "
+          f"{med(rs) / med(rw):.2f}× same settings |")
 
 if __name__ == "__main__":
     main()

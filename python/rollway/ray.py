@@ -97,9 +97,10 @@ def run(
       ``max_restarts``, 3); the run's own key also bounds env rebuilds in each actor.
     - ``address``: the cluster (``"auto"``, ``"HOST:PORT"``); left out, this process's
       Ray if ``ray.init`` was called, else a new local cluster for this run.
-    - ``part_episodes``: episodes per task an actor is given (default: about four
-      tasks per actor, at most 256 episodes): smaller parts rebalance and retry at a
-      finer grain, larger ones start the engine less often.
+    - ``part_episodes``: episodes per task an actor is given. Each task starts the
+      actor's engine afresh (for Python envs, new env processes: ~0.5 s), so by default
+      each actor gets one task, an equal share of the episodes; smaller parts rebalance
+      across unequal nodes at the cost of a start each.
     - ``out``: the dataset directory, on storage every node sees; ``append=True`` adds
       the run to an existing dataset; ``resume=DIR`` finishes its last run (killed, or
       short of actors), ``episodes`` may raise its target.
@@ -110,6 +111,10 @@ def run(
     and steps per second. Actors are killed when the call returns, fails or is
     interrupted (Ctrl-C); committed episodes stay.
     """
+    if num_workers < 1:
+        raise _rollway.InputError(f"num_workers={num_workers}: a Ray run needs at least one actor")
+    if part_episodes is not None and part_episodes < 1:
+        raise _rollway.InputError(f"part_episodes={part_episodes}: a part has at least one episode")
     ray = _ray()
     env, agent, pickle, policy = _sources(env, agent)
     started = _connect(ray, address)
@@ -218,10 +223,8 @@ class _Driver:
 
     def __init__(self, ray: Any, root: str, run_no: int, target: int, opts: Dict[str, Any], actors: int,
                  pickle: Optional[bytes], policy: Any, part: Optional[int], progress: bool):
-        if actors < 1:
-            raise _rollway.InputError(f"num_workers={actors}: a Ray run needs at least one actor")
         self.ray, self.root, self.run_no, self.target, self.show = ray, root, run_no, target, progress
-        self.size = part or max(1, min(256, -(-target // (4 * actors))))
+        self.size, self.n = part, actors
         cls = ray.remote(_Member).options(max_task_retries=0, **opts)
         self.actors = [cls.remote(root, run_no, pickle, policy) for _ in range(actors)]
         self.failures, self.retried, self.parts, self.t0, self.shown = 0, 0, [], time.monotonic(), 0.0
@@ -232,7 +235,10 @@ class _Driver:
     def drive(self) -> Dict[str, Any]:
         ray = self.ray
         have = self.committed()
-        todo = _ranges([i for i in range(self.target) if i not in have], self.size)
+        left = [i for i in range(self.target) if i not in have]
+        # One part per actor unless told: an engine start costs more than the imbalance saves.
+        self.size = self.size or max(1, -(-len(left) // self.n))
+        todo = _ranges(left, self.size)
         idle, busy, probing = list(range(len(self.actors))), {}, {}
         try:
             while todo or busy:

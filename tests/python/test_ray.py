@@ -202,5 +202,8 @@ def test_ray_errors_are_clear(tmp_path):
     code = "import sys; sys.modules['ray'] = None\nimport rollway.ray\nrollway.ray.run(out='x')"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "rollway.ray needs Ray" in p.stderr
+    with pytest.raises(rollway.InputError, match="part_episodes=0"):
+        rollway.ray.run(env="CartPole-v1", episodes=4, part_episodes=0, out=tmp_path / "p", progress=False)
+    assert not (tmp_path / "p").exists(), "refused before anything is written"
     with pytest.raises(rollway.InputError, match="episodes"):
         rollway.ray.run(env="CartPole-v1", steps=100, out=tmp_path / "s", progress=False)
