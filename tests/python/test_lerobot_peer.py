@@ -172,3 +172,28 @@ def test_lerobot_import_of_damaged_v21_loses_nothing(made, tmp_path):
     with pytest.raises(rollway.InputError, match="episode_000003.parquet"):
         rollway.import_lerobot(v21, tmp_path / "back", progress=False)
     assert not (tmp_path / "back").exists()
+
+
+def test_issue15_agent_state_exports_as_a_feature_lerobot_loads(tmp_path):
+    """A recurrent policy's state goes to LeRobot as `rollway.agent_state` (zeros on the
+    final-observation frame); LeRobotDataset serves it and the import takes it back."""
+    def counter(obs, first, state):
+        prev = state[:, 0] if state.shape[1] else np.zeros(len(obs), np.float32)
+        return prev.astype(np.int64) % 2, np.stack([prev + 1, -prev], axis=1).astype(np.float32)
+
+    src = tmp_path / "rnn"
+    rollway.run(env="CartPole-v1", agent=counter, episodes=4, seed=3, out=src, progress=False)
+    ds = rollway.Dataset(src)
+    ds.export("lerobot", tmp_path / "lr", fps=50, progress=False)
+    info = json.load(open(tmp_path / "lr" / "meta" / "info.json"))
+    assert info["features"]["rollway.agent_state"]["shape"] == [2]
+    theirs = lerobot_dataset.LeRobotDataset("local/rnn", root=tmp_path / "lr", video_backend="pyav")
+    i = 0
+    for ep in ds:
+        for t in range(ep.length + 1):
+            want = ep.agent_state[t] if t < ep.length else np.zeros(2, np.float32)
+            np.testing.assert_array_equal(theirs[i]["rollway.agent_state"].numpy(), want)
+            i += 1
+    back = rollway.import_lerobot(tmp_path / "lr", tmp_path / "back", progress=False)
+    for a, b in zip(ds, back):
+        np.testing.assert_array_equal(a.agent_state, b.agent_state)

@@ -47,6 +47,7 @@ fn assert_same_numbers(a: &Path, b: &Path, frames: &[&str]) {
             "episode {k}"
         );
         assert_eq!((x.entry.seed, x.entry.status), (y.entry.seed, y.entry.status), "episode {k}");
+        assert_eq!(x.agent_state, y.agent_state, "issue 15: episode {k}'s agent_state");
     }
 }
 

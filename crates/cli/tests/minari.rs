@@ -50,6 +50,15 @@ fn minari_loads_our_exports_with_identical_values() {
     ]);
     common::rollway(&[&"export", &mine, &"--to", &"minari", &root.join("pixel/miner-v0"), &"-q"]);
     common::run_script(&py, "check_minari.py", &[&mine, &root, &"pixel/miner-v0"]);
+    // And back: the miner's recurrent state, which Minari reads past, returns with the rest.
+    let back = tmp.path().join("back");
+    common::rollway(&[&"import", &"minari", &root.join("pixel/miner-v0"), &back, &"-q"]);
+    let (a, b) = (rollway_store::Dataset::open(&mine).unwrap(), rollway_store::Dataset::open(&back).unwrap());
+    for k in 0..3 {
+        let (x, y) = (a.read_episode(k).unwrap(), b.read_episode(k).unwrap());
+        assert!(x.agent_state.is_some(), "the miner keeps a state");
+        assert_eq!(x.agent_state, y.agent_state, "issue 15: episode {k}'s agent_state");
+    }
 }
 
 #[test]

@@ -41,7 +41,7 @@ mod verify;
 mod writer;
 
 pub use collector::{Collector, StepCallback};
-pub use columns::arrow_type;
+pub use columns::{arrow_type, AGENT_STATE};
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};
 pub use format::{FileSum, IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rollway_core::DType;
@@ -15,7 +16,7 @@ use super::meta::{self, EpisodeMeta, RollwayMeta};
 use super::plan::Plan;
 use super::stats::{self, Stats};
 use super::videos::{Settings, Videos};
-use super::{ExportOptions, ExportReport, CODEBASE_VERSION, FINAL_OBSERVATION};
+use super::{ExportOptions, ExportReport, AGENT_STATE, CODEBASE_VERSION, FINAL_OBSERVATION};
 use crate::arrowx::{self, Writer};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -85,6 +86,8 @@ struct Exporter<'a> {
     task: String,
     reward: DType,
     infos: bool,
+    /// Floats of agent state per frame (0: the dataset stores none).
+    state_width: usize,
     schema: SchemaRef,
     /// Names of the stats features, in the order of `EpisodeRow::stats`.
     stat_names: Vec<String>,
@@ -127,6 +130,7 @@ impl<'a> Exporter<'a> {
             Some(s) => ds.read_rows(s.shard, 0, s.rows.min(1)).map_err(store)?.column_by_name("infos").is_some(),
             None => false,
         };
+        let state_width = state_width(ds).map_err(store)?;
         let mut fields: Vec<Field> = Vec::new();
         let mut stat_names = Vec::new();
         for c in plan.obs.iter().filter(|c| c.video.is_none()).chain(&plan.act) {
@@ -139,6 +143,10 @@ impl<'a> Exporter<'a> {
         stat_names.extend(fields.iter().map(|f| f.name().clone()));
         if infos {
             fields.push(Field::new("rollway.info", DataType::Utf8, true));
+        }
+        if state_width > 0 {
+            fields.push(Field::new(AGENT_STATE, arrowx::feature_type(DType::F32, state_width), false));
+            stat_names.push(AGENT_STATE.to_string());
         }
         for (name, dtype) in meta::DEFAULTS {
             fields.push(Field::new(name, if dtype == "float32" { DataType::Float32 } else { DataType::Int64 }, false));
@@ -154,6 +162,7 @@ impl<'a> Exporter<'a> {
             task: opts.task.clone().unwrap_or_else(|| ds.metadata().env.id.clone()),
             reward,
             infos,
+            state_width,
             schema: Arc::new(Schema::new(fields)),
             stat_names,
             plan,
@@ -247,6 +256,9 @@ impl<'a> Exporter<'a> {
             })?;
             cols.push(Arc::new(StringArray::from_iter(infos.iter().map(|i| Some(i.to_json())))));
         }
+        if self.state_width > 0 {
+            add(&mut cols, DType::F32, self.state_width, &self.states(&ep, n)?);
+        }
         let fps = f64::from(self.opts.fps);
         let ts: Vec<f32> = (0..n).map(|i| (i as f64 / fps) as f32).collect();
         add(&mut cols, DType::F32, 1, bytemuck::cast_slice(&ts));
@@ -269,6 +281,24 @@ impl<'a> Exporter<'a> {
             rows[k].videos.push(placed);
             rows[k].stats.push(stats);
         })
+    }
+
+    /// The episode's agent states as `n` frames of `state_width` floats: zeros on the
+    /// final-observation frame, and for an episode that stored none.
+    fn states(&self, ep: &EpisodeData, n: usize) -> Result<Vec<u8>> {
+        let w = self.state_width;
+        let mut bytes = match &ep.agent_state {
+            Some(a) if a.shape.get(1) != Some(&w) => {
+                return Err(Error::Unsupported {
+                    path: self.src.to_path_buf(),
+                    message: format!("episode {}: agent state of shape {:?} where others have width {w}", ep.entry.episode_id, a.shape),
+                })
+            }
+            Some(a) => a.data.clone(),
+            None => vec![],
+        };
+        bytes.resize(n * w * 4, 0);
+        Ok(bytes)
     }
 
     fn data_path(&self, at: (u64, u64)) -> PathBuf {
@@ -430,4 +460,20 @@ fn dtype_name(t: &DataType) -> &'static str {
         .into_iter()
         .find(|&d| &rollway_store::arrow_type(d) == t)
         .map_or("string", DType::name)
+}
+
+/// The width of the agent states the dataset stores (0: none): shards carry an
+/// `agent_state` column when any of their episodes has one, null on final rows.
+fn state_width(ds: &Dataset) -> rollway_store::Result<usize> {
+    for s in ds.shards() {
+        let b = ds.read_rows(s.shard, 0, s.rows.min(64))?;
+        if let Some(c) = b.column_by_name(rollway_store::AGENT_STATE) {
+            if let Some(l) = c.as_list_opt::<i32>() {
+                if let Some(i) = (0..l.len()).find(|&i| l.is_valid(i) && l.value_length(i) > 0) {
+                    return Ok(l.value_length(i) as usize);
+                }
+            }
+        }
+    }
+    Ok(0)
 }

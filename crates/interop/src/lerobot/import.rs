@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, RecordBatch};
-use rollway_core::{EpisodeResult, Info, Layout, Trajectory};
+use rollway_core::{DType, EpisodeResult, Info, Layout, Trajectory};
 use rollway_media::h264::{decode_range, Decoder};
 use rollway_media::mp4::{self, Video};
 use rollway_store::{DatasetWriter, WriterConfig};
@@ -17,7 +17,7 @@ use serde_json::json;
 use super::meta::{self, InfoJson, Root};
 use super::plan::Col;
 use super::source::{self, EpisodeRef, Mapping};
-use super::{ImportReport, FINAL_OBSERVATION};
+use super::{ImportReport, AGENT_STATE, FINAL_OBSERVATION};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};
@@ -293,10 +293,20 @@ impl Reader<'_> {
                 })
                 .collect::<Result<Vec<Info>>>()?,
         };
+        let w = map.state_width;
+        let states: Vec<f32> = match column(AGENT_STATE).filter(|_| w > 0) {
+            None => vec![],
+            Some(c) => crate::arrowx::rows(c.as_ref(), DType::F32, w, start, t)
+                .map_err(|m| malformed(&path, AGENT_STATE, m))?
+                .chunks_exact(4)
+                .map(bytemuck::pod_read_unaligned::<f32>)
+                .collect(),
+        };
+        let state_width = if states.is_empty() { 0 } else { w };
         let mut episode = EpisodeResult::from_trajectory(
             0,
             0,
-            Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() },
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width, ..Default::default() },
         );
         if !map.final_frame {
             episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));

@@ -74,6 +74,10 @@ pub fn export_codec(name: &str) -> std::result::Result<Codec, String> {
 /// The bool column that marks an episode's extra final-observation frame.
 pub const FINAL_OBSERVATION: &str = "rollway.final_observation";
 
+/// The feature holding the agent's recurrent state after each step (float32 `[S]`,
+/// zeros on the final-observation frame), in exports of datasets that store one.
+pub const AGENT_STATE: &str = "rollway.agent_state";
+
 /// How to export.
 #[derive(Clone, Debug)]
 pub struct ExportOptions {

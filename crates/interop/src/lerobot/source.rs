@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use super::meta::{self, InfoJson, RollwayMeta, Root};
 use super::plan::Plan;
-use super::FINAL_OBSERVATION;
+use super::{AGENT_STATE, FINAL_OBSERVATION};
 use crate::arrowx;
 use crate::{Error, Result};
 
@@ -136,6 +136,8 @@ pub(crate) struct Mapping {
     /// Whether each episode ends with rollway's final-observation frame.
     pub final_frame: bool,
     pub infos: bool,
+    /// Floats of `rollway.agent_state` per frame (0: none stored).
+    pub state_width: usize,
     pub agent: String,
     pub skipped: Vec<String>,
 }
@@ -159,6 +161,7 @@ pub(crate) fn from_rollway(rw: &RollwayMeta, info: &InfoJson, meta_path: &Path) 
         plan,
         final_frame: info.features.contains_key(FINAL_OBSERVATION),
         infos: info.features.contains_key("rollway.info"),
+        state_width: info.features.get(AGENT_STATE).map_or(0, |f| f.shape.iter().product()),
         agent: rw.agent.clone(),
         skipped,
     })
@@ -167,7 +170,7 @@ pub(crate) fn from_rollway(rw: &RollwayMeta, info: &InfoJson, meta_path: &Path) 
 /// Features with a fixed meaning: bookkeeping, rewards and flags.
 fn known(name: &str) -> bool {
     meta::DEFAULTS.iter().any(|d| d.0 == name)
-        || ["next.reward", "next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION, "rollway.info"].contains(&name)
+        || ["next.reward", "next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION, "rollway.info", AGENT_STATE].contains(&name)
 }
 
 /// Integer bounds from `meta/stats.json` (`min`/`max` per element) when it has
@@ -263,7 +266,7 @@ pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping
         render_fps: Some(info.fps),
         reward_threshold: None,
     };
-    Ok(Mapping { spec, plan, final_frame: false, infos: false, agent: "lerobot".into(), skipped })
+    Ok(Mapping { spec, plan, final_frame: false, infos: false, state_width: 0, agent: "lerobot".into(), skipped })
 }
 
 /// Checks that every planned column is a feature of the matching kind and size.

@@ -8,7 +8,8 @@ use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
 use super::{
-    check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, MINARI_VERSION,
+    check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, AGENT_STATE,
+    MINARI_VERSION,
 };
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -156,6 +157,10 @@ fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf
         h5::write_array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
     }
     h5::write_f64(&g, "rewards", &ep.rewards)?;
+    if let Some(a) = &ep.agent_state {
+        // Minari has no place for it and reads past it; rollway's import takes it back.
+        h5::write_array(&g, AGENT_STATE, a.dtype, &a.shape, &a.data)?;
+    }
     h5::write_bools(&g, "terminations", &ep.terminations)?;
     h5::write_bools(&g, "truncations", &ep.truncations)?;
     // Minari's DataCollector writes an `infos` group even when it records none.

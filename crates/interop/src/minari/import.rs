@@ -260,6 +260,18 @@ impl Reader {
         Ok(())
     }
 
+    /// The agent states a rollway export stores (`agent_state`, float32 `[T, S]`), if any.
+    fn states(&self, g: &hdf5::Group, ep: &str, t: usize) -> Result<(Vec<f32>, usize)> {
+        let Ok(ds) = g.dataset(super::AGENT_STATE) else { return Ok((vec![], 0)) };
+        let object = format!("{ep}/{}", super::AGENT_STATE);
+        let shape = ds.shape();
+        if shape.len() != 2 || shape[0] != t {
+            return Err(self.bad(&object, format!("shape {shape:?}, expected [{t}, width]")));
+        }
+        let bytes = h5::read_array(&ds, DType::F32).map_err(|m| self.bad(&object, m))?;
+        Ok((bytes.chunks_exact(4).map(bytemuck::pod_read_unaligned::<f32>).collect(), shape[1]))
+    }
+
     fn seed(&self, g: &hdf5::Group, ep: &str) -> Result<u64> {
         let Ok(a) = g.attr("seed") else { return Ok(0) };
         let object = format!("{ep} attribute seed");
@@ -323,10 +335,11 @@ impl Source for Reader {
             }
             _ => vec![],
         };
+        let (states, state_width) = self.states(&g, &ep, t)?;
         Ok(EpisodeResult::from_trajectory(
             k,
             seed,
-            Trajectory { obs, actions, rewards, terminations, truncations, infos, ..Default::default() },
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width, ..Default::default() },
         ))
     }
 

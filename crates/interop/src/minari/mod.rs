@@ -13,6 +13,7 @@
 //! | `rewards` float64 | T | `rewards` |
 //! | `terminations`, `truncations` bool (int8 enum) | T | same |
 //! | `infos/<key>/…` | T+1 | per-step infos (numeric ones) |
+//! | `agent_state` float32 `[T, S]` (rollway's own; Minari reads past it) | T | the agent's recurrent state |
 //!
 //! Both use Gymnasium's convention of T+1 observations (the reset observation
 //! first) for T steps, so rows map one to one. Images are stored raw
@@ -34,6 +35,9 @@ use crate::{Error, Result};
 /// The Minari version written to `metadata.json`: the format this module writes
 /// and was checked against (Minari accepts datasets of versions 0.4.0–0.5.4).
 pub const MINARI_VERSION: &str = "0.5.4";
+
+/// The episode dataset holding the agent's recurrent state after each step.
+const AGENT_STATE: &str = "agent_state";
 
 /// How to export.
 #[derive(Clone, Debug, Default)]
