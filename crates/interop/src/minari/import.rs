@@ -339,7 +339,7 @@ impl Source for Reader {
         Ok(EpisodeResult::from_trajectory(
             k,
             seed,
-            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width, ..Default::default() },
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width },
         ))
     }
 
