@@ -46,6 +46,7 @@ def export_minari(
     force: bool = False,
     author: Optional[str] = None,
     description: Optional[str] = None,
+    data_format: Optional[str] = None,
     progress: bool = True,
 ) -> str: ...
 def export_lerobot(

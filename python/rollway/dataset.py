@@ -232,7 +232,8 @@ class Dataset:
 
     def export(self, format: str, out: PathLike, *, progress: bool = True, **options: Any) -> Dict[str, Any]:
         """``rollway export --to FORMAT``: ``"minari"`` (options: ``dataset_id``, ``force``,
-        ``author``, ``description``) or ``"lerobot"`` (``fps``, ``task``, ``robot_type``,
+        ``author``, ``description``, ``data_format`` — ``"hdf5"``, Minari's default, ``"arrow"``
+        or ``"parquet"``) or ``"lerobot"`` (``fps``, ``task``, ``robot_type``,
         ``force``, ``video_codec`` — ``"av1"``, LeRobot's default, or ``"h264"``, several times
         faster to encode —, ``crf``, ``keyint``). Returns the export's report."""
         exporters = {"minari": _rollway.export_minari, "lerobot": _rollway.export_lerobot}

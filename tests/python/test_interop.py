@@ -142,12 +142,8 @@ def _leaves(x, prefix=""):
     return {prefix.rstrip("/"): np.asarray(x)}
 
 
-@pytest.mark.parametrize("data_format", ["arrow", "parquet", "hdf5"])
-def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatch, data_format):
-    """Issue 15: datasets minari.DataCollector writes in each of its data formats, with
-    Dict/Tuple spaces, JPEG images and per-step infos, import to what minari reads back."""
-    minari = pytest.importorskip("minari")
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+def _collect(minari, data_format):
+    """Five episodes of Rich recorded by minari.DataCollector as `rich/<format>-v0`."""
     env = minari.DataCollector(Rich(), record_infos=True, data_format=data_format)
     rng = np.random.default_rng(11)
     for i in range(5):
@@ -157,6 +153,23 @@ def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatc
             _, _, term, trunc, _ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
             done = term or trunc
     env.create_dataset(dataset_id=f"rich/{data_format}-v0", algorithm_name="random")
+
+
+def _minari_infos(infos):
+    """Minari's per-episode infos (dict of arrays) as rollway's per-step dicts."""
+    nested = infos["nested"]
+    ks = nested["k"] if isinstance(nested, dict) else [d["k"] for d in nested]
+    return [{"x": float(x), "flag": bool(f), "v": list(map(float, v)), "nested": {"k": int(k)}}
+            for x, f, v, k in zip(infos["x"], infos["flag"], infos["v"], ks)]
+
+
+@pytest.mark.parametrize("data_format", ["arrow", "parquet", "hdf5"])
+def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatch, data_format):
+    """Issue 15: datasets minari.DataCollector writes in each of its data formats, with
+    Dict/Tuple spaces, JPEG images and per-step infos, import to what minari reads back."""
+    minari = pytest.importorskip("minari")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    _collect(minari, data_format)
     back = rollway.import_minari(tmp_path / "minari" / "rich" / f"{data_format}-v0", tmp_path / "back", progress=False)
     m = minari.load_dataset(f"rich/{data_format}-v0")
     theirs, metas = list(m.iterate_episodes()), list(m.storage.get_episode_metadata(range(5)))
@@ -176,13 +189,8 @@ def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatc
         np.testing.assert_array_equal(a.terminations, b.terminations)
         np.testing.assert_array_equal(a.truncations, b.truncations)
         assert len(a.infos) == a.length + 1
-        np.testing.assert_array_equal([i["x"] for i in a.infos], b.infos["x"])
-        np.testing.assert_array_equal([i["flag"] for i in a.infos], b.infos["flag"])
-        np.testing.assert_array_equal([i["v"] for i in a.infos], b.infos["v"])
-        nested = b.infos["nested"]
         # minari 0.5.4's arrow reader gives nested infos back as an array of dicts, hdf5 as a dict of arrays.
-        ks = nested["k"] if isinstance(nested, dict) else [d["k"] for d in nested]
-        np.testing.assert_array_equal([i["nested"]["k"] for i in a.infos], ks)
+        assert a.infos == _minari_infos(b.infos)
     if data_format != "hdf5":
         # A damaged episode file: an InputError naming it, and no half dataset.
         (part,) = (tmp_path / "minari" / "rich" / f"{data_format}-v0" / "data" / "3").glob("part-*")
@@ -190,3 +198,32 @@ def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatc
         with pytest.raises(rollway.InputError, match=part.name):
             rollway.import_minari(tmp_path / "minari" / "rich" / f"{data_format}-v0", tmp_path / "again", progress=False)
         assert not (tmp_path / "again").exists()
+
+
+@pytest.mark.parametrize("data_format", ["arrow", "parquet", "hdf5"])
+def test_issue15_minari_export_in_each_format_round_trips(tmp_path, monkeypatch, data_format):
+    """rollway → Minari (each data format) → rollway: minari.load_dataset reads what the
+    dataset holds (images raw, so exactly), and the import gives the same episodes back."""
+    minari = pytest.importorskip("minari")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    _collect(minari, "hdf5")
+    src = rollway.import_minari(tmp_path / "minari" / "rich" / "hdf5-v0", tmp_path / "src", progress=False)
+    rep = src.export("minari", tmp_path / "minari" / "out" / f"{data_format}-v0", data_format=data_format, progress=False)
+    assert rep["episodes"] == 5 and rep["skipped_infos"] == []
+    m = minari.load_dataset(f"out/{data_format}-v0")
+    assert m.storage.metadata["data_format"] == data_format
+    back = rollway.import_minari(tmp_path / "minari" / "out" / f"{data_format}-v0", tmp_path / "back", progress=False)
+    for a, b, c in zip(src, m.iterate_episodes(), back):
+        ref = _leaves(b.observations)
+        for k in ref:
+            np.testing.assert_array_equal(a.observations[k], ref[k].astype(a.observations[k].dtype), err_msg=k)
+            np.testing.assert_array_equal(a.observations[k], c.observations[k], err_msg=k)
+        for x in (b, c):
+            np.testing.assert_array_equal(a.actions, x.actions)
+            np.testing.assert_array_equal(a.rewards, x.rewards)
+            np.testing.assert_array_equal(a.terminations, x.terminations)
+            np.testing.assert_array_equal(a.truncations, x.truncations)
+        assert _minari_infos(b.infos) == a.infos == c.infos
+        assert (a.seed, a.length) == (c.seed, c.length)
+    with pytest.raises(rollway.InputError, match="hdf5, arrow, parquet"):
+        src.export("minari", tmp_path / "minari" / "x" / "bad-v0", data_format="feather", progress=False)

@@ -114,6 +114,10 @@ pub struct ExportArgs {
     /// Replace an existing export at OUT (atomically: the old one stays until the new one is complete).
     #[arg(long)]
     pub force: bool,
+    /// minari: the storage format: hdf5 (Minari's default), or a folder per episode
+    /// of arrow or parquet. [default: hdf5]
+    #[arg(long, value_name = "FORMAT", value_parser = str::parse::<rollway_interop::minari::DataFormat>)]
+    pub data_format: Option<rollway_interop::minari::DataFormat>,
     /// Author recorded in the dataset's metadata.
     #[arg(long)]
     pub author: Option<String>,

@@ -46,6 +46,7 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
                 ],
             )?;
             let opts = minari::ExportOptions {
+                data_format: a.data_format.unwrap_or_default(),
                 dataset_id: a.dataset_id.clone(),
                 force: a.force,
                 author: a.author.clone(),
@@ -99,7 +100,12 @@ fn only_for(format: &str, flags: &[(&str, bool)]) -> Result<()> {
 fn export_lerobot(a: &ExportArgs) -> Result<bool> {
     only_for(
         "lerobot",
-        &[("--dataset-id", a.dataset_id.is_some()), ("--author", a.author.is_some()), ("--description", a.description.is_some())],
+        &[
+            ("--dataset-id", a.dataset_id.is_some()),
+            ("--data-format", a.data_format.is_some()),
+            ("--author", a.author.is_some()),
+            ("--description", a.description.is_some()),
+        ],
     )?;
     let d = lerobot::ExportOptions::default();
     let opts = lerobot::ExportOptions {

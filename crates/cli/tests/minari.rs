@@ -50,6 +50,13 @@ fn minari_loads_our_exports_with_identical_values() {
     ]);
     common::rollway(&[&"export", &mine, &"--to", &"minari", &root.join("pixel/miner-v0"), &"-q"]);
     common::run_script(&py, "check_minari.py", &[&mine, &root, &"pixel/miner-v0"]);
+    // The same through Minari's folder-per-episode formats (issue 15).
+    for f in ["arrow", "parquet"] {
+        let id = format!("pixel/miner-{f}-v0");
+        common::rollway(&[&"export", &mine, &"--to", &"minari", &root.join(&id), &"--data-format", &f, &"-q"]);
+        assert!(root.join(&id).join("data/0/metadata.json").is_file());
+        common::run_script(&py, "check_minari.py", &[&mine, &root, &id]);
+    }
     // And back: the miner's recurrent state, which Minari reads past, returns with the rest.
     let back = tmp.path().join("back");
     common::rollway(&[&"import", &"minari", &root.join("pixel/miner-v0"), &back, &"-q"]);

@@ -30,7 +30,8 @@ pub(crate) fn feature_type(d: DType, len: usize) -> DataType {
     }
 }
 
-fn flat(d: DType, bytes: &[u8]) -> ArrayRef {
+/// Native values of `d`, back to back, as a flat Arrow array.
+pub(crate) fn flat(d: DType, bytes: &[u8]) -> ArrayRef {
     macro_rules! prim {
         ($t:ty, $n:ty) => {
             Arc::new(PrimitiveArray::<$t>::from(

@@ -45,7 +45,7 @@ pub fn relabel(py: Python<'_>, path: PathBuf, filters: Vec<String>) -> PyResult<
 
 /// `rollway export --to minari`.
 #[pyfunction]
-#[pyo3(signature = (path, out, dataset_id=None, force=false, author=None, description=None, progress=true))]
+#[pyo3(signature = (path, out, dataset_id=None, force=false, author=None, description=None, data_format=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn export_minari(
     py: Python<'_>,
@@ -55,9 +55,11 @@ pub fn export_minari(
     force: bool,
     author: Option<String>,
     description: Option<String>,
+    data_format: Option<String>,
     progress: bool,
 ) -> PyResult<String> {
-    let opts = minari::ExportOptions { dataset_id, force, author, description };
+    let data_format = data_format.as_deref().map(str::parse).transpose().map_err(input_error)?.unwrap_or_default();
+    let opts = minari::ExportOptions { data_format, dataset_id, force, author, description };
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "exporting", "episodes");
         minari::export(&path, &out, &opts, &mut |d, t| bar.update(d, t))

@@ -30,20 +30,14 @@ use serde_json::Value as Json;
 
 use super::import::{is_image_leaf, Source};
 use super::infos::{insert, nest};
+use super::DataFormat;
 use crate::arrowx;
 use crate::{Error, Result};
-
-/// Which file format an episode folder holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Arrow,
-    Parquet,
-}
 
 /// Reads episodes out of a Minari `arrow` or `parquet` data directory.
 pub(crate) struct Reader {
     data: PathBuf,
-    format: Format,
+    format: DataFormat,
     ol: Layout,
     al: Layout,
     jpeg: bool,
@@ -51,7 +45,7 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub fn new(data: &Path, format: Format, ol: Layout, al: Layout, jpeg: bool) -> Reader {
+    pub fn new(data: &Path, format: DataFormat, ol: Layout, al: Layout, jpeg: bool) -> Reader {
         Reader { data: data.to_path_buf(), format, ol, al, jpeg, skipped: vec![] }
     }
 
@@ -83,8 +77,8 @@ impl Reader {
         let mut batches = Vec::new();
         for f in self.files(k)? {
             let read = match self.format {
-                Format::Arrow => arrowx::read_ipc_file(&f),
-                Format::Parquet => arrowx::read_file(&f),
+                DataFormat::Arrow => arrowx::read_ipc_file(&f),
+                _ => arrowx::read_file(&f),
             };
             batches.push(read.map_err(|m| Error::Malformed { path: f.clone(), object: "/".into(), message: m })?);
         }

@@ -1,15 +1,15 @@
 //! rollway dataset → Minari `data/` directory.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hdf5_metno as hdf5;
 use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
 use super::{
-    check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, ExportOptions, ExportReport, AGENT_STATE,
-    MINARI_VERSION,
+    arrow_write, check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, DataFormat, ExportOptions, ExportReport,
+    AGENT_STATE, MINARI_VERSION,
 };
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -55,6 +55,53 @@ fn is_export(data: &Path) -> bool {
     data.join("main_data.hdf5").is_file() || data.join("metadata.json").is_file()
 }
 
+/// Where the episodes go: one HDF5 file, or a folder per episode.
+enum Sink {
+    H5(hdf5::File, PathBuf),
+    Folders(arrow_write::Writer, PathBuf),
+}
+
+impl Sink {
+    fn open(dir: &Path, ds: &Dataset, src: &Path, format: DataFormat) -> Result<Sink> {
+        if format == DataFormat::Hdf5 {
+            let path = dir.join("main_data.hdf5");
+            let file = hdf5::File::create(&path).map_err(|source| Error::Hdf5 {
+                path: path.clone(),
+                context: "creating the file".into(),
+                source,
+            })?;
+            return Ok(Sink::H5(file, path));
+        }
+        let (obs, act) =
+            ds.metadata().env.spaces().map_err(|e| Error::Unsupported { path: src.to_path_buf(), message: format!("spaces: {e}") })?;
+        Ok(Sink::Folders(arrow_write::Writer::new(dir, format, &obs, &act), dir.to_path_buf()))
+    }
+
+    /// Writes episode `k`; returns the info keys it could not write.
+    fn episode(&mut self, k: u64, ep: &EpisodeData) -> Result<Vec<String>> {
+        let ctx = format!("episode_{k}");
+        match self {
+            Sink::H5(file, path) => {
+                write_episode(file, &ctx, k as i64, ep).map_err(|source| Error::Hdf5 { path: path.clone(), context: ctx, source })
+            }
+            Sink::Folders(w, dir) => w
+                .episode(k, ep, arrow_write::episode_metadata(k, ep, &reward_stats(&ep.rewards)))
+                .map_err(|message| Error::Malformed { path: dir.join(k.to_string()), object: ctx, message }),
+        }
+    }
+
+    /// Closes the file; returns the bytes written.
+    fn finish(self) -> Result<u64> {
+        match self {
+            Sink::H5(file, path) => {
+                file.close().map_err(|source| Error::Hdf5 { path: path.clone(), context: "closing the file".into(), source })?;
+                Ok(std::fs::metadata(&path).io("reading size of", &path)?.len())
+            }
+            Sink::Folders(_, dir) => Ok(fsx::dir_bytes(&dir)),
+        }
+    }
+}
+
 fn write(
     ds: &Dataset,
     src: &Path,
@@ -64,41 +111,58 @@ fn write(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ExportReport> {
     let staging = Staging::new(out, "data")?;
-    let h5_path = staging.path().join("main_data.hdf5");
     let mut episodes = ds.episode_reader();
     let total = episodes.entries().len() as u64;
     let given_up = ds.episodes().count() as u64 - total;
     let mut steps = 0u64;
     let mut skipped = BTreeSet::new();
-    {
-        let file = hdf5::File::create(&h5_path).map_err(|source| Error::Hdf5 {
-            path: h5_path.clone(),
-            context: "creating the file".into(),
-            source,
-        })?;
-        for k in 0..episodes.entries().len() {
-            let ep = episodes.read(k).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
-            let ctx = format!("episode_{k}");
-            let skipped_here =
-                write_episode(&file, &ctx, k as i64, &ep).map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: ctx, source })?;
-            skipped.extend(skipped_here);
-            steps += ep.entry.length;
-            progress(k as u64 + 1, total);
-        }
-        file.close().map_err(|source| Error::Hdf5 { path: h5_path.clone(), context: "closing the file".into(), source })?;
+    let mut sink = Sink::open(staging.path(), ds, src, opts.data_format)?;
+    for k in 0..episodes.entries().len() {
+        let ep = episodes.read(k).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
+        skipped.extend(sink.episode(k as u64, &ep)?);
+        steps += ep.entry.length;
+        progress(k as u64 + 1, total);
     }
-    let h5_bytes = std::fs::metadata(&h5_path).io("reading size of", &h5_path)?.len();
+    let data_bytes = sink.finish()?;
     let env_spec = env_spec(ds.metadata());
+    let meta = metadata(ds, src, dataset_id, opts, (total, steps, data_bytes), env_spec.as_deref());
+    let meta_path = staging.path().join("metadata.json");
+    let text = serde_json::to_string_pretty(&Json::Object(meta)).expect("metadata serializes");
+    std::fs::write(&meta_path, &text).io("writing", &meta_path)?;
+    let data = out.join("data");
+    fsx::replace_dir(staging, &data)?;
+    Ok(ExportReport {
+        dataset_id: dataset_id.to_string(),
+        data_dir: data,
+        episodes: total,
+        steps,
+        bytes: data_bytes + text.len() as u64,
+        given_up,
+        skipped_infos: skipped.into_iter().collect(),
+        env_spec: env_spec.is_some(),
+    })
+}
+
+/// The dataset's `metadata.json`; `counts` is (episodes, steps, bytes of episode data).
+fn metadata(
+    ds: &Dataset,
+    src: &Path,
+    dataset_id: &str,
+    opts: &ExportOptions,
+    counts: (u64, u64, u64),
+    env_spec: Option<&str>,
+) -> Map<String, Json> {
+    let (total, steps, data_bytes) = counts;
     let mut meta = Map::new();
     meta.insert("dataset_id".into(), json!(dataset_id));
     meta.insert("total_episodes".into(), json!(total));
     meta.insert("total_steps".into(), json!(steps));
-    meta.insert("data_format".into(), json!("hdf5"));
+    meta.insert("data_format".into(), json!(opts.data_format.name()));
     // Without this key Minari assumes JPEG for uint8 image Boxes; we store raw pixels.
     meta.insert("jpeg_encoding".into(), json!(false));
     meta.insert("observation_space".into(), json!(ds.metadata().env.observation_space));
     meta.insert("action_space".into(), json!(ds.metadata().env.action_space));
-    if let Some(s) = &env_spec {
+    if let Some(s) = env_spec {
         meta.insert("env_spec".into(), json!(s));
     }
     let mut agents: Vec<&str> = Vec::new();
@@ -123,22 +187,26 @@ fn write(
     meta.insert("description".into(), json!(description));
     meta.insert("minari_version".into(), json!(MINARI_VERSION));
     // Minari's `get_size()`: MB with one decimal.
-    meta.insert("dataset_size".into(), json!((h5_bytes as f64 / 1e5).round() / 10.0));
-    let meta_path = staging.path().join("metadata.json");
-    let text = serde_json::to_string_pretty(&Json::Object(meta)).expect("metadata serializes");
-    std::fs::write(&meta_path, &text).io("writing", &meta_path)?;
-    let data = out.join("data");
-    fsx::replace_dir(staging, &data)?;
-    Ok(ExportReport {
-        dataset_id: dataset_id.to_string(),
-        data_dir: data,
-        episodes: total,
-        steps,
-        bytes: h5_bytes + text.len() as u64,
-        given_up,
-        skipped_infos: skipped.into_iter().collect(),
-        env_spec: env_spec.is_some(),
-    })
+    meta.insert("dataset_size".into(), json!((data_bytes as f64 / 1e5).round() / 10.0));
+    meta
+}
+
+/// What Minari's default `EpisodeMetadataCallback` adds to every episode with steps.
+fn reward_stats(r: &[f64]) -> Vec<(&'static str, f64)> {
+    if r.is_empty() {
+        return vec![];
+    }
+    let t = r.len() as f64;
+    let sum: f64 = r.iter().sum();
+    let mean = sum / t;
+    let std = (r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / t).sqrt();
+    vec![
+        ("rewards_sum", sum),
+        ("rewards_mean", mean),
+        ("rewards_std", std),
+        ("rewards_max", r.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        ("rewards_min", r.iter().copied().fold(f64::INFINITY, f64::min)),
+    ]
 }
 
 /// Writes one episode group; returns the info keys it could not write.
@@ -169,17 +237,8 @@ fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf
         Some(rows) => infos::write(&ig, rows)?,
         None => vec![],
     };
-    if t > 0 {
-        // What Minari's default EpisodeMetadataCallback adds to every episode.
-        let r = &ep.rewards;
-        let sum: f64 = r.iter().sum();
-        let mean = sum / t as f64;
-        let std = (r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / t as f64).sqrt();
-        h5::attr(&g, "rewards_sum", sum)?;
-        h5::attr(&g, "rewards_mean", mean)?;
-        h5::attr(&g, "rewards_std", std)?;
-        h5::attr(&g, "rewards_max", r.iter().copied().fold(f64::NEG_INFINITY, f64::max))?;
-        h5::attr(&g, "rewards_min", r.iter().copied().fold(f64::INFINITY, f64::min))?;
+    for (name, v) in reward_stats(&ep.rewards) {
+        h5::attr(&g, name, v)?;
     }
     Ok(skipped)
 }

@@ -8,16 +8,15 @@ use rollway_store::format::column_name;
 use rollway_store::{DatasetWriter, WriterConfig};
 use serde_json::{json, Value as Json};
 
-use super::arrow::{self, Format};
-use super::{data_dir, h5, infos, ImportReport};
+use super::arrow;
+use super::{data_dir, h5, infos, DataFormat, ImportReport};
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
 use crate::{Error, Result};
 
 /// What an import needs from `metadata.json`.
 struct Meta {
-    /// `data_format`: `None` for hdf5 (Minari's default), else the arrow or parquet reader's.
-    format: Option<Format>,
+    format: DataFormat,
     dataset_id: Option<String>,
     obs: Space,
     act: Space,
@@ -35,17 +34,12 @@ fn read_meta(path: &Path) -> Result<Meta> {
     let text = std::fs::read_to_string(path).io("reading", path)?;
     let j: Json = serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
     let m = j.as_object().ok_or_else(|| bad("not a JSON object".into()))?;
-    let format = match m.get("data_format").and_then(Json::as_str).unwrap_or("hdf5") {
-        "hdf5" => None,
-        "arrow" => Some(Format::Arrow),
-        "parquet" => Some(Format::Parquet),
-        other => {
-            return Err(Error::Unsupported {
-                path: path.to_path_buf(),
-                message: format!("data_format `{other}`: Minari's formats are hdf5, arrow and parquet"),
-            })
-        }
-    };
+    let format = m
+        .get("data_format")
+        .and_then(Json::as_str)
+        .unwrap_or("hdf5")
+        .parse::<DataFormat>()
+        .map_err(|message| Error::Unsupported { path: path.to_path_buf(), message })?;
     let space = |key: &str| -> Result<Space> {
         let text = match m.get(key) {
             Some(Json::String(s)) => s.clone(),
@@ -108,14 +102,14 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let meta = read_meta(&meta_path)?;
     let (ol, al) = (Layout::of(&meta.obs), Layout::of(&meta.act));
     let mut r: Box<dyn Source> = match meta.format {
-        None => {
+        DataFormat::Hdf5 => {
             let h5_path = data.join("main_data.hdf5");
             if !h5_path.is_file() {
                 return Err(Error::NotMinari { path: data, message: "no main_data.hdf5".into() });
             }
             Box::new(Reader::open(&h5_path, ol, al, meta.jpeg)?)
         }
-        Some(f) => Box::new(arrow::Reader::new(&data, f, ol, al, meta.jpeg)),
+        f => Box::new(arrow::Reader::new(&data, f, ol, al, meta.jpeg)),
     };
     fsx::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;

@@ -15,12 +15,14 @@ use serde_json::{Map, Value as Json};
 use super::h5::{self, Kind};
 
 /// One info key's values (one row, or an episode's rows), flattened.
-struct Column {
-    kind: Kind,
+pub(super) struct Column {
+    pub kind: Kind,
     /// Shape of one row's value (empty for a scalar).
-    shape: Vec<usize>,
-    ints: Vec<i64>,
-    floats: Vec<f64>,
+    pub shape: Vec<usize>,
+    /// The values as integers (and bools as 0/1), whatever `kind`.
+    pub ints: Vec<i64>,
+    /// The values as floats, whatever `kind`.
+    pub floats: Vec<f64>,
 }
 
 /// Flattens one JSON value; `None` when it is not numeric and rectangular.
@@ -67,8 +69,9 @@ fn flatten<'a>(prefix: &str, m: &'a Map<String, Json>, out: &mut BTreeMap<String
     }
 }
 
-/// Writes the episode's infos under `group`; returns the keys that could not be written.
-pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<String>> {
+/// The episode's infos as one column per info path (`a/b` for nested dicts), each
+/// with a row per info; returns also the paths that do not convert.
+pub(super) fn columns(infos: &[Info]) -> (Vec<(String, Column)>, Vec<String>) {
     let mut skipped = Vec::new();
     let rows: Vec<BTreeMap<String, &Json>> = infos
         .iter()
@@ -78,9 +81,7 @@ pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<Str
             m
         })
         .collect();
-    if rows.is_empty() {
-        return Ok(skipped);
-    }
+    let mut out = Vec::new();
     // A key must appear in every row; keys missing somewhere are skipped.
     let all: std::collections::BTreeSet<&String> = rows.iter().flat_map(|r| r.keys()).collect();
     for path in all {
@@ -104,21 +105,28 @@ pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<Str
         }
         match col.filter(|_| ok) {
             None => skipped.push(path.clone()),
-            Some(c) => {
-                let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
-                let g = h5::group_at(group, parent)?;
-                let mut shape = vec![rows.len()];
-                shape.extend(&c.shape);
-                match c.kind {
-                    Kind::Int => h5::write_array(&g, name, DType::I64, &shape, bytemuck::cast_slice(c.ints.as_slice()))?,
-                    Kind::Float => h5::write_array(&g, name, DType::F64, &shape, bytemuck::cast_slice(c.floats.as_slice()))?,
-                    Kind::Bool => h5::write_array(&g, name, DType::Bool, &shape, &c.ints.iter().map(|&x| x as u8).collect::<Vec<_>>())?,
-                }
-            }
+            Some(c) => out.push((path.clone(), c)),
         }
     }
     skipped.sort();
     skipped.dedup();
+    (out, skipped)
+}
+
+/// Writes the episode's infos under `group`; returns the keys that could not be written.
+pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<String>> {
+    let (cols, skipped) = columns(infos);
+    for (path, c) in cols {
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", &path));
+        let g = h5::group_at(group, parent)?;
+        let mut shape = vec![infos.len()];
+        shape.extend(&c.shape);
+        match c.kind {
+            Kind::Int => h5::write_array(&g, name, DType::I64, &shape, bytemuck::cast_slice(c.ints.as_slice()))?,
+            Kind::Float => h5::write_array(&g, name, DType::F64, &shape, bytemuck::cast_slice(c.floats.as_slice()))?,
+            Kind::Bool => h5::write_array(&g, name, DType::Bool, &shape, &c.ints.iter().map(|&x| x as u8).collect::<Vec<_>>())?,
+        }
+    }
     Ok(skipped)
 }
 

@@ -20,6 +20,7 @@
 //! (`jpeg_encoding: false`), so values survive a round trip exactly.
 
 mod arrow;
+mod arrow_write;
 mod export;
 mod h5;
 mod import;
@@ -39,9 +40,48 @@ pub const MINARI_VERSION: &str = "0.5.4";
 /// The episode dataset holding the agent's recurrent state after each step.
 const AGENT_STATE: &str = "agent_state";
 
+/// Minari's storage formats (`data_format` in `metadata.json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataFormat {
+    /// `main_data.hdf5`, one group per episode (Minari's default).
+    #[default]
+    Hdf5,
+    /// A folder per episode holding an Arrow IPC file.
+    Arrow,
+    /// A folder per episode holding a Parquet file.
+    Parquet,
+}
+
+impl DataFormat {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [DataFormat; 3] = [DataFormat::Hdf5, DataFormat::Arrow, DataFormat::Parquet];
+
+    /// Minari's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataFormat::Hdf5 => "hdf5",
+            DataFormat::Arrow => "arrow",
+            DataFormat::Parquet => "parquet",
+        }
+    }
+}
+
+impl std::str::FromStr for DataFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<DataFormat, String> {
+        DataFormat::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = DataFormat::ALL.iter().map(|f| f.name()).collect();
+            format!("data format `{s}`: Minari's formats are {}", names.join(", "))
+        })
+    }
+}
+
 /// How to export.
 #[derive(Clone, Debug, Default)]
 pub struct ExportOptions {
+    /// Minari's storage format to write (default hdf5, as Minari's).
+    pub data_format: DataFormat,
     /// Minari dataset id (`namespace/name-vN`); by default the last two
     /// components of the output path.
     pub dataset_id: Option<String>,
