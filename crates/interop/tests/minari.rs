@@ -6,11 +6,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use hdf5_metno as hdf5;
-use rand::SeedableRng;
-use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, Rows, Space, Status, Trajectory};
+use rollway_core::{DType, EnvSpec, Space};
 use rollway_interop::minari::{self, ExportOptions};
 use rollway_interop::Error;
-use rollway_store::{Dataset, DatasetWriter, WriterConfig};
+use rollway_store::Dataset;
 
 /// Records `n` episodes of `env` with `agent` into `dir`, the way `rollway run --out` does:
 /// run seed 11, a shard every 7 episodes.
@@ -19,41 +18,6 @@ fn record(dir: &Path, env: &str, params: &str, agent: &str, n: u64, max_steps: O
 }
 
 fn nothing(_: u64, _: u64) {}
-
-/// Every episode of `a` has the same values in `b` (ids renumbered from 0 in id order).
-fn assert_same(a: &Dataset, b: &Dataset, drop_info_keys: &[&str]) {
-    let mut ids: Vec<u64> = a.select(|_| true).map(|e| e.episode_id).collect();
-    ids.sort_unstable();
-    assert_eq!(b.select(|_| true).count(), ids.len());
-    assert_eq!(a.metadata().env.observation_space, b.metadata().env.observation_space);
-    assert_eq!(a.metadata().env.action_space, b.metadata().env.action_space);
-    for (k, &id) in ids.iter().enumerate() {
-        let (x, y) = (a.read_episode(id).unwrap(), b.read_episode(k as u64).unwrap());
-        assert_eq!(x.observations, y.observations, "episode {id} observations");
-        assert_eq!(x.actions, y.actions, "episode {id} actions");
-        assert_eq!(x.rewards, y.rewards, "episode {id}");
-        assert_eq!(x.terminations, y.terminations, "episode {id}");
-        assert_eq!(x.truncations, y.truncations, "episode {id}");
-        assert_eq!(
-            (x.entry.seed, x.entry.length, x.entry.status, x.entry.ret),
-            (y.entry.seed, y.entry.length, y.entry.status, y.entry.ret),
-            "episode {id}"
-        );
-        match (&x.infos, &y.infos) {
-            (Some(xi), Some(yi)) => {
-                let mut xi = xi.clone();
-                for i in &mut xi {
-                    for k in drop_info_keys {
-                        i.0.remove(*k);
-                    }
-                }
-                assert_eq!(&xi, yi, "episode {id} infos");
-            }
-            (None, None) => {}
-            other => panic!("episode {id}: infos {other:?}"),
-        }
-    }
-}
 
 fn metadata(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("data/metadata.json")).unwrap()).unwrap()
@@ -90,7 +54,7 @@ fn cartpole_round_trips() {
     let b = Dataset::open(&back).unwrap();
     assert_eq!(b.metadata().runs[0].agent, "random");
     assert_eq!(b.metadata().env.max_episode_steps, Some(500));
-    assert_same(&a, &b, &[]);
+    common::assert_same(&a, &b, &[]);
     assert!(rollway_store::verify(&b).problems.is_empty());
     // The data/ directory itself is accepted too.
     minari::import(&out.join("data"), &tmp.path().join("back2"), &mut nothing).unwrap();
@@ -116,7 +80,7 @@ fn pixel_dict_observations_frames_and_infos_round_trip() {
     let (a, b) = (Dataset::open(&src).unwrap(), Dataset::open(&back).unwrap());
     assert_eq!(b.metadata().env.id, "pixel/mine-v3");
     assert_eq!(b.metadata().frame_keys, ["observations/rgb"]);
-    assert_same(&a, &b, &["achievements"]);
+    common::assert_same(&a, &b, &["achievements"]);
 }
 
 /// Tuple (`_index_k`), MultiBinary (int8), Discrete with a start, f64 and MultiDiscrete.
@@ -139,57 +103,7 @@ fn nested_spaces_round_trip_with_their_dtypes() {
         render_fps: None,
         reward_threshold: None,
     };
-    let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
-    let w = DatasetWriter::create(&src, &spec, "sampler", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
-    for (i, len) in [5u64, 0, 3, 9].into_iter().enumerate() {
-        let (mut o, mut a) = (Rows::new(ol.row_bytes(), len as usize + 1), Rows::new(al.row_bytes(), len as usize));
-        (0..=len as usize).for_each(|r| ol.sample_row(&mut rng, o.row_mut(r)));
-        (0..len as usize).for_each(|r| al.sample_row(&mut rng, a.row_mut(r)));
-        let t = Trajectory {
-            obs: o.bytes().to_vec(),
-            actions: a.bytes().to_vec(),
-            rewards: (0..len).map(|x| x as f64 * 0.5 - 1.0).collect(),
-            terminations: (0..len).map(|x| x + 1 == len && i == 0).collect(),
-            truncations: (0..len).map(|x| x + 1 == len && i != 0).collect(),
-            infos: vec![],
-            ..Default::default()
-        };
-        let status = if i == 0 { Status::Terminated } else { Status::Truncated };
-        let ret = t.rewards.iter().sum();
-        w.write(EpisodeResult {
-            index: i as u64,
-            seed: 40 + i as u64,
-            length: len,
-            ret,
-            status,
-            labels: vec![],
-            info: Default::default(),
-            worker: 0,
-            attempt: 1,
-            wall_ms: 0.0,
-            error: None,
-            trajectory: Some(Box::new(t)),
-        })
-        .unwrap();
-    }
-    // A given-up episode has no data: left out, ids stay consecutive.
-    w.write(EpisodeResult {
-        index: 4,
-        seed: 44,
-        length: 0,
-        ret: 0.0,
-        status: Status::GivenUp,
-        labels: vec![],
-        info: Default::default(),
-        worker: 0,
-        attempt: 3,
-        wall_ms: 0.0,
-        error: Some("boom".into()),
-        trajectory: None,
-    })
-    .unwrap();
-    w.finish().unwrap();
+    common::write_sampled(&src, &spec, &[5, 0, 3, 9], 3, true);
     let rep = minari::export(&src, &out, &ExportOptions::default(), &mut nothing).unwrap();
     assert_eq!((rep.episodes, rep.given_up, rep.steps), (4, 1, 17));
     let f = hdf5::File::open(out.join("data/main_data.hdf5")).unwrap();
@@ -210,7 +124,7 @@ fn nested_spaces_round_trip_with_their_dtypes() {
     assert_eq!(f.dataset("episode_1/actions").unwrap().shape(), [0, 2]);
     drop(f);
     minari::import(&out, &back, &mut nothing).unwrap();
-    assert_same(&Dataset::open(&src).unwrap(), &Dataset::open(&back).unwrap(), &[]);
+    common::assert_same(&Dataset::open(&src).unwrap(), &Dataset::open(&back).unwrap(), &[]);
 }
 
 #[test]
@@ -332,7 +246,7 @@ fn malformed_minari_inputs_are_typed_errors_and_leave_nothing() {
     edit_meta(&d, |m| {
         m.insert("total_episodes".into(), 4.into());
     });
-    assert!(matches!(import_fails(&d, "counts 4 episodes, the file has 3"), Error::Malformed { .. }));
+    assert!(matches!(import_fails(&d, "counts 4 episodes, the data has 3"), Error::Malformed { .. }));
 
     let d = fresh("noactions");
     hdf5::File::open_rw(d.join("data/main_data.hdf5")).unwrap().unlink("episode_1/actions").unwrap();
@@ -388,7 +302,7 @@ fn images_import_raw_or_jpeg_encoded() {
     });
     let back = tmp.path().join("back");
     minari::import(&out, &back, &mut nothing).unwrap();
-    assert_same(&Dataset::open(&src).unwrap(), &Dataset::open(&back).unwrap(), &[]);
+    common::assert_same(&Dataset::open(&src).unwrap(), &Dataset::open(&back).unwrap(), &[]);
     // Each row one (broken) JPEG: a [rows, bytes] array, as Minari writes equal-length JPEGs.
     let h5 = out.join("data/main_data.hdf5");
     {
