@@ -52,7 +52,7 @@ fn issue10_minari_import_checks_total_episodes_against_the_file() {
     let out = minari_export(tmp.path());
     edit_json(&out.join("data/metadata.json"), |m| m["total_episodes"] = (1u64 << 63).into());
     let e = minari::import(&out, &tmp.path().join("back"), &mut nothing).unwrap_err();
-    import_refused(e, "the file has 3 episode groups");
+    import_refused(e, "the data has 3");
 }
 
 /// Was: an allocation abort reading a chunked dataset that declares 2^40 values it never stored.
