@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from rollway import _rollway
+from rollway.spaces import text_paths, text_string
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -19,7 +20,8 @@ class Episode:
     """One episode in Gymnasium's convention: T steps, T+1 observations (reset first).
 
     ``observations`` / ``actions`` are numpy arrays, or dicts of arrays keyed by the
-    leaf's path for Dict/Tuple spaces (image leaves decoded to ``uint8 [T+1, H, W, C]``).
+    leaf's path for Dict/Tuple spaces (image leaves decoded to ``uint8 [T+1, H, W, C]``;
+    Text leaves as lists of ``str``).
     ``infos`` is the T+1 info dicts when the dataset records them, else None;
     ``agent_state`` the agent's recurrent state after each step (``float32 [T, S]``) when
     stored. Index fields: ``id``, ``seed``, ``length``, ``return_``, ``status``
@@ -54,7 +56,16 @@ class Episode:
         return self.length
 
 
-def _episode(raw: Dict[str, Any]) -> Episode:
+def _texts(value: Any, paths: List[str]) -> Any:
+    """Text leaves (code points) as lists of ``str``, one a row."""
+    if not paths:
+        return value
+    if not isinstance(value, dict):
+        return [text_string(r) for r in value]
+    return {k: [text_string(r) for r in v] if k in paths else v for k, v in value.items()}
+
+
+def _episode(raw: Dict[str, Any], texts: Tuple[List[str], List[str]] = ([], [])) -> Episode:
     e = json.loads(raw["entry"])
     return Episode(
         id=e["episode_id"],
@@ -63,8 +74,8 @@ def _episode(raw: Dict[str, Any]) -> Episode:
         return_=e["return"],
         status=e["status"],
         labels=[lab["label"] for lab in e.get("labels", [])],
-        observations=raw["observations"],
-        actions=raw["actions"],
+        observations=_texts(raw["observations"], texts[0]),
+        actions=_texts(raw["actions"], texts[1]),
         rewards=raw["rewards"],
         terminations=raw["terminations"],
         truncations=raw["truncations"],
@@ -100,12 +111,14 @@ class Dataset:
     def __init__(self, path: PathLike, *, skip_damaged: bool = False):
         self._h = _rollway.DatasetHandle(os.fspath(path), skip_damaged)
         self.path = os.fspath(path)
+        env = self.metadata["env"]
+        self._texts = (text_paths(env["observation_space"]), text_paths(env["action_space"]))
 
     def __len__(self) -> int:
         return len(self._h)
 
     def __getitem__(self, i: int) -> Episode:
-        return _episode(self._h.episode(int(i)))
+        return _episode(self._h.episode(int(i)), self._texts)
 
     def __iter__(self) -> Iterator[Episode]:
         for i in range(len(self)):

@@ -2,7 +2,7 @@
 rollway's row layout.
 
 A row holds a space's leaves (Box, Discrete as int64, MultiDiscrete as int64,
-MultiBinary as int8) depth-first, each starting at a multiple of 8 bytes; the layout
+MultiBinary as int8, Text as its code points zero-padded to ``max_length``, uint32) depth-first, each starting at a multiple of 8 bytes; the layout
 itself comes from the Rust core (``_rollway.layout``), so the two never disagree.
 """
 
@@ -37,12 +37,15 @@ def _to_obj(space: Any) -> Dict[str, Any]:
     if isinstance(space, S.MultiBinary):
         n = space.n if isinstance(space.n, int) else list(space.n)
         return {"type": "MultiBinary", "dtype": "int8", "n": n}
+    if isinstance(space, S.Text):
+        return {"type": "Text", "max_length": int(space.max_length), "min_length": int(space.min_length),
+                "charset": space.characters}
     if isinstance(space, S.Dict):
         return {"type": "Dict", "subspaces": {k: _to_obj(s) for k, s in space.spaces.items()}}
     if isinstance(space, S.Tuple):
         return {"type": "Tuple", "subspaces": [_to_obj(s) for s in space.spaces]}
     raise _rollway.InputError(
-        f"space {space!r}: rollway records Box, Discrete, MultiDiscrete, MultiBinary, Dict and Tuple spaces"
+        f"space {space!r}: rollway records Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict and Tuple spaces"
     )
 
 
@@ -64,6 +67,8 @@ def _from_obj(o: Dict[str, Any]) -> Any:
         return S.MultiDiscrete(o["nvec"], start=o.get("start"))
     if t == "MultiBinary":
         return S.MultiBinary(o["n"])
+    if t == "Text":
+        return S.Text(o["max_length"], min_length=o["min_length"], charset=o["charset"])
     if t == "Dict":
         return S.Dict({k: _from_obj(v) for k, v in o["subspaces"].items()})
     if t == "Tuple":
@@ -99,6 +104,32 @@ def leaf_value(value: Any, path: str) -> Any:
     return value
 
 
+def text_paths(space_json: str) -> List[str]:
+    """The leaf paths of the space's Text leaves (``""`` when the space is one)."""
+    def walk(o: Dict[str, Any], path: str) -> List[str]:
+        if o["type"] == "Dict":
+            return [p for k, v in o["subspaces"].items() for p in walk(v, f"{path}/{k}" if path else k)]
+        if o["type"] == "Tuple":
+            return [p for i, v in enumerate(o["subspaces"]) for p in walk(v, f"{path}/_index_{i}" if path else f"_index_{i}")]
+        return [path] if o["type"] == "Text" else []
+    return walk(json.loads(space_json), "")
+
+
+def text_codes(value: Any, dtype: np.dtype, max_length: int) -> Any:
+    """A Text value (a ``str``) as its row: code points, zero-padded; other values as they are."""
+    if not isinstance(value, str):
+        return value
+    codes = [ord(c) for c in value]
+    if len(codes) > max_length:
+        raise ValueError(f"text of {len(codes)} characters, the Text space holds at most {max_length}")
+    return np.array(codes + [0] * (max_length - len(codes)), dtype=dtype)
+
+
+def text_string(codes: np.ndarray) -> str:
+    """A Text row (code points, zero-padded) as a ``str``."""
+    return "".join(map(chr, codes[: int(np.argmin(codes)) if 0 in codes else len(codes)]))
+
+
 def packer(space_json: str) -> Callable[[Any], bytes]:
     """A function packing a value of the space into one row of its layout."""
     parts, row_bytes = leaves(space_json)
@@ -108,13 +139,16 @@ def packer(space_json: str) -> Callable[[Any], bytes]:
         pad = b"\0" * (row_bytes - parts[0].nbytes)
         if shape == () and dt == np.int64:
             return struct.Struct("<q").pack
+        if text_paths(space_json):
+            return lambda v: np.ascontiguousarray(text_codes(v, dt, shape[0]), dtype=dt).tobytes() + pad
         if not pad:
             return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes()
         return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes() + pad
-    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8)) for leaf in parts]
+    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8), leaf.shape) for leaf in parts]
 
     def pack(v: Any) -> bytes:
-        return b"".join(np.ascontiguousarray(leaf_value(v, p), dtype=dt).tobytes() + pad for p, dt, pad in pads)
+        return b"".join(np.ascontiguousarray(text_codes(leaf_value(v, p), dt, sh[0] if sh else 1), dtype=dt).tobytes() + pad
+                        for p, dt, pad, sh in pads)
 
     return pack
 
@@ -162,6 +196,8 @@ def unpacker(space_json: str) -> Callable[[bytes], Any]:
             return {k: build(v, row, it) for k, v in o["subspaces"].items()}
         if o["type"] == "Tuple":
             return tuple(build(v, row, it) for v in o["subspaces"])
+        if o["type"] == "Text":
+            return text_string(leaf(row, next(it), False))
         return leaf(row, next(it), o["type"] == "Discrete")
 
     return lambda row: build(space, row, iter(parts))

@@ -91,16 +91,25 @@ class Faulty(gym.Wrapper):
 
 
 class TextObs(gym.Env):
-    """An observation space rollway cannot record."""
+    """A Text observation: the actions so far, spelled out ("ab…"), and a Text action."""
 
-    observation_space = spaces.Text(8)
-    action_space = spaces.Discrete(2)
+    observation_space = spaces.Text(8, min_length=0, charset="abé")
+    action_space = spaces.Text(2, charset="xy")
 
     def reset(self, *, seed=None, options=None):
-        return "a", {}
+        self.said = ""
+        return self.said, {}
 
     def step(self, action):
-        return "a", 0.0, True, False, {}
+        assert isinstance(action, str) and 1 <= len(action) <= 2 and set(action) <= set("xy"), action
+        self.said += "é" if action[0] == "x" else "ab"[len(self.said) % 2]
+        return self.said, float(len(action)), len(self.said) >= 6, False, {}
+
+
+class SequenceObs(TextObs):
+    """An observation space rollway cannot record."""
+
+    observation_space = spaces.Sequence(spaces.Discrete(3))
 
 
 class NoFrames(TextObs):

@@ -137,10 +137,10 @@ def test_a_killed_python_process_keeps_the_committed_episodes(tmp_path):
 def test_unsupported_space_is_input_error(tmp_path):
     from gymnasium import spaces
 
-    class TextEnv(gym.Env):
-        observation_space = spaces.Text(5)
+    class SequenceEnv(gym.Env):
+        observation_space = spaces.Sequence(spaces.Discrete(3))
         action_space = spaces.Discrete(2)
 
-    with pytest.raises(rollway.InputError, match="Text"):
-        rollway.DataCollector(TextEnv(), tmp_path / "dc")
+    with pytest.raises(rollway.InputError, match="Sequence"):
+        rollway.DataCollector(SequenceEnv(), tmp_path / "dc")
     assert not (tmp_path / "dc").exists()

@@ -152,9 +152,26 @@ def test_a_lambda_env_and_module_callable_with_params(tmp_path):
     assert s.resumed["next_index"] == 20 and len(rollway.Dataset(a)) == 30
 
 
+def test_issue15_text_spaces_are_hosted_and_recorded(tmp_path):
+    """Text observations come back as the strings the env returned; random Text actions
+    reach the env as strings of the action space."""
+    out = tmp_path / "text"
+    s = rollway.run(env="hosted_envs:TextObs", agent="random", episodes=4, seed=2, out=out, progress=False)
+    assert (s.episodes, s.failed_attempts) == (4, 0)
+    from hosted_envs import TextObs
+
+    for ep in rollway.Dataset(out):
+        env = TextObs()
+        assert ep.observations[0] == env.reset(seed=ep.seed)[0] == ""
+        for t in range(ep.length):
+            assert env.observation_space.contains(ep.observations[t + 1])
+            assert env.action_space.contains(ep.actions[t])
+            assert env.step(ep.actions[t])[0] == ep.observations[t + 1]
+
+
 def test_unsupported_spaces_and_bad_targets_say_what_is_wrong(tmp_path):
-    with pytest.raises(rollway.RollwayError, match="Text"):
-        rollway.run(env="hosted_envs:TextObs", agent="random", episodes=2, progress=False, record=False)
+    with pytest.raises(rollway.RollwayError, match="Sequence"):
+        rollway.run(env="hosted_envs:SequenceObs", agent="random", episodes=2, progress=False, record=False)
     with pytest.raises(rollway.RollwayError, match="NoSuchEnv"):
         rollway.run(env="gym:NoSuchEnv-v0", agent="random", episodes=2, progress=False, record=False)
     with pytest.raises(rollway.RollwayError, match="no_such_module"):

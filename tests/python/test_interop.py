@@ -95,7 +95,7 @@ def test_minari_jpeg_images_import_as_minari_reads_them(tmp_path, monkeypatch):
 
 
 class Rich(__import__("gymnasium").Env):
-    """Dict, Tuple, Box, Discrete and MultiBinary leaves, an image Minari JPEG-encodes,
+    """Dict, Tuple, Box, Discrete, MultiBinary and Text leaves, an image Minari JPEG-encodes,
     and per-step infos with nested dicts and arrays: every column kind Minari writes."""
 
     def __init__(self):
@@ -106,6 +106,7 @@ class Rich(__import__("gymnasium").Env):
             "pos": spaces.Box(-5, 5, (3,), np.float32),
             "cam": spaces.Box(0, 255, (32, 40, 3), np.uint8),
             "t": spaces.Tuple((spaces.Discrete(7), spaces.MultiBinary(4))),
+            "mission": spaces.Text(12, min_length=0, charset="abcdeé go"),
         })
         self.action_space = spaces.Box(-1, 1, (2,), np.float32)
         self.cam = Camera()
@@ -114,7 +115,8 @@ class Rich(__import__("gymnasium").Env):
     def obs(self):
         cam = self.cam.frame()[8:40, 12:52]
         bits = np.array([(self.k >> i) & 1 for i in range(4)], np.int8)
-        return {"pos": self.pos.copy(), "cam": np.ascontiguousarray(cam), "t": (self.k % 7, bits)}
+        return {"pos": self.pos.copy(), "cam": np.ascontiguousarray(cam), "t": (self.k % 7, bits),
+                "mission": "go " + "é" * (self.k % 4) + "ab"[: self.k % 3]}
 
     def info(self):
         return {"x": float(self.pos[0]), "flag": bool(self.k % 2), "v": self.pos[:2].astype(np.float64),
@@ -183,7 +185,7 @@ def test_issue15_minari_formats_import_as_minari_reads_them(tmp_path, monkeypatc
             if k == "cam":  # JPEG: both decode with libjpeg-turbo
                 assert np.abs(mine[k].astype(int) - ref[k].astype(int)).max() <= 4
             else:
-                np.testing.assert_array_equal(mine[k], ref[k].astype(mine[k].dtype), err_msg=k)
+                np.testing.assert_array_equal(np.asarray(mine[k]), ref[k], err_msg=k)
         np.testing.assert_array_equal(a.actions, b.actions)
         np.testing.assert_array_equal(a.rewards, b.rewards)
         np.testing.assert_array_equal(a.terminations, b.terminations)
@@ -216,8 +218,8 @@ def test_issue15_minari_export_in_each_format_round_trips(tmp_path, monkeypatch,
     for a, b, c in zip(src, m.iterate_episodes(), back):
         ref = _leaves(b.observations)
         for k in ref:
-            np.testing.assert_array_equal(a.observations[k], ref[k].astype(a.observations[k].dtype), err_msg=k)
-            np.testing.assert_array_equal(a.observations[k], c.observations[k], err_msg=k)
+            np.testing.assert_array_equal(np.asarray(a.observations[k]), ref[k], err_msg=k)
+            np.testing.assert_array_equal(np.asarray(a.observations[k]), np.asarray(c.observations[k]), err_msg=k)
         for x in (b, c):
             np.testing.assert_array_equal(a.actions, x.actions)
             np.testing.assert_array_equal(a.rewards, x.rewards)

@@ -35,6 +35,10 @@ fn make(spec: &EnvSpec, p: &Params) -> Result<Box<dyn Agent>> {
             LeafKind::Discrete { start, .. } => vec![*start as f64],
             LeafKind::MultiDiscrete { start, .. } => start.iter().map(|&s| s as f64).collect(),
             LeafKind::MultiBinary => vec![0.0; leaf.len()],
+            // The shortest string of the charset's first character.
+            LeafKind::Text { min_length, charset } => {
+                (0..leaf.len()).map(|i| if i < *min_length { f64::from(u32::from(charset[0])) } else { 0.0 }).collect()
+            }
         };
         vals.iter().enumerate().for_each(|(i, v)| leaf.dtype.write_f64(&mut row.row_mut(0)[leaf.offset..], i, *v));
     }

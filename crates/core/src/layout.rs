@@ -38,6 +38,13 @@ pub enum LeafKind {
     },
     /// 0/1 entries.
     MultiBinary,
+    /// A Text value's code points, zero-padded (see [`Space::Text`]).
+    Text {
+        /// Fewest characters.
+        min_length: usize,
+        /// The characters a string may use.
+        charset: Vec<char>,
+    },
 }
 
 /// One array inside a row.
@@ -142,6 +149,10 @@ impl Layout {
                         *b = rng.random_range(0..2u8);
                     }
                 }
+                LeafKind::Text { min_length, charset } => {
+                    bytes.fill(0);
+                    crate::space::sample_text(*min_length, leaf.len(), charset, rng, |i, c| leaf.dtype.write_f64(bytes, i, f64::from(c)));
+                }
             }
         }
     }
@@ -162,6 +173,9 @@ impl Layout {
                     v >= start[i] && v < start[i] + nvec[i]
                 }),
                 LeafKind::MultiBinary => bytes.iter().all(|&b| b <= 1),
+                LeafKind::Text { min_length, charset } => {
+                    crate::space::text_ok(*min_length, charset, (0..leaf.len()).map(|i| get(i) as u32))
+                }
             }
         })
     }
@@ -193,6 +207,9 @@ fn collect(space: &Space, path: String, leaves: &mut Vec<Leaf>, off: &mut usize)
             push(DType::I64, vec![nvec.len()], LeafKind::MultiDiscrete { nvec: nvec.clone(), start: start.clone() })
         }
         Space::MultiBinary { shape } => push(DType::I8, shape.clone(), LeafKind::MultiBinary),
+        Space::Text { min_length, max_length, charset } => {
+            push(DType::U32, vec![*max_length], LeafKind::Text { min_length: *min_length, charset: charset.clone() })
+        }
         Space::Dict(items) => items.iter().for_each(|(k, s)| collect(s, join(k), leaves, off)),
         Space::Tuple(items) => items.iter().enumerate().for_each(|(i, s)| collect(s, join(&format!("_index_{i}")), leaves, off)),
     }

@@ -47,5 +47,5 @@ pub use info::Info;
 pub use layout::{Layout, Leaf, LeafKind, RowMut, RowRef, Rows};
 pub use params::Params;
 pub use registry::{AgentEntry, EnvEntry};
-pub use space::{BoxSpace, Space};
+pub use space::{text_codes, text_string, BoxSpace, Space};
 pub use value::{Array, Value};

@@ -1,4 +1,4 @@
-//! Gymnasium-semantic spaces: Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple.
+//! Gymnasium-semantic spaces: Box, Discrete, MultiDiscrete, MultiBinary, Text, Dict, Tuple.
 //!
 //! Semantics follow Gymnasium 1.x: Box bounds are inclusive and per element, Discrete
 //! ranges over `start..start+n`, Dict keys are kept sorted (Gymnasium sorts a plain
@@ -46,6 +46,17 @@ pub enum Space {
     MultiBinary {
         /// Array shape.
         shape: Vec<usize>,
+    },
+    /// A string of `min_length..=max_length` characters from `charset` (Gymnasium's
+    /// Text). Rows hold its Unicode code points, zero-padded to `max_length` (uint32):
+    /// fixed-size like every leaf, and readable without the charset.
+    Text {
+        /// Fewest characters.
+        min_length: usize,
+        /// Most characters.
+        max_length: usize,
+        /// The characters a string may use, in Gymnasium's order (never NUL, the padding).
+        charset: Vec<char>,
     },
     /// Named subspaces, sorted by key.
     Dict(Vec<(String, Space)>),
@@ -162,6 +173,20 @@ impl Space {
         Ok(Space::MultiDiscrete { nvec, start })
     }
 
+    /// A Text space (Gymnasium's defaults: `min_length` 1, an alphanumeric charset).
+    pub fn text(min_length: usize, max_length: usize, charset: &str) -> Result<Space> {
+        let charset: Vec<char> = charset.chars().collect();
+        if min_length > max_length || max_length == 0 || max_length > MAX_ELEMENTS {
+            return Err(Error::InvalidSpace(format!(
+                "Text lengths {min_length}..={max_length}: need 1 ≤ max_length ≤ {MAX_ELEMENTS} and min ≤ max"
+            )));
+        }
+        if charset.is_empty() || charset.contains(&'\0') {
+            return Err(Error::InvalidSpace("Text charset must be non-empty and without NUL (the padding)".into()));
+        }
+        Ok(Space::Text { min_length, max_length, charset })
+    }
+
     /// A Dict space; keys are sorted and must be unique.
     pub fn dict(mut items: Vec<(String, Space)>) -> Result<Space> {
         items.sort_by(|a, b| a.0.cmp(&b.0));
@@ -179,6 +204,7 @@ impl Space {
             Space::Discrete { n, start } => format!("Discrete({n}, start={start})"),
             Space::MultiDiscrete { nvec, .. } => format!("MultiDiscrete({nvec:?})"),
             Space::MultiBinary { shape } => format!("MultiBinary({shape:?})"),
+            Space::Text { min_length, max_length, .. } => format!("Text({min_length}..={max_length})"),
             Space::Dict(items) => {
                 let parts: Vec<String> = items.iter().map(|(k, s)| format!("{k}: {}", s.describe())).collect();
                 format!("Dict({})", parts.join(", "))
@@ -215,6 +241,11 @@ impl Space {
                 }
                 Value::Array(a)
             }
+            Space::Text { min_length, max_length, charset } => {
+                let mut a = Array::zeros(DType::U32, &[*max_length]);
+                sample_text(*min_length, *max_length, charset, rng, |i, c| a.set_f64(i, f64::from(c)));
+                Value::Array(a)
+            }
             Space::Dict(items) => Value::Dict(items.iter().map(|(k, s)| (k.clone(), s.sample(rng))).collect()),
             Space::Tuple(items) => Value::Tuple(items.iter().map(|s| s.sample(rng)).collect()),
         }
@@ -248,6 +279,11 @@ impl Space {
             (Space::MultiBinary { shape }, Value::Array(a)) => {
                 &a.shape == shape && !a.dtype.is_float() && (0..a.len()).all(|i| matches!(a.get_f64(i), x if x == 0.0 || x == 1.0))
             }
+            (Space::Text { min_length, max_length, charset }, Value::Array(a)) => {
+                a.dtype == DType::U32
+                    && a.shape == [*max_length]
+                    && text_ok(*min_length, charset, (0..a.len()).map(|i| a.get_f64(i) as u32))
+            }
             (Space::Dict(items), Value::Dict(vals)) => {
                 items.len() == vals.len() && items.iter().all(|(k, s)| vals.iter().any(|(vk, vv)| vk == k && s.contains(vv)))
             }
@@ -255,6 +291,49 @@ impl Space {
             _ => false,
         }
     }
+}
+
+/// A string as a Text row's code points, zero-padded to `max_length`; `None` when it
+/// is longer (or holds NUL, the padding).
+pub fn text_codes(s: &str, max_length: usize) -> Option<Vec<u32>> {
+    let mut codes: Vec<u32> = s.chars().map(u32::from).collect();
+    if codes.len() > max_length || codes.contains(&0) {
+        return None;
+    }
+    codes.resize(max_length, 0);
+    Some(codes)
+}
+
+/// A Text row's code points as a string (up to the first zero; invalid code points
+/// as U+FFFD).
+pub fn text_string(codes: impl IntoIterator<Item = u32>) -> String {
+    codes.into_iter().take_while(|&c| c != 0).map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER)).collect()
+}
+
+/// Draws a Text value: a length in `min..=max`, then each character from `charset`,
+/// handed to `put(index, code point)`; the rest stays zero.
+pub(crate) fn sample_text<R: Rng + ?Sized>(min: usize, max: usize, charset: &[char], rng: &mut R, mut put: impl FnMut(usize, u32)) {
+    let len = rng.random_range(min..=max);
+    for i in 0..len {
+        put(i, u32::from(charset[rng.random_range(0..charset.len())]));
+    }
+}
+
+/// Whether code points are a Text value: characters from `charset`, then only zeros,
+/// at least `min` characters.
+pub(crate) fn text_ok(min: usize, charset: &[char], codes: impl Iterator<Item = u32>) -> bool {
+    let mut len = 0;
+    let mut ended = false;
+    for c in codes {
+        if c == 0 {
+            ended = true;
+        } else if ended || !char::from_u32(c).is_some_and(|ch| charset.contains(&ch)) {
+            return false;
+        } else {
+            len += 1;
+        }
+    }
+    len >= min
 }
 
 #[cfg(test)]
@@ -278,6 +357,26 @@ mod tests {
     fn box_rejects_inverted_bounds() {
         assert!(Space::boxed(DType::F32, &[2], 1.0, 0.0).is_err());
         assert!(Space::boxed(DType::U8, &[2], 0.0, 300.0).is_err());
+    }
+
+    #[test]
+    fn text_samples_are_contained_and_padded() {
+        let s = Space::text(2, 5, "ab").unwrap();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
+        for _ in 0..50 {
+            let v = s.sample(&mut rng);
+            assert!(s.contains(&v), "{v:?}");
+        }
+        let codes = |t: &[u32]| {
+            let mut a = Array::zeros(DType::U32, &[5]);
+            t.iter().enumerate().for_each(|(i, &c)| a.set_f64(i, f64::from(c)));
+            Value::Array(a)
+        };
+        assert!(s.contains(&codes(&[97, 98])));
+        assert!(!s.contains(&codes(&[97])), "too short");
+        assert!(!s.contains(&codes(&[97, 99])), "c is not in the charset");
+        assert!(!s.contains(&codes(&[97, 0, 98])), "characters after the padding");
+        assert!(Space::text(3, 2, "a").is_err() && Space::text(1, 2, "").is_err() && Space::text(1, 2, "a\0").is_err());
     }
 
     #[test]

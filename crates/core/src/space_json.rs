@@ -54,6 +54,11 @@ fn emit(space: &Space, out: &mut String) {
         Space::MultiBinary { shape } => {
             let _ = write!(out, r#"{{"type": "MultiBinary", "dtype": "int8", "n": {}}}"#, int_list(shape.iter().map(|&x| x as i64)));
         }
+        Space::Text { min_length, max_length, charset } => {
+            let charset: String = charset.iter().collect();
+            let charset = serde_json::to_string(&charset).expect("strings serialize");
+            let _ = write!(out, r#"{{"type": "Text", "max_length": {max_length}, "min_length": {min_length}, "charset": {charset}}}"#);
+        }
         Space::Dict(items) => {
             out.push_str(r#"{"type": "Dict", "subspaces": {"#);
             for (i, (k, s)) in items.iter().enumerate() {
@@ -228,6 +233,13 @@ fn parse(j: &Json, path: &str) -> Result<Space> {
                 shape.into_iter().map(|x| usize::try_from(x).map_err(|_| err(path, "negative n"))).collect::<Result<_>>()?;
             crate::space::element_count(&shape).map_err(wrap)?;
             Ok(Space::MultiBinary { shape })
+        }
+        "Text" => {
+            let len = |key: &str| -> Result<usize> {
+                usize::try_from(as_i64(field(j, key, path)?, path)?).map_err(|_| err(path, format!("negative {key}")))
+            };
+            let charset = field(j, "charset", path)?.as_str().ok_or_else(|| err(path, "`charset` must be a string"))?;
+            Space::text(len("min_length")?, len("max_length")?, charset).map_err(wrap)
         }
         "Dict" => {
             let subs = field(j, "subspaces", path)?.as_object().ok_or_else(|| err(path, "`subspaces` must be an object"))?;

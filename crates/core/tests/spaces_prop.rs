@@ -20,6 +20,7 @@ fn leaf() -> impl Strategy<Value = Space> {
         (1u64..50, -5i64..5).prop_map(|(n, s)| Space::discrete(n, s).unwrap()),
         prop::collection::vec(1i64..9, 1..4).prop_map(|nvec| Space::multi_discrete(nvec, vec![]).unwrap()),
         prop::collection::vec(1usize..4, 1..3).prop_map(|shape| Space::MultiBinary { shape }),
+        (0usize..4, 1usize..6, "[a-zé \"\\\\]{1,8}").prop_map(|(min, extra, cs)| Space::text(min, min + extra, &cs).unwrap()),
     ]
 }
 

@@ -228,11 +228,11 @@ fn malformed_minari_inputs_are_typed_errors_and_leave_nothing() {
     });
     assert!(matches!(import_fails(&d, "observation_space"), Error::BadMetadata { .. }));
 
-    let d = fresh("text");
+    let d = fresh("graph");
     edit_meta(&d, |m| {
-        m.insert("action_space".into(), r#"{"type": "Text", "max_length": 4}"#.into());
+        m.insert("action_space".into(), r#"{"type": "Graph"}"#.into());
     });
-    assert!(matches!(import_fails(&d, "Text"), Error::Unsupported { .. }));
+    assert!(matches!(import_fails(&d, "Graph"), Error::Unsupported { .. }));
 
     let d = fresh("noh5");
     std::fs::remove_file(d.join("data/main_data.hdf5")).unwrap();

@@ -27,9 +27,10 @@ fn leaf() -> impl Strategy<Value = Space> {
     ]
 }
 
-/// Minari takes any nesting of Dict and Tuple.
+/// Minari takes any nesting of Dict and Tuple, and Text leaves (strings in every format).
 fn nested() -> impl Strategy<Value = Space> {
-    leaf().prop_recursive(2, 10, 3, |inner| {
+    let text = (0usize..3, 1usize..6, "[a-zé ]{1,6}").prop_map(|(min, extra, cs)| Space::text(min, min + extra, &cs).unwrap());
+    prop_oneof![4 => leaf(), 1 => text].prop_recursive(2, 10, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 1..4).prop_map(Space::Tuple),
             prop::collection::btree_map("[a-z]{1,5}", inner, 1..4).prop_map(|m| Space::dict(m.into_iter().collect()).unwrap()),

@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::DataType;
-use rollway_core::{EpisodeResult, Info, Layout, Leaf, Trajectory};
+use rollway_core::{EpisodeResult, Info, Layout, Leaf, LeafKind, Trajectory};
 use serde_json::Value as Json;
 
-use super::import::{is_image_leaf, Source};
+use super::import::{is_image_leaf, scatter_leaf, text_rows, Source};
 use super::infos::{insert, nest};
 use super::DataFormat;
 use crate::arrowx;
@@ -106,15 +106,15 @@ impl Reader {
         for leaf in layout.leaves() {
             let object = format!("{ep}/{}", rollway_store::format::column_name(prefix, leaf));
             let arr = field_at(c, &leaf.path).map_err(|m| self.bad(&object, m))?;
-            let bytes = if self.jpeg && is_image_leaf(leaf) && matches!(arr.data_type(), DataType::Binary | DataType::LargeBinary) {
+            let bytes = if matches!(leaf.kind, LeafKind::Text { .. }) {
+                let strings = arrowx::strings(arr.as_ref()).map_err(|m| self.bad(&object, m))?;
+                text_rows(strings, leaf, rows).map_err(|m| self.bad(&object, m))?
+            } else if self.jpeg && is_image_leaf(leaf) && matches!(arr.data_type(), DataType::Binary | DataType::LargeBinary) {
                 jpeg_rows(&arr, leaf, rows).map_err(|m| self.bad(&object, m))?
             } else {
                 arrowx::rows(arr.as_ref(), leaf.dtype, leaf.len(), 0, rows).map_err(|m| self.bad(&object, m))?
             };
-            let lb = leaf.bytes();
-            for (r, src) in bytes.chunks_exact(lb.max(1)).take(rows).enumerate() {
-                out[r * rb + leaf.offset..r * rb + leaf.offset + lb].copy_from_slice(src);
-            }
+            scatter_leaf(&mut out, rb, leaf, &bytes);
         }
         Ok(out)
     }

@@ -13,7 +13,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array as _, ArrayRef, BooleanArray, FixedSizeListArray, Float64Array, Int64Array, RecordBatch, StructArray};
+use arrow_array::{
+    Array as _, ArrayRef, BooleanArray, FixedSizeListArray, Float64Array, Int64Array, RecordBatch, StringArray, StructArray,
+};
 use arrow_schema::{Field, Fields};
 use rollway_core::{Array, Space};
 use rollway_store::EpisodeData;
@@ -89,6 +91,13 @@ fn encode(space: &Space, path: &str, leaves: &HashMap<&str, &Array>, rows: usize
     let children: Vec<(String, String, &Space)> = match space {
         Space::Dict(items) => items.iter().map(|(k, s)| (k.clone(), format!("{path}/{k}"), s)).collect(),
         Space::Tuple(items) => items.iter().enumerate().map(|(i, s)| (i.to_string(), format!("{path}/_index_{i}"), s)).collect(),
+        Space::Text { .. } => {
+            let a = leaves.get(path).ok_or_else(|| format!("no column `{path}`"))?;
+            // Minari pads a Text column with nulls, not empty strings.
+            let mut vals: Vec<Option<String>> = super::text_values(a).into_iter().map(Some).collect();
+            vals.resize(rows, None);
+            return Ok(Arc::new(StringArray::from(vals)));
+        }
         _ => {
             let a = leaves.get(path).ok_or_else(|| format!("no column `{path}`"))?;
             let mut bytes = a.data.clone();

@@ -8,8 +8,8 @@ use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
 use super::{
-    arrow_write, check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, DataFormat, ExportOptions, ExportReport,
-    AGENT_STATE, MINARI_VERSION,
+    arrow_write, check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, text_columns, text_values, DataFormat,
+    ExportOptions, ExportReport, AGENT_STATE, MINARI_VERSION,
 };
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -57,12 +57,15 @@ fn is_export(data: &Path) -> bool {
 
 /// Where the episodes go: one HDF5 file, or a folder per episode.
 enum Sink {
-    H5(hdf5::File, PathBuf),
+    /// The file, its path, and the columns holding Text values (written as strings).
+    H5(hdf5::File, PathBuf, Vec<String>),
     Folders(arrow_write::Writer, PathBuf),
 }
 
 impl Sink {
     fn open(dir: &Path, ds: &Dataset, src: &Path, format: DataFormat) -> Result<Sink> {
+        let (obs, act) =
+            ds.metadata().env.spaces().map_err(|e| Error::Unsupported { path: src.to_path_buf(), message: format!("spaces: {e}") })?;
         if format == DataFormat::Hdf5 {
             let path = dir.join("main_data.hdf5");
             let file = hdf5::File::create(&path).map_err(|source| Error::Hdf5 {
@@ -70,10 +73,9 @@ impl Sink {
                 context: "creating the file".into(),
                 source,
             })?;
-            return Ok(Sink::H5(file, path));
+            let texts = [text_columns("observations", &obs), text_columns("actions", &act)].concat();
+            return Ok(Sink::H5(file, path, texts));
         }
-        let (obs, act) =
-            ds.metadata().env.spaces().map_err(|e| Error::Unsupported { path: src.to_path_buf(), message: format!("spaces: {e}") })?;
         Ok(Sink::Folders(arrow_write::Writer::new(dir, format, &obs, &act), dir.to_path_buf()))
     }
 
@@ -81,8 +83,8 @@ impl Sink {
     fn episode(&mut self, k: u64, ep: &EpisodeData) -> Result<Vec<String>> {
         let ctx = format!("episode_{k}");
         match self {
-            Sink::H5(file, path) => {
-                write_episode(file, &ctx, k as i64, ep).map_err(|source| Error::Hdf5 { path: path.clone(), context: ctx, source })
+            Sink::H5(file, path, texts) => {
+                write_episode(file, &ctx, k as i64, ep, texts).map_err(|source| Error::Hdf5 { path: path.clone(), context: ctx, source })
             }
             Sink::Folders(w, dir) => w
                 .episode(k, ep, arrow_write::episode_metadata(k, ep, &reward_stats(&ep.rewards)))
@@ -93,7 +95,7 @@ impl Sink {
     /// Closes the file; returns the bytes written.
     fn finish(self) -> Result<u64> {
         match self {
-            Sink::H5(file, path) => {
+            Sink::H5(file, path, _) => {
                 file.close().map_err(|source| Error::Hdf5 { path: path.clone(), context: "closing the file".into(), source })?;
                 Ok(std::fs::metadata(&path).io("reading size of", &path)?.len())
             }
@@ -210,7 +212,7 @@ fn reward_stats(r: &[f64]) -> Vec<(&'static str, f64)> {
 }
 
 /// Writes one episode group; returns the info keys it could not write.
-fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf5::Result<Vec<String>> {
+fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData, texts: &[String]) -> hdf5::Result<Vec<String>> {
     let g = file.create_group(name)?;
     let t = ep.entry.length as usize;
     h5::attr(&g, "id", k)?;
@@ -222,7 +224,11 @@ fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData) -> hdf
     for (col, a) in ep.observations.iter().chain(&ep.actions) {
         let (parent, leaf) = col.rsplit_once('/').unwrap_or(("", col));
         let parent = h5::group_at(&g, parent)?;
-        h5::write_array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
+        if texts.contains(col) {
+            h5::write_strings(&parent, leaf, &text_values(a))?;
+        } else {
+            h5::write_array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
+        }
     }
     h5::write_f64(&g, "rewards", &ep.rewards)?;
     if let Some(a) = &ep.agent_state {

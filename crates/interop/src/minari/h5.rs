@@ -184,3 +184,27 @@ pub(crate) fn kind_of(ds: &hdf5::Dataset) -> Option<Kind> {
         _ => None,
     }
 }
+
+/// Writes strings as one variable-length UTF-8 dataset (h5py's `string_dtype("utf-8")`,
+/// how Minari stores Text values).
+pub(crate) fn write_strings(group: &Group, name: &str, v: &[String]) -> hdf5::Result<()> {
+    let vals: Vec<hdf5::types::VarLenUnicode> =
+        v.iter().map(|s| s.parse().map_err(|e| hdf5::Error::from(format!("{e}")))).collect::<hdf5::Result<_>>()?;
+    group.new_dataset_builder().with_data(&vals).create(name)?;
+    Ok(())
+}
+
+/// Reads a dataset of strings (variable-length UTF-8 or ASCII, as h5py writes them).
+pub(crate) fn read_strings(ds: &hdf5::Dataset) -> Result<Vec<String>, String> {
+    let td = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
+    checked_size(ds)?;
+    match td {
+        TypeDescriptor::VarLenUnicode => {
+            Ok(ds.read_raw::<hdf5::types::VarLenUnicode>().map_err(|e| e.to_string())?.iter().map(|s| s.to_string()).collect())
+        }
+        TypeDescriptor::VarLenAscii => {
+            Ok(ds.read_raw::<hdf5::types::VarLenAscii>().map_err(|e| e.to_string())?.iter().map(|s| s.to_string()).collect())
+        }
+        other => Err(format!("holds {}, expected strings (a Text space)", type_name(&other))),
+    }
+}

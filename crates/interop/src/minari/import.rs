@@ -157,6 +157,37 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     Ok(ImportReport { dataset_id, env, out: out.to_path_buf(), episodes: n, steps, bytes, skipped_infos: skipped })
 }
 
+/// Copies a leaf's rows (back to back) into their place in `out`'s rows of `rb` bytes.
+pub(super) fn scatter_leaf(out: &mut [u8], rb: usize, leaf: &rollway_core::Leaf, bytes: &[u8]) {
+    let lb = leaf.bytes();
+    for (r, src) in bytes.chunks_exact(lb.max(1)).enumerate().take(out.len() / rb.max(1)) {
+        out[r * rb + leaf.offset..r * rb + leaf.offset + lb].copy_from_slice(src);
+    }
+}
+
+/// The first `rows` strings of a Text leaf as its rows of code points (a null as the
+/// empty string); a string too long for the space is an error naming its row.
+pub(super) fn text_rows(
+    strings: impl IntoIterator<Item = Option<String>>,
+    leaf: &rollway_core::Leaf,
+    rows: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    let max = leaf.len();
+    let mut out = Vec::with_capacity(rows * leaf.bytes());
+    let mut n = 0;
+    for (r, s) in strings.into_iter().take(rows).enumerate() {
+        let s = s.unwrap_or_default();
+        let codes = rollway_core::text_codes(&s, max)
+            .ok_or_else(|| format!("row {r}: {:?} has {} characters, the Text space at most {max}", s, s.chars().count()))?;
+        out.extend(codes.iter().flat_map(|c| c.to_ne_bytes()));
+        n += 1;
+    }
+    if n < rows {
+        return Err(format!("{n} strings, expected {rows}"));
+    }
+    Ok(out)
+}
+
 /// Where an import's episodes come from: `main_data.hdf5`, or arrow/parquet episode folders.
 pub(super) trait Source {
     /// Episodes present, when the metadata does not say how many.
@@ -202,6 +233,12 @@ impl Reader {
             let name = column_name(prefix, leaf);
             let object = format!("{ep}/{name}");
             let ds = g.dataset(&name).map_err(|_| self.bad(&object, "missing"))?;
+            if matches!(leaf.kind, LeafKind::Text { .. }) {
+                let strings = h5::read_strings(&ds).map_err(|m| self.bad(&object, m))?;
+                let bytes = text_rows(strings.into_iter().map(Some), leaf, rows).map_err(|m| self.bad(&object, m))?;
+                scatter_leaf(&mut out, rb, leaf, &bytes);
+                continue;
+            }
             let mut want = vec![rows];
             want.extend(&leaf.shape);
             let got = ds.shape();
@@ -218,10 +255,7 @@ impl Reader {
                 return Err(self.bad(&object, what));
             }
             let bytes = h5::read_array(&ds, leaf.dtype).map_err(|m| self.bad(&object, m))?;
-            let lb = leaf.bytes();
-            for (r, src) in bytes.chunks_exact(lb.max(1)).take(rows).enumerate() {
-                out[r * rb + leaf.offset..r * rb + leaf.offset + lb].copy_from_slice(src);
-            }
+            scatter_leaf(&mut out, rb, leaf, &bytes);
         }
         Ok(out)
     }

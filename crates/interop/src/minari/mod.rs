@@ -37,6 +37,26 @@ use crate::{Error, Result};
 /// and was checked against (Minari accepts datasets of versions 0.4.0–0.5.4).
 pub const MINARI_VERSION: &str = "0.5.4";
 
+/// A Text leaf's rows (uint32 code points `[rows, max_length]`) as strings.
+fn text_values(a: &rollway_core::Array) -> Vec<String> {
+    let max = a.shape.get(1).copied().unwrap_or(1).max(1);
+    a.data
+        .chunks_exact(4 * max)
+        .map(|row| rollway_core::text_string(row.chunks_exact(4).map(bytemuck::pod_read_unaligned::<u32>)))
+        .collect()
+}
+
+/// The column names (`observations/…`, `actions/…`) of a space's Text leaves.
+fn text_columns(prefix: &str, space: &rollway_core::Space) -> Vec<String> {
+    let layout = rollway_core::Layout::of(space);
+    layout
+        .leaves()
+        .iter()
+        .filter(|l| matches!(l.kind, rollway_core::LeafKind::Text { .. }))
+        .map(|l| rollway_store::format::column_name(prefix, l))
+        .collect()
+}
+
 /// The episode dataset holding the agent's recurrent state after each step.
 const AGENT_STATE: &str = "agent_state";
 
