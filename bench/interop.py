@@ -203,16 +203,20 @@ def main():
     ap.add_argument("--episodes", type=int, default=20, help="LeRobot episodes (video and arrays)")
     ap.add_argument("--frames", type=int, default=100, help="frames per LeRobot episode")
     ap.add_argument("--minari-episodes", type=int, default=500)
+    ap.add_argument("--only", choices=["lerobot", "minari"], help="run one library's rows")
     ap.add_argument("--out", help="write the markdown report here too")
     a = ap.parse_args()
     rows = []
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        bench_lerobot(tmp, a.episodes * 5, a.frames, False, a.reps, rows)
-        bench_lerobot(tmp, a.episodes, a.frames, True, a.reps, rows)
-        bench_minari(tmp, a.minari_episodes, a.reps, rows)
-    lines = [f"## Interop (issue 15): import and export vs the libraries' own paths (`bench/run_interop.sh --reps {a.reps}`)", ""]
+        if a.only in (None, "lerobot"):
+            bench_lerobot(tmp, a.episodes * 5, a.frames, False, a.reps, rows)
+            bench_lerobot(tmp, a.episodes, a.frames, True, a.reps, rows)
+        if a.only in (None, "minari"):
+            bench_minari(tmp, a.minari_episodes, a.reps, rows)
+    only = f" --only {a.only}" if a.only else ""
+    lines = [f"## Interop (issue 15): import and export vs the libraries' own paths (`bench/run_interop.sh --reps {a.reps}{only} --minari-episodes {a.minari_episodes}`)", ""]
     versions = ", ".join(f"{k} {v}" for k, v in module_versions(["numpy", "lerobot", "minari", "av", "torch"]).items())
     lines += machine_note(None, load0, os.getloadavg(), packages=versions)
     lines[-1] = "- rollway: the package installed from this checkout, in-process"

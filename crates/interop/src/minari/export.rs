@@ -55,6 +55,16 @@ fn is_export(data: &Path) -> bool {
     data.join("main_data.hdf5").is_file() || data.join("metadata.json").is_file()
 }
 
+/// The largest HDF5 export built in memory before it is written.
+const IN_MEMORY_BYTES: u64 = 512 << 20;
+
+/// About how many bytes the episodes take as arrays: rows × (observation + action + 10).
+fn estimated_bytes(ds: &Dataset, obs: &rollway_core::Space, act: &rollway_core::Space) -> u64 {
+    let row = rollway_core::Layout::of(obs).row_bytes() + rollway_core::Layout::of(act).row_bytes() + 10;
+    let rows: u64 = ds.episodes().map(|e| e.length + 1).sum();
+    rows.saturating_mul(row as u64)
+}
+
 /// Where the episodes go: one HDF5 file, or a folder per episode.
 enum Sink {
     /// The file, its path, and the columns holding Text values (written as strings).
@@ -68,11 +78,15 @@ impl Sink {
             ds.metadata().env.spaces().map_err(|e| Error::Unsupported { path: src.to_path_buf(), message: format!("spaces: {e}") })?;
         if format == DataFormat::Hdf5 {
             let path = dir.join("main_data.hdf5");
-            let file = hdf5::File::create(&path).map_err(|source| Error::Hdf5 {
-                path: path.clone(),
-                context: "creating the file".into(),
-                source,
-            })?;
+            // Built in memory and written out at close (HDF5's core driver) when it is
+            // small enough: an episode is ~20 small objects, each a few pwrites otherwise.
+            let small = estimated_bytes(ds, &obs, &act) <= IN_MEMORY_BYTES;
+            let created = if small {
+                hdf5::File::with_options().with_fapl(|p| p.core_filebacked(true)).create(&path)
+            } else {
+                hdf5::File::create(&path)
+            };
+            let file = created.map_err(|source| Error::Hdf5 { path: path.clone(), context: "creating the file".into(), source })?;
             let texts = [text_columns("observations", &obs), text_columns("actions", &act)].concat();
             return Ok(Sink::H5(file, path, texts));
         }

