@@ -109,9 +109,11 @@ pub(crate) fn type_name(td: &TypeDescriptor) -> String {
     td.to_string()
 }
 
-/// Reads a dataset as `dtype`, returning native-endian bytes. Numeric types
-/// convert as numpy's `astype` would for in-range values (e.g. int32 → int64).
-pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType) -> Result<Vec<u8>, String> {
+/// Reads a dataset of `shape` (the caller's `ds.shape()`: each query is several HDF5
+/// calls, and an import makes about ten reads an episode) as `dtype`, returning
+/// native-endian bytes. Numeric types convert as numpy's `astype` would for in-range
+/// values (e.g. int32 → int64).
+pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType, shape: &[usize]) -> Result<Vec<u8>, String> {
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
     let numeric = matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_));
     let ok = match dtype {
@@ -121,8 +123,7 @@ pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType) -> Result<Vec<u8>, St
     if !ok {
         return Err(format!("holds {}, expected {dtype}", type_name(&stored)));
     }
-    checked_size(ds)?;
-    if ds.size() == 0 {
+    if crate::limits::elements(shape)? == 0 {
         return Ok(vec![]);
     }
     let err = |e: hdf5::Error| format!("reading as {dtype}: {e}");
@@ -134,15 +135,14 @@ pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType) -> Result<Vec<u8>, St
 }
 
 /// Reads a flag dataset: h5py bools, or integers (non-zero = true).
-pub(crate) fn read_bools(ds: &hdf5::Dataset) -> Result<Vec<bool>, String> {
-    Ok(read_array(ds, DType::Bool)?.into_iter().map(|b| b != 0).collect())
+pub(crate) fn read_bools(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<bool>, String> {
+    Ok(read_array(ds, DType::Bool, shape)?.into_iter().map(|b| b != 0).collect())
 }
 
-/// Reads any numeric dataset as float64.
-pub(crate) fn read_f64(ds: &hdf5::Dataset) -> Result<Vec<f64>, String> {
+/// Reads any numeric dataset of `shape` as float64.
+pub(crate) fn read_f64(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<f64>, String> {
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
-    checked_size(ds)?;
-    if ds.size() == 0
+    if crate::limits::elements(shape)? == 0
         && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean)
     {
         return Ok(vec![]);

@@ -264,7 +264,7 @@ impl Reader {
                 };
                 return Err(self.bad(&object, what));
             }
-            let bytes = h5::read_array(&ds, leaf.dtype).map_err(|m| self.bad(&object, m))?;
+            let bytes = h5::read_array(&ds, leaf.dtype, &got).map_err(|m| self.bad(&object, m))?;
             scatter_leaf(&mut out, rb, leaf, &bytes);
         }
         Ok(out)
@@ -306,7 +306,7 @@ impl Reader {
         if shape.len() != 2 || shape[0] != t {
             return Err(self.bad(&object, format!("shape {shape:?}, expected [{t}, width]")));
         }
-        let bytes = h5::read_array(&ds, DType::F32).map_err(|m| self.bad(&object, m))?;
+        let bytes = h5::read_array(&ds, DType::F32, &shape).map_err(|m| self.bad(&object, m))?;
         Ok((bytes.chunks_exact(4).map(bytemuck::pod_read_unaligned::<f32>).collect(), shape[1]))
     }
 
@@ -349,17 +349,19 @@ impl Source for Reader {
         let g = self.file.group(&ep).map_err(|_| self.bad(&ep, "missing (metadata.json counts more episodes)"))?;
         let field = |name: &str| -> Result<hdf5::Dataset> { g.dataset(name).map_err(|_| self.bad(format!("{ep}/{name}"), "missing")) };
         let rds = field("rewards")?;
-        if rds.ndim() != 1 {
-            return Err(self.bad(format!("{ep}/rewards"), format!("shape {:?}, expected one reward per step", rds.shape())));
+        let shape = rds.shape();
+        if shape.len() != 1 {
+            return Err(self.bad(format!("{ep}/rewards"), format!("shape {shape:?}, expected one reward per step")));
         }
-        let rewards = h5::read_f64(&rds).map_err(|m| self.bad(format!("{ep}/rewards"), m))?;
+        let rewards = h5::read_f64(&rds, &shape).map_err(|m| self.bad(format!("{ep}/rewards"), m))?;
         let t = rewards.len();
         let flags = |name: &str| -> Result<Vec<bool>> {
             let ds = field(name)?;
-            if ds.ndim() != 1 || ds.size() != t {
-                return Err(self.bad(format!("{ep}/{name}"), format!("shape {:?}, expected [{t}] (one per reward)", ds.shape())));
+            let shape = ds.shape();
+            if shape != [t] {
+                return Err(self.bad(format!("{ep}/{name}"), format!("shape {shape:?}, expected [{t}] (one per reward)")));
             }
-            h5::read_bools(&ds).map_err(|m| self.bad(format!("{ep}/{name}"), m))
+            h5::read_bools(&ds, &shape).map_err(|m| self.bad(format!("{ep}/{name}"), m))
         };
         let (terminations, truncations) = (flags("terminations")?, flags("truncations")?);
         let obs = self.rows(&g, &ep, "observations", &self.ol, t + 1)?;

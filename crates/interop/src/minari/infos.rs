@@ -184,7 +184,7 @@ fn read_into(group: &hdf5::Group, prefix: &str, rows: usize, out: &mut [Info], s
                 let vals: Vec<Json> = match kind {
                     Kind::Int => ds.read_raw::<i64>()?.into_iter().map(Json::from).collect(),
                     Kind::Float => ds.read_raw::<f64>()?.into_iter().map(Json::from).collect(),
-                    Kind::Bool => h5::read_bools(&ds).map_err(hdf5::Error::from)?.into_iter().map(Json::from).collect(),
+                    Kind::Bool => h5::read_bools(&ds, &shape).map_err(hdf5::Error::from)?.into_iter().map(Json::from).collect(),
                 };
                 for (r, info) in out.iter_mut().enumerate() {
                     let mut it = vals[r * per_row..(r + 1) * per_row].iter().cloned();
