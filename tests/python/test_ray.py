@@ -207,3 +207,32 @@ def test_ray_errors_are_clear(tmp_path):
     assert not (tmp_path / "p").exists(), "refused before anything is written"
     with pytest.raises(rollway.InputError, match="episodes"):
         rollway.ray.run(env="CartPole-v1", steps=100, out=tmp_path / "s", progress=False)
+
+
+def test_ray_driver_interrupted_leaves_no_actor_and_resume_finishes(cluster, local, tmp_path):
+    """Ctrl-C of the driver: it exits, its actors are killed (no ray::_Member process is
+    left), what was committed stays valid, and resume finishes the same episodes."""
+    out, before = tmp_path / "ray", set(all_member_pids())
+    code = ("import sys, rollway.ray\n"
+            f"job = {JOB!r}\n"
+            "rollway.ray.run(**job, out=sys.argv[1], address=sys.argv[2], num_workers=2, progress=False)\n")
+    p = subprocess.Popen([sys.executable, "-c", code, str(out), cluster.address], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            if len(rollway.Dataset(out).episodes) >= 4:
+                break
+        except rollway.RollwayError:
+            pass  # not created yet
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+    deadline = time.monotonic() + 30
+    while member_pids(before, running=b"ray::_Member") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not member_pids(before, running=b"ray::_Member"), "the driver's actors outlived it"
+    assert rollway.Dataset(out).verify()["problems"] == []
+    assert set(fingerprints(out).items()) <= set(local.items())
+    s = rollway.ray.run(resume=out, num_workers=2, progress=False)
+    assert s.complete and fingerprints(out) == local
