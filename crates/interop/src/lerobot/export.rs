@@ -4,8 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rollway_core::DType;
@@ -117,12 +116,20 @@ impl<'a> Exporter<'a> {
         settings: Settings,
     ) -> Result<Exporter<'a>> {
         let store = |source| Error::Store { path: src.to_path_buf(), source };
-        // Rewards are float32 by LeRobot's convention, unless that would change one.
-        let mut reward = DType::F32;
+        // One pass over the shards' columns, stopping once both are known. Rewards are
+        // float32 by LeRobot's convention, unless that would change one. The agent-state
+        // width is that of the first shard storing states (shards without any have none).
+        let (mut reward, mut state_width) = (DType::F32, 0);
         for s in ds.shards() {
-            if ds.shard_columns(s.shard).map_err(store)?.rewards.iter().any(|&r| (r as f32) as f64 != r && !r.is_nan()) {
-                reward = DType::F64;
+            if reward == DType::F64 && state_width > 0 {
                 break;
+            }
+            let c = ds.shard_columns(s.shard).map_err(store)?;
+            if c.rewards.iter().any(|&r| (r as f32) as f64 != r && !r.is_nan()) {
+                reward = DType::F64;
+            }
+            if state_width == 0 {
+                state_width = c.state_width;
             }
         }
         // Every shard of a dataset has the same columns; the first row says whether infos are kept.
@@ -130,7 +137,6 @@ impl<'a> Exporter<'a> {
             Some(s) => ds.read_rows(s.shard, 0, s.rows.min(1)).map_err(store)?.column_by_name("infos").is_some(),
             None => false,
         };
-        let state_width = state_width(ds).map_err(store)?;
         let mut fields: Vec<Field> = Vec::new();
         let mut stat_names = Vec::new();
         for c in plan.obs.iter().filter(|c| c.video.is_none()).chain(&plan.act) {
@@ -460,20 +466,4 @@ fn dtype_name(t: &DataType) -> &'static str {
         .into_iter()
         .find(|&d| &rollway_store::arrow_type(d) == t)
         .map_or("string", DType::name)
-}
-
-/// The width of the agent states the dataset stores (0: none): shards carry an
-/// `agent_state` column when any of their episodes has one, null on final rows.
-fn state_width(ds: &Dataset) -> rollway_store::Result<usize> {
-    for s in ds.shards() {
-        let b = ds.read_rows(s.shard, 0, s.rows.min(64))?;
-        if let Some(c) = b.column_by_name(rollway_store::AGENT_STATE) {
-            if let Some(l) = c.as_list_opt::<i32>() {
-                if let Some(i) = (0..l.len()).find(|&i| l.is_valid(i) && l.value_length(i) > 0) {
-                    return Ok(l.value_length(i) as usize);
-                }
-            }
-        }
-    }
-    Ok(0)
 }
