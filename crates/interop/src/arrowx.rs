@@ -147,6 +147,20 @@ pub(crate) fn read_ipc_file(path: &Path) -> Result<RecordBatch, String> {
     .map_err(|_| "the Arrow IPC decoder panicked".to_string())?
 }
 
+/// The schema of an Arrow IPC (`ipc`) or Parquet file, from its footer alone (no
+/// rows are decoded); a damaged file is an error, never a crash.
+pub(crate) fn file_schema(path: &Path, ipc: bool) -> Result<SchemaRef, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    catch_unwind(AssertUnwindSafe(|| -> Result<SchemaRef, String> {
+        if ipc {
+            Ok(arrow_ipc::reader::FileReader::try_new(std::io::BufReader::new(file), None).map_err(|e| e.to_string())?.schema())
+        } else {
+            Ok(ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?.schema().clone())
+        }
+    }))
+    .map_err(|_| "the file's decoder panicked".to_string())?
+}
+
 /// The column `name`, or an error naming it.
 pub(crate) fn col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, String> {
     b.column_by_name(name).ok_or_else(|| format!("no column `{name}`"))

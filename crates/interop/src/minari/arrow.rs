@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::DataType;
-use rollway_core::{EpisodeResult, Info, Layout, Leaf, LeafKind, Trajectory};
+use rollway_core::{EpisodeResult, Info, Layout, LeafKind, Trajectory};
 use serde_json::Value as Json;
 
-use super::import::{is_image_leaf, scatter_leaf, text_rows, Source};
+use super::import::{is_image_leaf, jpeg_leaf_rows, scatter_leaf, text_rows, Source};
 use super::infos::{insert, nest};
 use super::DataFormat;
 use crate::arrowx;
@@ -110,7 +110,7 @@ impl Reader {
                 let strings = arrowx::strings(arr.as_ref()).map_err(|m| self.bad(&object, m))?;
                 text_rows(strings, leaf, rows).map_err(|m| self.bad(&object, m))?
             } else if self.jpeg && is_image_leaf(leaf) && matches!(arr.data_type(), DataType::Binary | DataType::LargeBinary) {
-                jpeg_rows(&arr, leaf, rows).map_err(|m| self.bad(&object, m))?
+                jpeg_leaf_rows(blobs(&arr), leaf, rows).map_err(|m| self.bad(&object, m))?
             } else {
                 arrowx::rows(arr.as_ref(), leaf.dtype, leaf.len(), 0, rows).map_err(|m| self.bad(&object, m))?
             };
@@ -133,10 +133,17 @@ impl Source for Reader {
         Ok(n)
     }
 
-    /// Whether any episode has an `infos` column (then the dataset records infos).
+    /// Whether any episode has an `infos` column (then the dataset records infos):
+    /// the first file's schema of each episode, not its rows, which `episode` reads.
     fn any_infos(&self, n: u64) -> Result<bool> {
         for k in 0..n {
-            if self.batch(k)?.column_by_name("infos").is_some() {
+            let f = &self.files(k)?[0];
+            let schema = arrowx::file_schema(f, self.format == DataFormat::Arrow).map_err(|m| Error::Malformed {
+                path: f.clone(),
+                object: "/".into(),
+                message: m,
+            })?;
+            if schema.column_with_name("infos").is_some() {
                 return Ok(true);
             }
         }
@@ -193,24 +200,12 @@ fn field_at(c: &ArrayRef, path: &str) -> std::result::Result<ArrayRef, String> {
     Ok(arr)
 }
 
-/// Decodes one JPEG a row (Minari's `jpeg_encoding`) into the leaf's raw rows.
-fn jpeg_rows(arr: &ArrayRef, leaf: &Leaf, rows: usize) -> std::result::Result<Vec<u8>, String> {
-    let blob = |i: usize| -> &[u8] {
-        match arr.data_type() {
-            DataType::LargeBinary => arr.as_binary::<i64>().value(i),
-            _ => arr.as_binary::<i32>().value(i),
-        }
-    };
-    if arr.len() < rows {
-        return Err(format!("{} rows, expected {rows}", arr.len()));
+/// The image blobs of a binary column (one JPEG a row).
+fn blobs(arr: &ArrayRef) -> Box<dyn Iterator<Item = &[u8]> + '_> {
+    match arr.data_type() {
+        DataType::LargeBinary => Box::new(arr.as_binary::<i64>().iter().map(Option::unwrap_or_default)),
+        _ => Box::new(arr.as_binary::<i32>().iter().map(Option::unwrap_or_default)),
     }
-    let (h, w, ch) = (leaf.shape[0], leaf.shape[1], leaf.shape.get(2).copied().unwrap_or(1));
-    let lb = leaf.bytes();
-    let mut out = vec![0u8; rows * lb];
-    for r in 0..rows {
-        rollway_media::jpeg::decode(blob(r), w, h, ch, &mut out[r * lb..(r + 1) * lb]).map_err(|e| format!("row {r}: {e}"))?;
-    }
-    Ok(out)
 }
 
 /// Adds every field of an `infos` struct to the rows' infos (nested structs as

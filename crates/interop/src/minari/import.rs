@@ -165,6 +165,27 @@ pub(super) fn scatter_leaf(out: &mut [u8], rb: usize, leaf: &rollway_core::Leaf,
     }
 }
 
+/// Decodes one JPEG a row (Minari's `jpeg_encoding`) into the first `rows` rows of an
+/// image leaf, back to back; fewer images than rows is an error.
+pub(super) fn jpeg_leaf_rows<'a>(
+    blobs: impl IntoIterator<Item = &'a [u8]>,
+    leaf: &rollway_core::Leaf,
+    rows: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    let (h, w, ch) = (leaf.shape[0], leaf.shape[1], leaf.shape.get(2).copied().unwrap_or(1));
+    let lb = leaf.bytes();
+    let mut out = vec![0u8; rows * lb];
+    let mut n = 0;
+    for (r, blob) in blobs.into_iter().take(rows).enumerate() {
+        rollway_media::jpeg::decode(blob, w, h, ch, &mut out[r * lb..(r + 1) * lb]).map_err(|e| format!("row {r}: {e}"))?;
+        n += 1;
+    }
+    if n < rows {
+        return Err(format!("{n} rows, expected {rows}"));
+    }
+    Ok(out)
+}
+
 /// The first `rows` strings of a Text leaf as its rows of code points (a null as the
 /// empty string); a string too long for the space is an error naming its row.
 pub(super) fn text_rows(
@@ -245,6 +266,9 @@ impl Reader {
             let ds = g.dataset(&name).map_err(|_| self.bad(&object, "missing"))?;
             if matches!(leaf.kind, LeafKind::Text { .. }) {
                 let strings = h5::read_strings(&ds).map_err(|m| self.bad(&object, m))?;
+                if strings.len() != rows {
+                    return Err(self.bad(&object, format!("{} rows, expected {rows}", strings.len())));
+                }
                 let bytes = text_rows(strings.into_iter().map(Some), leaf, rows).map_err(|m| self.bad(&object, m))?;
                 scatter_leaf(&mut out, rb, leaf, &bytes);
                 continue;
@@ -275,8 +299,6 @@ impl Reader {
     /// happens to have the same length.
     fn jpeg_rows(&self, ds: &hdf5::Dataset, object: &str, leaf: &rollway_core::Leaf, rows: usize, out: &mut [u8], rb: usize) -> Result<()> {
         use hdf5::types::{TypeDescriptor, VarLenArray};
-        let (h, w) = (leaf.shape[0], leaf.shape[1]);
-        let channels = leaf.shape.get(2).copied().unwrap_or(1);
         let td = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| self.bad(object, e.to_string()))?;
         let blobs: Vec<Vec<u8>> = match (td, ds.shape().as_slice()) {
             (TypeDescriptor::VarLenArray(_), [n]) if *n == rows => {
@@ -290,11 +312,8 @@ impl Reader {
                 return Err(self.bad(object, format!("{td} {shape:?}: neither {rows} JPEG images nor {rows} raw {:?} images", leaf.shape)))
             }
         };
-        let lb = leaf.bytes();
-        for (r, blob) in blobs.iter().enumerate() {
-            let dst = &mut out[r * rb + leaf.offset..r * rb + leaf.offset + lb];
-            rollway_media::jpeg::decode(blob, w, h, channels, dst).map_err(|e| self.bad(object, format!("row {r}: {e}")))?;
-        }
+        let bytes = jpeg_leaf_rows(blobs.iter().map(Vec::as_slice), leaf, rows).map_err(|m| self.bad(object, m))?;
+        scatter_leaf(out, rb, leaf, &bytes);
         Ok(())
     }
 
