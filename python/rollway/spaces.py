@@ -2,7 +2,8 @@
 rollway's row layout.
 
 A row holds a space's leaves (Box, Discrete as int64, MultiDiscrete as int64,
-MultiBinary as int8, Text as its code points zero-padded to ``max_length``, uint32) depth-first, each starting at a multiple of 8 bytes; the layout
+MultiBinary as int8, Text as its code points zero-padded to ``max_length``, uint32)
+depth-first, each starting at a multiple of 8 bytes; the layout
 itself comes from the Rust core (``_rollway.layout``), so the two never disagree.
 """
 
@@ -144,11 +145,13 @@ def packer(space_json: str) -> Callable[[Any], bytes]:
         if not pad:
             return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes()
         return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes() + pad
-    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8), leaf.shape) for leaf in parts]
+    texts = set(text_paths(space_json))
+    # Only Text leaves take a str: anywhere else a str stays an error, not code points.
+    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8), leaf.shape[0] if leaf.path in texts else None) for leaf in parts]
 
     def pack(v: Any) -> bytes:
-        return b"".join(np.ascontiguousarray(text_codes(leaf_value(v, p), dt, sh[0] if sh else 1), dtype=dt).tobytes() + pad
-                        for p, dt, pad, sh in pads)
+        return b"".join(np.ascontiguousarray(leaf_value(v, p) if n is None else text_codes(leaf_value(v, p), dt, n), dtype=dt).tobytes()
+                        + pad for p, dt, pad, n in pads)
 
     return pack
 
