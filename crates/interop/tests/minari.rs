@@ -83,6 +83,38 @@ fn pixel_dict_observations_frames_and_infos_round_trip() {
     common::assert_same(&a, &b, &["achievements"]);
 }
 
+/// Issue 15: the first episode decides whether an import records infos (asking every
+/// episode first cost ~12% of an import); a later episode with infos starts it over
+/// with them on, so no info is lost.
+#[test]
+fn issue15_infos_only_after_the_first_episode_are_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, out, back) = (tmp.path().join("src"), tmp.path().join("mine/late-v0"), tmp.path().join("back"));
+    record(&src, "PixelMine-v0", "size=32,max_steps=20", "miner", 3, None, true);
+    minari::export(&src, &out, &ExportOptions::default(), &mut nothing).unwrap();
+    {
+        let f = hdf5::File::open_rw(out.join("data/main_data.hdf5")).unwrap();
+        let g = f.group("episode_0").unwrap();
+        g.unlink("infos").unwrap();
+        g.create_group("infos").unwrap();
+    }
+    let mut calls = vec![];
+    minari::import(&out, &back, &mut |d, _| calls.push(d)).unwrap();
+    // Episode 1 is where the first pass stops; the second pass takes all three.
+    assert_eq!(calls, [1, 1, 2, 3]);
+    let (a, b) = (Dataset::open(&src).unwrap(), Dataset::open(&back).unwrap());
+    let first = a.select(|_| true).map(|e| e.episode_id).min().unwrap();
+    for (k, id) in [(1u64, first + 1), (2, first + 2)] {
+        let mut want = a.read_episode(id).unwrap().infos.unwrap();
+        want.iter_mut().for_each(|i| drop(i.0.remove("achievements")));
+        assert_eq!(b.read_episode(k).unwrap().infos.unwrap(), want, "episode {k}");
+    }
+    assert_eq!(b.read_episode(0).unwrap().observations, a.read_episode(first).unwrap().observations);
+    // Nothing of the first pass is left beside the output.
+    let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
 /// Tuple (`_index_k`), MultiBinary (int8), Discrete with a start, f64 and MultiDiscrete.
 #[test]
 fn nested_spaces_round_trip_with_their_dtypes() {

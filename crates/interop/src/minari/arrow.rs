@@ -133,21 +133,15 @@ impl Source for Reader {
         Ok(n)
     }
 
-    /// Whether any episode has an `infos` column (then the dataset records infos):
-    /// the first file's schema of each episode, not its rows, which `episode` reads.
-    fn any_infos(&self, n: u64) -> Result<bool> {
-        for k in 0..n {
-            let f = &self.files(k)?[0];
-            let schema = arrowx::file_schema(f, self.format == DataFormat::Arrow).map_err(|m| Error::Malformed {
-                path: f.clone(),
-                object: "/".into(),
-                message: m,
-            })?;
-            if schema.column_with_name("infos").is_some() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+    /// Whether the episode has an `infos` column: its first file's schema, not its rows.
+    fn has_infos(&self, k: u64) -> Result<bool> {
+        let f = &self.files(k)?[0];
+        let schema = arrowx::file_schema(f, self.format == DataFormat::Arrow).map_err(|m| Error::Malformed {
+            path: f.clone(),
+            object: "/".into(),
+            message: m,
+        })?;
+        Ok(schema.column_with_name("infos").is_some())
     }
 
     fn episode(&mut self, k: u64) -> Result<EpisodeResult> {

@@ -7,9 +7,11 @@ use hdf5_metno as hdf5;
 use rollway_store::{Dataset, EpisodeData, Metadata};
 use serde_json::{json, Map, Value as Json};
 
+use rollway_core::DType;
+
 use super::{
-    arrow_write, check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, infos, kwargs_of, text_columns, text_values, DataFormat,
-    ExportOptions, ExportReport, AGENT_STATE, MINARI_VERSION,
+    arrow_write, check_dataset_id, dataset_id_from_path, gymnasium_env_spec, h5, h5raw, infos, kwargs_of, text_columns, text_values,
+    DataFormat, ExportOptions, ExportReport, AGENT_STATE, MINARI_VERSION,
 };
 use crate::error::IoContext;
 use crate::fsx::{self, Staging};
@@ -67,8 +69,9 @@ fn estimated_bytes(ds: &Dataset, obs: &rollway_core::Space, act: &rollway_core::
 
 /// Where the episodes go: one HDF5 file, or a folder per episode.
 enum Sink {
-    /// The file, its path, and the columns holding Text values (written as strings).
-    H5(hdf5::File, PathBuf, Vec<String>),
+    /// The file, its path, the columns holding Text values (written as strings), and
+    /// what every episode is written with.
+    H5(hdf5::File, PathBuf, Vec<String>, h5raw::Writer),
     Folders(arrow_write::Writer, PathBuf),
 }
 
@@ -88,7 +91,9 @@ impl Sink {
             };
             let file = created.map_err(|source| Error::Hdf5 { path: path.clone(), context: "creating the file".into(), source })?;
             let texts = [text_columns("observations", &obs), text_columns("actions", &act)].concat();
-            return Ok(Sink::H5(file, path, texts));
+            let w =
+                h5raw::Writer::new().map_err(|source| Error::Hdf5 { path: path.clone(), context: "creating the file".into(), source })?;
+            return Ok(Sink::H5(file, path, texts, w));
         }
         Ok(Sink::Folders(arrow_write::Writer::new(dir, format, &obs, &act), dir.to_path_buf()))
     }
@@ -97,8 +102,8 @@ impl Sink {
     fn episode(&mut self, k: u64, ep: &EpisodeData) -> Result<Vec<String>> {
         let ctx = format!("episode_{k}");
         match self {
-            Sink::H5(file, path, texts) => {
-                write_episode(file, &ctx, k as i64, ep, texts).map_err(|source| Error::Hdf5 { path: path.clone(), context: ctx, source })
+            Sink::H5(file, path, texts, w) => {
+                write_episode(file, w, &ctx, k as i64, ep, texts).map_err(|source| Error::Hdf5 { path: path.clone(), context: ctx, source })
             }
             Sink::Folders(w, dir) => w
                 .episode(k, ep, arrow_write::episode_metadata(k, ep, &reward_stats(&ep.rewards)))
@@ -109,7 +114,7 @@ impl Sink {
     /// Closes the file; returns the bytes written.
     fn finish(self) -> Result<u64> {
         match self {
-            Sink::H5(file, path, _) => {
+            Sink::H5(file, path, ..) => {
                 file.close().map_err(|source| Error::Hdf5 { path: path.clone(), context: "closing the file".into(), source })?;
                 Ok(std::fs::metadata(&path).io("reading size of", &path)?.len())
             }
@@ -226,14 +231,21 @@ fn reward_stats(r: &[f64]) -> Vec<(&'static str, f64)> {
 }
 
 /// Writes one episode group; returns the info keys it could not write.
-fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData, texts: &[String]) -> hdf5::Result<Vec<String>> {
+fn write_episode(
+    file: &hdf5::File,
+    w: &h5raw::Writer,
+    name: &str,
+    k: i64,
+    ep: &EpisodeData,
+    texts: &[String],
+) -> hdf5::Result<Vec<String>> {
     let g = file.create_group(name)?;
     let t = ep.entry.length as usize;
-    h5::attr(&g, "id", k)?;
-    h5::attr(&g, "total_steps", t as i64)?;
+    w.attr(&g, "id", DType::I64, &k.to_ne_bytes())?;
+    w.attr(&g, "total_steps", DType::I64, &(t as i64).to_ne_bytes())?;
     match i64::try_from(ep.entry.seed) {
-        Ok(s) => h5::attr(&g, "seed", s)?,
-        Err(_) => h5::attr(&g, "seed", ep.entry.seed)?,
+        Ok(s) => w.attr(&g, "seed", DType::I64, &s.to_ne_bytes())?,
+        Err(_) => w.attr(&g, "seed", DType::U64, &ep.entry.seed.to_ne_bytes())?,
     }
     for (col, a) in ep.observations.iter().chain(&ep.actions) {
         let (parent, leaf) = col.rsplit_once('/').unwrap_or(("", col));
@@ -241,24 +253,25 @@ fn write_episode(file: &hdf5::File, name: &str, k: i64, ep: &EpisodeData, texts:
         if texts.contains(col) {
             h5::write_strings(&parent, leaf, &text_values(a))?;
         } else {
-            h5::write_array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
+            w.array(&parent, leaf, a.dtype, &a.shape, &a.data)?;
         }
     }
-    h5::write_f64(&g, "rewards", &ep.rewards)?;
+    w.array(&g, "rewards", DType::F64, &[t], bytemuck::cast_slice(&ep.rewards))?;
     if let Some(a) = &ep.agent_state {
         // Minari has no place for it and reads past it; rollway's import takes it back.
-        h5::write_array(&g, AGENT_STATE, a.dtype, &a.shape, &a.data)?;
+        w.array(&g, AGENT_STATE, a.dtype, &a.shape, &a.data)?;
     }
-    h5::write_bools(&g, "terminations", &ep.terminations)?;
-    h5::write_bools(&g, "truncations", &ep.truncations)?;
+    for (flag, v) in [("terminations", &ep.terminations), ("truncations", &ep.truncations)] {
+        w.array(&g, flag, DType::Bool, &[v.len()], &v.iter().map(|&b| u8::from(b)).collect::<Vec<_>>())?;
+    }
     // Minari's DataCollector writes an `infos` group even when it records none.
     let ig = g.create_group("infos")?;
     let skipped = match &ep.infos {
-        Some(rows) => infos::write(&ig, rows)?,
+        Some(rows) => infos::write(w, &ig, rows)?,
         None => vec![],
     };
     for (name, v) in reward_stats(&ep.rewards) {
-        h5::attr(&g, name, v)?;
+        w.attr(&g, name, DType::F64, &v.to_ne_bytes())?;
     }
     Ok(skipped)
 }

@@ -1,14 +1,13 @@
-//! Typed HDF5 reads and writes of rollway arrays (dtype known only at run time).
-//!
-//! Datasets are contiguous, not chunked and resizable as h5py makes Minari's:
-//! Minari never grows a stored episode (new data becomes new `episode_<k>`
-//! groups), and chunk indexes cost ~11 KB per episode, over 3x the file size
-//! for short episodes. The file format stays HDF5's oldest, which every reader opens.
+//! Typed HDF5 reads of rollway arrays (dtype known only at run time), strings, and
+//! the checks that explain a dataset rollway cannot read. Numeric reads and all
+//! numeric writes go through `h5raw`'s direct calls.
 
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor};
 use hdf5::Group;
 use hdf5_metno as hdf5;
 use rollway_core::DType;
+
+use super::h5raw;
 
 /// Dispatches on a numeric (non-bool) dtype with `$T` bound to its Rust type.
 macro_rules! numeric {
@@ -59,42 +58,6 @@ macro_rules! numeric {
     };
 }
 
-/// Copies native-endian bytes into a typed (aligned) vector.
-fn typed<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
-    let mut v = vec![T::zeroed(); bytes.len() / std::mem::size_of::<T>()];
-    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
-    v
-}
-
-fn create<T: hdf5::H5Type>(group: &Group, name: &str, shape: &[usize], data: &[T]) -> hdf5::Result<()> {
-    let ds = group.new_dataset::<T>().shape(shape).create(name)?;
-    if !data.is_empty() {
-        ds.write_raw(data)?;
-    }
-    Ok(())
-}
-
-/// Writes a `[rows, ...]` array of native-endian bytes as dataset `name`.
-pub(crate) fn write_array(group: &Group, name: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> hdf5::Result<()> {
-    numeric!(dtype, T => create::<T>(group, name, shape, &typed::<T>(bytes)),
-        bool => create::<bool>(group, name, shape, &bytes.iter().map(|&b| b != 0).collect::<Vec<_>>()))
-}
-
-/// Writes flags as h5py's bool (an int8 enum FALSE=0/TRUE=1), which numpy reads as `bool`.
-pub(crate) fn write_bools(group: &Group, name: &str, v: &[bool]) -> hdf5::Result<()> {
-    create::<bool>(group, name, &[v.len()], v)
-}
-
-/// Writes float64 values.
-pub(crate) fn write_f64(group: &Group, name: &str, v: &[f64]) -> hdf5::Result<()> {
-    create::<f64>(group, name, &[v.len()], v)
-}
-
-/// Writes a scalar attribute.
-pub(crate) fn attr<T: hdf5::H5Type>(loc: &hdf5::Location, name: &str, v: T) -> hdf5::Result<()> {
-    loc.new_attr::<T>().create(name)?.write_scalar(&v)
-}
-
 /// Opens `path` (`a/b/c`) under `root`, creating missing groups.
 pub(crate) fn group_at(root: &Group, path: &str) -> hdf5::Result<Group> {
     let mut g = root.clone();
@@ -112,8 +75,23 @@ pub(crate) fn type_name(td: &TypeDescriptor) -> String {
 /// Reads a dataset of `shape` (the caller's `ds.shape()`: each query is several HDF5
 /// calls, and an import makes about ten reads an episode) as `dtype`, returning
 /// native-endian bytes. Numeric types convert as numpy's `astype` would for in-range
-/// values (e.g. int32 → int64).
+/// values (e.g. int32 → int64); for `Bool`, any non-zero number is true.
 pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType, shape: &[usize]) -> Result<Vec<u8>, String> {
+    let n = crate::limits::elements(shape)?;
+    // int8 keeps a number's non-zeroness: HDF5 clamps what does not fit.
+    let (mem, size) = if dtype == DType::Bool { (DType::I8, 1) } else { (dtype, dtype.size()) };
+    let mut out = vec![0u8; n * size];
+    if n > 0 && h5raw::read_into(ds, h5raw::native(mem), size, n, &mut out) {
+        if dtype == DType::Bool {
+            out.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
+        return Ok(out);
+    }
+    read_array_checked(ds, dtype, shape)
+}
+
+/// `read_array` through the wrapper, which says why a dataset cannot be read as `dtype`.
+fn read_array_checked(ds: &hdf5::Dataset, dtype: DType, shape: &[usize]) -> Result<Vec<u8>, String> {
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
     let numeric = matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_));
     let ok = match dtype {
@@ -141,6 +119,11 @@ pub(crate) fn read_bools(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<bool
 
 /// Reads any numeric dataset of `shape` as float64.
 pub(crate) fn read_f64(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<f64>, String> {
+    let n = crate::limits::elements(shape)?;
+    let mut out = vec![0u8; n * 8];
+    if n > 0 && h5raw::read_into(ds, h5raw::native(DType::F64), 8, n, &mut out) {
+        return Ok(out.chunks_exact(8).map(bytemuck::pod_read_unaligned::<f64>).collect());
+    }
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
     if crate::limits::elements(shape)? == 0
         && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean)

@@ -13,6 +13,7 @@ use rollway_core::{DType, Info};
 use serde_json::{Map, Value as Json};
 
 use super::h5::{self, Kind};
+use super::h5raw;
 
 /// One info key's values (one row, or an episode's rows), flattened.
 pub(super) struct Column {
@@ -114,7 +115,7 @@ pub(super) fn columns(infos: &[Info]) -> (Vec<(String, Column)>, Vec<String>) {
 }
 
 /// Writes the episode's infos under `group`; returns the keys that could not be written.
-pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<String>> {
+pub(crate) fn write(w: &h5raw::Writer, group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<String>> {
     let (cols, skipped) = columns(infos);
     for (path, c) in cols {
         let (parent, name) = path.rsplit_once('/').unwrap_or(("", &path));
@@ -122,9 +123,9 @@ pub(crate) fn write(group: &hdf5::Group, infos: &[Info]) -> hdf5::Result<Vec<Str
         let mut shape = vec![infos.len()];
         shape.extend(&c.shape);
         match c.kind {
-            Kind::Int => h5::write_array(&g, name, DType::I64, &shape, bytemuck::cast_slice(c.ints.as_slice()))?,
-            Kind::Float => h5::write_array(&g, name, DType::F64, &shape, bytemuck::cast_slice(c.floats.as_slice()))?,
-            Kind::Bool => h5::write_array(&g, name, DType::Bool, &shape, &c.ints.iter().map(|&x| x as u8).collect::<Vec<_>>())?,
+            Kind::Int => w.array(&g, name, DType::I64, &shape, bytemuck::cast_slice(c.ints.as_slice()))?,
+            Kind::Float => w.array(&g, name, DType::F64, &shape, bytemuck::cast_slice(c.floats.as_slice()))?,
+            Kind::Bool => w.array(&g, name, DType::Bool, &shape, &c.ints.iter().map(|&x| u8::from(x != 0)).collect::<Vec<_>>())?,
         }
     }
     Ok(skipped)

@@ -23,6 +23,7 @@ mod arrow;
 mod arrow_write;
 mod export;
 mod h5;
+mod h5raw;
 mod import;
 mod infos;
 
