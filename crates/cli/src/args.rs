@@ -53,46 +53,48 @@ pub enum Command {
 const EXPORT_ABOUT: &str = "Export a rollway dataset to another tool's format.\n\n\
 --to minari writes a Minari 0.5 dataset: OUT is the Minari dataset's own directory, \
 $MINARI_DATASETS_PATH/<dataset id> (e.g. ~/.minari/datasets/cartpole/random-v0); OUT/data/main_data.hdf5 \
-and OUT/data/metadata.json are written there, and `minari.load_dataset(\"cartpole/random-v0\")` reads them. \
+(or with --data-format arrow|parquet, a folder per episode) and OUT/data/metadata.json are written there, and `minari.load_dataset(\"cartpole/random-v0\")` reads them. \
 The dataset id defaults to OUT's last two path components (OUT's path below $MINARI_DATASETS_PATH when it is \
 inside). Episodes keep rollway's id order as episode_0, episode_1, …; given-up episodes have no data and are \
 left out. Observations are T+1 rows per T steps in both formats; images are stored raw.\n\n\
 --to lerobot writes a LeRobot v3.0 dataset rooted at OUT: meta/ (info.json, stats.json, tasks.parquet, \
-episodes/), data/chunk-000/file-000.parquet (one row per frame, many episodes per file) and one H.264 mp4 per \
-image observation under videos/observation.images.<key>/. The lone non-image observation becomes \
+episodes/), data/chunk-000/file-000.parquet (one row per frame, many episodes per file) and one mp4 (AV1 by default, as LeRobot \
+writes; --video-codec h264) per image observation under videos/observation.images.<key>/. The lone non-image observation becomes \
 observation.state, the action `action`, rewards next.reward, terminations next.done and next.terminated, \
 truncations next.truncated. Each episode gets T+1 frames: the last holds the final observation, with a zero \
 action, reward 0 and rollway.final_observation = true, so `rollway import lerobot` restores the dataset exactly \
-(images within H.264's loss). Timestamps are frame_index / --fps.";
+(images within the video codec's loss). Timestamps are frame_index / --fps.";
 
 const IMPORT_ABOUT: &str = "Import another tool's dataset as a new rollway dataset.\n\n\
 minari PATH: PATH is a Minari dataset directory (the one holding data/, e.g. \
-~/.minari/datasets/cartpole/random-v0) or its data/ directory. Spaces come from metadata.json; episodes are \
-read in episode_0, episode_1, … order with their seeds. The env id is the env_spec's id (else the dataset \
-id), the agent is algorithm_name (else `minari`). Numeric infos are imported; JPEG-encoded images are not \
-(save with jpeg_encoding=False). OUTDIR must not exist (or be empty); on any error nothing is left there.\n\n\
-lerobot PATH: PATH is a LeRobot v3.0 dataset root (holding meta/info.json). A rollway export comes back exactly \
-(spaces, seeds, statuses and final observations from meta/rollway.json). Any other dataset maps its \
-observation.* features (1-D numeric, and H.264 videos as uint8 frames) to a Dict observation space and \
-action/action.* to the action space; each frame is a step, the last observation repeats, and flags come from \
-next.done (or next.terminated/next.truncated). Other features are skipped and listed. v2.x datasets must be \
-converted first; AV1 videos (LeRobot's default codec) must be re-encoded to H.264.";
+~/.minari/datasets/cartpole/random-v0) or its data/ directory, in any of Minari's data formats (hdf5, arrow, \
+parquet; metadata.json says which). Spaces come from metadata.json, Text spaces included; episodes are read \
+in order with their seeds. The env id is the env_spec's id (else the dataset id), the agent is \
+algorithm_name (else `minari`). Infos are imported (numbers, nested dicts; strings from arrow and parquet); \
+images Minari stored as JPEG (its default) are decoded. OUTDIR must not exist (or be empty); on any error \
+nothing is left there.\n\n\
+lerobot PATH: PATH is a LeRobot v3.0 or v2.x dataset root (holding meta/info.json). A rollway export comes \
+back exactly (spaces, seeds, statuses and final observations from meta/rollway.json). Any other dataset maps \
+its observation.* features (1-D numeric, and videos, AV1, H.264 or HEVC, as uint8 frames) to a Dict \
+observation space and action/action.* to the action space; each frame is a step, the last observation \
+repeats, and flags come from next.done (or next.terminated/next.truncated). Other features are skipped and \
+listed.";
 
 /// Formats `rollway export --to` writes.
 #[derive(Clone, Copy, ValueEnum, Debug, PartialEq)]
 pub enum ExportFormat {
-    /// Minari 0.5 HDF5: `minari.load_dataset` reads it, images raw (lossless).
+    /// Minari 0.5 (hdf5, or arrow/parquet with --data-format): `minari.load_dataset` reads it, images raw (lossless).
     Minari,
-    /// LeRobot v3.0: Parquet frames, H.264 mp4 videos and meta/ tables; `LeRobotDataset` loads it.
+    /// LeRobot v3.0: Parquet frames, mp4 videos (AV1 or H.264) and meta/ tables; `LeRobotDataset` loads it.
     Lerobot,
 }
 
 /// Formats `rollway import` reads.
 #[derive(Clone, Copy, ValueEnum, Debug, PartialEq)]
 pub enum ImportFormat {
-    /// A Minari 0.5 HDF5 dataset, e.g. recorded with `minari.DataCollector`.
+    /// A Minari 0.5 dataset (hdf5, arrow or parquet), e.g. recorded with `minari.DataCollector`.
     Minari,
-    /// A LeRobot v3.0 dataset directory (meta/info.json, data/, H.264 videos/).
+    /// A LeRobot v3.0 or v2.x dataset directory (meta/info.json, data/, videos/).
     Lerobot,
 }
 

@@ -10,7 +10,7 @@
 //! [`lerobot`] exports a dataset in LeRobot's v3.0 layout (Parquet frames, H.264
 //! videos, `meta/` tables) that `LeRobotDataset` loads, and imports v3.0 datasets;
 //! it keeps each episode's final observation as an extra flagged frame, so its
-//! round trip is exact too (videos within H.264's loss).
+//! round trip is exact too (videos within the codec's loss).
 //!
 //! ```
 //! use rollway_core::Params;

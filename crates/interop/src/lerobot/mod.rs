@@ -38,7 +38,7 @@
 //! `rollway.final_observation` true (false on every other frame). Videos therefore
 //! hold every observation, and `import` drops that frame's action and flags, so
 //! `export` → `import` reproduces observations, actions, rewards and flags exactly
-//! (video frames within H.264's loss). Filter on `rollway.final_observation` to
+//! (video frames within the codec's loss). Filter on `rollway.final_observation` to
 //! train on steps only.
 //!
 //! A LeRobot dataset not made by rollway has no such column: each of its N frames
