@@ -13,8 +13,10 @@ a user would otherwise use, side by side in one run (reps taken in turn).
 * A pixel env written in Python (bench/pixel_env.py, 128×128×3 uint8) recorded as
   H.264 video: rollway (``image_media="h264"``) vs ``AsyncVectorEnv`` + PyAV
   (libx264, one MP4 per episode, as MineStudio's recorder does); episodes/s.
-* A torch MLP policy (CPU) on 256 built-in CartPole envs, sync mode: policy calls
-  per second and the share of wall time spent outside the policy.
+* A torch MLP policy (CPU) on 256 built-in CartPole envs, sync mode, with 1 worker
+  (it and the policy's thread have a core each and poll for each other) and with 2
+  (they park): policy calls per second and the share of wall time outside the policy.
+  ``--policy-only`` runs just these rows.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def pixel_peer(episodes: int, length: int) -> float:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def policy_run(steps: int) -> Dict[str, float]:
+def policy_run(steps: int, workers: int) -> Dict[str, float]:
     import torch
 
     torch.manual_seed(0)
@@ -142,7 +144,7 @@ def policy_run(steps: int) -> Dict[str, float]:
         return a
 
     t = time.perf_counter()
-    rollway.run(env="CartPole-v1", agent=policy, workers=2, envs_per_worker=128, mode="sync", steps=steps, record=False, progress=False)
+    rollway.run(env="CartPole-v1", agent=policy, workers=workers, envs_per_worker=256 // workers, mode="sync", steps=steps, record=False, progress=False)
     wall = time.perf_counter() - t
     return {"calls": inside[1] / wall, "outside": 1 - inside[0] / wall}
 
@@ -155,13 +157,14 @@ def main() -> None:
     p.add_argument("--pixel-episodes", type=int, default=32)
     p.add_argument("--pixel-length", type=int, default=100)
     p.add_argument("--policy-steps", type=int, default=400_000)
+    p.add_argument("--policy-only", action="store_true", help="run the torch policy rows only")
     p.add_argument("--out", help="also write the report here")
     a = p.parse_args()
     os.environ.setdefault("ROLLWAY_PYTHON", sys.executable)
     load0 = os.getloadavg()
     ns = [int(x) for x in a.ns.split(",")]
     rows = []
-    for n in ns:
+    for n in [] if a.policy_only else ns:
         r: Dict[str, List[float]] = {k: [] for k in ("sync", "async", "rw", "rw_async", "rw1", "bare")}
         steps = max(50_000, int(20_000 * a.seconds))
         for i in range(a.reps):
@@ -174,11 +177,17 @@ def main() -> None:
             r["bare"].append(bare_loop_us(n, steps // 4))
         rows.append((n, {k: statistics.median(v) for k, v in r.items()}))
     pix = {"rw": [], "peer": []}
-    for i in range(a.reps):
+    for i in range(0 if a.policy_only else a.reps):
         log(f"pixels rep {i + 1}/{a.reps}")
         pix["rw"].append(pixel_rollway(a.pixel_episodes, a.pixel_length))
         pix["peer"].append(pixel_peer(a.pixel_episodes, a.pixel_length))
-    pol = [policy_run(a.policy_steps) for _ in range(a.reps)]
+    # 1 worker: it and the central stage (the policy) have a core each on 2 cores, so they
+    # poll for each other's messages; 2 workers outnumber the cores and park.
+    pol: Dict[int, List[Dict[str, float]]] = {1: [], 2: []}
+    for i in range(a.reps):
+        log(f"policy rep {i + 1}/{a.reps}")
+        for w in pol:
+            pol[w].append(policy_run(a.policy_steps, w))
     lines = ["# Python envs and policies (issue 12)", ""]
     lines += machine_note(None, load0, os.getloadavg(), packages=", ".join(f"{k} {v}" for k, v in module_versions(["gymnasium", "numpy", "torch", "av"]).items()))
     lines += ["", f"CartPole-v1, random actions, steps/s (medians of {a.reps}):", "",
@@ -188,12 +197,15 @@ def main() -> None:
         us1 = 1e6 / m["rw1"]
         lines.append(f"| {n} | {m['rw']:,.0f} | {m['rw_async']:,.0f} | {m['sync']:,.0f} | {m['async']:,.0f} | {m['rw'] / m['sync']:.2f}× | "
                      f"{m['rw_async'] / m['sync']:.2f}× | {m['rw'] / m['async']:.1f}× | {us1:.2f} | {m['bare']:.2f} | {us1 - m['bare']:.2f} |")
-    pr, pp = statistics.median(pix["rw"]), statistics.median(pix["peer"])
+    pr, pp = (statistics.median(pix[k]) if pix[k] else float("nan") for k in ("rw", "peer"))
     lines += ["", f"Pixel env (128×128×3, {a.pixel_length} steps, 8 envs), H.264: rollway {pr:.2f} episodes/s, "
               f"AsyncVectorEnv + PyAV {pp:.2f} episodes/s: {pr / pp:.2f}×", ""]
-    calls = statistics.median([x["calls"] for x in pol])
-    outside = statistics.median([x["outside"] for x in pol])
-    lines += [f"torch MLP policy on 256 CartPole envs (sync, 2 workers): {calls:,.0f} policy calls/s, {outside:.1%} of wall time outside the policy", ""]
+    for w, runs in pol.items():
+        calls = statistics.median([x["calls"] for x in runs])
+        outside = statistics.median([x["outside"] for x in runs])
+        each = ", ".join(f"{x['outside']:.1%}" for x in runs)
+        lines += [f"torch MLP policy on 256 CartPole envs (sync, {w} worker{'s' if w > 1 else ''}): {calls:,.0f} policy calls/s, "
+                  f"{outside:.1%} of wall time outside the policy ({each})", ""]
     write_report("\n".join(lines) + "\n", a.out)
 
 

@@ -67,6 +67,14 @@ pub trait EnvFactory: Send + Sync {
         None
     }
 
+    /// Whether the envs compute in the worker's own thread (the default). A host
+    /// whose blocks step in processes of their own answers `false`: its worker
+    /// threads mostly wait, and the run then leaves the cores to those processes
+    /// instead of polling for messages between rounds.
+    fn steps_in_worker(&self) -> bool {
+        true
+    }
+
     /// The run is ending but some worker is still inside a round (an env that
     /// hangs): make its blocks' rounds fail now, e.g. by killing the processes they
     /// wait on. Called once, after the workers had a moment to finish by

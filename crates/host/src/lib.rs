@@ -102,6 +102,10 @@ impl EnvFactory for PythonEnvs {
         Some(Box::new(block::Hosted::new(self.target.clone(), n, options.infos, options.step_timeout)))
     }
 
+    fn steps_in_worker(&self) -> bool {
+        false
+    }
+
     fn interrupt(&self) {
         self.target.kill_all();
     }

@@ -225,7 +225,7 @@ impl<'a> Central<'a> {
 
     /// Waits up to `wait` for one message; false when every worker has hung up.
     fn receive(&mut self, wait: Duration) -> Result<bool> {
-        match self.pool.up.recv_timeout(wait) {
+        match self.pool.wait.recv_timeout(&self.pool.up, wait) {
             Ok(Up::Ready(b)) => self.ready(b),
             Ok(Up::Idle(b)) => self.idled(b),
             Ok(Up::Retired(b)) => self.retired(b),

@@ -33,6 +33,7 @@ mod generator;
 mod pool;
 mod schedule;
 mod serial;
+mod spin;
 pub mod tune;
 mod worker;
 

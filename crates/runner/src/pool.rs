@@ -17,6 +17,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use rollway_core::{EnvFactory, Layout};
 
 use crate::schedule::Schedule;
+use crate::spin::Wait;
 use crate::worker::{self, AgentBlock, Down, Up, WorkerCtx};
 use crate::{Error, Result, RunConfig};
 
@@ -27,6 +28,8 @@ pub(crate) struct Pool {
     envs: Arc<dyn EnvFactory>,
     /// Every worker's messages to the central stage.
     pub up: Receiver<Up>,
+    /// How the central stage and the workers wait for messages.
+    pub wait: Wait,
 }
 
 impl Pool {
@@ -41,7 +44,8 @@ impl Pool {
         let (ol, al) = layouts;
         let (up_tx, up) = unbounded::<Up>();
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.
-        let mut pool = Pool { down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up };
+        let wait = Wait::for_run(cfg.workers, envs.steps_in_worker());
+        let mut pool = Pool { down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up, wait };
         for w in 0..cfg.workers {
             let (tx, rx) = unbounded();
             let sizes = split(cfg.envs_per_worker, per_worker);
@@ -55,6 +59,7 @@ impl Pool {
                 sched: sched.clone(),
                 up: up_tx.clone(),
                 down: rx,
+                wait,
                 blocks,
             };
             let h = std::thread::Builder::new()

@@ -89,6 +89,7 @@ pub(crate) struct WorkerCtx {
     pub sched: Arc<Schedule>,
     pub up: Sender<Up>,
     pub down: Receiver<Down>,
+    pub wait: crate::spin::Wait,
     // Boxed like every block in flight: blocks move through the channels by pointer.
     #[allow(clippy::vec_box)]
     pub blocks: Vec<Box<AgentBlock>>,
@@ -132,7 +133,7 @@ pub(crate) fn run(mut ctx: WorkerCtx) {
         w.begin(&mut b, all);
         w.send(b);
     }
-    while let Ok(msg) = w.ctx.down.recv() {
+    while let Ok(msg) = w.ctx.wait.recv(&w.ctx.down) {
         match msg {
             Down::Act(b) => w.step_block(b),
             Down::Wake(mut b) => {
