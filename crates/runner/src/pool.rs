@@ -44,7 +44,7 @@ impl Pool {
         let (ol, al) = layouts;
         let (up_tx, up) = unbounded::<Up>();
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.
-        let wait = Wait::for_run(cfg.workers, envs.steps_in_worker());
+        let wait = Wait::for_run(cfg.workers, envs.steps_in_worker(), cfg.mode == crate::Mode::Sync);
         let mut pool = Pool { down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up, wait };
         for w in 0..cfg.workers {
             let (tx, rx) = unbounded();
@@ -59,7 +59,7 @@ impl Pool {
                 sched: sched.clone(),
                 up: up_tx.clone(),
                 down: rx,
-                wait,
+                wait: pool.wait.clone(),
                 blocks,
             };
             let h = std::thread::Builder::new()
