@@ -77,17 +77,13 @@ pub(crate) fn type_name(td: &TypeDescriptor) -> String {
 /// native-endian bytes. Numeric types convert as numpy's `astype` would for in-range
 /// values (e.g. int32 → int64); for `Bool`, any non-zero number is true.
 pub(crate) fn read_array(ds: &hdf5::Dataset, dtype: DType, shape: &[usize]) -> Result<Vec<u8>, String> {
-    let n = crate::limits::elements(shape)?;
-    // int8 keeps a number's non-zeroness: HDF5 clamps what does not fit.
-    let (mem, size) = if dtype == DType::Bool { (DType::I8, 1) } else { (dtype, dtype.size()) };
-    let mut out = vec![0u8; n * size];
-    if n > 0 && h5raw::read_into(ds, h5raw::native(mem), size, n, &mut out) {
-        if dtype == DType::Bool {
-            out.iter_mut().for_each(|b| *b = u8::from(*b != 0));
-        }
-        return Ok(out);
+    let Some(mut out) = h5raw::read(ds, dtype, crate::limits::elements(shape)?) else {
+        return read_array_checked(ds, dtype, shape);
+    };
+    if dtype == DType::Bool {
+        out.iter_mut().for_each(|b| *b = u8::from(*b != 0));
     }
-    read_array_checked(ds, dtype, shape)
+    Ok(out)
 }
 
 /// `read_array` through the wrapper, which says why a dataset cannot be read as `dtype`.
@@ -120,12 +116,11 @@ pub(crate) fn read_bools(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<bool
 /// Reads any numeric dataset of `shape` as float64.
 pub(crate) fn read_f64(ds: &hdf5::Dataset, shape: &[usize]) -> Result<Vec<f64>, String> {
     let n = crate::limits::elements(shape)?;
-    let mut out = vec![0u8; n * 8];
-    if n > 0 && h5raw::read_into(ds, h5raw::native(DType::F64), 8, n, &mut out) {
+    if let Some(out) = h5raw::read(ds, DType::F64, n) {
         return Ok(out.chunks_exact(8).map(bytemuck::pod_read_unaligned::<f64>).collect());
     }
     let stored = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
-    if crate::limits::elements(shape)? == 0
+    if n == 0
         && matches!(stored, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Float(_) | TypeDescriptor::Boolean)
     {
         return Ok(vec![]);

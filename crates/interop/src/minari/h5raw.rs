@@ -30,7 +30,7 @@ use sys::h5i::hid_t;
 
 /// HDF5's native memory type for a numeric dtype (`Bool` maps to int8; see [`Writer`]
 /// for the bool enum h5py writes).
-pub(crate) fn native(dtype: DType) -> hid_t {
+fn native(dtype: DType) -> hid_t {
     use sys::h5t as t;
     *match dtype {
         DType::Bool | DType::I8 => t::H5T_NATIVE_INT8,
@@ -46,23 +46,26 @@ pub(crate) fn native(dtype: DType) -> hid_t {
     }
 }
 
-/// Reads all of `ds`, whose extent holds `elements` values, into `out` as the native
-/// type `mem` of `size` bytes a value. `false` when HDF5 refuses (no conversion from
-/// the stored type, a damaged file): the caller then reads through the wrapper for the
-/// error message.
-pub(crate) fn read_into(ds: &hdf5::Dataset, mem: hid_t, size: usize, elements: usize, out: &mut [u8]) -> bool {
-    if out.len() != elements * size {
-        return false;
+/// Reads all of `ds`, whose extent holds `elements` (> 0) values, as native-endian
+/// bytes of `dtype` (`Bool` as int8: HDF5 clamps what does not fit, which keeps a
+/// number's non-zeroness). `None` when HDF5 refuses (no conversion from the stored
+/// type, a damaged file) or there is nothing to read: the caller then reads through
+/// the wrapper, which explains the error.
+pub(crate) fn read(ds: &hdf5::Dataset, dtype: DType, elements: usize) -> Option<Vec<u8>> {
+    if elements == 0 {
+        return None;
     }
+    let mut out = vec![0u8; elements * dtype.size()];
     let _lock = sys::LOCK.lock();
-    // SAFETY: `out` holds exactly `elements` values of `size` bytes, which is the whole
-    // extent of `ds` (the caller's shape query of this dataset, in a file this process
-    // opened read-only, so the extent cannot change) in the fixed-size native type `mem`:
-    // H5S_ALL selects that extent in file and memory, and HDF5 writes no more. Native
-    // numeric types hold no pointers, so no memory is handed to HDF5 to free.
-    let status =
-        unsafe { sys::h5d::H5Dread(ds.id(), mem, sys::h5s::H5S_ALL, sys::h5s::H5S_ALL, sys::h5p::H5P_DEFAULT, out.as_mut_ptr().cast()) };
-    status >= 0
+    // SAFETY: `out` holds exactly `elements` values of `dtype`'s native type, which is
+    // the whole extent of `ds` (the caller's shape query of this dataset, in a file this
+    // process opened read-only, so the extent cannot change): H5S_ALL selects that extent
+    // in file and memory, and HDF5 writes no more. Native numeric types hold no
+    // pointers, so no memory is handed to HDF5 to free.
+    let status = unsafe {
+        sys::h5d::H5Dread(ds.id(), native(dtype), sys::h5s::H5S_ALL, sys::h5s::H5S_ALL, sys::h5p::H5P_DEFAULT, out.as_mut_ptr().cast())
+    };
+    (status >= 0).then_some(out)
 }
 
 /// What an export writes with for every episode: made once, used for thousands of
