@@ -14,8 +14,9 @@ a user would otherwise use, side by side in one run (reps taken in turn).
   H.264 video: rollway (``image_media="h264"``) vs ``AsyncVectorEnv`` + PyAV
   (libx264, one MP4 per episode, as MineStudio's recorder does); episodes/s.
 * A torch MLP policy (CPU) on 256 built-in CartPole envs, sync mode, with 1 worker
-  (it and the policy's thread have a core each and poll for each other) and with 2
-  (they park): policy calls per second and the share of wall time outside the policy.
+  (the central thread steps the envs and calls the policy in turn) and with 2 (worker
+  1's thread steps its half alongside the central thread's): policy calls per second
+  and the share of wall time outside the policy.
   ``--policy-only`` runs just these rows.
 """
 
@@ -156,7 +157,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--pixel-episodes", type=int, default=32)
     p.add_argument("--pixel-length", type=int, default=100)
-    p.add_argument("--policy-steps", type=int, default=400_000)
+    p.add_argument("--policy-steps", type=int, default=2_000_000, help="env steps per policy run (~1.5 s)")
     p.add_argument("--policy-only", action="store_true", help="run the torch policy rows only")
     p.add_argument("--out", help="also write the report here")
     a = p.parse_args()
@@ -181,8 +182,9 @@ def main() -> None:
         log(f"pixels rep {i + 1}/{a.reps}")
         pix["rw"].append(pixel_rollway(a.pixel_episodes, a.pixel_length))
         pix["peer"].append(pixel_peer(a.pixel_episodes, a.pixel_length))
-    # 1 worker: it and the central stage (the policy) have a core each on 2 cores, so they
-    # poll for each other's messages; 2 workers outnumber the cores and park.
+    # Sync runs step worker 0's envs on the central thread: 1 worker is one thread that
+    # steps and calls the policy in turn; 2 workers are two threads on two cores (the
+    # second worker's steps alongside), which poll for each other's messages.
     pol: Dict[int, List[Dict[str, float]]] = {1: [], 2: []}
     for i in range(a.reps):
         log(f"policy rep {i + 1}/{a.reps}")

@@ -283,7 +283,8 @@ pub struct RelabelArgs {
 #[derive(Clone, Copy, ValueEnum, Deserialize, Serialize, Debug, PartialEq)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeArg {
-    /// Every step waits for all envs (Gymnasium SyncVectorEnv).
+    /// Every step waits for all envs (Gymnasium SyncVectorEnv); the central thread steps worker 0's envs
+    /// between agent calls, so N workers take N threads.
     Sync,
     /// Act on whichever envs are ready (EnvPool async).
     Async,

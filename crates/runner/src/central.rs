@@ -225,6 +225,7 @@ impl<'a> Central<'a> {
 
     /// Waits up to `wait` for one message; false when every worker has hung up.
     fn receive(&mut self, wait: Duration) -> Result<bool> {
+        self.pool.run_inline()?;
         match self.pool.wait.recv_timeout(&self.pool.up, wait) {
             Ok(Up::Ready(b)) => self.ready(b),
             Ok(Up::Idle(b)) => self.idled(b),

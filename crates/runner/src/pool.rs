@@ -1,4 +1,13 @@
-//! The worker threads of one run, and the one way they end.
+//! The workers of one run, and the one way they end.
+//!
+//! In a sync run whose envs step in the run's own threads, worker 0 has no
+//! thread: the central stage steps its block itself, after handing the other
+//! workers their actions and before waiting for their blocks. The round is a
+//! barrier anyway, so the central thread would only wait meanwhile; this way a
+//! 1-worker run needs no hand-off at all, and an N-worker run has N threads, not
+//! N + 1, so on N cores each has a core and they can poll for each other instead
+//! of parking (`spin.rs`). Measured with a torch MLP policy on 256 CartPole envs:
+//! see bench/RESULTS.md, issue 12.
 //!
 //! Dropping a [`Pool`] hangs up on every worker and joins every thread, so it is
 //! the run's single shutdown path whichever way the run ends: done, failed with an
@@ -10,6 +19,7 @@
 //! env that hangs; the env factory is then asked to interrupt it
 //! (`EnvFactory::interrupt`: a host in other processes kills them).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -18,11 +28,15 @@ use rollway_core::{EnvFactory, Layout};
 
 use crate::schedule::Schedule;
 use crate::spin::Wait;
-use crate::worker::{self, AgentBlock, Down, Up, WorkerCtx};
+use crate::worker::{self, AgentBlock, Down, Up, Worker, WorkerCtx};
 use crate::{Error, Result, RunConfig};
 
 /// Running worker threads and the channels to and from them.
 pub(crate) struct Pool {
+    /// Worker 0 when the central stage runs it itself (see the module docs).
+    inline: Option<Inline>,
+    /// Senders and threads of workers `first..`, where `first` is 1 with an inline worker.
+    first: usize,
     down: Vec<Sender<Down>>,
     threads: Vec<JoinHandle<()>>,
     envs: Arc<dyn EnvFactory>,
@@ -33,7 +47,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// Starts `cfg.workers` threads, each with its envs split into `per_worker` blocks.
+    /// Starts `cfg.workers` workers, each with its envs split into `per_worker` blocks.
     pub fn spawn(
         cfg: &Arc<RunConfig>,
         envs: &Arc<dyn EnvFactory>,
@@ -43,47 +57,84 @@ impl Pool {
     ) -> Result<Pool> {
         let (ol, al) = layouts;
         let (up_tx, up) = unbounded::<Up>();
+        let in_thread_sync = cfg.mode == crate::Mode::Sync && envs.steps_in_worker();
+        let first = usize::from(in_thread_sync);
+        // The threads that step and wait: the central stage's and a worker's each, less the inline worker's.
+        let wait = Wait::for_run(cfg.workers + 1 - first, in_thread_sync);
+        let ctx = |w: usize| WorkerCtx {
+            worker: w,
+            cfg: cfg.clone(),
+            envs: envs.clone(),
+            obs_layout: ol.clone(),
+            act_layout: al.clone(),
+            sched: sched.clone(),
+            up: up_tx.clone(),
+            blocks: split(cfg.envs_per_worker, per_worker).iter().enumerate().map(|(i, &n)| AgentBlock::new(w, i, n, ol, al)).collect(),
+        };
+        // Built before the threads, so it is the first to ask the factory for blocks.
+        let inline = (first == 1).then(|| Inline { worker: Worker::new(ctx(0)), started: false, inbox: Vec::new() });
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.
-        let wait = Wait::for_run(cfg.workers, envs.steps_in_worker(), cfg.mode == crate::Mode::Sync);
-        let mut pool = Pool { down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up, wait };
-        for w in 0..cfg.workers {
+        let mut pool = Pool { inline, first, down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up, wait };
+        for w in first..cfg.workers {
             let (tx, rx) = unbounded();
-            let sizes = split(cfg.envs_per_worker, per_worker);
-            let blocks = sizes.iter().enumerate().map(|(i, &n)| AgentBlock::new(w, i, n, ol, al)).collect();
-            let ctx = WorkerCtx {
-                worker: w,
-                cfg: cfg.clone(),
-                envs: envs.clone(),
-                obs_layout: ol.clone(),
-                act_layout: al.clone(),
-                sched: sched.clone(),
-                up: up_tx.clone(),
-                down: rx,
-                wait: pool.wait.clone(),
-                blocks,
-            };
+            let (ctx, wait) = (ctx(w), pool.wait.clone());
             let h = std::thread::Builder::new()
                 .name(format!("rollway-worker-{w}"))
-                .spawn(move || worker::run(ctx))
+                .spawn(move || worker::run(ctx, rx, wait))
                 .map_err(|e| Error::Worker { worker: w, message: e.to_string() })?;
             pool.down.push(tx);
             pool.threads.push(h);
         }
-        // Only the workers hold senders now: when every thread is gone, `up` says so.
+        // Only the workers hold senders now: when every thread is gone (and there is
+        // no inline worker), `up` says so.
         drop(up_tx);
         Ok(pool)
     }
 
-    /// Sends `msg` to worker `w`.
-    pub fn send(&self, w: usize, msg: Down) {
+    /// Sends `msg` to worker `w` (the inline worker does it at the next [`Pool::run_inline`]).
+    pub fn send(&mut self, w: usize, msg: Down) {
+        if w < self.first {
+            self.inline.as_mut().expect("an inline worker").inbox.push(msg);
+            return;
+        }
         // A worker only hangs up by ending, which the central stage notices by itself (see `finished`).
-        let _ = self.down[w].send(msg);
+        let _ = self.down[w - self.first].send(msg);
     }
 
-    /// True when worker `w`'s thread has ended.
-    pub fn finished(&self, w: usize) -> bool {
-        self.threads[w].is_finished()
+    /// Lets the inline worker start its blocks, or do what was sent to it since:
+    /// called before the central stage waits, so the other workers have their
+    /// actions already. What it sends up is then waiting in `up`.
+    pub fn run_inline(&mut self) -> Result<()> {
+        let Some(i) = &mut self.inline else { return Ok(()) };
+        let res = catch_unwind(AssertUnwindSafe(|| {
+            if !std::mem::replace(&mut i.started, true) {
+                i.worker.start();
+            }
+            for msg in i.inbox.drain(..) {
+                i.worker.handle(msg);
+            }
+        }));
+        res.map_err(|p| {
+            // Like a worker thread that died outside the fault handling: its blocks never come back.
+            self.inline = None;
+            let text = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+            Error::Worker { worker: 0, message: format!("panicked: {}", text.unwrap_or_default()) }
+        })
     }
+
+    /// True when worker `w`'s thread has ended (an inline worker has none).
+    pub fn finished(&self, w: usize) -> bool {
+        w >= self.first && self.threads[w - self.first].is_finished()
+    }
+}
+
+/// Worker 0, run by the central stage.
+struct Inline {
+    worker: Worker,
+    /// Whether its blocks were started.
+    started: bool,
+    /// What the central stage sent it since it last ran.
+    inbox: Vec<Down>,
 }
 
 impl Drop for Pool {

@@ -88,8 +88,6 @@ pub(crate) struct WorkerCtx {
     pub act_layout: Arc<Layout>,
     pub sched: Arc<Schedule>,
     pub up: Sender<Up>,
-    pub down: Receiver<Down>,
-    pub wait: crate::spin::Wait,
     // Boxed like every block in flight: blocks move through the channels by pointer.
     #[allow(clippy::vec_box)]
     pub blocks: Vec<Box<AgentBlock>>,
@@ -108,7 +106,9 @@ struct Running {
 /// A slot to start an episode in: the retry it owes, or the schedule's next.
 type Start = (usize, Option<Pending>);
 
-struct Worker {
+/// One worker's envs and books: run by its own thread ([`run`]), or by the central
+/// stage itself ([`crate::pool::Pool`] in sync runs).
+pub(crate) struct Worker {
     ctx: WorkerCtx,
     envs: Vec<Box<dyn EnvBlock>>,
     slots: Vec<Vec<Option<Running>>>,
@@ -119,33 +119,49 @@ struct Worker {
     results: Vec<SlotResult>,
 }
 
-pub(crate) fn run(mut ctx: WorkerCtx) {
-    let blocks = std::mem::take(&mut ctx.blocks);
-    let cfg = &ctx.cfg;
-    let infos = if cfg.record_infos { InfoNeed::All } else { InfoNeed::Final };
-    let options = BlockOptions { infos, step_timeout: cfg.step_timeout };
-    let serial = |n| Box::new(Serial::new(ctx.envs.clone(), n, ctx.obs_layout.clone(), ctx.act_layout.clone())) as Box<dyn EnvBlock>;
-    let envs = blocks.iter().map(|b| ctx.envs.block(b.len(), options).unwrap_or_else(|| serial(b.len()))).collect();
-    let slots = blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
-    let mut w = Worker { envs, slots, restarts: 0, retired: false, ops: Vec::new(), results: Vec::new(), ctx };
-    for mut b in blocks {
-        let all = (0..b.len()).map(|j| (j, None)).collect();
-        w.begin(&mut b, all);
-        w.send(b);
-    }
-    while let Ok(msg) = w.ctx.wait.recv(&w.ctx.down) {
-        match msg {
-            Down::Act(b) => w.step_block(b),
-            Down::Wake(mut b) => {
-                let free = (0..b.len()).filter(|&j| w.slots[b.local][j].is_none()).map(|j| (j, None)).collect();
-                w.begin(&mut b, free);
-                w.send(b);
-            }
-        }
+/// A worker thread: starts its blocks, then steps what the central stage sends
+/// until it hangs up.
+pub(crate) fn run(ctx: WorkerCtx, down: Receiver<Down>, wait: crate::spin::Wait) {
+    let mut w = Worker::new(ctx);
+    w.start();
+    while let Ok(msg) = wait.recv(&down) {
+        w.handle(msg);
     }
 }
 
 impl Worker {
+    /// Builds the env blocks (none is reset yet: see [`Worker::start`]).
+    pub fn new(ctx: WorkerCtx) -> Worker {
+        let cfg = &ctx.cfg;
+        let infos = if cfg.record_infos { InfoNeed::All } else { InfoNeed::Final };
+        let options = BlockOptions { infos, step_timeout: cfg.step_timeout };
+        let serial = |n| Box::new(Serial::new(ctx.envs.clone(), n, ctx.obs_layout.clone(), ctx.act_layout.clone())) as Box<dyn EnvBlock>;
+        let envs = ctx.blocks.iter().map(|b| ctx.envs.block(b.len(), options).unwrap_or_else(|| serial(b.len()))).collect();
+        let slots = ctx.blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
+        Worker { envs, slots, restarts: 0, retired: false, ops: Vec::new(), results: Vec::new(), ctx }
+    }
+
+    /// Starts an episode in every slot and sends the blocks up.
+    pub fn start(&mut self) {
+        for mut b in std::mem::take(&mut self.ctx.blocks) {
+            let all = (0..b.len()).map(|j| (j, None)).collect();
+            self.begin(&mut b, all);
+            self.send(b);
+        }
+    }
+
+    /// Does what the central stage asked; the block goes back up.
+    pub fn handle(&mut self, msg: Down) {
+        match msg {
+            Down::Act(b) => self.step_block(b),
+            Down::Wake(mut b) => {
+                let free = (0..b.len()).filter(|&j| self.slots[b.local][j].is_none()).map(|j| (j, None)).collect();
+                self.begin(&mut b, free);
+                self.send(b);
+            }
+        }
+    }
+
     fn send(&mut self, mut b: Box<AgentBlock>) {
         let msg = if self.retired {
             for j in 0..b.len() {

@@ -290,6 +290,10 @@ fn every_way_a_run_stops_joins_every_worker() {
         &mut quiet,
     );
     assert!(died.contains("thread ended unexpectedly"), "{died}");
+    // The same on worker 0, which a sync run steps on the central thread: an error, not a panic of the run.
+    let envs = Walks { panicking_block: Some(1), ..Default::default() };
+    let died = fails_and_joins(walk(2, 4, Mode::Sync), envs, Drifts::default(), &mut quiet);
+    assert!(died.contains("worker 0") && died.contains("panicked: the env host broke"), "{died}");
 }
 
 #[test]
