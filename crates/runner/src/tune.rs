@@ -195,9 +195,13 @@ impl Observer for Timer {
     }
 }
 
-/// The mode a run gets when it names none: async, which in every measured
-/// configuration (bench/RESULTS.md) was at least as fast as sync, since the agent
-/// works on one block while the envs step the other.
+/// The mode a run gets when it names none: async, since the agent works on one
+/// block while the envs step the other, so a costly agent (a policy network) never
+/// leaves the envs idle. With a cheap agent and envs in the worker threads, sync
+/// is now as fast or faster (it steps worker 0 on the central thread and polls:
+/// 256 CartPole envs on 2 workers, ~24M steps/s against async's 16–21M; PixelMine
+/// about even; bench/RESULTS.md, issue 12 follow-ups), but it waits out every
+/// agent call, so it stays a choice (`--mode sync`) rather than the default.
 pub const DEFAULT_MODE: Mode = Mode::Async;
 
 #[cfg(test)]
