@@ -72,7 +72,7 @@ impl Pool {
             blocks: split(cfg.envs_per_worker, per_worker).iter().enumerate().map(|(i, &n)| AgentBlock::new(w, i, n, ol, al)).collect(),
         };
         // Built before the threads, so it is the first to ask the factory for blocks.
-        let inline = (first == 1).then(|| Inline { worker: Worker::new(ctx(0)), started: false, inbox: Vec::new() });
+        let inline = (first == 1).then(|| Inline { worker: Worker::new(ctx(0)), inbox: Vec::new() });
         // Built up in place, so that a failed spawn drops (and so joins) the threads already started.
         let mut pool = Pool { inline, first, down: Vec::new(), threads: Vec::new(), envs: envs.clone(), up, wait };
         for w in first..cfg.workers {
@@ -107,9 +107,8 @@ impl Pool {
     pub fn run_inline(&mut self) -> Result<()> {
         let Some(i) = &mut self.inline else { return Ok(()) };
         let res = catch_unwind(AssertUnwindSafe(|| {
-            if !std::mem::replace(&mut i.started, true) {
-                i.worker.start();
-            }
+            // Starts the blocks the first time; a no-op after (the worker has handed them out).
+            i.worker.start();
             for msg in i.inbox.drain(..) {
                 i.worker.handle(msg);
             }
@@ -117,8 +116,7 @@ impl Pool {
         res.map_err(|p| {
             // Like a worker thread that died outside the fault handling: its blocks never come back.
             self.inline = None;
-            let text = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-            Error::Worker { worker: 0, message: format!("panicked: {}", text.unwrap_or_default()) }
+            Error::Worker { worker: 0, message: format!("panicked: {}", crate::serial::panic_text(p)) }
         })
     }
 
@@ -131,8 +129,6 @@ impl Pool {
 /// Worker 0, run by the central stage.
 struct Inline {
     worker: Worker,
-    /// Whether its blocks were started.
-    started: bool,
     /// What the central stage sent it since it last ran.
     inbox: Vec<Down>,
 }

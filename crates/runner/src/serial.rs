@@ -53,7 +53,8 @@ impl EnvBlock for Serial {
     }
 }
 
-fn panic_text(e: Box<dyn std::any::Any + Send>) -> String {
+/// What a panic said, when it said it with a string.
+pub(crate) fn panic_text(e: Box<dyn std::any::Any + Send>) -> String {
     e.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| e.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
 }
 

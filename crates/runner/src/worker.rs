@@ -141,7 +141,8 @@ impl Worker {
         Worker { envs, slots, restarts: 0, retired: false, ops: Vec::new(), results: Vec::new(), ctx }
     }
 
-    /// Starts an episode in every slot and sends the blocks up.
+    /// Starts an episode in every slot and sends the blocks up; once (the blocks
+    /// are then out, and a later call has none to start).
     pub fn start(&mut self) {
         for mut b in std::mem::take(&mut self.ctx.blocks) {
             let all = (0..b.len()).map(|j| (j, None)).collect();
