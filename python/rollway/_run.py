@@ -167,9 +167,10 @@ def run(
     ``episodes_json``.
 
     - ``workers``, ``envs_per_worker``, ``mode`` (``"sync"``/``"async"``): left out, they are
-      chosen for speed: a worker per core, async, and envs per worker measured by a short
+      chosen for speed: a worker per core, and envs per worker measured by a short
       calibration at start (built-in envs with a large enough target; reported as
-      ``Summary.calibration``); episodes are the same whatever they are.
+      ``Summary.calibration``), which also tries sync at that size and keeps it when it
+      is 5% faster than async (the mode otherwise); episodes are the same whatever they are.
     - ``batch``: ``(min, max)`` envs per agent call (``max`` 0: all); ``max_wait``: seconds
       or a duration string (``"2ms"``).
     - ``out``: record into this new dataset directory (``append=True`` adds a run to an

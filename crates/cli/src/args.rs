@@ -441,7 +441,8 @@ pub struct RunOptions {
     /// Run seed: episode i always gets the same env seed and agent stream. [default: 0]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Batching mode. [default: async; the default job: sync]
+    /// Batching mode. [default: async, or sync when calibrating measures it 5% faster (envs per worker
+    /// not given, envs in rollway's threads); the default job: sync]
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]

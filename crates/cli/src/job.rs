@@ -31,6 +31,8 @@ pub struct Job {
     pub is_default: bool,
     /// Envs per worker were not given: the run may measure them (`rollway_runner::tune`).
     pub calibrate: bool,
+    /// Nor was the mode: calibrating may switch it to sync.
+    pub calibrate_mode: bool,
     origin: Origin,
 }
 
@@ -229,7 +231,8 @@ impl RunArgs {
             writer.frame_media = DEFAULT_JOB_MEDIA.into();
         }
         // Outside the default job (a fixed first run), what the run did not say is
-        // chosen for speed: a worker a core, async mode, envs per worker measured.
+        // chosen for speed: a worker a core, envs per worker measured, async mode
+        // unless the measuring finds sync faster.
         let fast = !is_default;
         if fast && o.workers.is_none() {
             cfg.workers = std::thread::available_parallelism().map_or(cfg.workers, |n| n.get());
@@ -250,6 +253,7 @@ impl RunArgs {
             writer,
             is_default,
             calibrate: fast && o.envs_per_worker.is_none(),
+            calibrate_mode: fast && o.mode.is_none(),
             origin,
         };
         if let Err(e) = job.cfg.validate() {

@@ -62,6 +62,9 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
             // Left to the driver, which measures them as a local run would.
             settings.envs_per_worker = None;
         }
+        if job.calibrate_mode {
+            settings.mode = None;
+        }
         cmd.arg("--settings").arg(serde_json::to_string(&settings).expect("configs serialize")).arg("--out").arg(out);
         if a.append {
             cmd.arg("--append");

@@ -171,21 +171,23 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
     Ok(Outcome { summary, out, written, resumed, commit_wait })
 }
 
-/// Measures the envs per worker a job did not give (`rollway_runner::tune`), when
-/// there is a choice to make: envs in this process (a probe of Python envs would
-/// time their processes starting) and a target that keeps more than the smallest
-/// size busy.
+/// Measures the envs per worker a job did not give (`rollway_runner::tune`), and
+/// its mode when not given either, when there is a choice to make: envs in this
+/// process (a probe of Python envs would time their processes starting) and a
+/// target that keeps more than the smallest size busy.
 fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Option<Calibration> {
     if !job.calibrate || rollway_host::is_hosted(&job.cfg.env) || !rollway_runner::tune::has_choice(&job.cfg) {
         return None;
     }
     if !quiet {
-        eprintln!("rollway: measuring envs per worker (--envs-per-worker skips this)");
+        let what = if job.calibrate_mode { "envs per worker and mode" } else { "envs per worker" };
+        eprintln!("rollway: measuring {what} (--envs-per-worker skips this)");
     }
     // A probe that fails (an agent that gives up, say) leaves the run its default
     // size: the run then meets the same failure and reports it as its own.
-    let Ok(c) = rollway_runner::tune::calibrate(&job.cfg, envs.clone(), agents.clone()) else { return None };
+    let Ok(c) = rollway_runner::tune::calibrate(&job.cfg, envs.clone(), agents.clone(), job.calibrate_mode) else { return None };
     job.cfg.envs_per_worker = c.envs_per_worker;
+    job.cfg.mode = c.mode;
     Some(c)
 }
 

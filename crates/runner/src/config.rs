@@ -18,7 +18,8 @@ pub enum Target {
 }
 
 /// How the central inference stage forms batches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Every round waits for all envs, like Gymnasium's `SyncVectorEnv`.
     Sync,

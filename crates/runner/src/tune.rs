@@ -29,6 +29,14 @@
 //! window, the less of each episode it sees (PixelMine's first steps are cheaper
 //! than its later ones: 64 envs a worker probe at 75k steps/s and then run at 39k).
 //!
+//! When the run left its mode open too, one more probe runs sync at the chosen
+//! size, and sync is kept when it scores [`SYNC_MARGIN`] better than async's best.
+//! Sync only can when the envs step in the run's own threads and each worker has a
+//! core: then the central thread steps worker 0 and the threads poll for each
+//! other (`pool.rs`, `spin.rs`), and with a cheap agent a round costs less than
+//! async's hand-offs (2 × 1024 CartPole envs: ~25M steps/s against ~22M). A
+//! costly agent makes sync wait out every call, and its probe says so.
+//!
 //! The pace is the agent's rows acted on per second ([`Progress::acted`]), which
 //! moves with every round, where completed steps move only as episodes end. The
 //! probes' episodes are thrown away; the run itself starts afresh, so calibrating
@@ -48,6 +56,9 @@ pub const CANDIDATES: [usize; 5] = [8, 64, 256, 1024, 4096];
 pub const WARMUP: Duration = Duration::from_millis(60);
 /// Time a probe is timed over.
 pub const WINDOW: Duration = Duration::from_millis(120);
+/// How much better sync must score than async's best to be chosen: async keeps the
+/// envs stepping while the agent works, so it stays the choice when the two are close.
+pub const SYNC_MARGIN: f64 = 1.05;
 /// Larger sizes are not tried once one scores below this share of the best.
 pub const GIVE_UP: f64 = 0.75;
 /// The most a calibration may cost, as a share of the run's predicted time.
@@ -60,6 +71,8 @@ pub const COSTLY_STEP: Duration = Duration::from_micros(5);
 pub struct Probe {
     /// Envs per worker.
     pub envs_per_worker: usize,
+    /// The mode probed.
+    pub mode: Mode,
     /// Env steps a second over the probe's window.
     pub steps_per_s: f64,
     /// The pace less the run's expected tail (see the module docs).
@@ -71,7 +84,10 @@ pub struct Probe {
 pub struct Calibration {
     /// The envs per worker chosen.
     pub envs_per_worker: usize,
-    /// The sizes tried, in order.
+    /// The mode chosen: the run's own, or sync when the run left the mode open
+    /// (`choose_mode`) and sync probed faster.
+    pub mode: Mode,
+    /// The probes, in order: sizes in the run's mode, then sync at the chosen size.
     pub probes: Vec<Probe>,
     /// Time spent calibrating.
     pub seconds: f64,
@@ -80,29 +96,47 @@ pub struct Calibration {
 /// Times the generator of `base` (its workers and mode, nothing recorded) at each
 /// of [`CANDIDATES`] up to what the target can use, and returns the fastest size.
 /// Sizes stop growing once one is slower than the best so far, or once the
-/// target would leave slots idle (fewer than two episodes a slot).
-pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>) -> Result<Calibration> {
+/// target would leave slots idle (fewer than two episodes a slot). With
+/// `choose_mode`, sync is then tried at that size (see the module docs).
+pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>, choose_mode: bool) -> Result<Calibration> {
     let started = std::time::Instant::now();
     let mut probes: Vec<Probe> = Vec::new();
     let mut best = (CANDIDATES[0], 0.0);
     let mut length = None;
+    let over_budget = |best: f64, length| run_seconds(base, best, length).is_some_and(|t| started.elapsed().as_secs_f64() > BUDGET * t);
     for &n in &CANDIDATES {
-        let over_budget = run_seconds(base, best.1, length).is_some_and(|t| started.elapsed().as_secs_f64() > BUDGET * t);
         let costly = probes.first().is_some_and(|p| base.workers as f64 / p.steps_per_s.max(1e-9) > COSTLY_STEP.as_secs_f64());
-        if n > CANDIDATES[0] && (n > useful_size(base, length) || over_budget || costly) {
+        if n > CANDIDATES[0] && (n > useful_size(base, length) || over_budget(best.1, length) || costly) {
             break;
         }
         let (rate, mean_length) = probe(base, n, envs.clone(), agents.clone())?;
         length = mean_length.or(length);
         let score = rate * tail_share(base, n, length);
-        probes.push(Probe { envs_per_worker: n, steps_per_s: rate, score });
+        probes.push(Probe { envs_per_worker: n, mode: base.mode, steps_per_s: rate, score });
         if score > best.1 {
             best = (n, score);
         } else if score < best.1 * GIVE_UP {
             break;
         }
     }
-    Ok(Calibration { envs_per_worker: best.0, probes, seconds: started.elapsed().as_secs_f64() })
+    let mut mode = base.mode;
+    if choose_mode && sync_can_pay(base, envs.as_ref()) && !over_budget(best.1, length) {
+        let sync = RunConfig { mode: Mode::Sync, ..base.clone() };
+        let (rate, _) = probe(&sync, best.0, envs, agents)?;
+        let score = rate * tail_share(base, best.0, length);
+        probes.push(Probe { envs_per_worker: best.0, mode: Mode::Sync, steps_per_s: rate, score });
+        if score > best.1 * SYNC_MARGIN {
+            mode = Mode::Sync;
+        }
+    }
+    Ok(Calibration { envs_per_worker: best.0, mode, probes, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// Whether a sync run of `base` would poll with worker 0 on the central thread,
+/// the only way sync can beat async (see the module docs).
+fn sync_can_pay(base: &RunConfig, envs: &dyn EnvFactory) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    base.mode == Mode::Async && envs.steps_in_worker() && base.workers <= cores
 }
 
 /// Whether the target of `base` can use more than the smallest size, so that
@@ -195,13 +229,13 @@ impl Observer for Timer {
     }
 }
 
-/// The mode a run gets when it names none: async, since the agent works on one
-/// block while the envs step the other, so a costly agent (a policy network) never
-/// leaves the envs idle. With a cheap agent and envs in the worker threads, sync
-/// is now as fast or faster (it steps worker 0 on the central thread and polls:
-/// 256 CartPole envs on 2 workers, ~24M steps/s against async's 16–21M; PixelMine
-/// about even; bench/RESULTS.md, issue 12 follow-ups), but it waits out every
-/// agent call, so it stays a choice (`--mode sync`) rather than the default.
+/// The mode a run gets when it names none, before calibrating: async, since the
+/// agent works on one block while the envs step the other, so a costly agent (a
+/// policy network) never leaves the envs idle. With a cheap agent and envs in the
+/// worker threads, sync can be faster (it steps worker 0 on the central thread and
+/// polls: 256 CartPole envs on 2 workers, ~24M steps/s against async's 16–21M;
+/// bench/RESULTS.md, issue 12 follow-ups); a calibrating run measures that and
+/// takes sync when it wins ([`calibrate`], `choose_mode`).
 pub const DEFAULT_MODE: Mode = Mode::Async;
 
 #[cfg(test)]
@@ -244,7 +278,7 @@ mod tests {
     fn calibration_measures_candidates_and_keeps_the_best_scoring_one() {
         let c = cfg(1, Target::Steps(u64::MAX / 8));
         let (envs, agents) = factories(&c);
-        let cal = calibrate(&c, envs, agents).unwrap();
+        let cal = calibrate(&c, envs, agents, false).unwrap();
         assert!(!cal.probes.is_empty() && cal.probes.iter().all(|p| p.steps_per_s > 0.0), "{cal:?}");
         let sizes: Vec<usize> = cal.probes.iter().map(|p| p.envs_per_worker).collect();
         assert_eq!(sizes[..], CANDIDATES[..sizes.len()], "tried in order, from the smallest");
@@ -256,7 +290,48 @@ mod tests {
     fn a_target_of_few_episodes_tries_only_the_smallest_size() {
         let c = cfg(2, Target::Episodes(40));
         let (envs, agents) = factories(&c);
-        let cal = calibrate(&c, envs, agents).unwrap();
+        let cal = calibrate(&c, envs, agents, false).unwrap();
         assert_eq!((cal.envs_per_worker, cal.probes.len()), (CANDIDATES[0], 1));
+    }
+
+    #[test]
+    fn a_run_free_to_choose_its_mode_gets_sync_only_where_the_sync_probe_wins() {
+        let c = RunConfig { mode: Mode::Async, ..cfg(1, Target::Steps(u64::MAX / 8)) };
+        let (envs, agents) = factories(&c);
+        let fixed = calibrate(&c, envs.clone(), agents.clone(), false).unwrap();
+        assert!(fixed.mode == Mode::Async && fixed.probes.iter().all(|p| p.mode == Mode::Async), "{fixed:?}");
+        let free = calibrate(&c, envs, agents, true).unwrap();
+        let (sync, sizes) = free.probes.split_last().unwrap();
+        assert_eq!((sync.mode, sync.envs_per_worker), (Mode::Sync, free.envs_per_worker), "one sync probe, at the chosen size");
+        let best = sizes.iter().map(|p| p.score).fold(0.0, f64::max);
+        assert_eq!(free.mode == Mode::Sync, sync.score > best * SYNC_MARGIN, "{free:?}");
+    }
+
+    /// CartPole as a host whose envs step in processes of their own would be.
+    struct Elsewhere(Arc<dyn EnvFactory>);
+
+    impl EnvFactory for Elsewhere {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn make(&self) -> rollway_core::Result<Box<dyn rollway_core::Env>> {
+            self.0.make()
+        }
+        fn steps_in_worker(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn sync_is_not_tried_where_it_cannot_poll_or_the_run_named_its_mode() {
+        let c = RunConfig { mode: Mode::Async, ..cfg(1, Target::Steps(u64::MAX / 8)) };
+        let (envs, agents) = factories(&c);
+        let cal = calibrate(&c, Arc::new(Elsewhere(envs.clone())), agents.clone(), true).unwrap();
+        assert!(cal.mode == Mode::Async && cal.probes.iter().all(|p| p.mode == Mode::Async), "envs in processes: {cal:?}");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let crowded = RunConfig { workers: cores + 1, target: Target::Steps(u64::MAX / 8), ..c.clone() };
+        assert!(!sync_can_pay(&crowded, envs.as_ref()), "more workers than cores");
+        let named = RunConfig { mode: Mode::Sync, ..c };
+        assert!(!sync_can_pay(&named, envs.as_ref()), "a sync run has nothing to switch to");
     }
 }
