@@ -72,7 +72,8 @@ def main() -> None:
             mark = " **(best)**" if (e, mode) == best_key else ""
             rows.append(f"| {name} | W=2 E={e} {mode}{mark} | {fmt_rate(r['run'])} | {fmt_rate(r['whole'])} | "
                         f"{r['whole'] / best['whole']:.0%} |")
-        probes = [", ".join(f"{p['envs_per_worker']} → {fmt_rate(p['steps_per_s'])}" for p in c["probes"]) + f" ({c['seconds']:.2f} s)"
+        probes = [", ".join(f"{p['envs_per_worker']} {p.get('mode', '')} → {fmt_rate(p['steps_per_s'])}" for p in c["probes"])
+                  + f" ({c['seconds']:.2f} s; chose {c['envs_per_worker']} {c.get('mode', '')})"
                   for c in d["calibration"] if c]
         verdicts.append(f"- {name}: default / best hand-tuned (W=2 E={best_key[0]} {best_key[1]}), whole process: "
                         f"**{d['whole'] / best['whole']:.0%}**; run only: {d['run'] / best['run']:.0%}. "
