@@ -16,8 +16,9 @@ a user would otherwise use, side by side in one run (reps taken in turn).
 * A torch MLP policy (CPU) on 256 built-in CartPole envs, sync mode, with 1 worker
   (the central thread steps the envs and calls the policy in turn) and with 2 (worker
   1's thread steps its half alongside the central thread's): policy calls per second
-  and the share of wall time outside the policy.
-  ``--policy-only`` runs just these rows.
+  and the share of wall time outside the policy: the run's wall time less the time
+  spent inside the callable handed to rollway (the user's whole policy function, its
+  ``torch.no_grad`` wrapper included). ``--policy-only`` runs just these rows.
 """
 
 from __future__ import annotations
@@ -138,14 +139,19 @@ def policy_run(steps: int, workers: int) -> Dict[str, float]:
 
     @torch.no_grad()
     def policy(obs, first, state):
+        return model(torch.from_numpy(obs)).argmax(-1).numpy()
+
+    # The clock goes around the user's whole callable, decorator included: what rollway
+    # does outside it is what the bar is about (the decorator costs ~5 µs a call).
+    def timed(obs, first, state):
         t = time.perf_counter()
-        a = model(torch.from_numpy(obs)).argmax(-1).numpy()
+        a = policy(obs, first, state)
         inside[0] += time.perf_counter() - t
         inside[1] += 1
         return a
 
     t = time.perf_counter()
-    rollway.run(env="CartPole-v1", agent=policy, workers=workers, envs_per_worker=256 // workers, mode="sync", steps=steps, record=False, progress=False)
+    rollway.run(env="CartPole-v1", agent=timed, workers=workers, envs_per_worker=256 // workers, mode="sync", steps=steps, record=False, progress=False)
     wall = time.perf_counter() - t
     return {"calls": inside[1] / wall, "outside": 1 - inside[0] / wall}
 

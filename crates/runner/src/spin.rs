@@ -55,12 +55,18 @@ const PREEMPTED: Duration = Duration::from_micros(20);
 /// A thread whose polls keep running out parks for up to 2^10 waits before it polls again.
 const MAX_MISSES: u32 = 10;
 
+/// Whether a run's threads poll: a sync run whose envs step in its own threads
+/// (`in_thread_sync`), when each of its `threads` has a core.
+pub(crate) fn polls(threads: usize, in_thread_sync: bool) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    in_thread_sync && threads <= cores
+}
+
 impl Wait {
     /// Polling in sync runs whose envs step in the run's own threads
     /// (`in_thread_sync`), when each of its `threads` has a core.
     pub fn for_run(threads: usize, in_thread_sync: bool) -> Wait {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Wait::new(in_thread_sync && threads <= cores)
+        Wait::new(polls(threads, in_thread_sync))
     }
 
     fn new(poll: bool) -> Wait {

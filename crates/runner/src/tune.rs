@@ -31,8 +31,8 @@
 //!
 //! When the run left its mode open too, one more probe runs sync at the chosen
 //! size, and sync is kept when it scores [`SYNC_MARGIN`] better than async's best.
-//! Sync only can when the envs step in the run's own threads and each worker has a
-//! core: then the central thread steps worker 0 and the threads poll for each
+//! Sync can only win when the envs step in the run's own threads and each worker
+//! has a core: then the central thread steps worker 0 and the threads poll for each
 //! other (`pool.rs`, `spin.rs`), and with a cheap agent a round costs less than
 //! async's hand-offs (2 × 1024 CartPole envs: ~25M steps/s against ~22M). A
 //! costly agent makes sync wait out every call, and its probe says so.
@@ -135,8 +135,8 @@ pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Ag
 /// Whether a sync run of `base` would poll with worker 0 on the central thread,
 /// the only way sync can beat async (see the module docs).
 fn sync_can_pay(base: &RunConfig, envs: &dyn EnvFactory) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    base.mode == Mode::Async && envs.steps_in_worker() && base.workers <= cores
+    // A sync run has a thread a worker (worker 0 is the central thread).
+    base.mode == Mode::Async && crate::spin::polls(base.workers, envs.steps_in_worker())
 }
 
 /// Whether the target of `base` can use more than the smallest size, so that
