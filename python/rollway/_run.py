@@ -17,7 +17,7 @@ class Summary:
 
     ``episodes``, ``steps``, ``terminated``, ``truncated``, ``given_up``, ``untried``,
     ``labels`` (label → count), ``label_rates``, ``return_`` and ``length`` (mean/std/min/max),
-    ``steps_per_sec``, ``seconds``, ``calibration`` (how envs per worker were measured, or
+    ``steps_per_sec``, ``seconds``, ``calibration`` (how envs per worker and the mode were measured, or
     None), … plus ``out`` (the dataset directory, or None),
     ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
     """
