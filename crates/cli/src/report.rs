@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rollway_core::Layout;
-use rollway_runner::{Mode, Summary};
+use rollway_runner::Summary;
 
 use crate::progress::human;
 
@@ -32,15 +32,14 @@ pub fn summary_table(s: &Summary) -> String {
     }
     row("throughput", format!("{}/s steps, {}/s episodes, {:.2} s", human(s.steps_per_sec), human(s.episodes_per_sec), s.seconds));
     if let Some(c) = &s.calibration {
-        let mode = |m: Mode| if m == Mode::Sync { "sync" } else { "async" };
         let tried: Vec<String> =
-            c.probes.iter().map(|p| format!("{} {} → {}/s", p.envs_per_worker, mode(p.mode), human(p.steps_per_s))).collect();
+            c.probes.iter().map(|p| format!("{} {} → {}/s", p.envs_per_worker, p.mode.name(), human(p.steps_per_s))).collect();
         row(
             "calibrated",
             format!(
                 "{} envs per worker, {} (tried {}; {:.2} s; --envs-per-worker skips this)",
                 c.envs_per_worker,
-                mode(c.mode),
+                c.mode.name(),
                 tried.join(", "),
                 c.seconds
             ),

@@ -28,6 +28,16 @@ pub enum Mode {
     Async,
 }
 
+impl Mode {
+    /// The mode's name, as summaries, configs and the CLI spell it (and serde writes it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sync => "sync",
+            Mode::Async => "async",
+        }
+    }
+}
+
 /// Everything a run needs. Defaults are the CLI's defaults.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -172,5 +182,17 @@ impl RunConfig {
             return bad("record_infos", "needs record_steps");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Mode;
+
+    #[test]
+    fn a_mode_serializes_as_its_name() {
+        for m in [Mode::Sync, Mode::Async] {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.name());
+        }
     }
 }

@@ -12,7 +12,7 @@ use rollway_core::{AgentFactory, EnvFactory, EnvSpec};
 use crate::central::Central;
 use crate::collect::Summary;
 use crate::filter::EpisodeFilter;
-use crate::{Error, Mode, Observer, Result, RunConfig};
+use crate::{Error, Observer, Result, RunConfig};
 
 /// A configured run: env and agent checked, ready to go.
 pub struct Generator {
@@ -72,10 +72,7 @@ impl Generator {
         s.env = self.spec.id.clone();
         s.agent = cfg.agent.clone();
         s.seed = cfg.seed;
-        s.mode = match cfg.mode {
-            Mode::Sync => "sync".into(),
-            Mode::Async => "async".into(),
-        };
+        s.mode = cfg.mode.name().into();
         s.workers = cfg.workers;
         s.envs_per_worker = cfg.envs_per_worker;
         Ok(s)
