@@ -67,15 +67,23 @@ pub fn keeper<'py>(py: Python<'py>, keep: Keep) -> PyResult<Bound<'py, PyAny>> {
 
 /// A numpy array of `T` over `bytes`, with `base` as its base object.
 fn typed<'py, T: numpy::Element>(base: Bound<'py, PyAny>, bytes: &[u8], shape: &[usize]) -> Bound<'py, PyAny> {
+    let ptr = if bytes.is_empty() {
+        // An empty `Vec`'s pointer is dangling at its own alignment (1 for bytes);
+        // numpy wants one aligned for `T`, and reads nothing through it.
+        std::ptr::NonNull::<T>::dangling().as_ptr().cast_const()
+    } else {
+        bytes.as_ptr().cast::<T>()
+    };
     // SAFETY: `bytes` holds exactly `shape`'s elements of `T` (asserted by the caller:
     // every array comes from a dtype and shape rollway wrote), its start is aligned for
-    // `T` (checked by the caller), and the memory it lies in is kept alive by `base`
+    // `T` (checked by the caller; an empty array gets an aligned placeholder, through
+    // which nothing is read), and the memory it lies in is kept alive by `base`
     // (a `Keeper` owning it), which the new array holds as its base
     // object, so it stays valid and unmoved for as long as the array exists. Nothing
     // else writes it meanwhile: episode arrays own their vectors, and a lent loader
     // batch returns to the pool only when its last view is gone.
     unsafe {
-        let view = ndarray::ArrayView::from_shape_ptr(ndarray::IxDyn(shape), bytes.as_ptr().cast::<T>());
+        let view = ndarray::ArrayView::from_shape_ptr(ndarray::IxDyn(shape), ptr);
         numpy::PyArray::borrow_from_array(&view, base).into_any()
     }
 }
@@ -85,8 +93,9 @@ fn typed<'py, T: numpy::Element>(base: Bound<'py, PyAny>, bytes: &[u8], shape: &
 pub fn view_in<'py>(base: &Bound<'py, PyAny>, bytes: &[u8], dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     assert_eq!(bytes.len(), shape.iter().product::<usize>() * dtype.size(), "array bytes and shape disagree");
     let base = base.clone();
-    if !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
-        // Never seen (allocations are aligned): a copy is safe where a view might not be.
+    if !bytes.is_empty() && !(bytes.as_ptr() as usize).is_multiple_of(dtype.size()) {
+        // Never seen (allocations are aligned; empty data is given an aligned
+        // placeholder in `typed`): a copy is safe where a view might not be.
         let py = base.py();
         let raw = pyo3::types::PyBytes::new(py, bytes);
         let np = py.import("numpy")?;
