@@ -67,6 +67,8 @@ impl RecorderHandle {
             max_buffer_steps: max_buffer_steps.or(d.max_buffer_steps),
             max_buffer_episodes: max_buffer_episodes.or(d.max_buffer_episodes),
             frame_media: frame_media.unwrap_or(d.frame_media.clone()),
+            // Episodes come one at a time from the Python thread: sending must not wake the writer.
+            linger: true,
             ..d
         };
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
