@@ -53,9 +53,9 @@ pub(crate) struct Wait {
 /// core runs for a time slice (milliseconds). It was 20 µs, and the VM's own pauses
 /// of a few tens of µs then counted as lost cores: a torch policy's 2-worker sync
 /// run backed off into parking, paying a wake-up per hand-off (15.1–16.7% of wall
-/// time outside the policy, against 12.2–13.3% without the check). At 300 µs the
-/// policy run gained as much, and the CLI's sync runs, alone or two at once on two
-/// cores, measured the same.
+/// time outside the policy, against 12.2–13.3% without the check). At 300 µs, in
+/// alternating runs of a busier hour: 14.1–17.3% against 18.7–22.7% at 20 µs. The
+/// CLI's sync runs, alone or two at once on two cores, measured the same either way.
 const PREEMPTED: Duration = Duration::from_micros(300);
 
 /// A thread whose polls keep running out parks for up to 2^10 waits before it polls again.
