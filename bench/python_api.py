@@ -55,15 +55,40 @@ def cli_load(binary: str, ds: str, a) -> float:
     return float(lt.parse_json_out(out)["windows_per_sec"])
 
 
-def py_load(ds: str, a, torch_too: bool) -> float:
+def tensor_floor(ds: str, a, loops: int = 20_000) -> Dict[str, float]:
+    """µs a batch that Python spends making its arrays into tensors, at the least: one
+    `torch.from_numpy` per field (what `torch=True` does), and `Tensor.detach()` per
+    field, torch's cheapest way to make a tensor object (no numpy, no new storage)."""
+    import torch
+
+    import rollway
+
+    b = next(iter(rollway.Loader(ds, clip=a.clip, stride=1, batch=a.batch, seed=a.seed, epochs=1)))
+    arrays = [v for v in b.values() if hasattr(v, "shape")]
+    tensors = [torch.from_numpy(x) for x in arrays]
+    out = {"fields": float(len(arrays))}
+    for name, make, src in (("from_numpy", torch.from_numpy, arrays), ("detach", torch.Tensor.detach, tensors)):
+        t = time.perf_counter()
+        for _ in range(loops):
+            for x in src:
+                make(x)
+        out[f"tensor_{name}_us"] = (time.perf_counter() - t) / loops * 1e6
+    return out
+
+
+def py_load(ds: str, a, torch_too: bool, busy: Optional[List[float]] = None) -> float:
+    """Windows/s; appends to `busy` how many cores the process kept busy meanwhile."""
     import rollway
 
     ld = rollway.Loader(ds, clip=a.clip, stride=1, batch=a.batch, seed=a.seed, epochs=a.epochs, torch=torch_too)
     n = 0
-    t = time.perf_counter()
+    c, t = os.times(), time.perf_counter()
     for b in ld:
         n += b["rewards"].shape[0]
-    return n / (time.perf_counter() - t)
+    secs, c1 = time.perf_counter() - t, os.times()
+    if busy is not None:
+        busy.append((c1.user + c1.system - c.user - c.system) / secs)
+    return n / secs
 
 
 def bench_loader(binary: str, ds: str, a) -> Dict[str, List[float]]:
@@ -74,10 +99,11 @@ def bench_loader(binary: str, ds: str, a) -> Dict[str, List[float]]:
     rng = np.random.default_rng(a.seed)
     have_torch = _importable("torch")
     rates: Dict[str, List[float]] = {k: [] for k in ("cli", "py", "torch", "numpy")}
+    busy: List[float] = []
     py_load(ds, a, False)  # warm-up (page cache, first allocations)
     for i in range(a.reps):
         rates["cli"].append(cli_load(binary, ds, a))
-        rates["py"].append(py_load(ds, a, False))
+        rates["py"].append(py_load(ds, a, False, busy))
         if have_torch:
             rates["torch"].append(py_load(ds, a, True))
         n = secs = 0
@@ -91,6 +117,9 @@ def bench_loader(binary: str, ds: str, a) -> Dict[str, List[float]]:
                                 torchrl_max_s=a.torchrl_max_s, quick=False, epochs=1)
         r = lt.bench_torchrl(d, len(starts), ns)
         rates["torchrl"] = r.rates if not r.error else []
+    rates["busy"] = busy
+    if have_torch:
+        rates.update({k: [v] for k, v in tensor_floor(ds, a).items()})
     return rates
 
 
@@ -213,6 +242,18 @@ def render_vec(vec: Dict[int, Dict[str, List[float]]], a) -> List[str]:
     return L
 
 
+def render_floor(m: Dict[str, float], batch: int) -> List[str]:
+    """The torch path's ceiling: with the cores busy loading, each µs the consumer spends on
+    a batch is a µs taken from loading, so a ratio to the CLI is at most G / (G + X)."""
+    g = m["busy"] * batch / m["cli"] * 1e6
+    fn, dt = m["tensor_from_numpy_us"], m["tensor_detach_us"]
+    return ["", f"The numpy loader kept {m['busy']:.2f} cores busy: loading is CPU-bound, and a batch at the CLI's "
+            f"rate costs G = {g:.1f} CPU µs. Making the batch's {int(m['fields'])} arrays into tensors costs "
+            f"{fn:.2f} µs with `torch.from_numpy`, and {dt:.2f} µs even with `Tensor.detach()` (torch's cheapest new "
+            f"tensor; both timed here). Each µs the consumer spends is one taken from loading, so a torch loader "
+            f"stays below G / (G + X) = {g / (g + fn):.2f}× / {g / (g + dt):.2f}× of the CLI before any other cost."]
+
+
 def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, note: List[str]) -> str:
     m = {k: med(v) for k, v in load.items() if v}
     L = ["## Python package: `rollway.Loader` and `rollway.DataCollector`", ""] + note + [""]
@@ -230,6 +271,8 @@ def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, n
             for peer in ("numpy", "torchrl"):
                 if peer in m:
                     L.append(f"\n- {names[k]} / {names[peer]}: **{m[k] / m[peer]:.1f}×**")
+    if "tensor_detach_us" in m:
+        L += render_floor(m, a.batch)
     c = {k: med(v) for k, v in coll.items()}
     us = {k: 1e6 / c[k] - 1e6 / c["bare"] for k in ("rollway", "minari")}
     L += ["", f"### DataCollector: `gym.make(\"CartPole-v1\")`, random actions, {a.collect_steps:,} steps, "
