@@ -1,10 +1,18 @@
 """Shared fixtures of the Python package's tests (run by the README's test command)."""
 
 import os
+import signal
 
 import pytest
 
 import rollway
+
+# Started with SIGINT ignored (`nohup … &` from a script, some CI launchers), pytest passes that on to
+# every process it starts, and a Python started so installs no KeyboardInterrupt handler: the Ctrl-C
+# tests would then see no interrupt at all. A handled signal is reset to the default across exec, so
+# handling it here gives every child Python's usual Ctrl-C, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
