@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import pixel_env  # noqa: E402
+import video_encode  # noqa: E402
 from benchlib import log, module_versions  # noqa: E402
 
 import rollway  # noqa: E402
@@ -124,21 +125,11 @@ def _pool_actor():
         def save(self, seed, images, actions, infos):
             import pickle
 
-            import av
-
             for name, obj in (("info", infos), ("action", actions)):
                 with open(os.path.join(self.outdir, f"{name}_{seed}.pkl"), "wb") as f:
                     pickle.dump(obj, f)
             path = os.path.join(self.outdir, f"video_{seed}.mp4")
-            with av.open(path, mode="w", format="mp4") as container:
-                stream = container.add_stream("h264", rate=30)
-                stream.width, stream.height = images[0].shape[1], images[0].shape[0]
-                stream.options = dict(self.x264)
-                for image in images:
-                    for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
-                        container.mux(packet)
-                for packet in stream.encode():
-                    container.mux(packet)
+            video_encode.pyav_write(path, images, options=self.x264)
             return path
 
     _GENERATOR = Generator
@@ -152,8 +143,6 @@ def floors(n):
     wall time stays above these (the job is split over 2 cores at best)."""
     import io
 
-    import av
-
     env = make_env()
     t = time.process_time()
     env.reset(seed=0)
@@ -163,15 +152,8 @@ def floors(n):
     for name, opts in {**X264, "ultrafast": {"preset": "ultrafast"}}.items():
         buf = io.BytesIO()
         t = time.process_time()  # every thread of this process: x264's own included
-        with av.open(buf, mode="w", format="mp4") as c:
-            st = c.add_stream("h264", rate=30)
-            st.width, st.height, st.options = frames[0].shape[1], frames[0].shape[0], dict(opts)
-            st.codec_context.thread_count = 1  # its cheapest in CPU, as rollway's encoders run
-            for f in frames:
-                for packet in st.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
-                    c.mux(packet)
-            for packet in st.encode():
-                c.mux(packet)
+        # One encoder thread: x264's cheapest in CPU, and how rollway's encoders run.
+        video_encode.pyav_write(buf, frames, options=opts, threads=1)
         out[name] = n * (time.process_time() - t) / 2
         out[name + "_bytes"] = len(buf.getvalue())
     return out
@@ -217,6 +199,7 @@ def main():
     import ray
 
     cloudpickle.register_pickle_by_value(pixel_env)
+    cloudpickle.register_pickle_by_value(video_encode)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False)
     tmp = tempfile.mkdtemp(prefix="rollway-ray-bench-")

@@ -66,15 +66,21 @@ def pyav_encode(eps: list[np.ndarray], out: str) -> float:
     return time.perf_counter() - t
 
 
-def pyav_write(path: str, frames, rate: int = 30) -> None:
-    """One episode's RGB frames (a [T, H, W, 3] array or a list of [H, W, 3]) as an mp4,
-    the way MineStudio's generator (seed 000) writes them: PyAV's h264 with its defaults."""
+def pyav_write(path, frames, rate: int = 30, options=None, threads=None) -> None:
+    """One episode's RGB frames (a [T, H, W, 3] array or a list of [H, W, 3]) as an mp4 at
+    `path` (a file name or a binary file object), the way MineStudio's generator (seed 000)
+    writes them: PyAV's h264 with its defaults, unless libx264 `options` (e.g. a preset) or
+    a number of encoder `threads` are given."""
     import av
 
     with av.open(path, mode="w", format="mp4") as container:
         stream = container.add_stream("h264", rate=rate)
         stream.width = frames[0].shape[1]
         stream.height = frames[0].shape[0]
+        if options:
+            stream.options = dict(options)
+        if threads is not None:
+            stream.codec_context.thread_count = threads
         for image in frames:
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             for packet in stream.encode(frame):
