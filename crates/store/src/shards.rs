@@ -68,7 +68,8 @@ const LINGER_LOOKS: u32 = 5;
 /// the collector asks for it ([`WriterConfig::linger`]).
 fn receive(rx: &crossbeam_channel::Receiver<Msg>, wait: Duration, linger: bool) -> std::result::Result<Msg, RecvTimeoutError> {
     let until = Instant::now() + wait;
-    for _ in 0..if linger { LINGER_LOOKS } else { 0 } {
+    let looks = if linger { LINGER_LOOKS } else { 0 };
+    for _ in 0..looks {
         match rx.try_recv() {
             Ok(m) => return Ok(m),
             Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
