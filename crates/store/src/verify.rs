@@ -3,7 +3,9 @@
 //! belong (orphaned shards, strangers in the dataset's folders) are reported, and
 //! [`repair`] is the separate, explicit step that moves them aside.
 
-use arrow_array::{Array as _, BooleanArray, Float64Array, Int64Array};
+use std::collections::HashMap;
+
+use arrow_array::{Array as _, BooleanArray, Float64Array, Int64Array, RecordBatch};
 use rollway_core::Status;
 use serde::Serialize;
 
@@ -51,15 +53,10 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
     let mut frame_buf = Vec::new();
     for shard in ds.shards() {
         r.shards += 1;
+        r.episodes += shard.episodes.len() as u64;
         let n = shard.shard;
         let mut bad = |episode: Option<u64>, message: String| r.problems.push(Problem { shard: Some(n), episode, message });
-        if shard.rows == 0 {
-            r.episodes += shard.episodes.len() as u64;
-            continue;
-        }
-        let mut opened: std::collections::HashMap<String, std::result::Result<Box<dyn frames::FrameShard>, String>> = Default::default();
-        if !files_intact(ds, shard, &mut bad) {
-            r.episodes += shard.episodes.len() as u64;
+        if shard.rows == 0 || !files_intact(ds, shard, &mut bad) {
             continue;
         }
         let batch = match ds.read_rows(n, 0, shard.rows) {
@@ -69,84 +66,130 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
                 continue;
             }
         };
-        let get = |name: &str| batch.column_by_name(name).cloned();
-        let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) =
-            (get("episode_id"), get("step"), get("rewards"), get("terminations"), get("truncations"))
-        else {
-            bad(None, "missing one of the columns episode_id, step, rewards, terminations, truncations".into());
+        let Some(core) = Core::of(&batch, &mut bad) else {
             continue;
         };
-        let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) = (
-            ids.as_any().downcast_ref::<Int64Array>(),
-            steps.as_any().downcast_ref::<Int64Array>(),
-            rewards.as_any().downcast_ref::<Float64Array>(),
-            term.as_any().downcast_ref::<BooleanArray>(),
-            trunc.as_any().downcast_ref::<BooleanArray>(),
-        ) else {
-            bad(None, "a core column has the wrong type".into());
-            continue;
-        };
-        for e in &shard.episodes {
-            r.episodes += 1;
-            if e.status == Status::GivenUp {
-                continue;
-            }
+        // Opened once per shard and key: a video file is demuxed once, not per episode.
+        let mut opened = HashMap::new();
+        for e in shard.episodes.iter().filter(|e| e.status != Status::GivenUp) {
             r.steps += e.length;
-            let (s, rows) = (e.row_start as usize, e.rows as usize);
-            let id = Some(e.episode_id);
-            if rows != e.length as usize + 1 {
-                bad(id, format!("{rows} rows for {} steps", e.length));
-                continue;
-            }
-            if (s..s + rows).any(|i| ids.value(i) != e.episode_id as i64) {
-                bad(id, format!("rows {s}..{} carry another episode id", s + rows));
-            }
-            if (0..rows).any(|k| steps.value(s + k) != k as i64) {
-                bad(id, "step numbers are not 0..=T".into());
-            }
-            let sum = (s..s + rows - 1).fold(0.0, |acc, i| acc + rewards.value(i));
-            if sum != e.ret {
-                bad(id, format!("rewards add up to {sum}, the index says {}", e.ret));
-            }
-            if !rewards.is_null(s + rows - 1) {
-                bad(id, "the final observation row has a reward".into());
-            }
-            if e.length > 0 {
-                let last = s + rows - 2;
-                let ok = match e.status {
-                    Status::Terminated => term.value(last),
-                    Status::Truncated => trunc.value(last) && !term.value(last),
-                    Status::GivenUp => true,
-                };
-                if !ok {
-                    bad(id, format!("final step flags do not say {:?}", e.status));
-                }
-            }
-            for leaf in ds.obs_layout().leaves().iter().filter(|l| is_frame_leaf(l)) {
-                let key = crate::format::column_name("observations", leaf);
-                match e.frames.get(&key) {
-                    None => bad(id, format!("no frames recorded for {key}")),
-                    Some(f) if f.count != e.rows => bad(id, format!("{} frames for {} observations", f.count, e.rows)),
-                    Some(f) => {
-                        // Opened once per shard and key: a video file is demuxed once, not per episode.
-                        let shard_frames = opened.entry(key.clone()).or_insert_with(|| ds.open_frames(&key, n).map_err(|e| e.to_string()));
-                        // Decode, not just locate: a frame that does not decode is damage.
-                        let res = match shard_frames {
-                            Ok(fs) => {
-                                frame_buf.resize(f.count as usize * leaf.bytes(), 0);
-                                fs.frames(f.start, &mut frame_buf, leaf.bytes()).map_err(|e| e.to_string())
-                            }
-                            Err(m) => Err(m.clone()),
-                        };
-                        if let Err(err) = res {
-                            bad(id, err);
-                        }
-                    }
-                }
+            if core.episode(e, &mut bad) {
+                frames_decode(ds, n, e, (&mut opened, &mut frame_buf), &mut bad);
             }
         }
     }
     r
+}
+
+/// A shard's core columns, typed.
+struct Core<'a> {
+    ids: &'a Int64Array,
+    steps: &'a Int64Array,
+    rewards: &'a Float64Array,
+    term: &'a BooleanArray,
+    trunc: &'a BooleanArray,
+}
+
+impl<'a> Core<'a> {
+    /// The columns, or `None` (reported) when one is missing or of the wrong type.
+    fn of(batch: &'a RecordBatch, bad: &mut impl FnMut(Option<u64>, String)) -> Option<Core<'a>> {
+        let get = |name: &str| batch.column_by_name(name);
+        let (Some(ids), Some(steps), Some(rewards), Some(term), Some(trunc)) =
+            (get("episode_id"), get("step"), get("rewards"), get("terminations"), get("truncations"))
+        else {
+            bad(None, "missing one of the columns episode_id, step, rewards, terminations, truncations".into());
+            return None;
+        };
+        let core = (|| {
+            Some(Core {
+                ids: ids.as_any().downcast_ref()?,
+                steps: steps.as_any().downcast_ref()?,
+                rewards: rewards.as_any().downcast_ref()?,
+                term: term.as_any().downcast_ref()?,
+                trunc: trunc.as_any().downcast_ref()?,
+            })
+        })();
+        if core.is_none() {
+            bad(None, "a core column has the wrong type".into());
+        }
+        core
+    }
+
+    /// Checks a committed episode's rows against its index entry: ids, step numbers,
+    /// rewards against the return, final flags against the status. False when its
+    /// rows are not even the right number (nothing more is checked then).
+    fn episode(&self, e: &crate::IndexEntry, bad: &mut impl FnMut(Option<u64>, String)) -> bool {
+        let (s, rows) = (e.row_start as usize, e.rows as usize);
+        let id = Some(e.episode_id);
+        if rows != e.length as usize + 1 {
+            bad(id, format!("{rows} rows for {} steps", e.length));
+            return false;
+        }
+        if (s..s + rows).any(|i| self.ids.value(i) != e.episode_id as i64) {
+            bad(id, format!("rows {s}..{} carry another episode id", s + rows));
+        }
+        if (0..rows).any(|k| self.steps.value(s + k) != k as i64) {
+            bad(id, "step numbers are not 0..=T".into());
+        }
+        let sum = (s..s + rows - 1).fold(0.0, |acc, i| acc + self.rewards.value(i));
+        if sum != e.ret {
+            bad(id, format!("rewards add up to {sum}, the index says {}", e.ret));
+        }
+        if !self.rewards.is_null(s + rows - 1) {
+            bad(id, "the final observation row has a reward".into());
+        }
+        if e.length > 0 {
+            let last = s + rows - 2;
+            let ok = match e.status {
+                Status::Terminated => self.term.value(last),
+                Status::Truncated => self.trunc.value(last) && !self.term.value(last),
+                Status::GivenUp => true,
+            };
+            if !ok {
+                bad(id, format!("final step flags do not say {:?}", e.status));
+            }
+        }
+        true
+    }
+}
+
+/// A shard's frame files, opened (or failed to open) by key.
+type Opened = HashMap<String, std::result::Result<Box<dyn frames::FrameShard>, String>>;
+
+/// Checks that an episode has its frames, one per observation, and that they decode:
+/// a frame that does not decode is damage, even when the index can locate it.
+fn frames_decode(
+    ds: &Dataset,
+    shard: u32,
+    e: &crate::IndexEntry,
+    (opened, buf): (&mut Opened, &mut Vec<u8>),
+    bad: &mut impl FnMut(Option<u64>, String),
+) {
+    let id = Some(e.episode_id);
+    for leaf in ds.obs_layout().leaves().iter().filter(|l| is_frame_leaf(l)) {
+        let key = crate::format::column_name("observations", leaf);
+        let f = match e.frames.get(&key) {
+            None => {
+                bad(id, format!("no frames recorded for {key}"));
+                continue;
+            }
+            Some(f) if f.count != e.rows => {
+                bad(id, format!("{} frames for {} observations", f.count, e.rows));
+                continue;
+            }
+            Some(f) => f,
+        };
+        let res = match opened.entry(key.clone()).or_insert_with(|| ds.open_frames(&key, shard).map_err(|e| e.to_string())) {
+            Ok(fs) => {
+                buf.resize(f.count as usize * leaf.bytes(), 0);
+                fs.frames(f.start, buf, leaf.bytes()).map_err(|e| e.to_string())
+            }
+            Err(m) => Err(m.clone()),
+        };
+        if let Err(err) = res {
+            bad(id, err);
+        }
+    }
 }
 
 /// Checks each of a shard's files: present, and (version 2) of the committed size and
