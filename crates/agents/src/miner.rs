@@ -165,83 +165,17 @@ impl Planner {
     }
 
     fn decide(&mut self, view: &[[Tile; VIEW]; VIEW], facing: Dir, inv: &[i32; 8], memory: &mut [f32], rng: &mut AgentRng) -> i64 {
-        // Moves that change nothing in view mean we are pushing against something: shake loose.
-        let h = view_hash(view);
-        let (lo, hi) = ((h & 0xFFFF) as f32, (h >> 16) as f32);
-        if memory[HASH_LO] == lo && memory[HASH_HI] == hi {
-            memory[STUCK] += 1.0;
-        } else {
-            memory[STUCK] = 0.0;
+        if let Some(a) = unstick(view, memory, rng) {
+            return a;
         }
-        memory[HASH_LO] = lo;
-        memory[HASH_HI] = hi;
-        if memory[STUCK] >= 6.0 {
-            memory[STUCK] = 0.0;
-            memory[HEADING] = rng.random_range(0..4) as f32;
-            memory[HEADING_STEPS] = 0.0;
-            return mov(Dir::ALL[rng.random_range(0..4)]);
-        }
-
-        let (wp, sp, ip) = (has(inv, Item::WoodenPickaxe), has(inv, Item::StonePickaxe), has(inv, Item::IronPickaxe));
-        let table_near = (VIEW / 2 - TABLE_REACH as usize..=VIEW / 2 + TABLE_REACH as usize)
-            .any(|r| (VIEW / 2 - TABLE_REACH as usize..=VIEW / 2 + TABLE_REACH as usize).any(|c| view[r][c] == Tile::Table));
-        let wood = inv[Item::Wood as usize];
-        let crafts_left = [wp, sp, ip].iter().filter(|&&x| !x).count() as i32;
-        // Wood for the next craft, plus a table unless one is in reach.
-        let wood_needed = if table_near { 1 } else { 2 };
-
-        // What to make next, and whether its ingredients are in hand.
-        let (craft, ready) = if !wp {
-            (rules::MAKE_WOODEN_PICKAXE, wood >= START_WOOD.min(2 * crafts_left + 1))
-        } else if !sp {
-            (rules::MAKE_STONE_PICKAXE, wood >= wood_needed && has(inv, Item::Stone))
-        } else if !ip {
-            (rules::MAKE_IRON_PICKAXE, wood >= wood_needed && has(inv, Item::Coal) && has(inv, Item::Iron))
-        } else {
-            (rules::NOOP, false)
-        };
-        if ready {
-            if table_near {
-                return craft;
-            }
-            let ahead = neighbor(CENTER, facing).map(|n| tile(view, n));
-            if ahead.is_some_and(|t| rules::PLACE[0].onto.contains(&t)) {
-                return rules::PLACE_TABLE;
-            }
-            // Face open ground by walking onto some: the tile beyond is usually open too.
-            let open = Dir::ALL.map(|d| neighbor(CENTER, d).is_some_and(|n| tile(view, n).walkable()));
-            let n_open = open.iter().filter(|&&o| o).count();
-            if n_open > 0 {
-                let pick = rng.random_range(0..n_open);
-                let d = Dir::ALL.into_iter().filter(|&d| open[d as usize]).nth(pick).unwrap_or_default();
-                return mov(d);
+        let plan = Plan::new(view, inv);
+        if plan.ready {
+            if let Some(a) = plan.make(view, facing, rng) {
+                return a;
             }
         }
-
-        // Tiles worth walking to now.
-        let mut wanted = [None; 3];
-        if !ready && craft != rules::NOOP && wood < wood_needed.max(if wp { 0 } else { START_WOOD }) {
-            wanted[0] = Some(Tile::Tree);
-        }
-        if wp && !sp && !has(inv, Item::Stone) {
-            wanted[1] = Some(Tile::Stone);
-        }
-        if sp && !ip {
-            if !has(inv, Item::Coal) {
-                wanted[1] = Some(Tile::Coal);
-            }
-            if !has(inv, Item::Iron) {
-                wanted[2] = Some(Tile::Iron);
-            }
-        }
-        if ip {
-            wanted[1] = Some(Tile::Diamond);
-        }
-        // Coal is worth a detour before iron even matters: it is common and needs only wood.
-        if wp && !sp && !has(inv, Item::Coal) {
-            wanted[2] = Some(Tile::Coal);
-        }
-
+        let wanted = plan.wanted(inv);
+        let (wp, sp, ip) = plan.picks;
         let cost = |t: Tile| -> Option<u16> {
             match t {
                 _ if t.walkable() => Some(1),
@@ -340,6 +274,109 @@ impl Planner {
 /// Breaks ties between equally rocky directions without consuming randomness.
 fn rng_free_jitter(d: Dir) -> f32 {
     d as u8 as f32 * 0.01
+}
+
+/// Moves that change nothing in view mean the miner is pushing against something:
+/// after six, a random move and a new heading shake it loose.
+fn unstick(view: &[[Tile; VIEW]; VIEW], memory: &mut [f32], rng: &mut AgentRng) -> Option<i64> {
+    let h = view_hash(view);
+    let (lo, hi) = ((h & 0xFFFF) as f32, (h >> 16) as f32);
+    if memory[HASH_LO] == lo && memory[HASH_HI] == hi {
+        memory[STUCK] += 1.0;
+    } else {
+        memory[STUCK] = 0.0;
+    }
+    memory[HASH_LO] = lo;
+    memory[HASH_HI] = hi;
+    if memory[STUCK] < 6.0 {
+        return None;
+    }
+    memory[STUCK] = 0.0;
+    memory[HEADING] = rng.random_range(0..4) as f32;
+    memory[HEADING_STEPS] = 0.0;
+    Some(mov(Dir::ALL[rng.random_range(0..4)]))
+}
+
+/// Where the miner is on the way to a diamond: which pickaxe it makes next, and
+/// whether it has what that takes.
+struct Plan {
+    /// Wooden, stone and iron pickaxes in hand.
+    picks: (bool, bool, bool),
+    table_near: bool,
+    wood: i32,
+    /// Wood for the next craft, plus a table unless one is in reach.
+    wood_needed: i32,
+    craft: i64,
+    ready: bool,
+}
+
+impl Plan {
+    fn new(view: &[[Tile; VIEW]; VIEW], inv: &[i32; 8]) -> Plan {
+        let (wp, sp, ip) = (has(inv, Item::WoodenPickaxe), has(inv, Item::StonePickaxe), has(inv, Item::IronPickaxe));
+        let reach = VIEW / 2 - TABLE_REACH as usize..=VIEW / 2 + TABLE_REACH as usize;
+        let table_near = reach.clone().any(|r| reach.clone().any(|c| view[r][c] == Tile::Table));
+        let wood = inv[Item::Wood as usize];
+        let crafts_left = [wp, sp, ip].iter().filter(|&&x| !x).count() as i32;
+        let wood_needed = if table_near { 1 } else { 2 };
+        let (craft, ready) = if !wp {
+            (rules::MAKE_WOODEN_PICKAXE, wood >= START_WOOD.min(2 * crafts_left + 1))
+        } else if !sp {
+            (rules::MAKE_STONE_PICKAXE, wood >= wood_needed && has(inv, Item::Stone))
+        } else if !ip {
+            (rules::MAKE_IRON_PICKAXE, wood >= wood_needed && has(inv, Item::Coal) && has(inv, Item::Iron))
+        } else {
+            (rules::NOOP, false)
+        };
+        Plan { picks: (wp, sp, ip), table_near, wood, wood_needed, craft, ready }
+    }
+
+    /// With the ingredients in hand: craft at a table in reach, else place one
+    /// ahead, else walk onto open ground to face some (the tile beyond is usually
+    /// open too). `None` when boxed in.
+    fn make(&self, view: &[[Tile; VIEW]; VIEW], facing: Dir, rng: &mut AgentRng) -> Option<i64> {
+        if self.table_near {
+            return Some(self.craft);
+        }
+        let ahead = neighbor(CENTER, facing).map(|n| tile(view, n));
+        if ahead.is_some_and(|t| rules::PLACE[0].onto.contains(&t)) {
+            return Some(rules::PLACE_TABLE);
+        }
+        let open = Dir::ALL.map(|d| neighbor(CENTER, d).is_some_and(|n| tile(view, n).walkable()));
+        let n_open = open.iter().filter(|&&o| o).count();
+        if n_open == 0 {
+            return None;
+        }
+        let pick = rng.random_range(0..n_open);
+        Some(mov(Dir::ALL.into_iter().filter(|&d| open[d as usize]).nth(pick).unwrap_or_default()))
+    }
+
+    /// Tiles worth walking to now.
+    fn wanted(&self, inv: &[i32; 8]) -> [Option<Tile>; 3] {
+        let (wp, sp, ip) = self.picks;
+        let mut wanted = [None; 3];
+        if !self.ready && self.craft != rules::NOOP && self.wood < self.wood_needed.max(if wp { 0 } else { START_WOOD }) {
+            wanted[0] = Some(Tile::Tree);
+        }
+        if wp && !sp && !has(inv, Item::Stone) {
+            wanted[1] = Some(Tile::Stone);
+        }
+        if sp && !ip {
+            if !has(inv, Item::Coal) {
+                wanted[1] = Some(Tile::Coal);
+            }
+            if !has(inv, Item::Iron) {
+                wanted[2] = Some(Tile::Iron);
+            }
+        }
+        if ip {
+            wanted[1] = Some(Tile::Diamond);
+        }
+        // Coal is worth a detour before iron even matters: it is common and needs only wood.
+        if wp && !sp && !has(inv, Item::Coal) {
+            wanted[2] = Some(Tile::Coal);
+        }
+        wanted
+    }
 }
 
 #[cfg(test)]
