@@ -219,90 +219,19 @@ impl Reader<'_> {
     fn episode(&mut self, e: &EpisodeRef) -> Result<EpisodeResult> {
         let map = self.map;
         let d = self.data_file(e.data)?;
-        let path = d.path.clone();
         let object = format!("episode {}", e.index);
-        let &(_, start, rows) = d.spans.iter().find(|s| s.0 == e.index).ok_or_else(|| malformed(&path, &object, "no rows"))?;
+        let &(_, start, rows) = d.spans.iter().find(|s| s.0 == e.index).ok_or_else(|| malformed(&d.path, &object, "no rows"))?;
         if rows != e.length || rows == 0 {
-            return Err(malformed(&path, &object, format!("{rows} rows, the episodes table says {}", e.length)));
+            return Err(malformed(&d.path, &object, format!("{rows} rows, the episodes table says {}", e.length)));
         }
-        let b = d.batch.clone();
-        // Columns that info.json does not declare are not part of the dataset.
-        let features = &self.info.features;
-        let column = |name: &str| -> Option<&std::sync::Arc<dyn Array>> { b.column_by_name(name).filter(|_| features.contains_key(name)) };
-        let need = |name: &str| column(name).ok_or_else(|| malformed(&path, name, "missing column"));
-        let flags = |name: &str, count: usize| -> Result<Option<Vec<bool>>> {
-            column(name).map(|c| crate::arrowx::bools(&c.slice(start, count)).map_err(|m| malformed(&path, name, m))).transpose()
-        };
-        // rollway's exports end each episode with a frame that only holds the final observation.
-        let t = if map.final_frame {
-            let f = flags(FINAL_OBSERVATION, rows)?.ok_or_else(|| malformed(&path, FINAL_OBSERVATION, "missing column"))?;
-            if rows < 2 || !f[rows - 1] || f[..rows - 1].iter().any(|&x| x) {
-                return Err(malformed(&path, &object, format!("`{FINAL_OBSERVATION}` must be true on the last frame only")));
-            }
-            rows - 1
-        } else {
-            rows
-        };
-        let (ol, al) = (Layout::of(&map.spec.observation_space), Layout::of(&map.spec.action_space));
-        let (ob, ab) = (ol.row_bytes(), al.row_bytes());
-        let size = |rows: usize, per_row: usize| crate::limits::mul(rows, per_row).map_err(|m| malformed(&path, &object, m));
-        let mut obs = vec![0u8; size(t + 1, ob)?];
-        for (v, c) in map.plan.videos().enumerate() {
-            let px = self.frames(v, c, e, rows)?;
-            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &px);
-        }
-        for c in map.plan.obs.iter().filter(|c| c.video.is_none()) {
-            let bytes =
-                crate::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, rows).map_err(|m| malformed(&path, &c.name, m))?;
-            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &bytes);
-        }
-        if !map.final_frame {
-            // A foreign episode's last frame is a step too; its successor is not recorded.
-            obs.copy_within((t - 1) * ob..t * ob, t * ob);
-        }
-        let mut actions = vec![0u8; size(t, ab)?];
-        for c in &map.plan.act {
-            let bytes = crate::arrowx::rows(need(&c.name)?.as_ref(), c.dtype, c.len, start, t).map_err(|m| malformed(&path, &c.name, m))?;
-            scatter(&mut actions, ab, al.leaves()[c.leaf].offset, c.bytes(), &bytes);
-        }
-        let rewards = match column("next.reward") {
-            Some(c) => crate::arrowx::f64s(&c.slice(start, t)).map_err(|m| malformed(&path, "next.reward", m))?,
-            None => vec![0.0; t],
-        };
-        let mut terminations = match flags("next.terminated", t)? {
-            Some(f) => f,
-            None => flags("next.done", t)?.unwrap_or_else(|| vec![false; t]),
-        };
-        let mut truncations = flags("next.truncated", t)?.unwrap_or_else(|| vec![false; t]);
-        if !map.final_frame && !terminations[t - 1] && !truncations[t - 1] {
-            // Every LeRobot episode ends; one that did not terminate was cut off.
-            truncations[t - 1] = true;
-        }
-        terminations.truncate(t);
-        truncations.truncate(t);
-        let infos = match column("rollway.info").filter(|_| map.infos) {
-            None => vec![],
-            Some(c) => crate::arrowx::strings(&c.slice(start, t + 1))
-                .map_err(|m| malformed(&path, "rollway.info", m))?
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    s.map_or(Ok(Info::new()), |s| {
-                        serde_json::from_str(&s).map_err(|err| malformed(&path, "rollway.info", format!("{object} frame {i}: {err}")))
-                    })
-                })
-                .collect::<Result<Vec<Info>>>()?,
-        };
-        let w = map.state_width;
-        let states: Vec<f32> = match column(AGENT_STATE).filter(|_| w > 0) {
-            None => vec![],
-            Some(c) => crate::arrowx::rows(c.as_ref(), DType::F32, w, start, t)
-                .map_err(|m| malformed(&path, AGENT_STATE, m))?
-                .chunks_exact(4)
-                .map(bytemuck::pod_read_unaligned::<f32>)
-                .collect(),
-        };
-        let state_width = if states.is_empty() { 0 } else { w };
+        let cols = Cols { batch: d.batch.clone(), path: d.path.clone(), features: &self.info.features, start, object };
+        let t = cols.steps(map.final_frame, rows)?;
+        let obs = self.observations(&cols, e, rows, t)?;
+        let actions = cols.actions(map, t)?;
+        let (rewards, terminations, truncations) = cols.outcomes(map.final_frame, t)?;
+        let infos = if map.infos { cols.infos(t)? } else { vec![] };
+        let states = if map.state_width > 0 { cols.states(map.state_width, t)? } else { vec![] };
+        let state_width = if states.is_empty() { 0 } else { map.state_width };
         let mut episode = EpisodeResult::from_trajectory(
             0,
             0,
@@ -312,6 +241,131 @@ impl Reader<'_> {
             episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));
         }
         Ok(episode)
+    }
+
+    /// The episode's `t + 1` observation rows: video frames decoded, other columns
+    /// copied into place.
+    fn observations(&mut self, cols: &Cols, e: &EpisodeRef, rows: usize, t: usize) -> Result<Vec<u8>> {
+        let map = self.map;
+        let ol = Layout::of(&map.spec.observation_space);
+        let ob = ol.row_bytes();
+        let mut obs = vec![0u8; cols.size(t + 1, ob)?];
+        for (v, c) in map.plan.videos().enumerate() {
+            let px = self.frames(v, c, e, rows)?;
+            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &px);
+        }
+        for c in map.plan.obs.iter().filter(|c| c.video.is_none()) {
+            let bytes = cols.rows(&c.name, c.dtype, c.len, rows)?;
+            scatter(&mut obs, ob, ol.leaves()[c.leaf].offset, c.bytes(), &bytes);
+        }
+        if !map.final_frame {
+            // A foreign episode's last frame is a step too; its successor is not recorded.
+            obs.copy_within((t - 1) * ob..t * ob, t * ob);
+        }
+        Ok(obs)
+    }
+}
+
+/// One episode's rows of a data file, read column by column. Columns that
+/// info.json does not declare are not part of the dataset.
+struct Cols<'a> {
+    batch: RecordBatch,
+    path: PathBuf,
+    features: &'a std::collections::BTreeMap<String, super::meta::Feature>,
+    /// The episode's first row.
+    start: usize,
+    /// `episode N`, for errors.
+    object: String,
+}
+
+impl Cols<'_> {
+    fn column(&self, name: &str) -> Option<&std::sync::Arc<dyn Array>> {
+        self.batch.column_by_name(name).filter(|_| self.features.contains_key(name))
+    }
+
+    fn bad(&self, object: &str, message: impl Into<String>) -> Error {
+        malformed(&self.path, object, message)
+    }
+
+    fn size(&self, rows: usize, per_row: usize) -> Result<usize> {
+        crate::limits::mul(rows, per_row).map_err(|m| self.bad(&self.object, m))
+    }
+
+    /// `count` rows of a declared column of `len` values of `dtype` each, as bytes.
+    fn rows(&self, name: &str, dtype: DType, len: usize, count: usize) -> Result<Vec<u8>> {
+        let c = self.column(name).ok_or_else(|| self.bad(name, "missing column"))?;
+        crate::arrowx::rows(c.as_ref(), dtype, len, self.start, count).map_err(|m| self.bad(name, m))
+    }
+
+    fn flags(&self, name: &str, count: usize) -> Result<Option<Vec<bool>>> {
+        self.column(name).map(|c| crate::arrowx::bools(&c.slice(self.start, count)).map_err(|m| self.bad(name, m))).transpose()
+    }
+
+    /// The episode's steps: its frames, less the final-observation frame that
+    /// rollway's exports end each episode with.
+    fn steps(&self, final_frame: bool, rows: usize) -> Result<usize> {
+        if !final_frame {
+            return Ok(rows);
+        }
+        let f = self.flags(FINAL_OBSERVATION, rows)?.ok_or_else(|| self.bad(FINAL_OBSERVATION, "missing column"))?;
+        if rows < 2 || !f[rows - 1] || f[..rows - 1].iter().any(|&x| x) {
+            return Err(self.bad(&self.object, format!("`{FINAL_OBSERVATION}` must be true on the last frame only")));
+        }
+        Ok(rows - 1)
+    }
+
+    fn actions(&self, map: &Mapping, t: usize) -> Result<Vec<u8>> {
+        let al = Layout::of(&map.spec.action_space);
+        let ab = al.row_bytes();
+        let mut actions = vec![0u8; self.size(t, ab)?];
+        for c in &map.plan.act {
+            let bytes = self.rows(&c.name, c.dtype, c.len, t)?;
+            scatter(&mut actions, ab, al.leaves()[c.leaf].offset, c.bytes(), &bytes);
+        }
+        Ok(actions)
+    }
+
+    /// Rewards, terminations and truncations of the `t` steps.
+    fn outcomes(&self, final_frame: bool, t: usize) -> Result<(Vec<f64>, Vec<bool>, Vec<bool>)> {
+        let rewards = match self.column("next.reward") {
+            Some(c) => crate::arrowx::f64s(&c.slice(self.start, t)).map_err(|m| self.bad("next.reward", m))?,
+            None => vec![0.0; t],
+        };
+        let mut terminations = match self.flags("next.terminated", t)? {
+            Some(f) => f,
+            None => self.flags("next.done", t)?.unwrap_or_else(|| vec![false; t]),
+        };
+        let mut truncations = self.flags("next.truncated", t)?.unwrap_or_else(|| vec![false; t]);
+        if !final_frame && !terminations[t - 1] && !truncations[t - 1] {
+            // Every LeRobot episode ends; one that did not terminate was cut off.
+            truncations[t - 1] = true;
+        }
+        terminations.truncate(t);
+        truncations.truncate(t);
+        Ok((rewards, terminations, truncations))
+    }
+
+    /// rollway's own infos, one per observation, when the export kept them.
+    fn infos(&self, t: usize) -> Result<Vec<Info>> {
+        let Some(c) = self.column("rollway.info") else {
+            return Ok(vec![]);
+        };
+        let texts = crate::arrowx::strings(&c.slice(self.start, t + 1)).map_err(|m| self.bad("rollway.info", m))?;
+        let parse = |(i, s): (usize, Option<String>)| {
+            s.map_or(Ok(Info::new()), |s| {
+                serde_json::from_str(&s).map_err(|err| self.bad("rollway.info", format!("{} frame {i}: {err}", self.object)))
+            })
+        };
+        texts.into_iter().enumerate().map(parse).collect()
+    }
+
+    /// The recurrent state going into each step, `w` floats a row.
+    fn states(&self, w: usize, t: usize) -> Result<Vec<f32>> {
+        let Some(c) = self.column(AGENT_STATE) else {
+            return Ok(vec![]);
+        };
+        let bytes = crate::arrowx::rows(c.as_ref(), DType::F32, w, self.start, t).map_err(|m| self.bad(AGENT_STATE, m))?;
+        Ok(bytes.chunks_exact(4).map(bytemuck::pod_read_unaligned::<f32>).collect())
     }
 }
 
