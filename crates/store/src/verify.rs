@@ -53,10 +53,10 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
     let mut frame_buf = Vec::new();
     for shard in ds.shards() {
         r.shards += 1;
-        r.episodes += shard.episodes.len() as u64;
         let n = shard.shard;
         let mut bad = |episode: Option<u64>, message: String| r.problems.push(Problem { shard: Some(n), episode, message });
         if shard.rows == 0 || !files_intact(ds, shard, &mut bad) {
+            r.episodes += shard.episodes.len() as u64;
             continue;
         }
         let batch = match ds.read_rows(n, 0, shard.rows) {
@@ -71,6 +71,7 @@ pub fn verify(ds: &Dataset) -> VerifyReport {
         };
         // Opened once per shard and key: a video file is demuxed once, not per episode.
         let mut opened = HashMap::new();
+        r.episodes += shard.episodes.len() as u64;
         for e in shard.episodes.iter().filter(|e| e.status != Status::GivenUp) {
             r.steps += e.length;
             if core.episode(e, &mut bad) {
