@@ -34,6 +34,26 @@ pub enum Error {
     /// The observer (e.g. the dataset writer) failed; the run stopped.
     #[error("recording failed: {0}")]
     Sink(crate::SinkError),
+    /// A rollout's policy failed (raised, panicked, returned what does not fit, or
+    /// could not load a published version); the rollout has ended.
+    #[error("policy: {message}")]
+    Policy {
+        /// What happened.
+        message: String,
+    },
+    /// A rollout's env slot failed more often in a row than `max_restarts` allows.
+    #[error("env slot {slot} failed {failures} times in a row, more than max_restarts allows; last error: {last}")]
+    EnvGaveUp {
+        /// The slot.
+        slot: usize,
+        /// Failures in a row.
+        failures: u32,
+        /// The last one.
+        last: String,
+    },
+    /// The rollout was closed while collecting (never reaches a caller).
+    #[error("the rollout was closed")]
+    Stopped,
     /// A worker thread could not be started or died outside the fault handling.
     #[error("worker {worker}: {message}")]
     Worker {

@@ -31,6 +31,7 @@ mod error;
 pub mod filter;
 mod generator;
 mod pool;
+pub mod rollout;
 mod schedule;
 mod serial;
 mod spin;

@@ -1,0 +1,185 @@
+//! [`Rollout`]: the learner's handle on the collecting thread (see the module docs
+//! of [`super`] for permits, versions and delivery).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
+use rollway_core::{EnvFactory, EnvSpec};
+
+use super::sampler::Sampler;
+use super::{Fragment, Policy, RolloutConfig, Update, Versions};
+use crate::{Error, Result};
+
+/// What the learner and the collecting thread share.
+#[derive(Default)]
+struct Shared {
+    versions: Versions,
+    /// Fragments the collecting thread may start.
+    permits: Mutex<u64>,
+    wake: Condvar,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn grant(&self) {
+        *self.permits.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.wake.notify_one();
+    }
+
+    /// Waits for a permit and takes it; returns how long it waited, or `None` once stopped.
+    fn take(&self) -> Option<f64> {
+        let since = Instant::now();
+        let mut p = self.permits.lock().unwrap_or_else(|p| p.into_inner());
+        while *p == 0 && !self.stop.load(Ordering::Acquire) {
+            p = self.wake.wait(p).unwrap_or_else(|p| p.into_inner());
+        }
+        if self.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        *p -= 1;
+        Some(since.elapsed().as_secs_f64())
+    }
+}
+
+/// A running rollout: envs and policy kept up in a collecting thread, fragments on
+/// request. Dropping it stops the thread (within one step) and closes every env,
+/// hosted processes included.
+pub struct Rollout {
+    cfg: Arc<RolloutConfig>,
+    spec: EnvSpec,
+    shared: Arc<Shared>,
+    fragments: Receiver<Result<Fragment>>,
+    thread: Option<JoinHandle<()>>,
+    /// A permit was granted for the fragment the learner is waiting for.
+    asked: bool,
+    dropped: u64,
+    ended: bool,
+}
+
+impl Rollout {
+    /// Checks `cfg`, reads the env spec, starts the envs and the collecting thread.
+    /// With `max_policy_lag = k ≥ 1` the first `k` fragments start at once.
+    pub fn start(cfg: RolloutConfig, envs: Arc<dyn EnvFactory>, policy: Box<dyn Policy>) -> Result<Rollout> {
+        cfg.validate()?;
+        let spec = envs.spec()?;
+        let cfg = Arc::new(cfg);
+        let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy)?;
+        let shared = Arc::new(Shared::default());
+        *shared.permits.lock().unwrap_or_else(|p| p.into_inner()) = cfg.max_policy_lag;
+        let (tx, fragments) = unbounded();
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("rollway-rollout".into())
+            .spawn(move || {
+                while let Some(waited) = sh.take() {
+                    match sampler.fragment(&sh.versions, &sh.stop) {
+                        Ok(mut f) => {
+                            f.stats.waited_s = waited;
+                            if tx.send(Ok(f)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(Error::Stopped) => return,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|e| Error::Worker { worker: 0, message: e.to_string() })?;
+        Ok(Rollout { cfg, spec, shared, fragments, thread: Some(thread), asked: false, dropped: 0, ended: false })
+    }
+
+    /// The next fragment, waiting for it as long as it takes.
+    pub fn collect(&mut self) -> Result<Fragment> {
+        loop {
+            if let Some(f) = self.collect_timeout(Duration::from_secs(3600))? {
+                return Ok(f);
+            }
+        }
+    }
+
+    /// The next fragment, or `None` if it is not ready within `timeout` (a host can
+    /// then look for signals and ask again: the request stands). An error ends the
+    /// rollout: the policy failed, or an env failed more than `max_restarts` times in a row.
+    pub fn collect_timeout(&mut self, timeout: Duration) -> Result<Option<Fragment>> {
+        if self.ended {
+            return Err(Error::Worker { worker: 0, message: "the rollout has ended after an error".into() });
+        }
+        if !self.asked {
+            self.shared.grant();
+            self.asked = true;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut f = match self.fragments.recv_deadline(deadline) {
+                Ok(Ok(f)) => f,
+                Ok(Err(e)) => {
+                    self.ended = true;
+                    return Err(e);
+                }
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.ended = true;
+                    return Err(Error::Worker { worker: 0, message: "the collecting thread ended unexpectedly".into() });
+                }
+            };
+            let current = self.shared.versions.current();
+            if f.oldest_version().saturating_add(self.cfg.max_policy_lag) < current {
+                // Too old for the bound: dropped and counted, and another one asked for.
+                self.dropped += f.version.len() as u64;
+                self.shared.grant();
+                continue;
+            }
+            self.asked = false;
+            f.measure_lag(current);
+            f.stats.dropped_steps = self.dropped;
+            return Ok(Some(f));
+        }
+    }
+
+    /// Makes the next policy version (returned): steps acted on from the next batch
+    /// on carry it. `update`, if any, is applied to the policy first, between two
+    /// batches of the collecting thread.
+    pub fn publish(&self, update: Option<Update>) -> u64 {
+        self.shared.versions.publish(update)
+    }
+
+    /// The latest published version (0 before any).
+    pub fn version(&self) -> u64 {
+        self.shared.versions.current()
+    }
+
+    /// Steps dropped for staleness so far.
+    pub fn dropped_steps(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The env's spec.
+    pub fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RolloutConfig {
+        &self.cfg
+    }
+}
+
+impl Drop for Rollout {
+    fn drop(&mut self) {
+        {
+            // Under the permits' lock, so a thread about to wait sees it.
+            let _p = self.shared.permits.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.stop.store(true, Ordering::Release);
+        }
+        self.shared.wake.notify_all();
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}

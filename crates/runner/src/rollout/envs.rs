@@ -1,0 +1,134 @@
+//! A rollout's envs: N slots split into one part per worker, each part an
+//! [`EnvBlock`] with its own observation and action rows (envs in the thread, or a
+//! host's process). Part 0 is stepped by the collecting thread itself and the
+//! others by one thread each, so a 1-worker rollout hands nothing to another
+//! thread, and W workers use W threads (as the generator's sync mode does).
+//!
+//! A part moves to its thread and back by ownership (a pointer through a channel),
+//! so the policy reads each part's rows in place: no observation is copied on its
+//! way to the policy. The cost of a worker thread is two channel hand-offs a round,
+//! a few microseconds; it pays when a part's envs cost more than that to step.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use rollway_core::{BlockOptions, EnvBlock, EnvFactory, Layout, Op, Rows, SlotResult};
+
+use crate::serial::Serial;
+use crate::{Error, Result};
+
+/// One worker's share of the slots.
+pub(crate) struct Part {
+    /// Index among the parts.
+    pub index: usize,
+    /// The first global slot of this part.
+    pub offset: usize,
+    pub block: Box<dyn EnvBlock>,
+    pub obs: Rows,
+    pub act: Rows,
+    /// This round's ops, by local slot.
+    pub ops: Vec<(usize, Op)>,
+    /// Their results, in the same order.
+    pub results: Vec<SlotResult>,
+}
+
+impl Part {
+    fn run(&mut self) {
+        self.block.run(&self.ops, &self.act, &mut self.obs, &mut self.results);
+    }
+
+    pub fn len(&self) -> usize {
+        self.obs.len()
+    }
+}
+
+/// Every part, and the threads that step parts `1..`.
+pub(crate) struct Envs {
+    // Boxed: parts travel through the channels by pointer.
+    #[allow(clippy::vec_box)]
+    pub parts: Vec<Box<Part>>,
+    down: Vec<Sender<Box<Part>>>,
+    up: Option<Receiver<Box<Part>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Envs {
+    /// `n` slots over `workers` parts of near-equal size.
+    pub fn new(
+        factory: &Arc<dyn EnvFactory>,
+        n: usize,
+        workers: usize,
+        ol: &Arc<Layout>,
+        al: &Arc<Layout>,
+        options: BlockOptions,
+    ) -> Result<Envs> {
+        let mut parts = Vec::new();
+        let mut offset = 0;
+        for (index, k) in (0..workers).map(|i| n / workers + usize::from(i < n % workers)).enumerate() {
+            let block = factory.block(k, options).unwrap_or_else(|| Box::new(Serial::new(factory.clone(), k, ol.clone(), al.clone())));
+            let (obs, act) = (Rows::new(ol.row_bytes(), k), Rows::new(al.row_bytes(), k));
+            parts.push(Box::new(Part { index, offset, block, obs, act, ops: Vec::new(), results: Vec::new() }));
+            offset += k;
+        }
+        let mut envs = Envs { parts, down: Vec::new(), up: None, threads: Vec::new() };
+        if workers > 1 {
+            let (up_tx, up) = unbounded();
+            for w in 1..workers {
+                let (tx, rx) = unbounded::<Box<Part>>();
+                let back = up_tx.clone();
+                let h = std::thread::Builder::new()
+                    .name(format!("rollway-rollout-{w}"))
+                    .spawn(move || {
+                        while let Ok(mut p) = rx.recv() {
+                            p.run();
+                            if back.send(p).is_err() {
+                                break;
+                            }
+                        }
+                    })
+                    .map_err(|e| Error::Worker { worker: w, message: e.to_string() })?;
+                envs.down.push(tx);
+                envs.threads.push(h);
+            }
+            envs.up = Some(up);
+        }
+        Ok(envs)
+    }
+
+    /// Runs every part's `ops`: parts `1..` on their threads, part 0 here meanwhile.
+    /// Parts without ops are not sent anywhere.
+    pub fn round(&mut self) -> Result<()> {
+        let Some(up) = &self.up else {
+            self.parts[0].run();
+            return Ok(());
+        };
+        let mut out = 0;
+        for i in (1..self.parts.len()).rev() {
+            if self.parts[i].ops.is_empty() {
+                self.parts[i].results.clear();
+                continue;
+            }
+            let p = self.parts.remove(i);
+            self.down[i - 1].send(p).map_err(|_| Error::Worker { worker: i, message: "thread ended unexpectedly".into() })?;
+            out += 1;
+        }
+        self.parts[0].run();
+        for _ in 0..out {
+            let p = up.recv().map_err(|_| Error::Worker { worker: 0, message: "a rollout thread ended unexpectedly".into() })?;
+            self.parts.push(p);
+        }
+        self.parts.sort_unstable_by_key(|p| p.index);
+        Ok(())
+    }
+}
+
+impl Drop for Envs {
+    fn drop(&mut self) {
+        // Without a sender each thread's `recv` fails and it ends after the part in hand.
+        self.down.clear();
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! A fragment: T consecutive steps of N envs, laid out time-major (`[T, N]`), with
+//! the bootstrap observation (`obs` has T + 1 rows per env) — what an actor-critic
+//! learner (PPO, IMPALA) consumes per update.
+//!
+//! Conventions (those of Sample Factory and TorchRL's collectors): `obs[t]` is what
+//! the action `actions[t]` was chosen on, by policy version `version[t]`;
+//! `rewards[t]`, `terminated[t]` and `truncated[t]` are what that action led to.
+//! When an episode ends at `t`, the env is reset in the same step: `obs[t + 1]` is
+//! the next episode's first observation and `first[t + 1]` is true. A step whose
+//! env failed ends its episode as truncated (reward 0) and is counted in
+//! [`FragmentStats::env_faults`]. `state` is each env's recurrent state before
+//! `obs[0]` was acted on (zeros where `first[0]`).
+
+/// An episode that ended inside a fragment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finished {
+    /// The env slot (`0..N`).
+    pub env: usize,
+    /// The episode's id: slot `i`'s `j`-th episode is `j * N + i`, and its env seed
+    /// is the generator's seed for that index, so episode `k` of a rollout is
+    /// episode `k` of a run with the same seed.
+    pub episode: u64,
+    /// Sum of its rewards.
+    pub ret: f64,
+    /// Its steps.
+    pub length: u64,
+    /// Terminated (else truncated by a time limit).
+    pub terminated: bool,
+}
+
+/// How a fragment was made.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FragmentStats {
+    /// Wall time from the fragment's first batch to its end.
+    pub wall_s: f64,
+    /// Env steps (T × N) per second of `wall_s`.
+    pub steps_per_s: f64,
+    /// Time inside the policy's calls.
+    pub policy_s: f64,
+    /// Time stepping and resetting envs.
+    pub env_s: f64,
+    /// Time the collecting thread waited for the learner before starting this fragment
+    /// (asked for, or allowed by the lag bound).
+    pub waited_s: f64,
+    /// The learner's version minus each step's version at delivery: smallest, mean, largest.
+    pub lag_min: u64,
+    /// See `lag_min`.
+    pub lag_mean: f64,
+    /// See `lag_min`.
+    pub lag_max: u64,
+    /// Steps of earlier fragments dropped for being older than `max_policy_lag`
+    /// allows, since the rollout started.
+    pub dropped_steps: u64,
+    /// Env steps or resets that failed in this fragment (each cost its episode).
+    pub env_faults: u64,
+    /// Mean envs per policy call.
+    pub mean_batch: f64,
+    /// Policy calls.
+    pub batches: u64,
+}
+
+/// T steps × N envs (see the module docs for the conventions).
+#[derive(Clone, Debug, Default)]
+pub struct Fragment {
+    /// T.
+    pub steps: usize,
+    /// N.
+    pub envs: usize,
+    /// `(T + 1) * N` observation rows, in the env's row layout.
+    pub obs: Vec<u8>,
+    /// `T * N` action rows.
+    pub actions: Vec<u8>,
+    /// `T * N`.
+    pub rewards: Vec<f32>,
+    /// `T * N`.
+    pub terminated: Vec<bool>,
+    /// `T * N`.
+    pub truncated: Vec<bool>,
+    /// `(T + 1) * N`: the observation starts an episode.
+    pub first: Vec<bool>,
+    /// `(T + 1) * N`: the episode each observation belongs to.
+    pub episode: Vec<u64>,
+    /// `T * N`: the policy version that chose each action.
+    pub version: Vec<u64>,
+    /// `N * state_dim`: recurrent state before step 0.
+    pub state: Vec<f32>,
+    /// Width of `state` (0 for a policy without state).
+    pub state_dim: usize,
+    /// The policy's extras, each `T * N` rows.
+    pub extras: Vec<super::Extra>,
+    /// Episodes that ended inside the fragment, in the order they ended.
+    pub finished: Vec<Finished>,
+    /// How it was made.
+    pub stats: FragmentStats,
+}
+
+impl Fragment {
+    /// An empty fragment sized for `steps` × `envs` with these row widths.
+    pub(crate) fn with_capacity(steps: usize, envs: usize, obs_row: usize, act_row: usize) -> Fragment {
+        let (tn, t1n) = (steps * envs, (steps + 1) * envs);
+        Fragment {
+            steps,
+            envs,
+            obs: Vec::with_capacity(t1n * obs_row),
+            actions: Vec::with_capacity(tn * act_row),
+            rewards: vec![0.0; tn],
+            terminated: vec![false; tn],
+            truncated: vec![false; tn],
+            first: Vec::with_capacity(t1n),
+            episode: Vec::with_capacity(t1n),
+            version: Vec::with_capacity(tn),
+            ..Fragment::default()
+        }
+    }
+
+    /// The smallest version of any step (`u64::MAX` for an empty fragment).
+    pub fn oldest_version(&self) -> u64 {
+        self.version.iter().copied().min().unwrap_or(u64::MAX)
+    }
+
+    /// Fills the lag figures for a learner at `current`.
+    pub(crate) fn measure_lag(&mut self, current: u64) {
+        let lags = self.version.iter().map(|&v| current.saturating_sub(v));
+        let (mut min, mut max, mut sum) = (u64::MAX, 0, 0u64);
+        for l in lags {
+            (min, max, sum) = (min.min(l), max.max(l), sum + l);
+        }
+        let n = self.version.len().max(1) as f64;
+        let s = &mut self.stats;
+        (s.lag_min, s.lag_max, s.lag_mean) = (if self.version.is_empty() { 0 } else { min }, max, sum as f64 / n);
+    }
+}

@@ -1,0 +1,154 @@
+//! The rollout engine of a training loop: envs and a batched policy that stay up
+//! between a learner's updates and hand it [`Fragment`]s (T steps × N envs, with
+//! the bootstrap observation, recurrent state, policy extras and versions).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rollway_core::{AgentFactory, EnvFactory};
+//! use rollway_runner::rollout::{AgentPolicy, Rollout, RolloutConfig};
+//!
+//! let envs: Arc<dyn EnvFactory> = Arc::new(rollway_envs::Registered::new("CartPole-v1", Default::default()));
+//! let spec = envs.spec().unwrap();
+//! let agent = rollway_agents::Registered::new("random", Default::default()).make(&spec).unwrap();
+//! let cfg = RolloutConfig { envs: 4, steps: 32, ..Default::default() };
+//! let mut rollout = Rollout::start(cfg, envs, Box::new(AgentPolicy(agent))).unwrap();
+//! let f = rollout.collect().unwrap();           // learner at version 0
+//! assert_eq!((f.steps, f.envs, f.rewards.len()), (32, 4, 128));
+//! assert!(f.version.iter().all(|&v| v == 0));
+//! rollout.publish(None);                        // ... after an update: version 1
+//! let f = rollout.collect().unwrap();
+//! assert!(f.version.iter().all(|&v| v == 1));   // max_policy_lag 0: strictly on-policy
+//! ```
+//!
+//! # Design
+//! One collecting thread owns the envs ([`envs`]: part 0 stepped by this thread,
+//! other parts by a thread each) and the policy, and makes fragments one step of
+//! all N envs at a time ([`sampler`]). The learner talks to it through three
+//! things only:
+//! - **permits**: the collecting thread starts a fragment only with a permit.
+//!   `max_policy_lag = k` starts it with `k` permits and each [`Rollout::collect`]
+//!   grants one more. With `k = 0` nothing is collected while the learner trains
+//!   (CleanRL's loop); with `k ≥ 1` collection runs up to `k` fragments ahead,
+//!   overlapping the learner's update (IMPALA, Sample Factory).
+//! - **versions**: [`Rollout::publish`] makes the next version, with an optional
+//!   [`Update`] (new weights); the collecting thread applies updates before a batch,
+//!   never during one, and tags each step with the version that acted.
+//! - **delivery**: `collect` hands over the next fragment if none of its steps is
+//!   older than the current version − k; an older one is dropped and counted
+//!   ([`FragmentStats::dropped_steps`]), never mixed in silently. Publishing once
+//!   per update keeps every fragment within the bound, so nothing is dropped.
+//!
+//! The cost per fragment is two channel hand-offs and a condition variable; per
+//! step, a policy call, an env round per part and a row copy into the fragment.
+
+mod engine;
+mod envs;
+mod fragment;
+mod policy;
+mod sampler;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use engine::Rollout;
+pub use fragment::{Finished, Fragment, FragmentStats};
+pub use policy::{AgentPolicy, Extra, Policy, Update};
+
+use crate::{Error, Result};
+
+/// How a rollout runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolloutConfig {
+    /// Seeds the envs: slot `i`'s `j`-th episode is reset with the generator's seed for
+    /// episode index `j * envs + i`.
+    pub seed: u64,
+    /// N: env slots, all acted on in each policy call.
+    pub envs: usize,
+    /// Threads (or, for hosted envs, processes) the envs are split over.
+    pub workers: usize,
+    /// T: steps per fragment.
+    pub steps: usize,
+    /// How many versions older than the learner's a delivered step may be.
+    pub max_policy_lag: u64,
+    /// Failures in a row that one slot's env may have before the rollout gives up.
+    pub max_restarts: u32,
+    /// Truncates episodes at this length (besides the env's own time limit).
+    pub max_steps: Option<u64>,
+    /// A hosted env's round that takes longer fails (its process is replaced).
+    pub step_timeout: Option<Duration>,
+}
+
+impl Default for RolloutConfig {
+    fn default() -> Self {
+        RolloutConfig { seed: 0, envs: 8, workers: 1, steps: 128, max_policy_lag: 0, max_restarts: 3, max_steps: None, step_timeout: None }
+    }
+}
+
+impl RolloutConfig {
+    /// Checks ranges, naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &'static str, message: String| Err(Error::Config { field, message });
+        if self.envs == 0 {
+            return bad("envs", "must be at least 1".into());
+        }
+        if self.workers == 0 || self.workers > self.envs {
+            return bad("workers", format!("must be between 1 and envs ({}), got {}", self.envs, self.workers));
+        }
+        if self.steps == 0 {
+            return bad("steps", "must be at least 1".into());
+        }
+        if self.max_steps == Some(0) {
+            return bad("max_steps", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The learner's versions and the updates not yet applied, shared with the collecting thread.
+#[derive(Default)]
+pub(crate) struct Versions {
+    published: AtomicU64,
+    pending: AtomicBool,
+    updates: Mutex<Vec<(u64, Option<Update>)>>,
+}
+
+impl Versions {
+    /// Makes the next version; returns it.
+    fn publish(&self, update: Option<Update>) -> u64 {
+        // Under the lock, so versions enter the queue in order.
+        let mut q = self.updates.lock().unwrap_or_else(|p| p.into_inner());
+        let v = self.published.load(Ordering::Acquire) + 1;
+        q.push((v, update));
+        self.published.store(v, Ordering::Release);
+        self.pending.store(true, Ordering::Release);
+        v
+    }
+
+    fn current(&self) -> u64 {
+        self.published.load(Ordering::Acquire)
+    }
+
+    /// Applies what was published since; returns the version now acting.
+    fn apply(&self, mut acting: u64, policy: &mut dyn Policy) -> Result<u64> {
+        // The common case, nothing new, costs one load.
+        if !self.pending.load(Ordering::Acquire) {
+            return Ok(acting);
+        }
+        let updates = {
+            let mut q = self.updates.lock().unwrap_or_else(|p| p.into_inner());
+            self.pending.store(false, Ordering::Release);
+            std::mem::take(&mut *q)
+        };
+        for (v, update) in updates {
+            if let Some(u) = update {
+                u(policy).map_err(|e| Error::Policy { message: format!("loading version {v}: {e}") })?;
+            }
+            acting = v;
+        }
+        Ok(acting)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! The rollout's guarantees, each checked: fragment conventions, determinism and
+//! identity with the generator, versions and lag, recurrent state, faults.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rollway_core::{ActBatch, AgentFactory, EnvFactory, Params};
+
+use super::*;
+use crate::{Generator, RunConfig, Target};
+
+fn envs(id: &str, params: &[(&str, &str)]) -> Arc<dyn EnvFactory> {
+    let p = Params(params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    Arc::new(rollway_envs::Registered::new(id, p))
+}
+
+fn agent(name: &str, env: &Arc<dyn EnvFactory>) -> Box<dyn Policy> {
+    let spec = env.spec().unwrap();
+    Box::new(AgentPolicy(rollway_agents::Registered::new(name, Params::default()).make(&spec).unwrap()))
+}
+
+fn start(cfg: RolloutConfig, env: &Arc<dyn EnvFactory>, policy: Box<dyn Policy>) -> Rollout {
+    Rollout::start(cfg, env.clone(), policy).unwrap()
+}
+
+/// Acts 0, counts its calls, and reports as extras the weight it acts with and,
+/// per env, how many steps it has seen of the episode (kept as recurrent memory).
+struct Probe {
+    calls: Arc<AtomicUsize>,
+    weight: Arc<std::sync::atomic::AtomicU32>,
+    fail_at: Option<usize>,
+}
+
+impl Policy for Probe {
+    fn act(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<Extra>) -> rollway_core::Result<()> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail_at == Some(call) {
+            return Err(rollway_core::Error::Agent { agent: "probe".into(), message: "broke on purpose".into() });
+        }
+        let (mut seen, n) = (Vec::new(), batch.len());
+        let w = f32::from_bits(self.weight.load(Ordering::SeqCst));
+        batch.for_each_row(|mut row| {
+            row.action.set_discrete(0, 0);
+            let c = row.memory.first().copied().unwrap_or(0.0) + 1.0;
+            *row.memory = vec![c];
+            seen.push(c);
+            Ok(())
+        })?;
+        *extras = vec![
+            Extra { name: "weight".into(), shape: vec![], data: vec![w; n] },
+            Extra { name: "seen".into(), shape: vec![1], data: seen },
+        ];
+        Ok(())
+    }
+}
+
+fn probe(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>) {
+    let (p, calls, _) = probe_weighted(fail_at);
+    (p, calls)
+}
+
+fn probe_weighted(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicU32>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let weight = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    (Box::new(Probe { calls: calls.clone(), weight: weight.clone(), fail_at }), calls, weight)
+}
+
+/// An update that sets the probe's weight: run by the collecting thread between
+/// batches, the only writer of the cell the probe reads its weight from.
+fn weight(cell: &Arc<std::sync::atomic::AtomicU32>, w: f32) -> Update {
+    let cell = cell.clone();
+    Box::new(move |_: &mut dyn Policy| {
+        cell.store(w.to_bits(), Ordering::SeqCst);
+        Ok(())
+    })
+}
+
+#[test]
+fn fragments_follow_the_conventions() {
+    let env = envs("CartPole-v1", &[]);
+    let mut r = start(RolloutConfig { envs: 4, steps: 200, seed: 3, ..Default::default() }, &env, agent("random", &env));
+    let f = r.collect().unwrap();
+    let (t_len, n, ob) = (f.steps, f.envs, 16);
+    assert_eq!(
+        (f.obs.len(), f.actions.len(), f.first.len(), f.episode.len()),
+        ((t_len + 1) * n * ob, t_len * n * 8, (t_len + 1) * n, (t_len + 1) * n)
+    );
+    assert!(f.first[..n].iter().all(|&x| x), "every env starts an episode");
+    let mut returns = vec![0.0f64; n];
+    let mut whole = 0;
+    for t in 0..t_len {
+        for (i, ret) in returns.iter_mut().enumerate() {
+            let at = t * n + i;
+            *ret += f64::from(f.rewards[at]);
+            let ended = f.terminated[at] || f.truncated[at];
+            assert_eq!(f.first[at + n], ended, "first[t+1] exactly where step t ended an episode");
+            assert_eq!(f.episode[at + n] != f.episode[at], ended, "a new episode id exactly after an end");
+            if ended {
+                let fin = f.finished.iter().find(|e| e.episode == f.episode[at]).expect("the ended episode is listed");
+                assert_eq!((fin.env, fin.terminated), (i, f.terminated[at]));
+                // Only episodes that started inside the fragment are summed whole here.
+                if f.episode[at] >= n as u64 {
+                    assert!((fin.ret - *ret).abs() < 1e-9);
+                    whole += 1;
+                }
+                *ret = 0.0;
+            }
+        }
+    }
+    assert!(whole > 0, "some episode ran start to end inside 200 steps");
+    assert_eq!(f.stats.batches, t_len as u64);
+    assert_eq!(f.stats.env_faults, 0);
+}
+
+#[test]
+fn same_seed_same_fragments_whatever_the_workers() {
+    let env = envs("CartPole-v1", &[]);
+    let run = |workers| {
+        let mut r = start(RolloutConfig { envs: 6, workers, steps: 64, seed: 9, ..Default::default() }, &env, agent("random", &env));
+        (0..3).map(|_| r.collect().unwrap()).map(|f| (f.obs, f.actions, f.rewards, f.first, f.episode)).collect::<Vec<_>>()
+    };
+    let one = run(1);
+    assert_eq!(one, run(1));
+    assert_eq!(one, run(3));
+}
+
+#[test]
+fn rollout_episode_k_is_the_generators_episode_k() {
+    let env = envs("CartPole-v1", &[]);
+    let mut r = start(RolloutConfig { envs: 4, steps: 500, seed: 5, ..Default::default() }, &env, agent("random", &env));
+    let finished: Vec<Finished> = (0..2).flat_map(|_| r.collect().unwrap().finished).collect();
+    let cfg = RunConfig { env: "CartPole-v1".into(), agent: "random".into(), seed: 5, target: Target::Episodes(40), ..Default::default() };
+    let agents = Arc::new(rollway_agents::Registered::new("random", Params::default()));
+    let mut eps = Vec::new();
+    Generator::new(cfg, env.clone(), agents, vec![]).unwrap().run(&mut eps).unwrap();
+    let mut checked = 0;
+    for fin in finished.iter().filter(|f| f.episode < 40) {
+        let g = &eps[fin.episode as usize];
+        assert_eq!((fin.length, fin.ret), (g.length, g.ret), "episode {}", fin.episode);
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} episodes compared");
+}
+
+#[test]
+fn lag_zero_collects_nothing_while_the_learner_trains() {
+    let env = envs("CartPole-v1", &[]);
+    let (p, calls) = probe(None);
+    let mut r = start(RolloutConfig { envs: 2, steps: 16, ..Default::default() }, &env, p);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing runs before the first collect");
+    for v in 0..4u64 {
+        let f = r.collect().unwrap();
+        assert!(f.version.iter().all(|&x| x == v));
+        assert_eq!((f.stats.lag_min, f.stats.lag_max), (0, 0));
+        let before = calls.load(Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(30)); // "training"
+        assert_eq!(calls.load(Ordering::SeqCst), before);
+        assert_eq!(r.publish(None), v + 1);
+    }
+}
+
+#[test]
+fn weights_change_between_batches_and_every_step_says_which_version_acted() {
+    let env = envs("CartPole-v1", &[]);
+    let (p, _, cell) = probe_weighted(None);
+    let mut r = start(RolloutConfig { envs: 3, steps: 400, max_policy_lag: 2, ..Default::default() }, &env, p);
+    let mut seen_versions = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        let f = r.collect().unwrap();
+        let w = &f.extras.iter().find(|e| e.name == "weight").unwrap().data;
+        for (k, &v) in f.version.iter().enumerate() {
+            assert_eq!(w[k], v as f32, "step {k}: acted with version {v}'s weights");
+            seen_versions.insert(v);
+        }
+        assert!(f.version.windows(2).all(|w| w[0] <= w[1]), "versions never go back inside a fragment");
+        assert!(f.stats.lag_max <= 2);
+        let v = r.version() + 1;
+        r.publish(Some(weight(&cell, v as f32)));
+        std::thread::sleep(Duration::from_millis(2)); // "training"
+    }
+    assert!(seen_versions.len() >= 2, "{seen_versions:?}");
+}
+
+#[test]
+fn lag_k_runs_ahead_while_the_learner_trains_and_never_past_the_bound() {
+    let env = envs("CartPole-v1", &[]);
+    for k in [1u64, 3] {
+        let (p, calls) = probe(None);
+        let mut r = start(RolloutConfig { envs: 2, steps: 8, max_policy_lag: k, ..Default::default() }, &env, p);
+        for i in 1..=8 {
+            let f = r.collect().unwrap();
+            assert!(f.stats.lag_max <= k, "lag {} > {k}", f.stats.lag_max);
+            std::thread::sleep(Duration::from_millis(30)); // "training"
+                                                           // Meanwhile exactly k fragments were made ahead of the i delivered: no more.
+            assert_eq!(calls.load(Ordering::SeqCst), (i + k as usize) * 8, "lag {k}, after {i} fragments");
+            r.publish(None);
+        }
+        assert_eq!(r.dropped_steps(), 0, "publishing once per collect drops nothing");
+    }
+}
+
+#[test]
+fn fragments_older_than_the_bound_are_dropped_and_counted() {
+    let env = envs("CartPole-v1", &[]);
+    let (p, _) = probe(None);
+    let mut r = start(RolloutConfig { envs: 2, steps: 8, max_policy_lag: 2, ..Default::default() }, &env, p);
+    r.collect().unwrap();
+    std::thread::sleep(Duration::from_millis(50)); // two more are made at version 0
+    for _ in 0..5 {
+        r.publish(None);
+    }
+    let f = r.collect().unwrap();
+    assert!(f.oldest_version() + 2 >= 5);
+    assert!(f.stats.dropped_steps >= 16, "dropped {}", f.stats.dropped_steps);
+    assert_eq!(f.stats.dropped_steps % 16, 0, "whole fragments, never half");
+}
+
+#[test]
+fn recurrent_state_is_handed_over_and_zeroed_on_first() {
+    let env = envs("Faulty-v0", &[("length", "7")]);
+    let (p, _) = probe(None);
+    let mut r = start(RolloutConfig { envs: 3, steps: 5, ..Default::default() }, &env, p);
+    let mut last_seen: Vec<f32> = vec![0.0; 3];
+    for k in 0..6 {
+        let f = r.collect().unwrap();
+        // The width is known once the policy has returned a state.
+        assert_eq!(f.state_dim, usize::from(k > 0));
+        for (i, &last) in last_seen.iter().enumerate() {
+            let expect = if f.first[i] { 0.0 } else { last };
+            assert_eq!(f.state.get(i).copied().unwrap_or(0.0), expect, "env {i}: state at the fragment's start");
+        }
+        let seen = &f.extras.iter().find(|e| e.name == "seen").unwrap().data;
+        for t in 0..f.steps {
+            for i in 0..3 {
+                let at = t * 3 + i;
+                // The probe counts the episode's steps in its memory: 1 at the first step.
+                if f.first[at] {
+                    assert_eq!(seen[at], 1.0);
+                } else if t > 0 {
+                    assert_eq!(seen[at], seen[at - 3] + 1.0);
+                }
+            }
+        }
+        last_seen.copy_from_slice(&seen[seen.len() - 3..]);
+    }
+}
+
+#[test]
+fn a_flaky_env_costs_its_episodes_only() {
+    let env = envs("Faulty-v0", &[("length", "5"), ("error_every", "13"), ("panic_every", "29")]);
+    let mut r = start(RolloutConfig { envs: 4, steps: 50, ..Default::default() }, &env, agent("random", &env));
+    let mut faults = 0;
+    for _ in 0..4 {
+        let f = r.collect().unwrap();
+        faults += f.stats.env_faults;
+        for (k, &tr) in f.truncated.iter().enumerate() {
+            if tr {
+                assert!(f.first[k + 4], "a failed step ends its episode");
+            }
+        }
+    }
+    assert!(faults >= 10, "{faults} faults");
+}
+
+#[test]
+fn a_broken_env_ends_the_rollout_with_its_error() {
+    let env = envs("Faulty-v0", &[("error_every", "1")]);
+    let mut r = start(RolloutConfig { envs: 2, steps: 10, max_restarts: 2, ..Default::default() }, &env, agent("random", &env));
+    let e = r.collect().unwrap_err();
+    assert!(matches!(e, Error::EnvGaveUp { failures: 3, .. }), "{e}");
+    assert!(r.collect().is_err(), "an ended rollout stays ended");
+}
+
+#[test]
+fn a_failing_policy_ends_the_rollout_with_its_message() {
+    let env = envs("CartPole-v1", &[]);
+    let (p, _) = probe(Some(5));
+    let mut r = start(RolloutConfig { envs: 2, steps: 4, ..Default::default() }, &env, p);
+    r.collect().unwrap();
+    let e = r.collect().unwrap_err();
+    assert!(e.to_string().contains("broke on purpose"), "{e}");
+}
+
+#[test]
+fn dropping_a_rollout_that_runs_ahead_stops_it() {
+    let env = envs("CartPole-v1", &[]);
+    let (p, calls) = probe(None);
+    let r = start(RolloutConfig { envs: 2, steps: 100_000, max_policy_lag: 4, ..Default::default() }, &env, p);
+    std::thread::sleep(Duration::from_millis(20));
+    let t = std::time::Instant::now();
+    drop(r);
+    assert!(t.elapsed() < Duration::from_secs(1));
+    let after = calls.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(calls.load(Ordering::SeqCst), after);
+}
+
+#[test]
+fn bad_configs_name_the_field() {
+    let env = envs("CartPole-v1", &[]);
+    for (cfg, field) in [
+        (RolloutConfig { envs: 0, ..Default::default() }, "envs"),
+        (RolloutConfig { envs: 2, workers: 3, ..Default::default() }, "workers"),
+        (RolloutConfig { steps: 0, ..Default::default() }, "steps"),
+    ] {
+        let e = Rollout::start(cfg, env.clone(), agent("random", &env)).err().unwrap();
+        assert!(matches!(e, Error::Config { field: f, .. } if f == field), "{e}");
+    }
+}
