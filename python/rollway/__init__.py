@@ -12,6 +12,10 @@ zero-copy loader::
     for batch in rollway.Loader("data/cp", clip=16, batch=256):
         batch["rewards"]            # [256, 16] float64, a view of rollway's buffer
 
+Train with it: :class:`Rollout` keeps envs and a batched policy running for a
+learner and hands over fragments of T steps × N envs (policy versions, bounded lag,
+recurrent state, extras such as log-probs and values); see :mod:`rollway.rollout`.
+
 Your own Gymnasium env and Python/torch policy run inside the same runner:
 ``rollway.run(env=lambda: gym.make("MyEnv-v0"), agent=policy)``, the env in worker
 processes, the policy on the central batch (see :mod:`rollway.policy`).
@@ -34,6 +38,7 @@ from rollway._rollway import (
 from rollway._run import Summary, agents, envs, run
 from rollway.dataset import Dataset, Episode, import_lerobot, import_minari
 from rollway.loader import Loader
+from rollway.rollout import Fragment, Rollout
 from rollway import policy  # noqa: E402  (the module documents how policies are called)
 
 __all__ = [
@@ -43,9 +48,11 @@ __all__ = [
     "Dataset",
     "DatasetNotFoundError",
     "Episode",
+    "Fragment",
     "InputError",
     "Loader",
     "RollwayError",
+    "Rollout",
     "Summary",
     "__version__",
     "agents",

@@ -139,3 +139,27 @@ class RecorderHandle:
     def episodes(self) -> int: ...
     def close(self) -> Optional[Tuple[int, int, int, int]]: ...
 
+
+class RolloutHandle:
+    def __init__(
+        self,
+        env: str,
+        policy: Any,
+        env_params: List[Tuple[str, str]] = ...,
+        python: Optional[str] = None,
+        env_pickle: Optional[bytes] = None,
+        seed: int = 0,
+        envs: int = 8,
+        workers: int = 1,
+        steps: int = 128,
+        max_policy_lag: int = 0,
+        max_restarts: int = 3,
+        max_steps: Optional[int] = None,
+        step_timeout: Optional[float] = None,
+    ) -> None: ...
+    def spec(self) -> Tuple[str, str, Optional[int]]: ...
+    def collect(self) -> Dict[str, Any]: ...
+    def publish(self, weights: Any = None) -> int: ...
+    @property
+    def version(self) -> int: ...
+    def close(self) -> None: ...

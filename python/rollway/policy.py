@@ -27,7 +27,7 @@ retried from their seeds), like a failing built-in agent.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -47,6 +47,8 @@ class Adapter:
         # A Tuple action space's actions are a tuple too: then a 2-tuple carries a
         # state only if its first item is itself the actions' tuple (or dict).
         self.act_tuple = json.loads(act_json).get("type") == "Tuple"
+        # A Dict action space's actions are a dict: a dict answer without "actions" is them.
+        self.act_dict_space = json.loads(act_json).get("type") == "Dict"
 
     def _obs(self, buf: bytearray, n: int) -> Any:
         if self.obs_single:
@@ -58,17 +60,56 @@ class Adapter:
             arrays[leaf.path] = np.ndarray((n, *leaf.shape), dtype=leaf.dtype, buffer=buf, offset=leaf.offset, strides=strides)
         return arrays
 
-    def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
+    def _state(self, s: Any, n: int) -> Optional[Tuple[bytes, int]]:
+        s = np.ascontiguousarray(_numpy(s), dtype=np.float32)
+        if s.ndim != 2 or s.shape[0] != n:
+            raise ValueError(f"the policy returned a state of shape {s.shape}; it must be (n, d) with n = {n}")
+        return s.tobytes(), int(s.shape[1])
+
+    def _call(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Any:
         st = np.frombuffer(state, dtype=np.float32).reshape(n, d)
-        out = self.fn(self._obs(obs, n), np.frombuffer(first, dtype=np.bool_), st)
+        return self.fn(self._obs(obs, n), np.frombuffer(first, dtype=np.bool_), st)
+
+    def _split(self, out: Any, n: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
         new_state = None
         if isinstance(out, tuple) and len(out) == 2 and (not self.act_tuple or isinstance(out[0], (tuple, list, dict))):
             out, s = out
-            s = np.ascontiguousarray(s, dtype=np.float32)
-            if s.ndim != 2 or s.shape[0] != n:
-                raise ValueError(f"the policy returned a state of shape {s.shape}; it must be (n, d) with n = {n}")
-            new_state = (s.tobytes(), int(s.shape[1]))
-        return self._pack(out, n), new_state
+            new_state = self._state(s, n)
+        return self._pack(_numpy(out), n), new_state
+
+    def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
+        return self._split(self._call(obs, first, state, n, d), n)
+
+    def rollout(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]], List[Tuple[str, bytes, List[int]]]]:
+        """A rollout's call: the answer may also be a dict with ``"actions"``, an
+        optional ``"state"`` and any other keys as per-step extras (float32)."""
+        out = self._call(obs, first, state, n, d)
+        if not isinstance(out, dict) or ("actions" not in out and self.act_dict_space):
+            return (*self._split(out, n), [])
+        if "actions" not in out:
+            raise ValueError(f"the policy returned a dict without 'actions' (keys: {sorted(out)}); "
+                             "a rollout policy returns actions, (actions, state), or {'actions': ..., 'state': ..., extras...}")
+        extras = []
+        for name, v in out.items():
+            if name in ("actions", "state"):
+                continue
+            a = np.ascontiguousarray(_numpy(v), dtype=np.float32)
+            if a.ndim == 0 or a.shape[0] != n:
+                raise ValueError(f"the policy's extra {name!r} has shape {a.shape}; it must be (n, ...) with n = {n}")
+            extras.append((str(name), a.tobytes(), list(a.shape[1:])))
+        state = out.get("state")
+        return self._pack(_numpy(out["actions"]), n), None if state is None else self._state(state, n), extras
+
+    def load(self, weights: Any) -> None:
+        """Loads a published version's weights (the rollout's thread, between batches)."""
+        self.fn.load(weights)
+
+
+def _numpy(v: Any) -> Any:
+    # Torch tensors (any device, with or without grad) become numpy arrays; the rest as is.
+    if hasattr(v, "detach") and hasattr(v, "cpu"):
+        return v.detach().cpu().numpy()
+    return v
 
 
 def name_of(fn: Callable[..., Any]) -> str:

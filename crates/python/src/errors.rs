@@ -56,6 +56,9 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
         // Env and agent errors happen while running; the rest are about what was asked for.
         return !matches!(e, rollway_core::Error::Env { .. } | rollway_core::Error::Agent { .. });
     }
+    if let Some(e) = c.downcast_ref::<rollway_runner::Error>() {
+        return matches!(e, rollway_runner::Error::Config { .. } | rollway_runner::Error::Filter { .. });
+    }
     if let Some(e) = c.downcast_ref::<rollway_loader::Error>() {
         return matches!(e, rollway_loader::Error::Config { .. });
     }

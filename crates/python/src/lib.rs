@@ -5,7 +5,7 @@
 //! Each file binds one part: [`run`] the generator, [`dataset`] reading,
 //! [`loader`] the training loader (zero-copy batches), [`collector`] recording
 //! from a Python env, [`host`] the env process hosting Python envs for a run,
-//! [`policy`] Python policies as a run's agent,
+//! [`policy`] Python policies as a run's agent, [`rollout`] the rollout engine of a training loop,
 //! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
 //! a Python exception.
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -18,6 +18,7 @@ mod errors;
 mod host;
 mod loader;
 mod policy;
+mod rollout;
 mod rows;
 mod run;
 mod vec_env;
@@ -92,5 +93,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     loader::register(m)?;
     collector::register(m)?;
     vec_env::register(m)?;
+    rollout::register(m)?;
     Ok(())
 }

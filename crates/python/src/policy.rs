@@ -35,13 +35,16 @@ impl AgentFactory for PyPolicies {
     }
 
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
-        let adapter = Python::attach(|py| -> PyResult<Py<PyAny>> {
-            let cls = py.import("rollway.policy")?.getattr("Adapter")?;
-            Ok(cls.call1((self.policy.clone_ref(py), spec.observation_space.to_json(), spec.action_space.to_json()))?.unbind())
-        })
+        let adapter = Python::attach(|py| adapter(py, &self.policy, spec))
         .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
         Ok(Box::new(PyPolicy { name: self.name.clone(), adapter }))
     }
+}
+
+/// `rollway.policy.Adapter` over `policy` for `spec`'s spaces.
+pub(crate) fn adapter(py: Python<'_>, policy: &Py<PyAny>, spec: &EnvSpec) -> PyResult<Py<PyAny>> {
+    let cls = py.import("rollway.policy")?.getattr("Adapter")?;
+    Ok(cls.call1((policy.clone_ref(py), spec.observation_space.to_json(), spec.action_space.to_json()))?.unbind())
 }
 
 struct PyPolicy {
@@ -49,66 +52,80 @@ struct PyPolicy {
     adapter: Py<PyAny>,
 }
 
-type Answer = (Vec<u8>, Option<(Vec<u8>, usize)>);
+/// What the adapter returns: packed actions, and the new state (bytes, width) if any.
+pub(crate) type Answer = (Vec<u8>, Option<(Vec<u8>, usize)>);
+
+/// The batch as the adapter's arguments: observations, first flags and states
+/// gathered into bytearrays (one copy: see the module docs), and `n`, `d`.
+pub(crate) fn gather<'py>(py: Python<'py>, batch: &ActBatch<'_>) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, usize, usize)> {
+    let n = batch.len();
+    let d = batch.segments.iter().flat_map(|s| s.memory.iter().map(Vec::len)).max().unwrap_or(0);
+    let ob = batch.obs_layout.row_bytes();
+    let segs = &batch.segments;
+    // Gathered straight into the bytearrays the policy's arrays are made over: one copy.
+    let obs = PyByteArray::new_with(py, n * ob, |buf| {
+        let mut at = 0;
+        for seg in segs {
+            buf[at..at + seg.obs.len()].copy_from_slice(seg.obs);
+            at += seg.obs.len();
+        }
+        Ok(())
+    })?;
+    let first = PyByteArray::new_with(py, n, |buf| {
+        for (b, &f) in buf.iter_mut().zip(segs.iter().flat_map(|s| s.first.iter())) {
+            *b = f as u8;
+        }
+        Ok(())
+    })?;
+    // Zeros where an env's state is shorter than `d` (or empty, at an episode's start).
+    let state = PyByteArray::new_with(py, n * d * 4, |buf| {
+        if d == 0 {
+            return Ok(());
+        }
+        for (row, m) in buf.chunks_exact_mut(d * 4).zip(segs.iter().flat_map(|s| s.memory.iter())) {
+            row[..m.len() * 4].copy_from_slice(bytemuck::cast_slice(m));
+        }
+        Ok(())
+    })?;
+    Ok((obs, first, state, n, d))
+}
+
+/// Scatters the adapter's answer into the batch's action rows and memories.
+pub(crate) fn scatter(batch: &mut ActBatch<'_>, (actions, new_state): Answer, err: impl Fn(String) -> Error) -> Result<()> {
+    let n = batch.len();
+    let ab = batch.act_layout.row_bytes();
+    if actions.len() != n * ab {
+        return Err(err(format!("the policy's actions packed to {} bytes; {n} actions take {}", actions.len(), n * ab)));
+    }
+    let floats = |b: &[u8]| b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect::<Vec<f32>>();
+    let new_state = new_state.map(|(bytes, d)| (floats(&bytes), d));
+    if new_state.as_ref().is_some_and(|(s, d)| s.len() != n * d) {
+        return Err(err(format!("the policy's state does not have {n} rows")));
+    }
+    let (mut at, mut i) = (0, 0);
+    for seg in &mut batch.segments {
+        let k = seg.len();
+        seg.actions.copy_from_slice(&actions[at..at + k * ab]);
+        at += k * ab;
+        if let Some((s, d)) = &new_state {
+            for m in seg.memory.iter_mut() {
+                m.clear();
+                m.extend_from_slice(&s[i * d..(i + 1) * d]);
+                i += 1;
+            }
+        }
+    }
+    Ok(())
+}
 
 impl Agent for PyPolicy {
     fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()> {
-        let n = batch.len();
-        let ab = batch.act_layout.row_bytes();
-        let d = batch.segments.iter().flat_map(|s| s.memory.iter().map(Vec::len)).max().unwrap_or(0);
-        let ob = batch.obs_layout.row_bytes();
-        let segs = &batch.segments;
         let err = |message: String| Error::Agent { agent: self.name.clone(), message };
-        let (actions, new_state) = Python::attach(|py| -> PyResult<Answer> {
-            // Gathered straight into the bytearrays the policy's arrays are made over: one copy.
-            let obs = PyByteArray::new_with(py, n * ob, |buf| {
-                let mut at = 0;
-                for seg in segs {
-                    buf[at..at + seg.obs.len()].copy_from_slice(seg.obs);
-                    at += seg.obs.len();
-                }
-                Ok(())
-            })?;
-            let first = PyByteArray::new_with(py, n, |buf| {
-                for (b, &f) in buf.iter_mut().zip(segs.iter().flat_map(|s| s.first.iter())) {
-                    *b = f as u8;
-                }
-                Ok(())
-            })?;
-            // Zeros where an env's state is shorter than `d` (or empty, at an episode's start).
-            let state = PyByteArray::new_with(py, n * d * 4, |buf| {
-                if d == 0 {
-                    return Ok(());
-                }
-                for (row, m) in buf.chunks_exact_mut(d * 4).zip(segs.iter().flat_map(|s| s.memory.iter())) {
-                    row[..m.len() * 4].copy_from_slice(bytemuck::cast_slice(m));
-                }
-                Ok(())
-            })?;
+        let answer = Python::attach(|py| -> PyResult<Answer> {
+            let (obs, first, state, n, d) = gather(py, batch)?;
             self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
         })
         .map_err(|e| err(e.to_string()))?;
-        if actions.len() != n * ab {
-            return Err(err(format!("the policy's actions packed to {} bytes; {n} actions take {}", actions.len(), n * ab)));
-        }
-        let floats = |b: &[u8]| b.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect::<Vec<f32>>();
-        let new_state = new_state.map(|(bytes, d)| (floats(&bytes), d));
-        if new_state.as_ref().is_some_and(|(s, d)| s.len() != n * d) {
-            return Err(err(format!("the policy's state does not have {n} rows")));
-        }
-        let (mut at, mut i) = (0, 0);
-        for seg in &mut batch.segments {
-            let k = seg.len();
-            seg.actions.copy_from_slice(&actions[at..at + k * ab]);
-            at += k * ab;
-            if let Some((s, d)) = &new_state {
-                for m in seg.memory.iter_mut() {
-                    m.clear();
-                    m.extend_from_slice(&s[i * d..(i + 1) * d]);
-                    i += 1;
-                }
-            }
-        }
-        Ok(())
+        scatter(batch, answer, err)
     }
 }

@@ -1,0 +1,236 @@
+//! `rollway.Rollout`: the rollout engine of `rollway_runner::rollout` for a Python
+//! learner. The collecting thread calls a Python policy with the GIL taken for the
+//! call only; `collect` waits with the GIL released (checking for Ctrl-C ten times
+//! a second), and hands the fragment over as numpy arrays that take over the
+//! fragment's vectors without a copy (`torch.from_numpy` takes them as they are).
+//!
+//! A policy that raises ends the rollout, and `collect` raises that very exception
+//! (traceback included), not a translation of it: the learner sees its own bug.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rollway_core::{ActBatch, AgentFactory, DType, EnvFactory, Error, Params};
+use rollway_runner::rollout::{AgentPolicy, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
+
+use crate::arrays;
+use crate::errors::{input_error, ToPy};
+use crate::policy::{gather, scatter, Answer};
+
+/// Where the Python policy leaves the exception that ended the rollout.
+type Raised = Arc<Mutex<Option<PyErr>>>;
+
+/// A Python policy in a rollout: `rollway.policy.Adapter.rollout` answers with the
+/// actions, the state and the extras.
+struct PyRolloutPolicy {
+    adapter: Py<PyAny>,
+    raised: Raised,
+}
+
+type RolloutAnswer = (Vec<u8>, Option<(Vec<u8>, usize)>, Vec<(String, Vec<u8>, Vec<usize>)>);
+
+impl Policy for PyRolloutPolicy {
+    fn act(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<Extra>) -> rollway_core::Result<()> {
+        let err = |message: String| Error::Agent { agent: "policy".into(), message };
+        let answer = Python::attach(|py| -> PyResult<RolloutAnswer> {
+            let (obs, first, state, n, d) = gather(py, batch)?;
+            self.adapter.bind(py).call_method1("rollout", (obs, first, state, n, d))?.extract()
+        });
+        let (actions, state, cols) = answer.map_err(|e| {
+            let message = e.to_string();
+            *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            err(message)
+        })?;
+        extras.clear();
+        for (name, bytes, shape) in cols {
+            let data = bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect();
+            extras.push(Extra { name, shape, data });
+        }
+        scatter(batch, (actions, state) as Answer, err)
+    }
+}
+
+/// The running rollout behind `rollway.Rollout`.
+#[pyclass(module = "rollway._rollway", unsendable)]
+pub struct RolloutHandle {
+    engine: Option<Rollout>,
+    adapter: Option<Py<PyAny>>,
+    raised: Raised,
+}
+
+#[pymethods]
+impl RolloutHandle {
+    #[new]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        env: String,
+        policy: Bound<'_, PyAny>,
+        env_params: Vec<(String, String)>,
+        python: Option<PathBuf>,
+        env_pickle: Option<Vec<u8>>,
+        seed: u64,
+        envs: usize,
+        workers: usize,
+        steps: usize,
+        max_policy_lag: u64,
+        max_restarts: u32,
+        max_steps: Option<u64>,
+        step_timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let params = Params(env_params.into_iter().collect());
+        let factory: Arc<dyn EnvFactory> = match env_pickle {
+            Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python, p)),
+            None if rollway_host::is_hosted(&env) => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python)),
+            None => Arc::new(rollway_envs::Registered::new(&env, params)),
+        };
+        let f = factory.clone();
+        let spec = py.detach(move || f.spec()).py()?;
+        let raised: Raised = Arc::default();
+        let (policy, adapter): (Box<dyn Policy>, _) = match policy.extract::<String>() {
+            Ok(name) => {
+                let agent = rollway_agents::Registered::new(&name, Params::default()).make(&spec).py()?;
+                (Box::new(AgentPolicy(agent)), None)
+            }
+            Err(_) => {
+                let adapter = crate::policy::adapter(py, &policy.unbind(), &spec)?;
+                (Box::new(PyRolloutPolicy { adapter: adapter.clone_ref(py), raised: raised.clone() }), Some(adapter))
+            }
+        };
+        let step_timeout = step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
+        let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout };
+        let engine = py.detach(move || Rollout::start(cfg, factory, policy)).py()?;
+        Ok(RolloutHandle { engine: Some(engine), adapter, raised })
+    }
+
+    /// (observation space JSON, action space JSON, time limit).
+    fn spec(&self) -> PyResult<(String, String, Option<u64>)> {
+        let s = self.engine()?.spec();
+        Ok((s.observation_space.to_json(), s.action_space.to_json(), s.max_episode_steps))
+    }
+
+    /// The next fragment as a dict of arrays (see `rollway.rollout.Fragment`).
+    fn collect<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        loop {
+            let engine = self.engine.as_mut().ok_or_else(closed)?;
+            match py.detach(|| engine.collect_timeout(Duration::from_millis(100))) {
+                Ok(Some(f)) => return fragment_dict(py, f),
+                Ok(None) => py.check_signals()?,
+                Err(e) => {
+                    // The policy's own exception, if it raised one; else the engine's error.
+                    let raised = self.raised.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    return Err(raised.unwrap_or_else(|| Err::<(), _>(e).py().unwrap_err()));
+                }
+            }
+        }
+    }
+
+    /// Makes the next policy version; `weights`, if given, go to the policy's `load`
+    /// on the collecting thread before its next batch. Returns the new version.
+    #[pyo3(signature = (weights=None))]
+    fn publish(&self, weights: Option<Py<PyAny>>) -> PyResult<u64> {
+        let engine = self.engine()?;
+        let update: Option<Update> = match weights {
+            None => None,
+            Some(w) => {
+                let adapter = self.adapter.as_ref().ok_or_else(|| input_error("publish(weights): a built-in agent has no weights to load"))?;
+                let (adapter, raised) = (Python::attach(|py| adapter.clone_ref(py)), self.raised.clone());
+                Some(Box::new(move |_: &mut dyn Policy| {
+                    Python::attach(|py| adapter.bind(py).call_method1("load", (w,)).map(drop)).map_err(|e| {
+                        let message = e.to_string();
+                        *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        Error::Agent { agent: "policy".into(), message }
+                    })
+                }))
+            }
+        };
+        Ok(engine.publish(update))
+    }
+
+    /// The latest published version.
+    #[getter]
+    fn version(&self) -> PyResult<u64> {
+        Ok(self.engine()?.version())
+    }
+
+    /// Stops the collecting thread and closes every env (hosted processes included).
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(engine) = self.engine.take() {
+            // Without the GIL: the thread may be waiting for it to finish a policy call.
+            py.detach(move || drop(engine));
+        }
+    }
+}
+
+impl RolloutHandle {
+    fn engine(&self) -> PyResult<&Rollout> {
+        self.engine.as_ref().ok_or_else(closed)
+    }
+}
+
+impl Drop for RolloutHandle {
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            Python::attach(|py| py.detach(move || drop(engine)));
+        }
+    }
+}
+
+fn closed() -> PyErr {
+    input_error("the rollout is closed")
+}
+
+/// The fragment's columns as arrays that own its vectors (rows stay raw bytes: the
+/// package views them by leaf), plus its finished episodes and stats.
+fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
+    let (t, n) = (f.steps, f.envs);
+    let d = PyDict::new(py);
+    let bools = |v: Vec<bool>| v.into_iter().map(u8::from).collect::<Vec<u8>>();
+    let ids = |v: Vec<u64>| v.into_iter().map(|x| x as i64).collect::<Vec<i64>>();
+    let obs_len = f.obs.len();
+    d.set_item("steps", t)?;
+    d.set_item("envs", n)?;
+    d.set_item("obs", arrays::from_vec(py, f.obs, DType::U8, &[obs_len])?)?;
+    let act_len = f.actions.len();
+    d.set_item("actions", arrays::from_vec(py, f.actions, DType::U8, &[act_len])?)?;
+    d.set_item("rewards", arrays::from_vec(py, f.rewards, DType::F32, &[t, n])?)?;
+    d.set_item("terminated", arrays::from_vec(py, bools(f.terminated), DType::Bool, &[t, n])?)?;
+    d.set_item("truncated", arrays::from_vec(py, bools(f.truncated), DType::Bool, &[t, n])?)?;
+    d.set_item("first", arrays::from_vec(py, bools(f.first), DType::Bool, &[t + 1, n])?)?;
+    d.set_item("episode", arrays::from_vec(py, ids(f.episode), DType::I64, &[t + 1, n])?)?;
+    d.set_item("version", arrays::from_vec(py, ids(f.version), DType::I64, &[t, n])?)?;
+    d.set_item("state", arrays::from_vec(py, f.state, DType::F32, &[n, f.state_dim])?)?;
+    let extras = PyDict::new(py);
+    for e in f.extras {
+        let shape: Vec<usize> = [t, n].into_iter().chain(e.shape.iter().copied()).collect();
+        extras.set_item(&e.name, arrays::from_vec(py, e.data, DType::F32, &shape)?)?;
+    }
+    d.set_item("extras", extras)?;
+    let fin = PyDict::new(py);
+    let k = f.finished.len();
+    let col = |g: &dyn Fn(&rollway_runner::rollout::Finished) -> i64| f.finished.iter().map(g).collect::<Vec<i64>>();
+    fin.set_item("env", arrays::from_vec(py, col(&|e| e.env as i64), DType::I64, &[k])?)?;
+    fin.set_item("episode", arrays::from_vec(py, col(&|e| e.episode as i64), DType::I64, &[k])?)?;
+    fin.set_item("length", arrays::from_vec(py, col(&|e| e.length as i64), DType::I64, &[k])?)?;
+    fin.set_item("return", arrays::from_vec(py, f.finished.iter().map(|e| e.ret).collect::<Vec<f64>>(), DType::F64, &[k])?)?;
+    fin.set_item("terminated", arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?)?;
+    d.set_item("finished", fin)?;
+    let s = &f.stats;
+    let stats = PyDict::new(py);
+    for (k, v) in [("wall_s", s.wall_s), ("steps_per_s", s.steps_per_s), ("policy_s", s.policy_s), ("env_s", s.env_s), ("waited_s", s.waited_s), ("lag_mean", s.lag_mean), ("mean_batch", s.mean_batch)] {
+        stats.set_item(k, v)?;
+    }
+    for (k, v) in [("lag_min", s.lag_min), ("lag_max", s.lag_max), ("dropped_steps", s.dropped_steps), ("env_faults", s.env_faults), ("batches", s.batches)] {
+        stats.set_item(k, v)?;
+    }
+    d.set_item("stats", stats)?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RolloutHandle>()
+}

@@ -1,0 +1,177 @@
+"""PPO on CartPole-v1 with rollway as the rollout engine.
+
+CleanRL's ``ppo.py`` (same network, initialisation, hyper-parameters and update), with
+its collection loop replaced by ``rollway.Rollout``: the policy returns its log-probs
+and values beside the actions, and each ``collect()`` hands over T steps × N envs with
+the bootstrap observation. ``--lag 0`` is CleanRL's loop (nothing is collected while
+the learner trains); ``--lag 1`` collects the next fragment with the previous weights
+while the learner trains, and publishes new weights after each update.
+
+    python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
+    python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
+
+Prints one line per 10 updates and a JSON summary last (steps/s, time to solved,
+time inside the policy's forward and the learner's update).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import time
+from typing import Any, Dict, Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions.categorical import Categorical
+
+import rollway
+
+
+def layer(i: int, o: int, std: float = float(np.sqrt(2))) -> nn.Linear:
+    lin = nn.Linear(i, o)
+    nn.init.orthogonal_(lin.weight, std)
+    nn.init.constant_(lin.bias, 0.0)
+    return lin
+
+
+class Agent(nn.Module):
+    """CleanRL's CartPole actor-critic: two 64-unit tanh MLPs."""
+
+    def __init__(self, obs_dim: int, n_actions: int):
+        super().__init__()
+        self.critic = nn.Sequential(layer(obs_dim, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, 1, 1.0))
+        self.actor = nn.Sequential(layer(obs_dim, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, n_actions, 0.01))
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x)
+
+    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None):
+        dist = Categorical(logits=self.actor(x))
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+
+
+class Acting:
+    """The policy the rollout calls: actions, with log-probs and values as extras."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+
+    @torch.no_grad()
+    def __call__(self, obs: np.ndarray, first: np.ndarray, state: np.ndarray) -> Dict[str, Any]:
+        action, logprob, _, value = self.agent.get_action_and_value(torch.from_numpy(obs))
+        return {"actions": action.numpy(), "logprob": logprob.numpy(), "value": value.flatten().numpy()}
+
+    def load(self, weights: Dict[str, torch.Tensor]) -> None:
+        self.agent.load_state_dict(weights)
+
+
+def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, lam: float):
+    """GAE over a fragment: an episode that ended at t (``first[t + 1]``) bootstraps nothing."""
+    rewards = torch.from_numpy(frag.rewards)
+    values = torch.from_numpy(frag.extras["value"])
+    nonterminal = 1.0 - torch.from_numpy(frag.first[1:]).float()
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros(frag.envs)
+    for t in reversed(range(frag.steps)):
+        nxt = next_value if t == frag.steps - 1 else values[t + 1]
+        delta = rewards[t] + gamma * nxt * nonterminal[t] - values[t]
+        last = delta + gamma * lam * nonterminal[t] * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
+          lr: float = 2.5e-4, epochs: int = 4, minibatches: int = 4, target: float = 475.0,
+          stop_when_solved: bool = True, log: bool = True) -> Dict[str, Any]:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    torch.set_num_threads(1)
+    agent = Agent(4, 2)
+    acting = Acting(agent if lag == 0 else copy.deepcopy(agent))
+    opt = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
+    batch = envs * steps
+    updates = total_steps // batch
+    recent: collections.deque = collections.deque(maxlen=20)
+    curve, solved_s, learn_s, policy_s = [], None, 0.0, 0.0
+    start = time.perf_counter()
+    with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag) as rollout:
+        for update in range(1, updates + 1):
+            frag = rollout.collect()
+            policy_s += frag.stats["policy_s"]
+            recent.extend(frag.finished["return"].tolist())
+            t0 = time.perf_counter()
+            for g in opt.param_groups:
+                g["lr"] = lr * (1.0 - (update - 1.0) / updates)
+            learn(agent, opt, frag, epochs, minibatches)
+            rollout.publish(None if lag == 0 else {k: v.detach().clone() for k, v in agent.state_dict().items()})
+            learn_s += time.perf_counter() - t0
+            mean = float(np.mean(recent)) if recent else 0.0
+            curve.append((update * batch, mean))
+            if log and update % 10 == 0:
+                print(f"steps {update * batch:>7}  mean return {mean:6.1f}  {update * batch / (time.perf_counter() - start):6.0f} steps/s", flush=True)
+            if solved_s is None and len(recent) == recent.maxlen and mean >= target:
+                solved_s = time.perf_counter() - start
+                if stop_when_solved:
+                    break
+    wall = time.perf_counter() - start
+    done = curve[-1][0]
+    return {"steps": done, "wall_s": wall, "steps_per_s": done / wall, "solved_s": solved_s,
+            "mean_return": curve[-1][1], "policy_s": policy_s, "learn_s": learn_s,
+            "outside_share": 1.0 - (policy_s + learn_s) / wall, "lag": lag, "envs": envs, "seed": seed, "curve": curve}
+
+
+def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
+          gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
+          vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
+    """CleanRL's PPO update (clipped objective, clipped value loss, normalised advantages)."""
+    with torch.no_grad():
+        next_value = agent.get_value(torch.from_numpy(frag.obs[-1])).flatten()
+    adv, ret = advantages(frag, next_value, gamma, lam)
+    b_obs = torch.from_numpy(frag.obs[:-1]).reshape(-1, 4)
+    b_act = torch.from_numpy(frag.actions).reshape(-1)
+    b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
+    b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)
+    b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
+    n = b_obs.shape[0]
+    size = n // minibatches
+    for _ in range(epochs):
+        order = np.random.permutation(n)
+        for s in range(0, n, size):
+            mb = torch.from_numpy(order[s:s + size])
+            _, logp, entropy, value = agent.get_action_and_value(b_obs[mb], b_act[mb])
+            ratio = (logp - b_logp[mb]).exp()
+            a = b_adv[mb]
+            a = (a - a.mean()) / (a.std() + 1e-8)
+            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+            value = value.view(-1)
+            v_clipped = b_val[mb] + (value - b_val[mb]).clamp(-clip, clip)
+            v_loss = 0.5 * torch.max((value - b_ret[mb]) ** 2, (v_clipped - b_ret[mb]) ** 2).mean()
+            loss = pg - ent_coef * entropy.mean() + vf_coef * v_loss
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+            opt.step()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps-total", type=int, default=500_000, help="env steps at most (default 500000)")
+    p.add_argument("--envs", type=int, default=8, help="envs (default 8)")
+    p.add_argument("--steps", type=int, default=128, help="steps per fragment (default 128)")
+    p.add_argument("--lag", type=int, default=0, help="max policy lag: 0 on-policy, 1 overlaps collection and training")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-stop", action="store_true", help="train for all the steps even once solved")
+    a = p.parse_args()
+    r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop)
+    r.pop("curve")
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""``rollway.Rollout``: rollway as the rollout engine of a training loop.
+
+Envs and a batched policy stay up between the learner's updates; each
+:meth:`Rollout.collect` hands over a :class:`Fragment` of ``steps`` (T) steps of
+``num_envs`` (N) envs, time-major, with the bootstrap observation::
+
+    rollout = rollway.Rollout("CartPole-v1", policy, num_envs=8, steps=128)
+    for update in range(100):
+        frag = rollout.collect()        # obs [T+1, N, 4], actions [T, N], rewards [T, N], ...
+        loss = ...                      # train on it (torch.from_numpy takes the arrays as they are)
+        rollout.publish()               # the next policy version
+
+The policy is called as in :mod:`rollway.policy` (``policy(obs, first, state)``, on all
+N envs at once) and may return a dict: ``{"actions": a, "state": s, "logprob": lp,
+"value": v}``; keys other than ``actions`` and ``state`` are *extras*, kept per step
+as float32 arrays ``[T, N, ...]`` in ``frag.extras``.
+
+**Versions and lag.** Every step carries the version of the policy that chose its
+action (``frag.version``); :meth:`Rollout.publish` makes the next one. With
+``max_policy_lag=0`` (the default) nothing is collected while the learner trains:
+strictly on-policy, CleanRL's loop. With ``max_policy_lag=k`` collection runs up to
+``k`` fragments ahead on a thread of its own while the learner trains (IMPALA, Sample
+Factory); it then acts with a copy of the network, and ``publish(weights)`` hands
+the new weights to the policy's ``load(weights)`` method, which the rollout calls
+between two batches, never during one. A fragment with a step older than the
+current version − k is dropped and counted (``frag.stats["dropped_steps"]``), never
+delivered.
+
+**Faults.** An env that raises (or a hosted env's process that dies) costs that env's
+episode: the step ends it as truncated with reward 0, the env restarts with
+``first`` set, and ``frag.stats["env_faults"]`` counts it; an env that fails more
+than ``max_restarts`` times in a row ends the rollout. A policy that raises ends
+the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
+``collect`` raises ``KeyboardInterrupt``; the rollout stays usable.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+
+import numpy as np
+
+from rollway import _rollway
+from rollway.spaces import Leaf, leaves
+
+
+class Fragment:
+    """T steps × N envs, time-major. ``obs[t]`` is what ``actions[t]`` was chosen on (by
+    policy version ``version[t]``); ``rewards[t]``, ``terminated[t]``, ``truncated[t]``
+    are what it led to. An episode that ends at ``t`` is reset in the same step:
+    ``obs[t + 1]`` is the next episode's first observation and ``first[t + 1]`` is True.
+    ``obs[T]`` is the bootstrap observation.
+
+    Attributes (numpy arrays; ``torch.from_numpy`` takes each without a copy):
+
+    - ``obs``: ``[T + 1, N, *shape]`` (a dict of such arrays by leaf path for Dict/Tuple spaces)
+    - ``actions``: ``[T, N, *shape]`` (likewise)
+    - ``rewards``: float32 ``[T, N]``; ``terminated``, ``truncated``: bool ``[T, N]``
+    - ``first``: bool ``[T + 1, N]``, the observation starts an episode
+    - ``episode``: int64 ``[T + 1, N]``, the episode each observation belongs to (env
+      slot ``i``'s ``j``-th episode is ``j * N + i``, seeded as ``rollway.run``'s episode
+      of that index with the same seed)
+    - ``version``: int64 ``[T, N]``; ``state``: float32 ``[N, d]``, each env's recurrent
+      state before ``obs[0]`` was acted on (zeros where ``first[0]``)
+    - ``extras``: dict of float32 ``[T, N, ...]``, the policy's per-step outputs
+    - ``finished``: dict of arrays over the episodes that ended inside the fragment:
+      ``env``, ``episode``, ``return``, ``length``, ``terminated``
+    - ``stats``: how it was made: ``steps_per_s``, ``wall_s``, ``policy_s``, ``env_s``,
+      ``waited_s`` (the collecting thread waiting for the learner), ``lag_min``,
+      ``lag_mean``, ``lag_max``, ``dropped_steps`` (so far), ``env_faults``, ``mean_batch``
+    """
+
+    __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
+                 "episode", "version", "state", "extras", "finished", "stats")
+
+    def __init__(self, raw: Dict[str, Any], obs: "_Rows", act: "_Rows"):
+        t, n = raw["steps"], raw["envs"]
+        self.steps: int = t
+        self.envs: int = n
+        self.obs: Any = obs.view(raw["obs"], t + 1, n)
+        self.actions: Any = act.view(raw["actions"], t, n)
+        for k in ("rewards", "terminated", "truncated", "first", "episode", "version", "state", "extras", "finished", "stats"):
+            setattr(self, k, raw[k])
+
+    @property
+    def dones(self) -> np.ndarray:
+        """``terminated | truncated``, bool ``[T, N]``."""
+        return self.terminated | self.truncated
+
+    def __repr__(self) -> str:
+        return (f"Fragment(steps={self.steps}, envs={self.envs}, versions={int(self.version.min())}..{int(self.version.max())}, "
+                f"finished={len(self.finished['episode'])}, extras={sorted(self.extras)})")
+
+
+class _Rows:
+    """Views of a space's packed rows, leaf by leaf, with time and env axes in front."""
+
+    def __init__(self, space_json: str):
+        self.leaves: List[Leaf]
+        self.leaves, self.row = leaves(space_json)
+        self.single = len(self.leaves) == 1 and self.leaves[0].path == "" and self.leaves[0].nbytes == self.row
+
+    def view(self, raw: np.ndarray, t: int, n: int) -> Any:
+        if self.single:
+            leaf = self.leaves[0]
+            return raw.view(leaf.dtype).reshape((t, n, *leaf.shape))
+        out: Dict[str, np.ndarray] = {}
+        for leaf in self.leaves:
+            inner = np.empty(leaf.shape, leaf.dtype).strides
+            out[leaf.path] = np.ndarray((t, n, *leaf.shape), dtype=leaf.dtype, buffer=raw, offset=leaf.offset,
+                                        strides=(n * self.row, self.row, *inner))
+        return out
+
+
+class Rollout:
+    """Envs and a batched policy kept running for a learner (see the module docs).
+
+    ``env``: a built-in id (``rollway.envs()``), ``"gym:ID"``, or a callable returning a
+    Gymnasium env (pickled into the env processes); ``env_params`` its parameters.
+    ``policy``: a callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), or a
+    built-in agent's name. ``num_envs``: N, all acted on in each policy call;
+    ``steps``: T per fragment; ``workers``: threads (hosted envs: processes) the envs
+    are split over; ``seed``: env seeds (same seed, same fragments, whatever the
+    workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
+    row one env may have; ``max_episode_steps``: truncates episodes at this length;
+    ``step_timeout``: seconds a hosted env's step may take before its process is replaced.
+    """
+
+    def __init__(
+        self,
+        env: Union[str, Callable[[], Any]],
+        policy: Union[str, Callable[..., Any]],
+        *,
+        num_envs: int = 8,
+        steps: int = 128,
+        seed: int = 0,
+        workers: int = 1,
+        max_policy_lag: int = 0,
+        max_restarts: int = 3,
+        max_episode_steps: Optional[int] = None,
+        step_timeout: Optional[float] = None,
+        env_params: Optional[Mapping[str, Any]] = None,
+    ):
+        pickle = None
+        if callable(env):
+            from rollway._run import _env_factory
+
+            env, pickle = _env_factory(env)
+        params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (env_params or {}).items()]
+        if max_policy_lag < 0:
+            raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
+        self._policy = policy
+        self._h = _rollway.RolloutHandle(
+            env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
+            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout)
+        obs_json, act_json, limit = self._h.spec()
+        self._obs, self._act = _Rows(obs_json), _Rows(act_json)
+        self._spaces = (obs_json, act_json)
+        self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
+        self.max_episode_steps: Optional[int] = limit
+
+    @property
+    def single_observation_space(self) -> Any:
+        """One env's observation space (a ``gymnasium`` space)."""
+        from rollway.spaces import from_json
+
+        return from_json(self._spaces[0])
+
+    @property
+    def single_action_space(self) -> Any:
+        """One env's action space (a ``gymnasium`` space)."""
+        from rollway.spaces import from_json
+
+        return from_json(self._spaces[1])
+
+    def collect(self) -> Fragment:
+        """The next fragment (waits for it with the GIL released)."""
+        return Fragment(self._h.collect(), self._obs, self._act)
+
+    def publish(self, weights: Any = None) -> int:
+        """Makes the next policy version and returns it. ``weights`` (e.g. a
+        ``state_dict``) go to ``policy.load(weights)``, called by the rollout between two
+        batches; without them the policy is used as it is (enough at ``max_policy_lag=0``,
+        where nothing runs while the learner trains)."""
+        if weights is not None and not callable(getattr(self._policy, "load", None)):
+            raise _rollway.InputError("publish(weights) needs a policy with a load(weights) method")
+        return self._h.publish(weights)
+
+    @property
+    def version(self) -> int:
+        """The latest published version (0 before any)."""
+        return self._h.version
+
+    def __iter__(self) -> Iterator[Fragment]:
+        while True:
+            yield self.collect()
+
+    def close(self) -> None:
+        """Stops collecting and closes every env (hosted processes included)."""
+        self._h.close()
+
+    def __enter__(self) -> "Rollout":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

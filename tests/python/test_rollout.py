@@ -1,0 +1,244 @@
+"""rollway.Rollout, the rollout engine of a training loop: fragments, versions and lag,
+recurrent state, extras, faults, hosted envs (real Gymnasium, real processes), and a
+real PPO learner on it (examples/ppo_cartpole.py, a short run)."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rollway
+from test_hosted import host_processes
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+@pytest.fixture(autouse=True)
+def importable_test_envs(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    yield
+    assert host_processes() == [], "an env process outlived its rollout"
+
+
+def left(obs, first, state):
+    return np.zeros(len(first), dtype=np.int64)
+
+
+def test_fragments_are_time_major_with_the_bootstrap_observation():
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=100, seed=2) as r:
+        f = r.collect()
+    assert f.obs.shape == (101, 4, 4) and f.obs.dtype == np.float32
+    assert f.actions.shape == (100, 4) and f.rewards.shape == (100, 4) and f.rewards.dtype == np.float32
+    assert f.first.shape == (101, 4) and f.first[0].all()
+    ended = f.terminated | f.truncated
+    np.testing.assert_array_equal(f.first[1:], ended)
+    np.testing.assert_array_equal(f.episode[1:] != f.episode[:-1], ended)
+    assert (f.version == 0).all() and f.state.shape == (4, 0)
+    assert len(f.finished["episode"]) == ended.sum() > 0
+    assert set(f.stats) >= {"steps_per_s", "policy_s", "env_s", "waited_s", "lag_max", "dropped_steps", "env_faults", "mean_batch"}
+
+
+def test_torch_takes_the_arrays_without_a_copy():
+    torch = pytest.importorskip("torch")
+    with rollway.Rollout("CartPole-v1", left, num_envs=3, steps=8) as r:
+        f = r.collect()
+    for a in (f.obs, f.actions, f.rewards, f.first, f.version):
+        assert torch.from_numpy(a).data_ptr() == a.ctypes.data
+
+
+def test_extras_and_state_come_back_per_step():
+    seen = []
+
+    def policy(obs, first, state):
+        n = len(first)
+        count = np.where(first, 0.0, state[:, 0] if state.shape[1] else 0.0) + 1.0
+        seen.append(count.copy())
+        return {"actions": (obs[:, 2] > 0).astype(np.int64), "state": count[:, None].astype(np.float32),
+                "value": obs[:, 0] * 2, "logits": np.stack([obs[:, 1], -obs[:, 1]], axis=1)}
+
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=30, seed=4) as r:
+        f1, f2 = r.collect(), r.collect()
+    np.testing.assert_array_equal(f1.extras["value"], f1.obs[:-1, :, 0] * 2)
+    assert f1.extras["logits"].shape == (30, 2, 2) and f1.extras["value"].dtype == np.float32
+    np.testing.assert_array_equal(f1.actions, (f1.obs[:-1, :, 2] > 0).astype(np.int64))
+    # The state handed over at the boundary is what the policy last returned (zeros on `first`).
+    expect = np.where(f2.first[0], 0.0, seen[29])
+    np.testing.assert_array_equal(f2.state[:, 0], expect)
+
+
+def test_lag_zero_is_on_policy_and_publish_versions_every_step():
+    calls = []
+
+    def policy(obs, first, state):
+        calls.append(time.perf_counter())
+        return np.zeros(len(first), dtype=np.int64)
+
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=16) as r:
+        for v in range(3):
+            f = r.collect()
+            assert (f.version == v).all() and f.stats["lag_max"] == 0
+            n = len(calls)
+            time.sleep(0.05)  # training: nothing is collected meanwhile
+            assert len(calls) == n
+            assert r.publish() == v + 1
+
+
+class Weighted:
+    """Acts with the weight it was last loaded with, and says so as an extra."""
+
+    def __init__(self):
+        self.w = 0.0
+
+    def __call__(self, obs, first, state):
+        return {"actions": np.zeros(len(first), dtype=np.int64), "w": np.full(len(first), self.w)}
+
+    def load(self, weights):
+        self.w = float(weights["w"])
+
+
+def test_lag_k_overlaps_training_loads_weights_between_batches_and_bounds_the_lag():
+    p = Weighted()
+    with rollway.Rollout("CartPole-v1", p, num_envs=2, steps=64, max_policy_lag=1) as r:
+        versions = set()
+        for _ in range(6):
+            f = r.collect()
+            assert f.stats["lag_max"] <= 1
+            np.testing.assert_array_equal(f.extras["w"], f.version.astype(np.float32))
+            versions |= set(f.version.ravel().tolist())
+            time.sleep(0.01)
+            r.publish({"w": r.version + 1})
+        assert len(versions) >= 3 and f.stats["dropped_steps"] == 0
+
+
+def test_stale_fragments_are_dropped_and_counted():
+    with rollway.Rollout("CartPole-v1", Weighted(), num_envs=2, steps=8, max_policy_lag=2) as r:
+        r.collect()
+        time.sleep(0.1)
+        for _ in range(5):
+            r.publish({"w": r.version + 1})
+        f = r.collect()
+        assert f.version.min() >= r.version - 2
+        assert f.stats["dropped_steps"] >= 16 and f.stats["dropped_steps"] % 16 == 0
+
+
+def test_publish_weights_needs_a_policy_that_loads_them():
+    with rollway.Rollout("CartPole-v1", left, num_envs=2, steps=4) as r:
+        with pytest.raises(rollway.InputError, match="load"):
+            r.publish({"w": 1})
+
+
+def test_a_policy_that_raises_ends_the_rollout_with_its_own_exception():
+    class Boom(Exception):
+        pass
+
+    calls = []
+
+    def policy(obs, first, state):
+        calls.append(1)
+        if len(calls) == 5:
+            raise Boom("policy bug")
+        return np.zeros(len(first), dtype=np.int64)
+
+    r = rollway.Rollout("gym:CartPole-v1", policy, num_envs=2, steps=4)
+    r.collect()
+    with pytest.raises(Boom, match="policy bug"):
+        r.collect()
+    with pytest.raises(rollway.RollwayError):
+        r.collect()
+    r.close()
+
+
+def test_bad_actions_and_extras_say_what_is_wrong():
+    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"actions": np.zeros(len(f), np.int64), "v": np.zeros(3)}, num_envs=2, steps=4) as r:
+        with pytest.raises(ValueError, match="extra 'v' has shape"):
+            r.collect()
+    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"act": 0}, num_envs=2, steps=4) as r:
+        with pytest.raises(ValueError, match="without 'actions'"):
+            r.collect()
+
+
+def test_bad_settings_are_input_errors():
+    for kw, word in [({"num_envs": 0}, "envs"), ({"num_envs": 2, "workers": 3}, "workers"), ({"steps": 0}, "steps")]:
+        with pytest.raises(rollway.InputError, match=word):
+            rollway.Rollout("CartPole-v1", "random", **kw)
+    with pytest.raises(rollway.InputError, match="unknown env"):
+        rollway.Rollout("NoSuchEnv-v0", "random")
+
+
+def test_hosted_gymnasium_cartpole_gives_the_built_in_fragments_bit_for_bit():
+    frags = {}
+    for env in ("CartPole-v1", "gym:CartPole-v1"):
+        with rollway.Rollout(env, "random", num_envs=4, steps=300, seed=11, workers=2) as r:
+            frags[env] = [r.collect() for _ in range(2)]
+    for a, b in zip(frags["CartPole-v1"], frags["gym:CartPole-v1"]):
+        for k in ("obs", "actions", "rewards", "terminated", "truncated", "first", "episode"):
+            np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+
+
+def test_dict_spaces_come_back_by_leaf():
+    def policy(obs, first, state):
+        n = len(first)
+        return {"move": np.ones((n, 2), np.int64), "push": np.zeros((n, 2), np.float32), "flag": np.ones(n, np.int64)}
+
+    with rollway.Rollout("hosted_envs:AllSpaces", policy, num_envs=2, steps=5, seed=1) as r:
+        f = r.collect()
+    assert f.obs["pos"].shape == (6, 2, 2) and f.obs["img"].shape == (6, 2, 4, 4, 3) and f.obs["img"].dtype == np.uint8
+    assert f.actions["move"].shape == (5, 2, 2) and (f.actions["flag"] == 1).all()
+
+
+@pytest.mark.parametrize("how", ["raise", "kill"])
+def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path, how):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env_params = {"marks": str(marks), "how": how, "every": 3}
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=200, seed=5, env_params=env_params) as r:
+        faults = sum(r.collect().stats["env_faults"] for _ in range(3))
+    assert faults >= len(os.listdir(marks)) > 0
+
+
+def test_a_callable_env_is_hosted():
+    import gymnasium as gym
+
+    with rollway.Rollout(lambda: gym.make("CartPole-v1"), left, num_envs=2, steps=10) as r:
+        assert r.collect().obs.shape == (11, 2, 4)
+
+
+INTERRUPT = r"""
+import os, signal, sys, threading, time, numpy as np, rollway
+def slow(obs, first, state):
+    time.sleep(0.01)
+    return np.zeros(len(first), dtype=np.int64)
+r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps=10**6)
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    r.collect()
+except KeyboardInterrupt:
+    r.close()
+    print("interrupted")
+    sys.exit(0)
+sys.exit("not interrupted")
+"""
+
+
+def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
+    p = subprocess.run([sys.executable, "-c", INTERRUPT], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
+
+
+def test_ppo_learns_cartpole_in_a_short_run():
+    pytest.importorskip("torch")
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import ppo_cartpole
+    finally:
+        sys.path.pop(0)
+    r = ppo_cartpole.train(total_steps=40_960, envs=8, steps=128, lag=0, seed=1, log=False)
+    first, last = r["curve"][2][1], r["curve"][-1][1]
+    # A random policy averages ~22; PPO climbs well past it in 40 updates.
+    assert last > 100 and last > 3 * first, (first, last)
