@@ -21,7 +21,7 @@ import collections
 import copy
 import json
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -61,10 +61,14 @@ class Acting:
 
     def __init__(self, agent: Agent):
         self.agent = agent
+        # Time inside the network's forward and sampling alone, for the "outside" share.
+        self.forward_s = 0.0
 
     @torch.no_grad()
-    def __call__(self, obs: np.ndarray, first: np.ndarray, state: np.ndarray) -> Dict[str, Any]:
+    def __call__(self, obs: np.ndarray, first: np.ndarray, state: Any) -> Dict[str, Any]:
+        t0 = time.perf_counter()
         action, logprob, _, value = self.agent.get_action_and_value(torch.from_numpy(obs))
+        self.forward_s += time.perf_counter() - t0
         return {"actions": action.numpy(), "logprob": logprob.numpy(), "value": value.flatten().numpy()}
 
     def load(self, weights: Dict[str, torch.Tensor]) -> None:
@@ -86,9 +90,16 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
     return adv, adv + values
 
 
+def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int) -> rollway.Rollout:
+    """Where fragments come from: a rollway rollout (the bench swaps in other engines)."""
+    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag)
+
+
 def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
           lr: float = 2.5e-4, epochs: int = 4, minibatches: int = 4, target: float = 475.0,
-          stop_when_solved: bool = True, log: bool = True) -> Dict[str, Any]:
+          stop_when_solved: bool = True, log: bool = True,
+          source: Callable[..., Any] = rollway_source) -> Dict[str, Any]:
+    """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     torch.set_num_threads(1)
@@ -98,12 +109,12 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
     batch = envs * steps
     updates = total_steps // batch
     recent: collections.deque = collections.deque(maxlen=20)
-    curve, solved_s, learn_s, policy_s = [], None, 0.0, 0.0
+    curve, solved_s, learn_s = [], None, 0.0
     start = time.perf_counter()
-    with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag) as rollout:
+    rollout = source(acting, envs, steps, seed, lag)
+    try:
         for update in range(1, updates + 1):
             frag = rollout.collect()
-            policy_s += frag.stats["policy_s"]
             recent.extend(frag.finished["return"].tolist())
             t0 = time.perf_counter()
             for g in opt.param_groups:
@@ -119,11 +130,13 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
                 solved_s = time.perf_counter() - start
                 if stop_when_solved:
                     break
+    finally:
+        rollout.close()
     wall = time.perf_counter() - start
     done = curve[-1][0]
     return {"steps": done, "wall_s": wall, "steps_per_s": done / wall, "solved_s": solved_s,
-            "mean_return": curve[-1][1], "policy_s": policy_s, "learn_s": learn_s,
-            "outside_share": 1.0 - (policy_s + learn_s) / wall, "lag": lag, "envs": envs, "seed": seed, "curve": curve}
+            "mean_return": curve[-1][1], "forward_s": acting.forward_s, "learn_s": learn_s,
+            "outside_share": 1.0 - (acting.forward_s + learn_s) / wall, "lag": lag, "envs": envs, "seed": seed, "curve": curve}
 
 
 def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,

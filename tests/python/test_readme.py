@@ -12,7 +12,7 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 3, "the package tour, the own-env-and-policy example and the Ray one"
+    assert len(blocks) == 4, "the package tour, the own-env-and-policy example, the Ray one and the training loop"
     return blocks
 
 
@@ -23,7 +23,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own, on_ray = python_examples()
+    tour, own, on_ray, training = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -36,6 +36,13 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     for name in ("data/hosted", "data/a", "data/mlp"):
         assert len(rollway.Dataset(name)) == 100
     assert rollway.Dataset("data/mlp").metadata["runs"][0]["config"]["agent"] == "python:policy"
+
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(README), "examples"))
+    scope = {}
+    exec(compile(training, "README.md (training)", "exec"), scope)
+    # 50 PPO updates: well past a random policy's ~22 (the example's 400 solve it).
+    assert scope["frag"].finished["return"].mean() > 50 and (scope["frag"].version == 49).all()
 
     pytest.importorskip("ray")
     scope = {}
