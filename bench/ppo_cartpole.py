@@ -97,7 +97,7 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
     else:
         kind = system.split("-")[1]
         r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
-                               source=lambda acting, e, s, sd, lag: GymSource(kind, acting, e, s, sd))
+                               source=lambda acting, e, s, sd, lag, **_: GymSource(kind, acting, e, s, sd))
     r.pop("curve")
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     r["system"] = system

@@ -55,11 +55,15 @@ class Agent(nn.Module):
             action = dist.sample()
         return action, dist.log_prob(action), dist.entropy(), self.critic(x)
 
+    def act(self, obs: torch.Tensor, first: np.ndarray, state: Any) -> Dict[str, Any]:
+        action, logprob, _, value = self.get_action_and_value(obs)
+        return {"actions": action, "logprob": logprob, "value": value.flatten()}
+
 
 class Acting:
     """The policy the rollout calls: actions, with log-probs and values as extras."""
 
-    def __init__(self, agent: Agent):
+    def __init__(self, agent: nn.Module):
         self.agent = agent
         # Time inside the network's forward and sampling alone, for the "outside" share.
         self.forward_s = 0.0
@@ -67,9 +71,9 @@ class Acting:
     @torch.no_grad()
     def __call__(self, obs: np.ndarray, first: np.ndarray, state: Any) -> Dict[str, Any]:
         t0 = time.perf_counter()
-        action, logprob, _, value = self.agent.get_action_and_value(torch.from_numpy(obs))
+        out = self.agent.act(torch.from_numpy(obs), first, state)
         self.forward_s += time.perf_counter() - t0
-        return {"actions": action.numpy(), "logprob": logprob.numpy(), "value": value.flatten().numpy()}
+        return {k: v.numpy() for k, v in out.items()}
 
     def load(self, weights: Dict[str, torch.Tensor]) -> None:
         self.agent.load_state_dict(weights)
@@ -90,20 +94,22 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
     return adv, adv + values
 
 
-def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int) -> rollway.Rollout:
+def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, **env_params: Any) -> rollway.Rollout:
     """Where fragments come from: a rollway rollout (the bench swaps in other engines)."""
-    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag)
+    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag, env_params=env_params)
 
 
 def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
           lr: float = 2.5e-4, epochs: int = 4, minibatches: int = 4, target: float = 475.0,
-          stop_when_solved: bool = True, log: bool = True,
-          source: Callable[..., Any] = rollway_source) -> Dict[str, Any]:
+          stop_when_solved: bool = True, log: bool = True, source: Callable[..., Any] = rollway_source,
+          make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
+          env_params: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     torch.set_num_threads(1)
-    agent = Agent(4, 2)
+    agent = make_agent()
+    update_fn = update or learn
     acting = Acting(agent if lag == 0 else copy.deepcopy(agent))
     opt = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
     batch = envs * steps
@@ -111,7 +117,7 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
     recent: collections.deque = collections.deque(maxlen=20)
     curve, solved_s, learn_s = [], None, 0.0
     start = time.perf_counter()
-    rollout = source(acting, envs, steps, seed, lag)
+    rollout = source(acting, envs, steps, seed, lag, **(env_params or {}))
     try:
         for update in range(1, updates + 1):
             frag = rollout.collect()
@@ -119,7 +125,7 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
             t0 = time.perf_counter()
             for g in opt.param_groups:
                 g["lr"] = lr * (1.0 - (update - 1.0) / updates)
-            learn(agent, opt, frag, epochs, minibatches)
+            update_fn(agent, opt, frag, epochs, minibatches)
             rollout.publish(None if lag == 0 else {k: v.detach().clone() for k, v in agent.state_dict().items()})
             learn_s += time.perf_counter() - t0
             mean = float(np.mean(recent)) if recent else 0.0
@@ -146,7 +152,7 @@ def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epoc
     with torch.no_grad():
         next_value = agent.get_value(torch.from_numpy(frag.obs[-1])).flatten()
     adv, ret = advantages(frag, next_value, gamma, lam)
-    b_obs = torch.from_numpy(frag.obs[:-1]).reshape(-1, 4)
+    b_obs = torch.from_numpy(frag.obs[:-1]).reshape(-1, frag.obs.shape[-1])
     b_act = torch.from_numpy(frag.actions).reshape(-1)
     b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
     b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)

@@ -125,6 +125,12 @@ class Rollout:
     workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
     row one env may have; ``max_episode_steps``: truncates episodes at this length;
     ``step_timeout``: seconds a hosted env's step may take before its process is replaced.
+    ``host``: where Python envs (``gym:ID``, callables) step: ``"inline"`` in the rollout's
+    own thread under the GIL (no process, no pipe round trip: fastest for few cheap envs,
+    but an env that hangs or crashes the interpreter takes the learner with it),
+    ``"process"`` in env processes (``workers`` of them, stepping in parallel, outside the
+    GIL, killable), or ``"auto"``: inline with one worker at ``max_policy_lag=0``, where a
+    process would only add its round trip; processes otherwise.
     """
 
     def __init__(
@@ -141,6 +147,7 @@ class Rollout:
         max_episode_steps: Optional[int] = None,
         step_timeout: Optional[float] = None,
         env_params: Optional[Mapping[str, Any]] = None,
+        host: str = "auto",
     ):
         pickle = None
         if callable(env):
@@ -153,7 +160,7 @@ class Rollout:
         self._policy = policy
         self._h = _rollway.RolloutHandle(
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
-            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout)
+            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host)
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = _Rows(obs_json), _Rows(act_json)
         self._spaces = (obs_json, act_json)

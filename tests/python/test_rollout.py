@@ -171,10 +171,11 @@ def test_bad_settings_are_input_errors():
         rollway.Rollout("NoSuchEnv-v0", "random")
 
 
-def test_hosted_gymnasium_cartpole_gives_the_built_in_fragments_bit_for_bit():
+@pytest.mark.parametrize("host,workers", [("inline", 1), ("process", 1), ("process", 2)])
+def test_hosted_gymnasium_cartpole_gives_the_built_in_fragments_bit_for_bit(host, workers):
     frags = {}
     for env in ("CartPole-v1", "gym:CartPole-v1"):
-        with rollway.Rollout(env, "random", num_envs=4, steps=300, seed=11, workers=2) as r:
+        with rollway.Rollout(env, "random", num_envs=4, steps=300, seed=11, workers=workers, host=host) as r:
             frags[env] = [r.collect() for _ in range(2)]
     for a, b in zip(frags["CartPole-v1"], frags["gym:CartPole-v1"]):
         for k in ("obs", "actions", "rewards", "terminated", "truncated", "first", "episode"):
@@ -192,21 +193,33 @@ def test_dict_spaces_come_back_by_leaf():
     assert f.actions["move"].shape == (5, 2, 2) and (f.actions["flag"] == 1).all()
 
 
-@pytest.mark.parametrize("how", ["raise", "kill"])
-def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path, how):
+@pytest.mark.parametrize("how,host", [("raise", "inline"), ("raise", "process"), ("kill", "process")])
+def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path, how, host):
     marks = tmp_path / "marks"
     marks.mkdir()
     env_params = {"marks": str(marks), "how": how, "every": 3}
-    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=200, seed=5, env_params=env_params) as r:
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=200, seed=5, env_params=env_params, host=host) as r:
         faults = sum(r.collect().stats["env_faults"] for _ in range(3))
     assert faults >= len(os.listdir(marks)) > 0
 
 
-def test_a_callable_env_is_hosted():
+@pytest.mark.parametrize("host", ["inline", "process"])
+def test_a_callable_env_is_hosted(host):
     import gymnasium as gym
 
-    with rollway.Rollout(lambda: gym.make("CartPole-v1"), left, num_envs=2, steps=10) as r:
+    with rollway.Rollout(lambda: gym.make("CartPole-v1"), left, num_envs=2, steps=10, host=host) as r:
         assert r.collect().obs.shape == (11, 2, 4)
+
+
+def test_an_unknown_host_is_an_input_error():
+    with pytest.raises(rollway.InputError, match="host must be"):
+        rollway.Rollout("gym:CartPole-v1", left, host="thread")
+
+
+def test_an_inline_env_that_cannot_be_made_says_why():
+    for host in ("inline", "process"):
+        with pytest.raises(rollway.RollwayError, match="NoSuchEnv"):
+            rollway.Rollout("gym:NoSuchEnv-v9", left, host=host)
 
 
 INTERRUPT = r"""

@@ -15,13 +15,20 @@ use crate::classic::{self, EnvRng};
 pub static ENTRY: EnvEntry = EnvEntry {
     id: "CartPole-v1",
     summary: "Gymnasium cart-pole balancing (exact dynamics; Discrete(2), 500 steps)",
-    params: &[("sutton_barto_reward", "true: reward 0 per step and -1 on failure (default false)")],
+    params: &[
+        ("sutton_barto_reward", "true: reward 0 per step and -1 on failure (default false)"),
+        ("velocities", "false: observe only (x, theta), a partially observed task only a recurrent policy solves (default true)"),
+    ],
     make,
 };
 
 fn make(p: &Params) -> Result<Box<dyn Env>> {
-    p.expect_only(&["sutton_barto_reward"])?;
-    Ok(Box::new(CartPole::new(p.get("sutton_barto_reward", false)?)?))
+    p.expect_only(&["sutton_barto_reward", "velocities"])?;
+    let mut env = CartPole::new(p.get("sutton_barto_reward", false)?)?;
+    if !p.get("velocities", true)? {
+        env.hide_velocities()?;
+    }
+    Ok(Box::new(env))
 }
 
 const GRAVITY: f64 = 9.8;
@@ -43,6 +50,8 @@ const X_THRESHOLD: f64 = 2.4;
 pub struct CartPole {
     spec: EnvSpec,
     sutton_barto: bool,
+    /// Only `(x, theta)` are observed.
+    hidden_velocities: bool,
     rng: EnvRng,
     state: Option<[f64; 4]>,
     /// Steps taken after termination (`None` until the pole falls), for Gymnasium's
@@ -66,10 +75,21 @@ impl CartPole {
                 reward_threshold: Some(475.0),
             },
             sutton_barto,
+            hidden_velocities: false,
             rng: classic::default_rng(),
             state: None,
             steps_beyond_terminated: None,
         })
+    }
+
+    /// Observes `(x, theta)` only (the `velocities=false` parameter): the
+    /// observation space becomes those two elements of the full one.
+    pub fn hide_velocities(&mut self) -> Result<()> {
+        let high = classic::f32_values(&[X_THRESHOLD * 2.0, THETA_THRESHOLD * 2.0]);
+        let low = high.iter().map(|h| -h).collect();
+        self.spec.observation_space = Space::box_with(DType::F32, &[2], low, high)?;
+        self.hidden_velocities = true;
+        Ok(())
     }
 
     /// The physical state `(x, x_dot, theta, theta_dot)`, if reset.
@@ -82,8 +102,12 @@ impl CartPole {
         self.state = Some(state);
     }
 
-    fn write_obs(state: &[f64; 4], mut obs: RowMut<'_>) {
+    fn write_obs(&self, state: &[f64; 4], mut obs: RowMut<'_>) {
         let o = obs.leaf_mut::<f32>(0);
+        if self.hidden_velocities {
+            (o[0], o[1]) = (state[0] as f32, state[2] as f32);
+            return;
+        }
         for (o, s) in o.iter_mut().zip(state) {
             *o = *s as f32;
         }
@@ -108,7 +132,7 @@ impl Env for CartPole {
         }
         self.state = Some(state);
         self.steps_beyond_terminated = None;
-        Self::write_obs(&state, obs);
+        self.write_obs(&state, obs);
         Ok(())
     }
 
@@ -152,7 +176,7 @@ impl Env for CartPole {
             self.steps_beyond_terminated = Some(0);
             fail_reward
         };
-        Self::write_obs(&state, obs);
+        self.write_obs(&state, obs);
         Ok(StepOutcome { reward, terminated, truncated: false })
     }
 }
@@ -184,6 +208,26 @@ mod tests {
         fn step(&mut self, a: i64) -> Result<StepOutcome> {
             self.act.row_mut(0).copy_from_slice(&a.to_ne_bytes());
             self.env.step(RowRef::new(&self.al, self.act.row(0)), RowMut::new(&self.ol, self.obs.row_mut(0)))
+        }
+    }
+
+    #[test]
+    fn hidden_velocities_observe_x_and_theta_of_the_same_dynamics() {
+        let mut full = Harness::new();
+        let env = crate::make("CartPole-v1", &Params(std::iter::once(("velocities".to_string(), "false".to_string())).collect())).unwrap();
+        let (ol, al) = (Layout::of(&env.spec().observation_space), Layout::of(&env.spec().action_space));
+        assert_eq!(ol.leaves()[0].shape, vec![2]);
+        let mut part = Harness { env, obs: Rows::new(ol.row_bytes(), 1), ol, act: Rows::new(al.row_bytes(), 1), al };
+        let (a, b) = (full.reset(Some(5)), part.reset(Some(5)));
+        assert_eq!(b, vec![a[0], a[2]]);
+        for k in 0..30 {
+            let (x, y) = (full.step(k % 2).unwrap(), part.step(k % 2).unwrap());
+            assert_eq!(x, y);
+            let (a, b) = (
+                RowRef::new(&full.ol, full.obs.row(0)).leaf::<f32>(0).to_vec(),
+                RowRef::new(&part.ol, part.obs.row(0)).leaf::<f32>(0).to_vec(),
+            );
+            assert_eq!(b, vec![a[0], a[2]]);
         }
     }
 

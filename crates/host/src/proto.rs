@@ -87,6 +87,24 @@ pub struct SpecJson {
     pub reward_threshold: Option<f64>,
 }
 
+impl SpecJson {
+    /// The spec, its spaces parsed; errors name `env` and which space.
+    pub fn to_spec(&self, env: &str) -> rollway_core::Result<rollway_core::EnvSpec> {
+        let space = |what: &str, json: &str| {
+            rollway_core::Space::from_json(json)
+                .map_err(|e| rollway_core::Error::Env { env: env.to_string(), message: format!("{what} space: {e}") })
+        };
+        Ok(rollway_core::EnvSpec {
+            id: self.id.clone(),
+            observation_space: space("observation", &self.observation_space)?,
+            action_space: space("action", &self.action_space)?,
+            max_episode_steps: self.max_episode_steps,
+            render_fps: self.render_fps,
+            reward_threshold: self.reward_threshold,
+        })
+    }
+}
+
 /// The answer to a [`Setup`]: the spec, or why the env could not be made.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Hello {

@@ -192,6 +192,19 @@ impl Region {
         &mut self.map[r]
     }
 
+    /// The action row of `slot` to read and its observation row to write, at once
+    /// (the two sections never overlap).
+    pub fn act_obs_mut(&mut self, slot: usize) -> (&[u8], &mut [u8]) {
+        let (a, o) = (self.row(self.at.act, self.act_row, slot), self.row(self.at.obs, self.obs_row, slot));
+        if a.end <= o.start {
+            let (lo, hi) = self.map.split_at_mut(o.start);
+            (&lo[a], &mut hi[..o.len()])
+        } else {
+            let (lo, hi) = self.map.split_at_mut(a.start);
+            (&hi[..a.len()], &mut lo[o])
+        }
+    }
+
     /// Where row `slot` of a section of `size`-byte rows starting at `base` lies.
     fn row(&self, base: usize, size: usize, slot: usize) -> std::ops::Range<usize> {
         base + slot * size..base + (slot + 1) * size

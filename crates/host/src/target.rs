@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rollway_core::{EnvSpec, Error, Layout, Result, Space};
+use rollway_core::{EnvSpec, Error, Layout, Result};
 
 use crate::process::{self, Process};
 use crate::proto::{Hello, Setup};
@@ -71,15 +71,7 @@ impl Target {
         let env_err = |message: String| Error::Env { env: self.name.clone(), message };
         let (_, hello) = self.open(0, None, "none").map_err(env_err)?;
         let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
-        let space = |what: &str, json: &str| Space::from_json(json).map_err(|e| env_err(format!("{what} space: {e}")));
-        let spec = EnvSpec {
-            id: s.id,
-            observation_space: space("observation", &s.observation_space)?,
-            action_space: space("action", &s.action_space)?,
-            max_episode_steps: s.max_episode_steps,
-            render_fps: s.render_fps,
-            reward_threshold: s.reward_threshold,
-        };
+        let spec = s.to_spec(&self.name)?;
         *cached = Some(spec.clone());
         Ok(spec)
     }

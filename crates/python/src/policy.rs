@@ -36,7 +36,7 @@ impl AgentFactory for PyPolicies {
 
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
         let adapter = Python::attach(|py| adapter(py, &self.policy, spec))
-        .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
         Ok(Box::new(PyPolicy { name: self.name.clone(), adapter }))
     }
 }
@@ -55,9 +55,12 @@ struct PyPolicy {
 /// What the adapter returns: packed actions, and the new state (bytes, width) if any.
 pub(crate) type Answer = (Vec<u8>, Option<(Vec<u8>, usize)>);
 
+/// The adapter's arguments: observations, first flags and states as bytearrays, and `n`, `d`.
+pub(crate) type Gathered<'py> = (Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, usize, usize);
+
 /// The batch as the adapter's arguments: observations, first flags and states
 /// gathered into bytearrays (one copy: see the module docs), and `n`, `d`.
-pub(crate) fn gather<'py>(py: Python<'py>, batch: &ActBatch<'_>) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, usize, usize)> {
+pub(crate) fn gather<'py>(py: Python<'py>, batch: &ActBatch<'_>) -> PyResult<Gathered<'py>> {
     let n = batch.len();
     let d = batch.segments.iter().flat_map(|s| s.memory.iter().map(Vec::len)).max().unwrap_or(0);
     let ob = batch.obs_layout.row_bytes();

@@ -28,12 +28,62 @@ type Raised = Arc<Mutex<Option<PyErr>>>;
 struct PyRolloutPolicy {
     adapter: Py<PyAny>,
     raised: Raised,
+    kept: Option<ThreadState>,
+}
+
+/// The collecting thread's Python thread state, kept from one policy call to the
+/// next within a fragment. Without it every call (`Python::attach` on a thread
+/// Python did not start) makes a fresh thread state and deletes it after: ~µs of
+/// its own, and every per-thread cache the policy's code builds (`threading.local`,
+/// torch's thread-local state) is lost at each step. Measured in bench/RESULTS.md
+/// (issue 32). Let go at each fragment's end (`Policy::pause`), so no thread state
+/// outlives the fragment it served, whatever the interpreter does meanwhile.
+struct ThreadState {
+    thread: std::thread::ThreadId,
+    gil: pyo3::ffi::PyGILState_STATE,
+    tstate: *mut pyo3::ffi::PyThreadState,
+}
+
+// SAFETY: the pointer is only used on the thread that made it (checked in `drop`);
+// the struct travels with the policy but is never dereferenced elsewhere.
+unsafe impl Send for ThreadState {}
+
+impl ThreadState {
+    /// Called outside any `Python::attach`, on the collecting thread.
+    fn keep() -> ThreadState {
+        // SAFETY: this thread holds no GIL here (the sampler calls `act` outside any
+        // attach). `PyGILState_Ensure` makes this thread's state and takes the GIL;
+        // `PyEval_SaveThread` releases the GIL and hands back the state, which stays
+        // this thread's: each later `Python::attach` here finds and reuses it.
+        let (gil, tstate) = unsafe {
+            let gil = pyo3::ffi::PyGILState_Ensure();
+            (gil, pyo3::ffi::PyEval_SaveThread())
+        };
+        ThreadState { thread: std::thread::current().id(), gil, tstate }
+    }
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        if std::thread::current().id() != self.thread {
+            // Never happens (the policy pauses and drops on its thread); leaking beats touching another thread's state.
+            return;
+        }
+        // SAFETY: on the thread that made the state, holding no GIL (no attach is
+        // open here): `PyEval_RestoreThread` retakes the GIL with it, and
+        // `PyGILState_Release` undoes `keep`'s ensure, deleting the state.
+        unsafe {
+            pyo3::ffi::PyEval_RestoreThread(self.tstate);
+            pyo3::ffi::PyGILState_Release(self.gil);
+        }
+    }
 }
 
 type RolloutAnswer = (Vec<u8>, Option<(Vec<u8>, usize)>, Vec<(String, Vec<u8>, Vec<usize>)>);
 
 impl Policy for PyRolloutPolicy {
     fn act(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<Extra>) -> rollway_core::Result<()> {
+        self.kept.get_or_insert_with(ThreadState::keep);
         let err = |message: String| Error::Agent { agent: "policy".into(), message };
         let answer = Python::attach(|py| -> PyResult<RolloutAnswer> {
             let (obs, first, state, n, d) = gather(py, batch)?;
@@ -51,6 +101,10 @@ impl Policy for PyRolloutPolicy {
         }
         scatter(batch, (actions, state) as Answer, err)
     }
+
+    fn pause(&mut self) {
+        self.kept = None;
+    }
 }
 
 /// The running rollout behind `rollway.Rollout`.
@@ -64,7 +118,7 @@ pub struct RolloutHandle {
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -81,11 +135,21 @@ impl RolloutHandle {
         max_restarts: u32,
         max_steps: Option<u64>,
         step_timeout: Option<f64>,
+        host: &str,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
+        let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
+        // In one thread with nothing to overlap, a process only adds its pipe round trip (inline_host.rs).
+        let inline = match host {
+            "inline" => true,
+            "process" => false,
+            "auto" => workers == 1 && max_policy_lag == 0,
+            other => return Err(input_error(format!("host must be \"auto\", \"inline\" or \"process\", got {other:?}"))),
+        };
         let factory: Arc<dyn EnvFactory> = match env_pickle {
+            _ if python_env && inline => crate::inline_host::factory(py, &env, &params, env_pickle)?,
             Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python, p)),
-            None if rollway_host::is_hosted(&env) => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python)),
+            None if python_env => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python)),
             None => Arc::new(rollway_envs::Registered::new(&env, params)),
         };
         let f = factory.clone();
@@ -98,10 +162,11 @@ impl RolloutHandle {
             }
             Err(_) => {
                 let adapter = crate::policy::adapter(py, &policy.unbind(), &spec)?;
-                (Box::new(PyRolloutPolicy { adapter: adapter.clone_ref(py), raised: raised.clone() }), Some(adapter))
+                (Box::new(PyRolloutPolicy { adapter: adapter.clone_ref(py), raised: raised.clone(), kept: None }), Some(adapter))
             }
         };
-        let step_timeout = step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
+        let step_timeout =
+            step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
         let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout };
         let engine = py.detach(move || Rollout::start(cfg, factory, policy)).py()?;
         Ok(RolloutHandle { engine: Some(engine), adapter, raised })
@@ -137,7 +202,8 @@ impl RolloutHandle {
         let update: Option<Update> = match weights {
             None => None,
             Some(w) => {
-                let adapter = self.adapter.as_ref().ok_or_else(|| input_error("publish(weights): a built-in agent has no weights to load"))?;
+                let adapter =
+                    self.adapter.as_ref().ok_or_else(|| input_error("publish(weights): a built-in agent has no weights to load"))?;
                 let (adapter, raised) = (Python::attach(|py| adapter.clone_ref(py)), self.raised.clone());
                 Some(Box::new(move |_: &mut dyn Policy| {
                     Python::attach(|py| adapter.bind(py).call_method1("load", (w,)).map(drop)).map_err(|e| {
@@ -217,14 +283,31 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
     fin.set_item("episode", arrays::from_vec(py, col(&|e| e.episode as i64), DType::I64, &[k])?)?;
     fin.set_item("length", arrays::from_vec(py, col(&|e| e.length as i64), DType::I64, &[k])?)?;
     fin.set_item("return", arrays::from_vec(py, f.finished.iter().map(|e| e.ret).collect::<Vec<f64>>(), DType::F64, &[k])?)?;
-    fin.set_item("terminated", arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?)?;
+    fin.set_item(
+        "terminated",
+        arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?,
+    )?;
     d.set_item("finished", fin)?;
     let s = &f.stats;
     let stats = PyDict::new(py);
-    for (k, v) in [("wall_s", s.wall_s), ("steps_per_s", s.steps_per_s), ("policy_s", s.policy_s), ("env_s", s.env_s), ("waited_s", s.waited_s), ("lag_mean", s.lag_mean), ("mean_batch", s.mean_batch)] {
+    for (k, v) in [
+        ("wall_s", s.wall_s),
+        ("steps_per_s", s.steps_per_s),
+        ("policy_s", s.policy_s),
+        ("env_s", s.env_s),
+        ("waited_s", s.waited_s),
+        ("lag_mean", s.lag_mean),
+        ("mean_batch", s.mean_batch),
+    ] {
         stats.set_item(k, v)?;
     }
-    for (k, v) in [("lag_min", s.lag_min), ("lag_max", s.lag_max), ("dropped_steps", s.dropped_steps), ("env_faults", s.env_faults), ("batches", s.batches)] {
+    for (k, v) in [
+        ("lag_min", s.lag_min),
+        ("lag_max", s.lag_max),
+        ("dropped_steps", s.dropped_steps),
+        ("env_faults", s.env_faults),
+        ("batches", s.batches),
+    ] {
         stats.set_item(k, v)?;
     }
     d.set_item("stats", stats)?;

@@ -35,6 +35,11 @@ pub(crate) struct Part {
 
 impl Part {
     fn run(&mut self) {
+        // A round with nothing to do (no env of this part ended) costs a hosted block no round trip.
+        if self.ops.is_empty() {
+            self.results.clear();
+            return;
+        }
         self.block.run(&self.ops, &self.act, &mut self.obs, &mut self.results);
     }
 
@@ -106,7 +111,7 @@ impl Envs {
         let mut out = 0;
         for i in (1..self.parts.len()).rev() {
             if self.parts[i].ops.is_empty() {
-                self.parts[i].results.clear();
+                self.parts[i].run();
                 continue;
             }
             let p = self.parts.remove(i);

@@ -33,6 +33,11 @@ pub trait Policy: Send {
     /// and leaves this batch's extras in `extras`: the same names, in the same
     /// order and shapes, on every call.
     fn act(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<Extra>) -> rollway_core::Result<()>;
+
+    /// The collecting thread finished a fragment and may now wait a while: let go
+    /// of what ties the policy to that thread meanwhile (a Python policy keeps its
+    /// interpreter thread state from one call to the next within a fragment).
+    fn pause(&mut self) {}
 }
 
 /// A built-in (or any) agent as a rollout policy: actions and memory, no extras.

@@ -107,6 +107,7 @@ impl Sampler {
             f.stats.env_s += t1.elapsed().as_secs_f64();
             self.snapshot(&mut f);
         }
+        self.policy.pause();
         let s = &mut f.stats;
         s.wall_s = clock.elapsed().as_secs_f64();
         s.steps_per_s = (t_len * n) as f64 / s.wall_s.max(1e-9);

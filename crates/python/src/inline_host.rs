@@ -1,0 +1,127 @@
+//! Python envs stepped in the engine's own thread, under the GIL, with no process:
+//! the in-process host. Each op is a direct call of `env.step`/`env.reset`
+//! ([`PyEnvs`], the same loop the env processes run), so a round of N envs costs N
+//! calls and no pipe round trip. It pays where a process's round trip (~50 µs on a
+//! 2-core VM) is most of a round: few, cheap envs, as in CleanRL-style loops with
+//! 4-8 envs. Its price: the envs step one at a time while holding the GIL, so a
+//! Python thread (a learner) waits meanwhile, and an env that crashes the
+//! interpreter or hangs takes the run with it (no process to kill). Both hosts
+//! give the same observations for the same seeds.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Failure, Info, Op, Params, Result, Rows, SlotResult};
+use rollway_host::proto::{Setup, SpecJson};
+
+use crate::pyenvs::PyEnvs;
+
+/// An [`EnvFactory`] whose blocks step Python envs in the calling thread.
+pub struct InlineEnvs {
+    name: String,
+    setup: String,
+    pickled: Vec<u8>,
+    spec: EnvSpec,
+}
+
+impl InlineEnvs {
+    /// Envs `name` (`gym:ID`, `module:callable`, or a display name with `pickled`,
+    /// a cloudpickled factory) with `params`, resolved as the env processes do.
+    pub fn new(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>) -> PyResult<InlineEnvs> {
+        let setup =
+            Setup { target: name.into(), params: params.0.clone(), pickled: pickled.is_some(), n: 0, shm: None, infos: "none".into() };
+        let setup = serde_json::to_string(&setup).expect("setups serialize");
+        let pickled = pickled.unwrap_or_default();
+        // As the process host reports it: the env named, the Python error's text.
+        let made = prepare(py, &setup, &pickled).map_err(|e| crate::errors::input_error(format!("env {name}: {e}")))?;
+        let spec: SpecJson = serde_json::from_str(&made.get_item(2)?.extract::<String>()?)
+            .map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
+        let _ = made.get_item(1)?.call_method0("close");
+        let spec = spec.to_spec(name).map_err(|e| crate::errors::input_error(e.to_string()))?;
+        Ok(InlineEnvs { name: name.into(), setup, pickled, spec })
+    }
+}
+
+fn prepare<'py>(py: Python<'py>, setup: &str, pickled: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+    let prepare = py.import("rollway._host")?.getattr("prepare")?;
+    Ok(prepare.call1((setup, PyBytes::new(py, pickled)))?.cast_into::<PyTuple>()?)
+}
+
+impl EnvFactory for InlineEnvs {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn make(&self) -> Result<Box<dyn Env>> {
+        Err(Error::Env { env: self.name.clone(), message: "in-process Python envs are stepped in blocks, not one by one".into() })
+    }
+
+    fn spec(&self) -> Result<EnvSpec> {
+        Ok(self.spec.clone())
+    }
+
+    fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
+        let made = Python::attach(|py| prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, n, options.infos)));
+        Some(Box::new(match made {
+            Ok(envs) => Inline { envs: Some(envs), infos: vec![Info::new(); n], error: None },
+            // Every op of the block fails with why; the run counts and reports it like any env failure.
+            Err(e) => Inline { envs: None, infos: Vec::new(), error: Some(e.to_string()) },
+        }))
+    }
+}
+
+/// One block of in-process envs.
+struct Inline {
+    envs: Option<PyEnvs>,
+    infos: Vec<Info>,
+    error: Option<String>,
+}
+
+impl EnvBlock for Inline {
+    fn run(&mut self, ops: &[(usize, Op)], act: &Rows, obs: &mut Rows, out: &mut Vec<SlotResult>) {
+        out.clear();
+        let Some(envs) = self.envs.as_mut() else {
+            let error = self.error.clone().unwrap_or_default();
+            out.extend(ops.iter().map(|_| Err(Failure { error: error.clone(), restarted: true })));
+            return;
+        };
+        Python::attach(|py| {
+            for &(slot, op) in ops {
+                let res = match op {
+                    Op::Step => envs.step(py, slot, act.row(slot), obs.row_mut(slot)),
+                    Op::Reset(seed) => envs.reset(py, slot, seed, obs.row_mut(slot)).map(|info| (Default::default(), info)),
+                };
+                out.push(match res {
+                    Ok((outcome, info)) => {
+                        if let Some(info) = info {
+                            self.infos[slot] = info;
+                        }
+                        Ok(outcome)
+                    }
+                    Err(error) => {
+                        envs.fail(py, slot);
+                        Err(Failure { error, restarted: true })
+                    }
+                });
+            }
+        });
+    }
+
+    fn info(&mut self, slot: usize) -> Info {
+        self.infos.get(slot).cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Inline {
+    fn drop(&mut self) {
+        if let Some(mut envs) = self.envs.take() {
+            Python::attach(|py| envs.close(py));
+        }
+    }
+}
+
+/// Whether in-process envs are wanted: `host="inline"` (or `"process"`, the default).
+pub fn factory(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>) -> PyResult<Arc<dyn EnvFactory>> {
+    Ok(Arc::new(InlineEnvs::new(py, name, params, pickled)?))
+}

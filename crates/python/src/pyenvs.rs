@@ -1,0 +1,124 @@
+//! Python envs of one block, stepped from rollway's rows: what both hosts share —
+//! the env process's round loop (`host.rs`) and the in-process host (`inline_host.rs`).
+//!
+//! Per op it is one call of `env.step`/`env.reset`; actions and observations cross
+//! between rows and Python without a Python-level packer for the common spaces
+//! (see [`crate::rows`]), else through the package's packers.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+
+use crate::rows::{fast_row, fast_value, stepped, Stepped};
+
+/// `rollway._host.prepare`'s answer: `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
+pub(crate) struct PyEnvs {
+    make: Py<PyAny>,
+    pack_obs: Py<PyAny>,
+    unpack_act: Py<PyAny>,
+    dump_info: Py<PyAny>,
+    envs: Vec<Option<Py<PyAny>>>,
+    ol: Layout,
+    al: Layout,
+    pub infos: InfoNeed,
+    buf: Vec<u8>,
+}
+
+impl PyEnvs {
+    /// `n` slots from what `prepare` returned; the first env goes to slot 0.
+    pub fn new(prepared: &Bound<'_, PyTuple>, n: usize, infos: InfoNeed) -> PyResult<PyEnvs> {
+        let spec: rollway_host::proto::SpecJson = serde_json::from_str(&prepared.get_item(2)?.extract::<String>()?)
+            .map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
+        let layout =
+            |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
+        let mut envs: Vec<Option<Py<PyAny>>> = (0..n).map(|_| None).collect();
+        if n > 0 {
+            envs[0] = Some(prepared.get_item(1)?.unbind());
+        }
+        Ok(PyEnvs {
+            make: prepared.get_item(0)?.unbind(),
+            pack_obs: prepared.get_item(3)?.unbind(),
+            unpack_act: prepared.get_item(4)?.unbind(),
+            dump_info: prepared.get_item(5)?.unbind(),
+            envs,
+            ol: layout(&spec.observation_space)?,
+            al: layout(&spec.action_space)?,
+            infos,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Observation and action row layouts.
+    pub fn layouts(&self) -> (&Layout, &Layout) {
+        (&self.ol, &self.al)
+    }
+
+    /// Steps slot `slot` with the action in `act`, writing its observation into `obs`;
+    /// the info comes back when the block's [`InfoNeed`] wants it.
+    pub fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
+        let env = self.envs[slot].as_ref().ok_or("step of a slot without an env")?.bind(py).clone();
+        let action = match fast_value(py, &self.al, act) {
+            Some(v) => v,
+            None => self.unpack_act.bind(py).call1((PyBytes::new(py, act),)),
+        }
+        .map_err(|e| format!("action: {e}"))?;
+        let out = env.call_method1("step", (action,)).map_err(|e| e.to_string())?;
+        let Stepped { obs: o, reward, terminated, truncated, info } = stepped(&out).map_err(|e| e.value(py).to_string())?;
+        self.write_obs(&o, obs)?;
+        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && (terminated || truncated));
+        let info = if wanted { Some(self.info(&info)?) } else { None };
+        Ok((StepOutcome { reward, terminated, truncated }, info))
+    }
+
+    /// Resets slot `slot` with `seed` (making its env first if it has none).
+    pub fn reset(&mut self, py: Python<'_>, slot: usize, seed: u64, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        if self.envs[slot].is_none() {
+            self.envs[slot] = Some(self.make.bind(py).call0().map_err(|e| format!("making the env: {e}"))?.unbind());
+        }
+        let env = self.envs[slot].as_ref().expect("just made").bind(py).clone();
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("seed", seed).map_err(|e| e.to_string())?;
+        let out = env.call_method("reset", (), Some(&kwargs)).map_err(|e| e.to_string())?;
+        let t = out.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or("env.reset must return (obs, info)")?;
+        self.write_obs(&t.get_item(0).map_err(|e| e.to_string())?, obs)?;
+        if self.infos == InfoNeed::All {
+            return Ok(Some(self.info(&t.get_item(1).map_err(|e| e.to_string())?)?));
+        }
+        Ok(None)
+    }
+
+    /// A failed env is closed and replaced at the slot's next reset.
+    pub fn fail(&mut self, py: Python<'_>, slot: usize) {
+        if let Some(env) = self.envs[slot].take() {
+            let _ = env.bind(py).call_method0("close");
+        }
+    }
+
+    /// Closes every env.
+    pub fn close(&mut self, py: Python<'_>) {
+        for slot in 0..self.envs.len() {
+            self.fail(py, slot);
+        }
+    }
+
+    fn write_obs(&mut self, o: &Bound<'_, PyAny>, row: &mut [u8]) -> Result<(), String> {
+        if !fast_row(&self.ol, o, &mut self.buf) {
+            self.buf = self
+                .pack_obs
+                .bind(o.py())
+                .call1((o,))
+                .and_then(|b| b.extract::<Vec<u8>>())
+                .map_err(|e| format!("observation does not fit the observation space: {e}"))?;
+        }
+        if self.buf.len() != row.len() {
+            return Err(format!("observation packs to {} bytes; the observation space's row has {}", self.buf.len(), row.len()));
+        }
+        row.copy_from_slice(&self.buf);
+        Ok(())
+    }
+
+    fn info(&self, info: &Bound<'_, PyAny>) -> Result<Info, String> {
+        let text: String = self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| format!("info: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| format!("info is not a JSON object: {e}"))
+    }
+}
