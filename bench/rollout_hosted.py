@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 import rollway
+from benchlib import write_report
 
 T = 256
 
@@ -88,10 +89,7 @@ def main() -> None:
     text = "\n".join([
         f"Rollout of hosted CartPole, T = {T}, zero-cost policy; env steps/s, median of {a.reps} (ratio to the SyncVectorEnv loop).", "",
         "| N | " + " | ".join(systems) + " |", "|---" * (len(systems) + 1) + "|", *rows]) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    write_report(text, a.out)
 
 
 if __name__ == "__main__":
