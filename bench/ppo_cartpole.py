@@ -8,6 +8,10 @@ Systems:
 - ``gym-sync`` / ``gym-async``: CleanRL's loop (policy forward, ``envs.step``, buffers) on
   ``gymnasium.vector.SyncVectorEnv`` / ``AsyncVectorEnv``, same-step autoreset (CleanRL's
   gymnasium 0.29 semantics, which rollway's fragments follow too).
+- ``envpool``: the same loop on ``envpool.make("CartPole-v1", env_type="gymnasium")`` (skipped if
+  EnvPool is not installed). EnvPool resets an env on the step after its episode ended, so each
+  episode adds one transition whose action is ignored; like CleanRL's EnvPool scripts, the loop
+  keeps it (``first`` marks the step after an end).
 
 Each (system, seed) runs in a process of its own (peak memory is that process's), in turn
 per seed, so slow drifts of the machine spread over every system alike. Reports, per
@@ -36,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from benchlib import write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
-SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async"]
+SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async", "envpool"]
 
 
 class GymSource:
@@ -46,12 +50,18 @@ class GymSource:
         import gymnasium as gym
         import numpy as np
 
-        mode = gym.vector.AutoresetMode.SAME_STEP
-        fns = [lambda: gym.make("CartPole-v1") for _ in range(envs)]
-        cls = gym.vector.SyncVectorEnv if kind == "sync" else gym.vector.AsyncVectorEnv
-        self.vec = cls(fns, autoreset_mode=mode)
+        if kind == "envpool":
+            import envpool
+
+            self.vec = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=envs, seed=seed)
+            self.obs, _ = self.vec.reset()
+        else:
+            mode = gym.vector.AutoresetMode.SAME_STEP
+            fns = [lambda: gym.make("CartPole-v1") for _ in range(envs)]
+            cls = gym.vector.SyncVectorEnv if kind == "sync" else gym.vector.AsyncVectorEnv
+            self.vec = cls(fns, autoreset_mode=mode)
+            self.obs, _ = self.vec.reset(seed=seed)
         self.acting, self.steps, self.n = acting, steps, envs
-        self.obs, _ = self.vec.reset(seed=seed)
         self.first = np.ones(envs, dtype=bool)
         self.ret, self.len = np.zeros(envs), np.zeros(envs, dtype=np.int64)
 
@@ -97,7 +107,7 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
     if system.startswith("rollway-lag"):
         r = ppo_cartpole.train(total, envs, steps, int(system[len("rollway-lag"):]), seed, log=False)
     else:
-        kind = system.split("-")[1]
+        kind = system.split("-")[-1]
         r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
                                source=lambda acting, e, s, sd, lag, **_: GymSource(kind, acting, e, s, sd))
     r.pop("curve")
@@ -146,6 +156,12 @@ def main() -> None:
         print(json.dumps(one(args.one, seeds[0], args.steps_total, args.envs, args.steps)))
         return
     args.systems = args.systems.split(",")
+    if "envpool" in args.systems:
+        try:
+            import envpool  # noqa: F401
+        except ImportError:
+            print("envpool is not installed: skipped", file=sys.stderr)
+            args.systems.remove("envpool")
     rows = []
     for seed in seeds:
         for system in args.systems:
