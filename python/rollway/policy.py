@@ -27,11 +27,11 @@ retried from their seeds), like a failing built-in agent.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from rollway.spaces import batch_packer, leaves
+from rollway.spaces import RowViews, batch_packer
 
 
 class Adapter:
@@ -40,25 +40,13 @@ class Adapter:
 
     def __init__(self, fn: Callable[..., Any], obs_json: str, act_json: str):
         self.fn = fn
-        self.obs, self.obs_row = leaves(obs_json)
-        # One unpadded leaf: the batch's rows are that leaf's array as is.
-        self.obs_single = len(self.obs) == 1 and self.obs[0].path == "" and self.obs[0].nbytes == self.obs_row
+        self.obs = RowViews(obs_json)
         self._pack = batch_packer(act_json, strict_as="the policy returned actions")
         # A Tuple action space's actions are a tuple too: then a 2-tuple carries a
         # state only if its first item is itself the actions' tuple (or dict).
         self.act_tuple = json.loads(act_json).get("type") == "Tuple"
         # A Dict action space's actions are a dict: a dict answer without "actions" is them.
         self.act_dict_space = json.loads(act_json).get("type") == "Dict"
-
-    def _obs(self, buf: bytearray, n: int) -> Any:
-        if self.obs_single:
-            leaf = self.obs[0]
-            return np.frombuffer(buf, dtype=leaf.dtype).reshape((n, *leaf.shape))
-        arrays: Dict[str, np.ndarray] = {}
-        for leaf in self.obs:
-            strides = (self.obs_row, *np.empty(leaf.shape, leaf.dtype).strides)
-            arrays[leaf.path] = np.ndarray((n, *leaf.shape), dtype=leaf.dtype, buffer=buf, offset=leaf.offset, strides=strides)
-        return arrays
 
     def _state(self, s: Any, n: int) -> Optional[Tuple[bytes, int]]:
         s = np.ascontiguousarray(_numpy(s), dtype=np.float32)
@@ -68,7 +56,7 @@ class Adapter:
 
     def _call(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Any:
         st = np.frombuffer(state, dtype=np.float32).reshape(n, d)
-        return self.fn(self._obs(obs, n), np.frombuffer(first, dtype=np.bool_), st)
+        return self.fn(self.obs.view(obs, n), np.frombuffer(first, dtype=np.bool_), st)
 
     def _split(self, out: Any, n: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
         new_state = None

@@ -37,12 +37,12 @@ the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
 from rollway import _rollway
-from rollway.spaces import Leaf, leaves
+from rollway.spaces import RowViews
 
 
 class Fragment:
@@ -74,7 +74,7 @@ class Fragment:
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
                  "episode", "version", "state", "extras", "finished", "stats")
 
-    def __init__(self, raw: Dict[str, Any], obs: "_Rows", act: "_Rows"):
+    def __init__(self, raw: Dict[str, Any], obs: RowViews, act: RowViews):
         t, n = raw["steps"], raw["envs"]
         self.steps: int = t
         self.envs: int = n
@@ -91,26 +91,6 @@ class Fragment:
     def __repr__(self) -> str:
         return (f"Fragment(steps={self.steps}, envs={self.envs}, versions={int(self.version.min())}..{int(self.version.max())}, "
                 f"finished={len(self.finished['episode'])}, extras={sorted(self.extras)})")
-
-
-class _Rows:
-    """Views of a space's packed rows, leaf by leaf, with time and env axes in front."""
-
-    def __init__(self, space_json: str):
-        self.leaves: List[Leaf]
-        self.leaves, self.row = leaves(space_json)
-        self.single = len(self.leaves) == 1 and self.leaves[0].path == "" and self.leaves[0].nbytes == self.row
-
-    def view(self, raw: np.ndarray, t: int, n: int) -> Any:
-        if self.single:
-            leaf = self.leaves[0]
-            return raw.view(leaf.dtype).reshape((t, n, *leaf.shape))
-        out: Dict[str, np.ndarray] = {}
-        for leaf in self.leaves:
-            inner = np.empty(leaf.shape, leaf.dtype).strides
-            out[leaf.path] = np.ndarray((t, n, *leaf.shape), dtype=leaf.dtype, buffer=raw, offset=leaf.offset,
-                                        strides=(n * self.row, self.row, *inner))
-        return out
 
 
 class Rollout:
@@ -162,7 +142,7 @@ class Rollout:
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
             int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host)
         obs_json, act_json, limit = self._h.spec()
-        self._obs, self._act = _Rows(obs_json), _Rows(act_json)
+        self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
         self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
         self.max_episode_steps: Optional[int] = limit

@@ -98,6 +98,33 @@ def leaves(space_json: str) -> Tuple[List[Leaf], int]:
     return out, row_bytes
 
 
+class RowViews:
+    """Numpy views of packed rows of a space, leaf by leaf, with leading axes in front
+    (a batch ``(n,)``; a fragment's ``(t, n)``): the array itself for a space of one
+    unpadded leaf, else a dict of arrays by leaf path. No copy: the views share ``buf``."""
+
+    def __init__(self, space_json: str):
+        self.leaves, self.row = leaves(space_json)
+        # One unpadded leaf: the rows are that leaf's array as is.
+        self.single = len(self.leaves) == 1 and self.leaves[0].path == "" and self.leaves[0].nbytes == self.row
+
+    def view(self, buf: Any, *lead: int) -> Any:
+        if self.single:
+            leaf = self.leaves[0]
+            return np.frombuffer(buf, dtype=leaf.dtype).reshape((*lead, *leaf.shape))
+        outer: List[int] = []
+        step = self.row
+        for d in reversed(lead):
+            outer.insert(0, step)
+            step *= d
+        out: Dict[str, np.ndarray] = {}
+        for leaf in self.leaves:
+            inner = np.empty(leaf.shape, leaf.dtype).strides
+            out[leaf.path] = np.ndarray((*lead, *leaf.shape), dtype=leaf.dtype, buffer=buf, offset=leaf.offset,
+                                        strides=(*outer, *inner))
+        return out
+
+
 def leaf_value(value: Any, path: str) -> Any:
     """The part of a (nested dict/tuple) value at a leaf's path, e.g. ``"t/_index_0"``."""
     for part in path.split("/") if path else []:

@@ -8,8 +8,6 @@
 //! interpreter or hangs takes the run with it (no process to kill). Both hosts
 //! give the same observations for the same seeds.
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Failure, Info, Op, Params, Result, Rows, SlotResult};
@@ -22,6 +20,8 @@ pub struct InlineEnvs {
     name: String,
     setup: String,
     pickled: Vec<u8>,
+    /// As `prepare` reported it (each block's `PyEnvs` reads its layouts), and parsed.
+    spec_json: SpecJson,
     spec: EnvSpec,
 }
 
@@ -35,11 +35,11 @@ impl InlineEnvs {
         let pickled = pickled.unwrap_or_default();
         // As the process host reports it: the env named, the Python error's text.
         let made = prepare(py, &setup, &pickled).map_err(|e| crate::errors::input_error(format!("env {name}: {e}")))?;
-        let spec: SpecJson = serde_json::from_str(&made.get_item(2)?.extract::<String>()?)
+        let spec_json: SpecJson = serde_json::from_str(&made.get_item(2)?.extract::<String>()?)
             .map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
         let _ = made.get_item(1)?.call_method0("close");
-        let spec = spec.to_spec(name).map_err(|e| crate::errors::input_error(e.to_string()))?;
-        Ok(InlineEnvs { name: name.into(), setup, pickled, spec })
+        let spec = spec_json.to_spec(name).map_err(|e| crate::errors::input_error(e.to_string()))?;
+        Ok(InlineEnvs { name: name.into(), setup, pickled, spec_json, spec })
     }
 }
 
@@ -62,7 +62,8 @@ impl EnvFactory for InlineEnvs {
     }
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
-        let made = Python::attach(|py| prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, n, options.infos)));
+        let made =
+            Python::attach(|py| prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, &self.spec_json, n, options.infos)));
         Some(Box::new(match made {
             Ok(envs) => Inline { envs: Some(envs), infos: vec![Info::new(); n], error: None },
             // Every op of the block fails with why; the run counts and reports it like any env failure.
@@ -119,9 +120,4 @@ impl Drop for Inline {
             Python::attach(|py| envs.close(py));
         }
     }
-}
-
-/// Whether in-process envs are wanted: `host="inline"` (or `"process"`, the default).
-pub fn factory(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>) -> PyResult<Arc<dyn EnvFactory>> {
-    Ok(Arc::new(InlineEnvs::new(py, name, params, pickled)?))
 }

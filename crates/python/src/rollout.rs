@@ -18,6 +18,7 @@ use rollway_runner::rollout::{AgentPolicy, Extra, Fragment, Policy, Rollout, Rol
 
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
+use crate::inline_host::InlineEnvs;
 use crate::policy::{gather, scatter, Answer};
 
 /// Where the Python policy leaves the exception that ended the rollout.
@@ -89,11 +90,7 @@ impl Policy for PyRolloutPolicy {
             let (obs, first, state, n, d) = gather(py, batch)?;
             self.adapter.bind(py).call_method1("rollout", (obs, first, state, n, d))?.extract()
         });
-        let (actions, state, cols) = answer.map_err(|e| {
-            let message = e.to_string();
-            *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-            err(message)
-        })?;
+        let (actions, state, cols) = answer.map_err(|e| stash(&self.raised, e))?;
         extras.clear();
         for (name, bytes, shape) in cols {
             let data = bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect();
@@ -147,7 +144,7 @@ impl RolloutHandle {
             other => return Err(input_error(format!("host must be \"auto\", \"inline\" or \"process\", got {other:?}"))),
         };
         let factory: Arc<dyn EnvFactory> = match env_pickle {
-            _ if python_env && inline => crate::inline_host::factory(py, &env, &params, env_pickle)?,
+            _ if python_env && inline => Arc::new(InlineEnvs::new(py, &env, &params, env_pickle)?),
             Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python, p)),
             None if python_env => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python)),
             None => Arc::new(rollway_envs::Registered::new(&env, params)),
@@ -188,7 +185,7 @@ impl RolloutHandle {
                 Err(e) => {
                     // The policy's own exception, if it raised one; else the engine's error.
                     let raised = self.raised.lock().unwrap_or_else(|p| p.into_inner()).take();
-                    return Err(raised.unwrap_or_else(|| Err::<(), _>(e).py().unwrap_err()));
+                    return Err(raised.unwrap_or_else(|| crate::errors::to_py(e.into())));
                 }
             }
         }
@@ -206,11 +203,7 @@ impl RolloutHandle {
                     self.adapter.as_ref().ok_or_else(|| input_error("publish(weights): a built-in agent has no weights to load"))?;
                 let (adapter, raised) = (Python::attach(|py| adapter.clone_ref(py)), self.raised.clone());
                 Some(Box::new(move |_: &mut dyn Policy| {
-                    Python::attach(|py| adapter.bind(py).call_method1("load", (w,)).map(drop)).map_err(|e| {
-                        let message = e.to_string();
-                        *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        Error::Agent { agent: "policy".into(), message }
-                    })
+                    Python::attach(|py| adapter.bind(py).call_method1("load", (w,)).map(drop)).map_err(|e| stash(&raised, e))
                 }))
             }
         };
@@ -240,10 +233,15 @@ impl RolloutHandle {
 
 impl Drop for RolloutHandle {
     fn drop(&mut self) {
-        if let Some(engine) = self.engine.take() {
-            Python::attach(|py| py.detach(move || drop(engine)));
-        }
+        Python::attach(|py| self.close(py));
     }
+}
+
+/// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.
+fn stash(raised: &Raised, e: PyErr) -> Error {
+    let message = e.to_string();
+    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    Error::Agent { agent: "policy".into(), message }
 }
 
 fn closed() -> PyErr {
