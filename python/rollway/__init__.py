@@ -23,7 +23,8 @@ processes, the policy on the central batch (see :mod:`rollway.policy`).
 Every call maps one-to-one onto the ``rollway`` command line (``rollway run --help``).
 Errors are :class:`RollwayError` (bad input: :class:`InputError`, also a
 ``ValueError``; missing datasets: :class:`DatasetNotFoundError`, also a
-``FileNotFoundError``). Long calls release the GIL, show a progress bar on a
+``FileNotFoundError``; a run that ended with episodes given up or untried:
+:class:`IncompleteRunError`, its summary attached). Long calls release the GIL, show a progress bar on a
 terminal (``progress=False`` turns it off) and stop on Ctrl-C, keeping every
 committed episode.
 """
@@ -31,8 +32,10 @@ committed episode.
 from rollway._rollway import (
     FORMAT_VERSION,
     DatasetNotFoundError,
+    IncompleteRunError,
     InputError,
     RollwayError,
+    RollwayWarning,
     __version__,
 )
 from rollway._run import Summary, agents, envs, run
@@ -49,9 +52,11 @@ __all__ = [
     "DatasetNotFoundError",
     "Episode",
     "Fragment",
+    "IncompleteRunError",
     "InputError",
     "Loader",
     "RollwayError",
+    "RollwayWarning",
     "Rollout",
     "Summary",
     "__version__",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from rollway import _rollway
@@ -181,6 +182,13 @@ def run(
 
     Ctrl-C stops the run: the finished episodes are committed, then
     ``KeyboardInterrupt`` is raised, and ``run(resume=out)`` continues it.
+
+    A run that ends short (episodes given up after ``max_attempts`` failed attempts, or
+    left untried when every worker used up its ``max_restarts``) raises
+    :class:`IncompleteRunError` with the :class:`Summary` as ``err.summary``; what it
+    finished is committed. Actions, observations and rewards are checked (``check=False``
+    skips it): a wrong one fails its attempt, naming the env slot, the value and the space;
+    values Gymnasium would only warn about are given as :class:`RollwayWarning`.
     """
     env, agent, pickle, policy = _sources(env, agent)
     settings = _settings(env, agent, dict(
@@ -200,11 +208,27 @@ def run(
         common.update(out=None)
         report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, env_pickle=pickle, agent_factory=policy,
                               **{k: v for k, v in common.items() if k != "out"})
-        return Summary(json.loads(report))
+        return finished(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}
     report = _rollway.run(json.dumps(settings), env_pickle=pickle, agent_factory=policy, **common)
-    return Summary(json.loads(report))
+    return finished(json.loads(report))
+
+
+def finished(report: Mapping[str, Any]) -> Summary:
+    """The summary of a run that ended: its warnings given as :class:`RollwayWarning`, and
+    :class:`IncompleteRunError` raised when it ended short (the CLI's exit code 1)."""
+    summary = Summary(report)
+    for w in summary.to_dict().get("warnings") or []:
+        warnings.warn(w, _rollway.RollwayWarning, stacklevel=3)
+    text = report.get("shortfall")
+    if text:
+        if summary.out is not None and summary.untried:
+            text += f"; rollway.run(resume={summary.out!r}) runs the untried ones"
+        e = _rollway.IncompleteRunError(f"run ended short: {text}")
+        e.summary = summary
+        raise e
+    return summary
 
 
 def _path(p: Optional[PathLike]) -> Optional[str]:

@@ -43,7 +43,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from rollway import _rollway
-from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources
+from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources, finished
 from rollway.dataset import Dataset
 
 Range = Tuple[int, int]
@@ -372,7 +372,9 @@ def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Option
     if summary_json is not None:
         with open(os.fspath(summary_json), "w") as f:
             json.dump(summary, f, indent=2)
-    return Summary({"summary": summary, "out": root, "written": written})
+    errors = [e.get("error") for e in entries if e["status"] == "given_up" and e.get("error")]
+    short = _rollway.shortfall(summary["given_up"], summary["untried"], errors[-1] if errors else None)
+    return finished({"summary": summary, "out": root, "written": written, "shortfall": short})
 
 
 def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:
@@ -418,6 +420,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             settings = {k: v for k, v in json.loads(a.settings or "{}").items()
                         if v is not None and k not in ("summary_json", "episodes_json")}
             s = run(out=a.out, append=a.append, **common, **settings)
+    except _rollway.IncompleteRunError as e:
+        print(f"rollway: {e}", file=sys.stderr)
+        s = e.summary
     except (_rollway.InputError, ModuleNotFoundError) as e:
         print(f"rollway: error: {e}", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
 
 import numpy as np
@@ -111,6 +112,10 @@ class Rollout:
     ``"process"`` in env processes (``workers`` of them, stepping in parallel, outside the
     GIL, killable), or ``"auto"``: inline with one worker at ``max_policy_lag=0``, where a
     process would only add its round trip; processes otherwise.
+    ``check``: actions are checked against the action space (one outside it ends the
+    rollout with :class:`rollway.RollwayError`, naming the env slot, the value and the
+    space), and observations and rewards (a NaN costs that env its episode, as a
+    fault); ``False`` skips the checks.
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class Rollout:
         step_timeout: Optional[float] = None,
         env_params: Optional[Mapping[str, Any]] = None,
         host: str = "auto",
+        check: bool = True,
     ):
         pickle = None
         if callable(env):
@@ -140,7 +146,7 @@ class Rollout:
         self._policy = policy
         self._h = _rollway.RolloutHandle(
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
-            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host)
+            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check))
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
@@ -162,8 +168,13 @@ class Rollout:
         return from_json(self._spaces[1])
 
     def collect(self) -> Fragment:
-        """The next fragment (waits for it with the GIL released)."""
-        return Fragment(self._h.collect(), self._obs, self._act)
+        """The next fragment (waits for it with the GIL released). Values an env returned
+        that Gymnasium would warn about are given as :class:`rollway.RollwayWarning`, each
+        kind once."""
+        raw = self._h.collect()
+        for w in raw.get("warnings", ()):
+            warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
+        return Fragment(raw, self._obs, self._act)
 
     def publish(self, weights: Any = None) -> int:
         """Makes the next policy version and returns it. ``weights`` (e.g. a

@@ -158,27 +158,59 @@ def text_string(codes: np.ndarray) -> str:
     return "".join(map(chr, codes[: int(np.argmin(codes)) if 0 in codes else len(codes)]))
 
 
+class RowError(ValueError):
+    """A value that does not convert into its row without loss: a float that is not a
+    whole number for an integer leaf (Discrete, MultiDiscrete, MultiBinary, integer
+    Box). ``row`` is the row of the batch (None for a single value), ``leaf`` the
+    leaf's path, ``index`` the element in it, ``value`` the value."""
+
+    def __init__(self, row: Optional[int], leaf: str, index: int, value: float, dtype: np.dtype):
+        at = (f"[{leaf!r}]" if leaf else "") + f"[{index}]"
+        super().__init__(f"{at} = {value} is not a whole number (the space holds {dtype} there)")
+        self.row, self.leaf, self.index, self.value = row, leaf, index, float(value)
+
+
+def exact(v: Any, dt: np.dtype, shape: Tuple[int, ...], path: str = "", batch: bool = False) -> np.ndarray:
+    """``v`` as a contiguous array of ``dt``, refusing what would lose information:
+    floats that are not whole numbers (or not finite) for an integer ``dt``
+    (:class:`RowError`). ``shape``: the shape it must have, or None for any."""
+    a = np.asarray(v)
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"{'[' + repr(path) + '] ' if path else ''}has shape {a.shape}; the space's is {shape}")
+    if a.dtype.kind == "f" and dt.kind in "iub":
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.isfinite(a) & (a == np.trunc(a)))
+        if bad.any():
+            at = np.argwhere(bad)[0]
+            row, rest = (int(at[0]), at[1:]) if batch else (None, at)
+            index = int(np.ravel_multi_index(tuple(rest), a.shape[1:] if batch else a.shape)) if len(rest) else 0
+            raise RowError(row, path, index, a[tuple(at)], dt)
+    return np.ascontiguousarray(a, dtype=dt)
+
+
 def packer(space_json: str) -> Callable[[Any], bytes]:
-    """A function packing a value of the space into one row of its layout."""
+    """A function packing a value of the space into one row of its layout: of the
+    space's shapes, and without loss (:func:`exact`)."""
     parts, row_bytes = leaves(space_json)
     if len(parts) == 1:
         # The common case, packed on every step of a DataCollector: as little Python as possible.
         dt, shape = parts[0].dtype, parts[0].shape
         pad = b"\0" * (row_bytes - parts[0].nbytes)
         if shape == () and dt == np.int64:
-            return struct.Struct("<q").pack
+            int_row = struct.Struct("<q").pack
+            return lambda v: int_row(v) if type(v) is int else exact(v, dt, shape).tobytes() + pad
         if text_paths(space_json):
             return lambda v: np.ascontiguousarray(text_codes(v, dt, shape[0]), dtype=dt).tobytes() + pad
-        if not pad:
-            return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes()
-        return lambda v: np.ascontiguousarray(v, dtype=dt).tobytes() + pad
+        return lambda v: exact(v, dt, shape).tobytes() + pad
     texts = set(text_paths(space_json))
     # Only Text leaves take a str: anywhere else a str stays an error, not code points.
-    pads = [(leaf.path, leaf.dtype, b"\0" * ((-leaf.nbytes) % 8), leaf.shape[0] if leaf.path in texts else None) for leaf in parts]
+    pads = [(leaf.path, leaf.dtype, leaf.shape, b"\0" * ((-leaf.nbytes) % 8), leaf.shape[0] if leaf.path in texts else None)
+            for leaf in parts]
 
     def pack(v: Any) -> bytes:
-        return b"".join(np.ascontiguousarray(leaf_value(v, p) if n is None else text_codes(leaf_value(v, p), dt, n), dtype=dt).tobytes()
-                        + pad for p, dt, pad, n in pads)
+        return b"".join((exact(leaf_value(v, p), dt, shape, p) if n is None else
+                         np.ascontiguousarray(text_codes(leaf_value(v, p), dt, n), dtype=dt)).tobytes() + pad
+                        for p, dt, shape, pad, n in pads)
 
     return pack
 
@@ -192,11 +224,13 @@ def batch_packer(space_json: str, strict_as: Optional[str] = None) -> Callable[[
     parts, row_bytes = leaves(space_json)
 
     def leaf_array(v: Any, n: int, leaf: Leaf) -> np.ndarray:
-        a = np.ascontiguousarray(v, dtype=leaf.dtype)
-        if strict_as is not None and a.shape != (n, *leaf.shape):
+        if strict_as is None:
+            return np.ascontiguousarray(v, dtype=leaf.dtype)
+        a = np.asarray(v)
+        if a.shape != (n, *leaf.shape):
             where = f"[{leaf.path!r}]" if leaf.path else ""
             raise ValueError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}")
-        return a
+        return exact(a, leaf.dtype, None, leaf.path, batch=True)
 
     if len(parts) == 1 and parts[0].nbytes == row_bytes:
         return lambda v, n: leaf_array(v, n, parts[0]).tobytes()

@@ -451,12 +451,20 @@ pub struct RunOptions {
     /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`; at most 1 hour. [default: 0]
     #[arg(long, value_name = "DURATION")]
     pub max_wait: Option<String>,
-    /// Env rebuilds allowed per worker (agent rebuilds in total). [default: 3]
+    /// Env rebuilds a worker may make in a row (agent rebuilds: the run); the count
+    /// starts again when an episode finishes, so a flaky env does not use it up over
+    /// a long run, while a broken one is retired. [default: 3]
     #[arg(long)]
     pub max_restarts: Option<u32>,
     /// Attempts per episode before it is given up. [default: 3]
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// Check actions against the action space, and observations and rewards (NaN,
+    /// outside the space): a wrong value fails its episode's attempt with a message
+    /// naming it (see the README's "Semantics worth knowing"); `false` skips the
+    /// checks. [default: true]
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub check: Option<bool>,
     /// Python envs: a round of env steps slower than this (e.g. `30s`) kills the env
     /// process and fails its episodes' attempts. [default: none]
     #[arg(long, value_name = "DURATION")]
@@ -572,7 +580,7 @@ mod tests {
                 "env_params" | "agent_params" => continue,
                 "filters" => serde_json::json!(["kind=length,max=9,label=short"]),
                 "mode" => serde_json::json!("sync"),
-                "record_infos" => serde_json::json!(true),
+                "record_infos" | "check" => serde_json::json!(true),
                 "crf" => serde_json::json!(20.5),
                 k if k.ends_with("json") => serde_json::json!("/tmp/x.json"),
                 "env" | "agent" | "batch" | "max_wait" | "step_timeout" | "frame_media" | "preset" | "x264_params" => {

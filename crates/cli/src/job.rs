@@ -70,6 +70,7 @@ impl Job {
             max_wait: Some(format!("{}us", c.max_wait.as_micros())),
             max_restarts: Some(c.max_restarts),
             max_attempts: Some(c.max_attempts),
+            check: Some(c.check),
             step_timeout: c.step_timeout.map(|t| format!("{}us", t.as_micros())),
             filters: Some(self.filters.clone()),
             summary_json: None,
@@ -301,6 +302,7 @@ impl RunArgs {
             max_wait,
             max_restarts: o.max_restarts.unwrap_or(d.max_restarts),
             max_attempts: o.max_attempts.unwrap_or(d.max_attempts),
+            check: o.check.unwrap_or(d.check),
             ..d
         })
     }

@@ -50,14 +50,16 @@ pub fn summary_table(s: &Summary) -> String {
 
 /// Says on stderr what a run left undone; true when it left nothing.
 pub fn shortfall(s: &Summary, out: Option<&Path>) -> bool {
-    if s.given_up > 0 {
-        eprintln!("rollway: {} episode(s) given up after failed attempts; see the summary", s.given_up);
+    for w in &s.warnings {
+        eprintln!("rollway: warning: {w}");
     }
-    if s.untried > 0 {
-        let how = out.map_or(String::new(), |d| format!("; `rollway run --resume {}` runs them", d.display()));
-        eprintln!("rollway: {} episode(s) untried: every worker used up its --max-restarts{how}", s.untried);
-    }
-    s.given_up == 0 && s.untried == 0
+    let Some(text) = s.shortfall() else { return true };
+    let how = match out {
+        Some(d) if s.untried > 0 => format!("; `rollway run --resume {}` runs the untried ones", d.display()),
+        _ => String::new(),
+    };
+    eprintln!("rollway: run ended short: {text}{how}");
+    false
 }
 
 /// What to try on a dataset a run just recorded, with its own path and labels.

@@ -34,6 +34,17 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// An agent's action for one row of its batch does not fit the action space
+    /// (found while converting it); the run names the row's env slot.
+    #[error("agent {agent}: batch row {row}: {message}")]
+    Action {
+        /// The agent name.
+        agent: String,
+        /// The row of the batch.
+        row: usize,
+        /// What is wrong, e.g. `action 0.5 is not an integer (Discrete(2) takes integers)`.
+        message: String,
+    },
     /// No env/agent/filter is registered under that name.
     #[error("unknown {what} `{name}` (known: {known})")]
     Unknown {

@@ -22,6 +22,7 @@
 
 pub mod agent;
 pub mod block;
+pub mod check;
 pub mod dtype;
 pub mod env;
 pub mod episode;
@@ -38,6 +39,7 @@ pub mod value;
 
 pub use agent::{ActBatch, Agent, AgentRng, AgentRow, Memory, Segment};
 pub use block::{BlockOptions, EnvBlock, Failure, InfoNeed, Op, SlotResult};
+pub use check::{Problem, Role, RowCheck};
 pub use dtype::DType;
 pub use env::{Env, EnvSpec, StepOutcome, TimeLimit};
 pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};

@@ -5,6 +5,8 @@
 //! | `rollway.RollwayError` (base, `Exception`) | a run or write that failed (the CLI's exit 1) |
 //! | `rollway.InputError(RollwayError, ValueError)` | bad settings, paths, filters or data (the CLI's exit 2) |
 //! | `rollway.DatasetNotFoundError(RollwayError, FileNotFoundError)` | a path that is missing or holds no dataset |
+//! | `rollway.IncompleteRunError(RollwayError)` | a run that ended with episodes given up or untried (raised by the package, with `.summary`) |
+//! | `rollway.RollwayWarning(UserWarning)` | (a warning) a value Gymnasium's checker would warn about |
 //! | `KeyboardInterrupt` | Ctrl-C during a long call (committed episodes are kept) |
 //!
 //! Messages are the CLI's (`context: cause: cause…`). The classes are made here at
@@ -130,6 +132,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyTuple::new(py, [base.bind(py).clone(), py.get_type::<PyFileNotFoundError>()])?,
         "A path that does not exist or holds no rollway dataset.",
     )?;
+    let short = make(
+        "IncompleteRunError",
+        PyTuple::new(py, [base.bind(py).clone()])?,
+        "A run ended with episodes given up or left untried (the CLI's exit code 1): `summary` is its \
+         Summary; the episodes it finished are committed, and a resumed run runs the untried ones.",
+    )?;
+    let warning = make(
+        "RollwayWarning",
+        PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyUserWarning>()])?,
+        "A value an env returned that Gymnasium's checker would warn about (outside its space, say).",
+    )?;
+    m.add("IncompleteRunError", short.bind(py))?;
+    m.add("RollwayWarning", warning.bind(py))?;
     for (name, class, cell) in
         [("RollwayError", base, &ROLLWAY_ERROR), ("InputError", input, &INPUT_ERROR), ("DatasetNotFoundError", missing, &NOT_FOUND)]
     {

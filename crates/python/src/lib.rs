@@ -87,6 +87,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(run::close_run, m)?)?;
+    m.add_function(wrap_pyfunction!(run::shortfall, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add_function(wrap_pyfunction!(host::host_serve, m)?)?;
     m.add_class::<arrays::Keeper>()?;

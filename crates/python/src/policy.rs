@@ -15,7 +15,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
-use rollway_core::{ActBatch, Agent, AgentFactory, EnvSpec, Error, Result};
+use rollway_core::check::Problem;
+use rollway_core::{ActBatch, Agent, AgentFactory, EnvSpec, Error, Layout, Result};
 
 /// An [`AgentFactory`] for a Python callable `policy(obs, first, state)`.
 pub struct PyPolicies {
@@ -121,14 +122,37 @@ pub(crate) fn scatter(batch: &mut ActBatch<'_>, (actions, new_state): Answer, er
     Ok(())
 }
 
+/// The error of an action that did not convert into its row without loss
+/// (`rollway.spaces.RowError`: a float that is not a whole number for an integer
+/// leaf), naming its batch row so that the run can name the env slot; `None` for
+/// any other exception.
+pub(crate) fn action_error(py: Python<'_>, e: &PyErr, agent: &str, al: &Layout) -> Option<Error> {
+    let v = e.value(py);
+    let class = py.import("rollway.spaces").and_then(|m| m.getattr("RowError")).ok()?;
+    if !v.is_instance(&class).unwrap_or(false) {
+        return None;
+    }
+    let row: usize = v.getattr("row").and_then(|r| r.extract()).ok()?;
+    let leaf: String = v.getattr("leaf").and_then(|r| r.extract()).ok()?;
+    let index: usize = v.getattr("index").and_then(|r| r.extract()).ok()?;
+    let value: f64 = v.getattr("value").and_then(|r| r.extract()).ok()?;
+    let scalar = al.leaf_index(&leaf).is_some_and(|i| al.leaves()[i].len() == 1);
+    let what = if value.is_finite() { "is not a whole number" } else { "is not finite" };
+    let why = format!("{what} ({} takes integers)", al.space().describe());
+    let p = Problem { leaf, index, scalar, value: if value.is_nan() { "nan".into() } else { value.to_string() }, why, warning: false };
+    Some(Error::Action { agent: agent.to_string(), row, message: p.describe("action") })
+}
+
 impl Agent for PyPolicy {
     fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()> {
         let err = |message: String| Error::Agent { agent: self.name.clone(), message };
-        let answer = Python::attach(|py| -> PyResult<Answer> {
-            let (obs, first, state, n, d) = gather(py, batch)?;
-            self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
-        })
-        .map_err(|e| err(e.to_string()))?;
+        let answer = Python::attach(|py| -> std::result::Result<Answer, Error> {
+            let call = || -> PyResult<Answer> {
+                let (obs, first, state, n, d) = gather(py, batch)?;
+                self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
+            };
+            call().map_err(|e| action_error(py, &e, &self.name, batch.act_layout).unwrap_or_else(|| err(e.to_string())))
+        })?;
         scatter(batch, answer, err)
     }
 }

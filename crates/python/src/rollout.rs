@@ -90,7 +90,10 @@ impl Policy for PyRolloutPolicy {
             let (obs, first, state, n, d) = gather(py, batch)?;
             self.adapter.bind(py).call_method1("rollout", (obs, first, state, n, d))?.extract()
         });
-        let (actions, state, cols) = answer.map_err(|e| stash(&self.raised, e))?;
+        let (actions, state, cols) = answer.map_err(|e| {
+            // An action that did not convert is named by the engine, with its env slot.
+            Python::attach(|py| crate::policy::action_error(py, &e, "policy", batch.act_layout)).unwrap_or_else(|| stash(&self.raised, e))
+        })?;
         extras.clear();
         for (name, bytes, shape) in cols {
             let data = bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect();
@@ -115,7 +118,7 @@ pub struct RolloutHandle {
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto"))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -133,6 +136,7 @@ impl RolloutHandle {
         max_steps: Option<u64>,
         step_timeout: Option<f64>,
         host: &str,
+        check: bool,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
@@ -164,7 +168,7 @@ impl RolloutHandle {
         };
         let step_timeout =
             step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
-        let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout };
+        let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout, check };
         let engine = py.detach(move || Rollout::start(cfg, factory, policy)).py()?;
         Ok(RolloutHandle { engine: Some(engine), adapter, raised })
     }
@@ -286,6 +290,7 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
         arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?,
     )?;
     d.set_item("finished", fin)?;
+    d.set_item("warnings", f.warnings)?;
     let s = &f.stats;
     let stats = PyDict::new(py);
     for (k, v) in [

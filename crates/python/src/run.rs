@@ -74,10 +74,18 @@ fn report(o: &Outcome) -> serde_json::Value {
         o.resumed.as_ref().map(|r| json!({"run": r.run.run, "episodes": r.episodes, "steps": r.steps, "next_index": r.next_index}));
     json!({
         "summary": o.summary,
+        "shortfall": o.summary.shortfall(),
         "out": o.out.as_ref().map(|p| p.display().to_string()),
         "written": written,
         "resumed": resumed,
     })
+}
+
+/// What a run left undone (`Summary::shortfall`), for a summary made in Python (Ray's).
+#[pyfunction]
+#[pyo3(signature = (given_up, untried, error=None))]
+pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<String> {
+    rollway_runner::shortfall(given_up, untried, error)
 }
 
 /// Ends run `run` of a dataset many writers wrote (`rollway.ray`): records its summary

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
+use rollway_core::check::{Role, RowCheck};
 use rollway_core::{ActBatch, Agent, Layout, Segment};
 
 use crate::collect::{Collector, Summary};
@@ -62,7 +63,9 @@ pub(crate) struct Central<'a> {
     /// Largest batch an async turn waits for (`cfg.max_batch`, with 0 meaning every env).
     max_batch: usize,
     agent: Box<dyn Agent>,
+    /// Agent rebuilds in a row: since its last call that went through.
     agent_restarts: u32,
+    act_check: Option<RowCheck>,
     /// Env and agent rebuilds.
     restarts: u64,
     /// Rows acted on (`Progress::acted`).
@@ -106,6 +109,7 @@ impl<'a> Central<'a> {
         let pool = Pool::spawn(cfg, &g.envs, (&ol, &al), &sched, per_worker)?;
         // On failure `pool` drops here, which joins the workers just started.
         let agent = g.agents.make(&g.spec)?;
+        let act_check = Some(RowCheck::new(&al, Role::Action)).filter(|c| !c.is_empty());
         Ok(Central {
             g,
             pool,
@@ -116,6 +120,7 @@ impl<'a> Central<'a> {
             max_batch: if cfg.max_batch == 0 { cfg.total_envs() } else { cfg.max_batch },
             agent,
             agent_restarts: 0,
+            act_check,
             restarts: 0,
             acted: 0,
             collector: Collector::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
@@ -197,9 +202,17 @@ impl<'a> Central<'a> {
     }
 
     fn act(&mut self) -> Result<()> {
-        let (failures, failed) = call_agent(self.agent.as_mut(), &self.ol, &self.al, &mut self.queued, self.g.cfg.max_batch);
-        if let Some(msg) = failed {
-            self.rebuild_agent(msg)?;
+        let cfg = &self.g.cfg;
+        let check = self.act_check.as_ref().filter(|_| cfg.check);
+        let how = Acting { ol: &self.ol, al: &self.al, max_batch: cfg.max_batch, check, agent: &cfg.agent };
+        let sizes = crate::pool::split(cfg.envs_per_worker, self.per_worker);
+        let slots: Vec<usize> =
+            self.queued.iter().map(|b| b.worker * cfg.envs_per_worker + sizes[..b.local].iter().sum::<usize>()).collect();
+        let (failures, failed) = call_agent(self.agent.as_mut(), &how, &mut self.queued, &slots);
+        match failed {
+            Some(msg) => self.rebuild_agent(msg)?,
+            // A call went through: agent restarts count from zero again.
+            None => self.agent_restarts = 0,
         }
         // Blocks after the failed call were not acted on: they wait for the rebuilt agent.
         for (mut b, fail) in self.queued.drain(..failures.len()).zip(failures) {
@@ -307,37 +320,44 @@ impl<'a> Central<'a> {
     }
 }
 
+/// What an agent call needs besides the blocks.
+pub(crate) struct Acting<'c> {
+    pub ol: &'c Layout,
+    pub al: &'c Layout,
+    /// Largest number of rows per call; 0 means all.
+    pub max_batch: usize,
+    /// The action check, unless the run does not check (or nothing could be wrong).
+    pub check: Option<&'c RowCheck>,
+    /// The agent's name, for messages.
+    pub agent: &'c str,
+}
+
 /// Calls the agent on `blocks` in chunks of at most `max_batch` envs (0 = one
-/// chunk), stopping at the first call that fails: an agent that failed is not
-/// trusted with more rows. Returns, per block up to the failed call's last one,
-/// the failure of the call it was in (if any), and that failure.
+/// chunk), stopping at the first call that fails: an agent that failed (or chose
+/// an action outside the space) is not trusted with more rows. `slots[i]` is the
+/// run's env slot of block `i`'s first row, for messages. Returns, per block up to
+/// the failed call's last one, the failure of the call it was in (if any), and
+/// that failure.
 fn call_agent(
     agent: &mut dyn Agent,
-    ol: &Layout,
-    al: &Layout,
+    how: &Acting<'_>,
     blocks: &mut [Box<AgentBlock>],
-    max_batch: usize,
+    slots: &[usize],
 ) -> (Vec<Option<String>>, Option<String>) {
-    let max = if max_batch == 0 { usize::MAX } else { max_batch };
+    let max = if how.max_batch == 0 { usize::MAX } else { how.max_batch };
     let mut failed: Vec<Option<String>> = vec![None; blocks.len()];
-    let (ob, ab) = (ol.row_bytes(), al.row_bytes());
+    let (ob, ab) = (how.ol.row_bytes(), how.al.row_bytes());
     let mut segs: Vec<Segment<'_>> = Vec::new();
-    let mut owners: Vec<usize> = Vec::new();
+    // Per segment: its block, and the env slot of its first row.
+    let mut owners: Vec<(usize, usize)> = Vec::new();
     let mut rows = 0;
-    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<usize>, failed: &mut Vec<Option<String>>| -> Option<String> {
-        let mut batch = ActBatch { obs_layout: ol, act_layout: al, segments: std::mem::take(segs) };
+    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<(usize, usize)>, failed: &mut Vec<Option<String>>| -> Option<String> {
+        let mut batch = ActBatch { obs_layout: how.ol, act_layout: how.al, segments: std::mem::take(segs) };
         let res = catch_unwind(AssertUnwindSafe(|| agent.act(&mut batch)));
-        let msg = match res {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(p) => Some(format!(
-                "panicked: {}",
-                p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
-            )),
-        };
+        let msg = call_failure(res, &batch, owners, how);
         if let Some(m) = &msg {
-            owners.iter().for_each(|&o| failed[o] = Some(m.clone()));
-            failed.truncate(owners.last().map_or(0, |&o| o + 1));
+            owners.iter().for_each(|&(o, _)| failed[o] = Some(m.clone()));
+            failed.truncate(owners.last().map_or(0, |&(o, _)| o + 1));
         }
         owners.clear();
         msg
@@ -345,6 +365,7 @@ fn call_agent(
     for (bi, b) in blocks.iter_mut().enumerate() {
         let AgentBlock { obs, act, first, memory, rng, .. } = &mut **b;
         let (mut o, mut a, mut f, mut m, mut r) = (obs.bytes(), act.bytes_mut(), &first[..], &mut memory[..], &mut rng[..]);
+        let mut slot = slots[bi];
         while !f.is_empty() {
             let k = (max - rows).min(f.len());
             let (o1, o2) = o.split_at(k * ob);
@@ -354,7 +375,8 @@ fn call_agent(
             let (r1, r2) = std::mem::take(&mut r).split_at_mut(k);
             (o, a, f, m, r) = (o2, a2, f2, m2, r2);
             segs.push(Segment { obs: o1, actions: a1, first: f1, memory: m1, rng: r1 });
-            owners.push(bi);
+            owners.push((bi, slot));
+            slot += k;
             rows += k;
             if rows == max {
                 if let Some(msg) = call(&mut segs, &mut owners, &mut failed) {
@@ -366,4 +388,38 @@ fn call_agent(
     }
     let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut failed) };
     (failed, msg)
+}
+
+/// Why a call failed, if it did: the agent's error or panic, or the first action
+/// outside the space (`Error::Action` rows and checked rows named by env slot).
+fn call_failure(
+    res: std::thread::Result<rollway_core::Result<()>>,
+    batch: &ActBatch<'_>,
+    owners: &[(usize, usize)],
+    how: &Acting<'_>,
+) -> Option<String> {
+    // The env slot of batch row `row`.
+    let slot_of = |mut row: usize| {
+        for (seg, &(_, slot)) in batch.segments.iter().zip(owners) {
+            if row < seg.len() {
+                return slot + row;
+            }
+            row -= seg.len();
+        }
+        row
+    };
+    match res {
+        Ok(Ok(())) => {
+            let check = how.check?;
+            let ab = how.al.row_bytes();
+            let rows = batch.segments.iter().flat_map(|s| s.actions.chunks_exact(ab));
+            let (row, p) = rows.enumerate().find_map(|(i, a)| check.check(a).map(|p| (i, p)))?;
+            Some(format!("agent {}: env slot {}: {}", how.agent, slot_of(row), p.describe("action")))
+        }
+        Ok(Err(rollway_core::Error::Action { agent, row, message })) => {
+            Some(format!("agent {agent}: env slot {}: {message}", slot_of(row)))
+        }
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(p) => Some(format!("panicked: {}", crate::serial::panic_text(p))),
+    }
 }

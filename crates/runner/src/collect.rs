@@ -112,10 +112,36 @@ pub struct Summary {
     pub faults: Vec<Fault>,
     /// Number of failed attempts.
     pub failed_attempts: u64,
+    /// Values the envs returned that Gymnasium's checker would warn about (outside
+    /// the observation space, say): each kind once, the first 100.
+    pub warnings: Vec<String>,
     /// How `envs_per_worker` was chosen when the run did not say (`rollway run`
     /// without `--envs-per-worker`): the sizes tried and their pace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::tune::Calibration>,
+}
+
+impl Summary {
+    /// What the run left undone, when it did: the one text every front (the CLI's
+    /// exit 1, Python's `IncompleteRunError`, Ray's) gives for a run that ended short.
+    pub fn shortfall(&self) -> Option<String> {
+        let first = self.faults.iter().rev().find(|f| self.given_up_episodes.contains(&f.episode)).map(|f| f.error.as_str());
+        shortfall(self.given_up, self.untried, first)
+    }
+}
+
+/// [`Summary::shortfall`] from its parts (`error`: a given-up episode's last error),
+/// for summaries made elsewhere (a Ray run's, from its dataset's index).
+pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<String> {
+    let mut parts = Vec::new();
+    if given_up > 0 {
+        let why = error.map_or(String::new(), |e| format!(" (last error: {e})"));
+        parts.push(format!("{given_up} episode(s) given up after failed attempts{why}"));
+    }
+    if untried > 0 {
+        parts.push(format!("{untried} episode(s) untried: every worker used up its max_restarts"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 pub(crate) struct Collector<'a> {
@@ -195,6 +221,11 @@ impl<'a> Collector<'a> {
             self.fault(f);
         }
         b.restarts = 0;
+        for w in b.warnings.drain(..) {
+            if self.summary.warnings.len() < 100 && !self.summary.warnings.contains(&w) {
+                self.summary.warnings.push(w);
+            }
+        }
         let mut covered = false;
         for ep in b.finished.drain(..) {
             covered |= self.add(ep);

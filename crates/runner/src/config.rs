@@ -70,11 +70,14 @@ pub struct RunConfig {
     pub max_batch: usize,
     /// Async: how long to wait for a batch to fill up to `max_batch`.
     pub max_wait: Duration,
-    /// Env rebuilds allowed per worker (and agent rebuilds allowed in total).
+    /// Env rebuilds a worker may make in a row, and agent rebuilds the run may make
+    /// in a row: the count starts again once an episode of the worker finishes (a
+    /// call of the agent succeeds). A flaky env goes on; a broken one is retired.
     pub max_restarts: u32,
     /// Attempts per episode before it is given up.
     pub max_attempts: u32,
-    /// First restart delay; doubles with each restart of the same worker, capped at 2 s.
+    /// First restart delay; doubles with each restart in a row of the same worker,
+    /// capped at 2 s, and starts again as the count does.
     pub restart_backoff: Duration,
     /// A round of env steps slower than this fails its episodes' attempts, for
     /// envs hosted in other processes (which can be killed); `None`: no limit.
@@ -83,6 +86,10 @@ pub struct RunConfig {
     pub record_steps: bool,
     /// Also keep the info dict of every step (costly for rich infos).
     pub record_infos: bool,
+    /// Check actions against the action space, and observations and rewards
+    /// (`rollway_core::check`): a wrong value fails the attempt, with a message
+    /// naming it. Off, they go through unchecked.
+    pub check: bool,
     /// Resume: episodes `0..start_index` are already done (e.g. committed to a dataset).
     pub start_index: u64,
     /// Resume: steps in those episodes, counted towards a step target.
@@ -111,6 +118,7 @@ impl Default for RunConfig {
             step_timeout: None,
             record_steps: false,
             record_infos: false,
+            check: true,
             start_index: 0,
             start_steps: 0,
         }

@@ -40,7 +40,7 @@ mod worker;
 
 use std::time::Duration;
 
-pub use collect::{Stat, Summary};
+pub use collect::{shortfall, Stat, Summary};
 pub use config::{Mode, RunConfig, Target};
 pub use error::{Error, Result};
 pub use generator::Generator;

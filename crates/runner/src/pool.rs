@@ -157,6 +157,6 @@ impl Drop for Pool {
 const INTERRUPT_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Splits `n` envs into `k` near-equal blocks.
-fn split(n: usize, k: usize) -> Vec<usize> {
+pub(crate) fn split(n: usize, k: usize) -> Vec<usize> {
     (0..k).map(|i| n / k + usize::from(i < n % k)).collect()
 }

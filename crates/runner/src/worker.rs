@@ -9,10 +9,12 @@
 //! streams) moves between the worker and the central stage by ownership, so no
 //! observation is copied on its way to the agent and nothing is shared mutably.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use rollway_core::check::{check_reward, Role, RowCheck};
 use rollway_core::{seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, InfoNeed, Layout, Memory, Op, Rows, SlotResult, StepOutcome};
 
 use crate::schedule::{Pending, Schedule};
@@ -38,6 +40,8 @@ pub(crate) struct AgentBlock {
     pub faults: Vec<Fault>,
     /// Env rebuilds since then.
     pub restarts: u64,
+    /// Warnings about the envs' values since then (each kind once per worker).
+    pub warnings: Vec<String>,
 }
 
 impl AgentBlock {
@@ -54,6 +58,7 @@ impl AgentBlock {
             finished: Vec::new(),
             faults: Vec::new(),
             restarts: 0,
+            warnings: Vec::new(),
         })
     }
 
@@ -112,8 +117,13 @@ pub(crate) struct Worker {
     ctx: WorkerCtx,
     envs: Vec<Box<dyn EnvBlock>>,
     slots: Vec<Vec<Option<Running>>>,
+    /// Restarts in a row: since the worker's last finished episode.
     restarts: u32,
     retired: bool,
+    /// The observation check, when the run checks and the space has anything to check.
+    obs_check: Option<RowCheck>,
+    /// Warnings given (by `Problem::key`): each kind once.
+    warned: HashSet<String>,
     // Reused between rounds so a step allocates nothing.
     ops: Vec<(usize, Op)>,
     results: Vec<SlotResult>,
@@ -138,7 +148,9 @@ impl Worker {
         let serial = |n| Box::new(Serial::new(ctx.envs.clone(), n, ctx.obs_layout.clone(), ctx.act_layout.clone())) as Box<dyn EnvBlock>;
         let envs = ctx.blocks.iter().map(|b| ctx.envs.block(b.len(), options).unwrap_or_else(|| serial(b.len()))).collect();
         let slots = ctx.blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
-        Worker { envs, slots, restarts: 0, retired: false, ops: Vec::new(), results: Vec::new(), ctx }
+        let obs_check = Some(RowCheck::new(&ctx.obs_layout, Role::Observation)).filter(|c| cfg.check && !c.is_empty());
+        let warned = HashSet::new();
+        Worker { envs, slots, restarts: 0, retired: false, obs_check, warned, ops: Vec::new(), results: Vec::new(), ctx }
     }
 
     /// Starts an episode in every slot and sends the blocks up; once (the blocks
@@ -213,6 +225,7 @@ impl Worker {
                 // `send` fails what is still running.
                 break;
             }
+            let res = res.and_then(|out| self.check_env(&mut b, j, Some(out.reward)).map(|()| out));
             match res {
                 Ok(out) if self.book_step(&mut b, j, out) => starts.push((j, None)),
                 Ok(_) => {}
@@ -282,7 +295,7 @@ impl Worker {
             }
             for ((&(j, op), res), p) in ops.iter().zip(results.drain(..)).zip(pending.drain(..)) {
                 let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
-                match res {
+                match res.and_then(|_| self.check_env(b, j, None)) {
                     Ok(_) => self.started(b, j, p, episode_seed),
                     Err(f) => {
                         let next = self.after_failure(b, p, f.error, f.restarted);
@@ -292,6 +305,26 @@ impl Worker {
             }
             (self.ops, self.results) = (ops, results);
         }
+    }
+
+    /// Checks what slot `j`'s env just returned (`rollway_core::check`): its
+    /// observation, and its reward after a step. An error fails the attempt (the
+    /// env is not rebuilt: it did not fail, it answered wrong); a warning goes up
+    /// once per worker and kind.
+    fn check_env(&mut self, b: &mut AgentBlock, j: usize, reward: Option<f64>) -> Result<(), rollway_core::Failure> {
+        let env = &self.ctx.cfg.env;
+        let wrong = |what: String| rollway_core::Failure { error: format!("env {env}: {what}"), restarted: false };
+        if let Some(what) = reward.filter(|_| self.ctx.cfg.check).and_then(check_reward) {
+            return Err(wrong(what));
+        }
+        let Some(p) = self.obs_check.as_ref().and_then(|c| c.check(b.obs.row(j))) else { return Ok(()) };
+        if !p.warning {
+            return Err(wrong(p.describe("observation")));
+        }
+        if self.warned.insert(p.key()) {
+            b.warnings.push(wrong(p.describe("observation")).error);
+        }
+        Ok(())
     }
 
     /// Slot `j` was reset for episode `p`: set up its agent state and recording.
@@ -351,6 +384,8 @@ impl Worker {
 
     fn finish(&mut self, b: &mut AgentBlock, j: usize, status: Status) {
         let l = b.local;
+        // An episode finished: the envs work, so restarts count (and back off) from zero again.
+        self.restarts = 0;
         let r = self.slots[l][j].take().expect("slot is running");
         let info = self.envs[l].info(j);
         let ep = EpisodeResult {

@@ -90,6 +90,9 @@ pub struct Fragment {
     pub extras: Vec<super::Extra>,
     /// Episodes that ended inside the fragment, in the order they ended.
     pub finished: Vec<Finished>,
+    /// Warnings about the envs' values first seen in this fragment (each kind once
+    /// per rollout), e.g. an observation outside the observation space.
+    pub warnings: Vec<String>,
     /// How it was made.
     pub stats: FragmentStats,
 }

@@ -77,11 +77,25 @@ pub struct RolloutConfig {
     pub max_steps: Option<u64>,
     /// A hosted env's round that takes longer fails (its process is replaced).
     pub step_timeout: Option<Duration>,
+    /// Check actions, observations and rewards (`rollway_core::check`): an action
+    /// outside the space is the policy's error; a NaN observation or reward is the
+    /// env's fault, costing its episode.
+    pub check: bool,
 }
 
 impl Default for RolloutConfig {
     fn default() -> Self {
-        RolloutConfig { seed: 0, envs: 8, workers: 1, steps: 128, max_policy_lag: 0, max_restarts: 3, max_steps: None, step_timeout: None }
+        RolloutConfig {
+            seed: 0,
+            envs: 8,
+            workers: 1,
+            steps: 128,
+            max_policy_lag: 0,
+            max_restarts: 3,
+            max_steps: None,
+            step_timeout: None,
+            check: true,
+        }
     }
 }
 

@@ -12,12 +12,20 @@
 //! with its next episode, and the fault is counted. Only a slot that fails more
 //! than `max_restarts` times in a row (a broken env, not a flaky one) ends the
 //! rollout with an error; any successful step clears its count.
+//!
+//! With `check` on, the values crossing from user code are checked as a run
+//! checks them (`rollway_core::check`): an action outside the space is the
+//! policy's error (the rollout ends, naming the slot); a NaN observation or a
+//! non-finite reward is that slot's env fault; a value Gymnasium would only warn
+//! about goes into the fragment's `warnings`, once per kind.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, Layout, Memory, Op, Segment};
+use rollway_core::check::{check_reward, Role, RowCheck};
+use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, Failure, Layout, Memory, Op, Segment};
 
 use super::envs::Envs;
 use super::fragment::{Finished, Fragment};
@@ -55,6 +63,42 @@ pub(crate) struct Sampler {
     extras: Vec<Extra>,
     state_dim: usize,
     begun: bool,
+    checks: Checks,
+}
+
+/// The checks of a rollout's values, when it checks them.
+struct Checks {
+    env: String,
+    act: Option<RowCheck>,
+    obs: Option<RowCheck>,
+    /// Whether rewards are checked.
+    reward: bool,
+    /// Warnings given (by `Problem::key`).
+    warned: HashSet<String>,
+}
+
+impl Checks {
+    fn new(on: bool, spec: &EnvSpec, ol: &Layout, al: &Layout) -> Checks {
+        let made = |l: &Layout, role| Some(RowCheck::new(l, role)).filter(|c| on && !c.is_empty());
+        Checks { env: spec.id.clone(), act: made(al, Role::Action), obs: made(ol, Role::Observation), reward: on, warned: HashSet::new() }
+    }
+
+    /// An env's answer for one slot: its observation row and (after a step) reward.
+    fn env(&mut self, obs: &[u8], reward: Option<f64>, warnings: &mut Vec<String>) -> Result<(), Failure> {
+        let env = &self.env;
+        let wrong = |what: String| Failure { error: format!("env {env}: {what}"), restarted: false };
+        if let Some(what) = reward.filter(|_| self.reward).and_then(check_reward) {
+            return Err(wrong(what));
+        }
+        let Some(p) = self.obs.as_ref().and_then(|c| c.check(obs)) else { return Ok(()) };
+        if !p.warning {
+            return Err(wrong(p.describe("observation")));
+        }
+        if self.warned.insert(p.key()) {
+            warnings.push(wrong(p.describe("observation")).error);
+        }
+        Ok(())
+    }
 }
 
 impl Sampler {
@@ -71,7 +115,8 @@ impl Sampler {
             started: vec![0; n],
             fails: vec![0; n],
         };
-        Ok(Sampler { cfg, ol, al, envs, policy, slots, version: 0, extras: Vec::new(), state_dim: 0, begun: false })
+        let checks = Checks::new(cfg.check, spec, &ol, &al);
+        Ok(Sampler { cfg, ol, al, envs, policy, slots, version: 0, extras: Vec::new(), state_dim: 0, begun: false, checks })
     }
 
     /// Collects one fragment. `stop` ends it early with [`Error::Stopped`].
@@ -133,11 +178,26 @@ impl Sampler {
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| policy.act(&mut batch, extras)));
         drop(batch);
         let message = match res {
-            Ok(Ok(())) => return self.check_extras(),
+            Ok(Ok(())) => return self.check_actions().and_then(|()| self.check_extras()),
+            // Batch rows are the rollout's slots, in order.
+            Ok(Err(rollway_core::Error::Action { row, message, .. })) => format!("env slot {row}: {message}"),
             Ok(Err(e)) => e.to_string(),
             Err(p) => format!("panicked: {}", crate::serial::panic_text(p)),
         };
         Err(Error::Policy { message })
+    }
+
+    /// The first action outside the action space, as the policy's error.
+    fn check_actions(&self) -> Result<()> {
+        let Some(check) = &self.checks.act else { return Ok(()) };
+        for p in &self.envs.parts {
+            for j in 0..p.len() {
+                if let Some(bad) = check.check(p.act.row(j)) {
+                    return Err(Error::Policy { message: format!("env slot {}: {}", p.offset + j, bad.describe("action")) });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_extras(&self) -> Result<()> {
@@ -190,6 +250,7 @@ impl Sampler {
             for (&(j, _), res) in p.ops.iter().zip(p.results.drain(..)) {
                 let (g, at) = (p.offset + j, t * n + p.offset + j);
                 let s = &mut self.slots;
+                let res = res.and_then(|out| self.checks.env(p.obs.row(j), Some(out.reward), &mut f.warnings).map(|()| out));
                 match res {
                     Ok(out) => {
                         let tr = &mut s.track[g];
@@ -238,7 +299,7 @@ impl Sampler {
                 for (&(j, op), res) in p.ops.iter().zip(p.results.drain(..)) {
                     let (g, s) = (p.offset + j, &mut self.slots);
                     let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
-                    match res {
+                    match res.and_then(|_| self.checks.env(p.obs.row(j), None, &mut f.warnings)) {
                         Ok(_) => {
                             (s.first[g], s.rng[g]) = (true, seed::agent_rng(episode_seed));
                             s.memory[g].clear();

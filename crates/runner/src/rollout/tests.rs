@@ -309,3 +309,30 @@ fn bad_configs_name_the_field() {
         assert!(matches!(e, Error::Config { field: f, .. } if f == field), "{e}");
     }
 }
+
+#[test]
+fn an_action_outside_the_space_ends_the_rollout_naming_slot_value_and_space() {
+    let env = envs("Faulty-v0", &[]);
+    let spec = env.spec().unwrap();
+    let bad = rollway_agents::Registered::new("faulty", Params::new().with("bad_action_every", 3)).make(&spec).unwrap();
+    let mut r = start(RolloutConfig { envs: 4, steps: 2, ..Default::default() }, &env, Box::new(AgentPolicy(bad)));
+    r.collect().unwrap();
+    let e = r.collect().unwrap_err();
+    // The faulty agent spoils the batch's last row.
+    assert_eq!(e.to_string(), "policy: env slot 3: action 7 is outside Discrete(2)");
+}
+
+#[test]
+fn nan_observations_are_env_faults_and_values_outside_the_space_are_warned_once() {
+    let env = envs("Faulty-v0", &[("length", "5"), ("nan_obs_every", "7"), ("high", "3")]);
+    let mut r = start(RolloutConfig { envs: 4, steps: 20, ..Default::default() }, &env, agent("random", &env));
+    let (first, second) = (r.collect().unwrap(), r.collect().unwrap());
+    assert!(first.stats.env_faults >= 8 && second.stats.env_faults >= 8, "{} {}", first.stats.env_faults, second.stats.env_faults);
+    assert_eq!(first.warnings, ["env Faulty-v0: observation 4 is above its bound 3 in Box(float32, [1])"]);
+    assert!(second.warnings.is_empty(), "each kind once per rollout");
+    let mut obs = first.obs.chunks_exact(8).map(|row| f32::from_ne_bytes(row[..4].try_into().unwrap()));
+    assert!(obs.all(f32::is_finite), "no NaN reaches a fragment");
+    let unchecked = RolloutConfig { envs: 4, steps: 20, check: false, ..Default::default() };
+    let f = start(unchecked, &env, agent("random", &env)).collect().unwrap();
+    assert_eq!((f.stats.env_faults, f.warnings.len()), (0, 0));
+}
