@@ -102,10 +102,6 @@ def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -
     return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
 
 
-# Arguments that are not config-file keys.
-_CALL_ONLY = ("out", "resume", "append", "record", "progress")
-# What `rollway run --resume` accepts besides the stored config.
-_RESUMABLE = ("episodes", "steps")
 
 
 def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:
@@ -176,8 +172,10 @@ def run(
       or a duration string (``"2ms"``).
     - ``out``: record into this new dataset directory (``append=True`` adds a run to an
       existing one); ``resume``: continue the last run of that dataset exactly where its
-      committed episodes end (only ``episodes``/``steps`` may raise its target; an env or
-      agent that was a Python callable is passed again, as ``env=``/``agent=``).
+      committed episodes end: the run's own call with ``resume=out`` added does it
+      (``episodes``/``steps`` may raise its target; any other setting given must equal the
+      stored one, and each that differs is named; an env or agent that was a Python
+      callable is passed again, as ``env=``/``agent=``).
     - ``config``: a TOML config file; keyword arguments override its keys.
 
     Ctrl-C stops the run: the finished episodes are committed, then
@@ -196,22 +194,12 @@ def run(
         seed=seed, mode=mode, batch=batch, max_wait=max_wait, max_restarts=max_restarts, max_attempts=max_attempts,
         step_timeout=step_timeout, filters=filters, env_params=env_params, agent_params=agent_params, **more))
     common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
-    if resume is not None:
-        # Callables cannot be stored: a run made with them is resumed by passing them again.
-        passed_again = {k for k, f in (("env", pickle), ("agent", policy)) if f is not None}
-        extra = sorted(set(settings) - set(_RESUMABLE) - passed_again) + (["config"] if config is not None else [])
-        if extra or out is not None:
-            raise InputError_(
-                f"resume={os.fspath(resume)!r} continues the stored run as it was; only episodes= or steps= "
-                f"(raised, same unit) may be given, not {', '.join(extra or ['out'])}"
-            )
-        common.update(out=None)
-        report = _rollway.run(None, resume=_path(resume), episodes=episodes, steps=steps, env_pickle=pickle, agent_factory=policy,
-                              **{k: v for k, v in common.items() if k != "out"})
-        return finished(json.loads(report))
     if config is not None:
         settings = {**_read_config(config), **settings}
-    report = _rollway.run(json.dumps(settings), env_pickle=pickle, agent_factory=policy, **common)
+    # With resume=, the settings given must equal the stored ones (episodes/steps may
+    # raise the target): the same call with resume= added continues its run. A callable
+    # env or agent cannot be stored, so a run made with one is resumed by passing it again.
+    report = _rollway.run(json.dumps(settings), resume=_path(resume), env_pickle=pickle, agent_factory=policy, **common)
     return finished(json.loads(report))
 
 

@@ -164,9 +164,9 @@ class RowError(ValueError):
     Box). ``row`` is the row of the batch (None for a single value), ``leaf`` the
     leaf's path, ``index`` the element in it, ``value`` the value."""
 
-    def __init__(self, row: Optional[int], leaf: str, index: int, value: float, dtype: np.dtype):
-        at = (f"[{leaf!r}]" if leaf else "") + f"[{index}]"
-        super().__init__(f"{at} = {value} is not a whole number (the space holds {dtype} there)")
+    def __init__(self, row: Optional[int], leaf: str, index: int, value: float, dtype: np.dtype, scalar: bool):
+        at = (f"[{leaf!r}]" if leaf else "") + ("" if scalar else f"[{index}]")
+        super().__init__(f"{at + ' = ' if at else ''}{value} is not a whole number (the space holds {dtype} there)")
         self.row, self.leaf, self.index, self.value = row, leaf, index, float(value)
 
 
@@ -184,7 +184,7 @@ def exact(v: Any, dt: np.dtype, shape: Tuple[int, ...], path: str = "", batch: b
             at = np.argwhere(bad)[0]
             row, rest = (int(at[0]), at[1:]) if batch else (None, at)
             index = int(np.ravel_multi_index(tuple(rest), a.shape[1:] if batch else a.shape)) if len(rest) else 0
-            raise RowError(row, path, index, a[tuple(at)], dt)
+            raise RowError(row, path, index, a[tuple(at)], dt, scalar=a.ndim == (1 if batch else 0))
     return np.ascontiguousarray(a, dtype=dt)
 
 

@@ -128,3 +128,36 @@ class NoFrames(TextObs):
 def make_cartpole(**kwargs):
     """A `module:callable` factory taking keyword arguments."""
     return gym.make("CartPole-v1", **kwargs)
+
+
+class Wrong(gym.Env):
+    """A Box(-1, 1, (3,)) env that answers wrong in one way (`how`) on step `at`:
+    a NaN observation, a NaN reward, an observation out of bounds, of the wrong shape,
+    or (with a Discrete observation space) a float that is not a whole number."""
+
+    def __init__(self, how="nan_obs", at=2):
+        self.how, self.at = how, int(at)
+        self.observation_space = spaces.Discrete(4) if how == "float_discrete" else spaces.Box(-1, 1, (3,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def _obs(self, wrong):
+        if self.how == "float_discrete":
+            return 2.5 if wrong else 1
+        obs = np.zeros(3, np.float32)
+        if wrong and self.how == "nan_obs":
+            obs[1] = np.nan
+        if wrong and self.how == "out_of_bounds":
+            obs[2] = 7.0
+        if wrong and self.how == "wrong_shape":
+            obs = np.zeros(4, np.float32)
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return self._obs(False), {}
+
+    def step(self, action):
+        self.t += 1
+        wrong = self.t == self.at
+        reward = float("nan") if wrong and self.how == "nan_reward" else 1.0
+        return self._obs(wrong), reward, self.t >= 5, False, {}

@@ -4,6 +4,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 import rollway
@@ -89,10 +90,13 @@ def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
     assert s.episodes == 8 and s.failed_attempts == 4 and s.given_up == 0
     assert all("CUDA out of memory" in f["error"] for f in s.faults)
 
-    # A policy that always fails gives its episodes up after max_attempts, saying why.
-    s = rollway.run(env="CartPole-v1", agent=lambda obs, first, state: np.zeros((len(obs), 3)), episodes=4, workers=1, envs_per_worker=4,
+    # A policy that always fails gives its episodes up after max_attempts, saying why (issue 36: raised).
+    with pytest.raises(rollway.IncompleteRunError) as e:
+        rollway.run(env="CartPole-v1", agent=lambda obs, first, state: np.zeros((len(obs), 3)), episodes=4, workers=1, envs_per_worker=4,
                     mode="sync", record=False, progress=False)
+    s = e.value.summary
     assert (s.given_up, s.complete) == (4, False)
+    assert "actions of shape (4, 3); the batch needs (4,)" in str(e.value)
     assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
 
 

@@ -154,9 +154,12 @@ def test_ray_run_survives_a_removed_node(cluster, local, tmp_path):
 def test_ray_every_actor_gone_leaves_episodes_untried_and_resume_finishes(cluster, local, tmp_path):
     out, before = tmp_path / "ray", set(all_member_pids())
     watcher = when_committed(out, 4, lambda: [os.kill(p, signal.SIGKILL) for p in member_pids(before)])
-    s = rollway.ray.run(**JOB, out=out, num_workers=1, max_restarts=0, part_episodes=48, progress=False)
+    with pytest.raises(rollway.IncompleteRunError) as e:
+        rollway.ray.run(**JOB, out=out, num_workers=1, max_restarts=0, part_episodes=48, progress=False)
     watcher.join()
+    s = e.value.summary
     assert not s.complete and s.untried > 0 and s.actor_failures == 1
+    assert "episode(s) untried: every worker used up its max_restarts" in str(e.value)
     assert set(fingerprints(out)) < set(local)
     s = rollway.ray.run(resume=out, num_workers=2, progress=False)
     assert s.complete

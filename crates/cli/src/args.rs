@@ -306,17 +306,18 @@ pub struct RunArgs {
     pub quiet: bool,
     /// Record the episodes into this new dataset directory (a DIR that already holds
     /// a dataset needs --append). The default job records into ./rollway-data/.
-    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// With --out DIR holding a dataset (of the same env): record a new run, with
     /// its own config and seed, after the runs already there.
     #[arg(long, requires = "out")]
     pub append: bool,
     /// Continue the last run recorded in DIR (killed, or short of workers) to its
-    /// target, with the config stored in the dataset. Only output flags
-    /// (--summary-json, --episodes-json, -q) and a larger target in the same unit
-    /// (--episodes, --steps) may be given with it.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "env_opt", "agent_opt"])]
+    /// target, with the config stored in the dataset: the run's own command with
+    /// --resume DIR added works. Output flags (--summary-json, --episodes-json, -q) and
+    /// a larger target in the same unit (--episodes, --steps) may change; any other
+    /// option given must equal the stored value (each one that differs is named).
+    #[arg(long, value_name = "DIR", conflicts_with = "append")]
     pub resume: Option<PathBuf>,
     /// Do not record (the default job otherwise records into ./rollway-data/).
     #[arg(long, conflicts_with_all = ["out", "resume"])]

@@ -97,29 +97,55 @@ pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
     RunArgs::default().resolve_with(file)
 }
 
-/// What `--resume` takes beside it: output files and a larger target of the same
-/// kind. Every other option would change which episodes the run produces or how
-/// they are stored; the dataset's stored config decides those.
+/// What `--resume` takes beside it whatever its value: output files and a larger
+/// target of the same kind. Any other option must equal the stored config's.
 const RESUME_TAKES: [&str; 4] = ["episodes", "steps", "summary_json", "episodes_json"];
 
-/// Refuses options beside `--resume` other than those in [`RESUME_TAKES`].
-pub fn check_resume_options(a: &RunArgs) -> Result<()> {
-    let given = a.opts.given();
-    let Some(key) = given.iter().find(|k| !RESUME_TAKES.contains(&k.as_str())) else { return Ok(()) };
-    let takes: Vec<String> = RESUME_TAKES.iter().map(|k| RunOptions::flag(k).unwrap_or_else(|| k.to_string())).collect();
-    bail!(
-        "{}: a resumed run keeps the config stored in its dataset; beside --resume only {} (and -q) may be given",
-        RunOptions::flag(key).unwrap_or_else(|| key.clone()),
-        takes.join(", ")
-    )
+/// The job `--resume DIR` continues: the last run stored in the dataset at `dir`
+/// (see [`resume_job`]); `file` is the config given beside it (`--config`, or
+/// Python's settings), if any.
+pub fn resume_from(dir: &std::path::Path, a: &RunArgs, file: Option<RunOptions>) -> Result<Job> {
+    if let Some(out) = &a.out {
+        let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        if same(out) != same(dir) {
+            bail!("--out {}: a resumed run records into the dataset it resumes (--resume {})", out.display(), dir.display());
+        }
+    }
+    let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
+    let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
+    let file = match (file, &a.config) {
+        (Some(f), _) => Some(f),
+        (None, Some(path)) => Some(read_config(path)?),
+        (None, None) => None,
+    };
+    resume_job(&run.config, a, file)
 }
 
-/// The job `--resume` continues: the dataset's stored config plus the options in
-/// [`RESUME_TAKES`]; the caller has refused the rest with [`check_resume_options`],
-/// before opening the dataset.
-pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
-    let mut job = resolve_stored(stored)?;
-    job.cfg.target = match (job.cfg.target, a.opts.episodes, a.opts.steps) {
+/// The job `--resume` continues: the dataset's stored config, with a target
+/// raised by `--episodes`/`--steps` and the output files given. Every other option
+/// given (flags, or `file`'s keys) must resolve to the stored value: a user may
+/// re-run their command with `--resume` added; an option that differs is refused,
+/// each named with the stored value beside the given one.
+pub fn resume_job(stored: &serde_json::Value, a: &RunArgs, file: Option<RunOptions>) -> Result<Job> {
+    let stored_opts: RunOptions = serde_json::from_value(stored.clone()).context("the dataset's stored run config")?;
+    let mut job = RunArgs::default().resolve_with(stored_opts.clone())?;
+    // The given options over the stored ones, targets and output files aside.
+    let strip = |o: &RunOptions| RunOptions { episodes: None, steps: None, summary_json: None, episodes_json: None, ..o.clone() };
+    let given = RunArgs { opts: strip(&a.opts), ..RunArgs::default() };
+    let file = file.unwrap_or_default();
+    let merged = strip(&file).over(stored_opts);
+    let differ = differences(&job.to_file_config(), &given.resolve_with(merged)?.to_file_config());
+    if !differ.is_empty() {
+        let takes: Vec<String> = RESUME_TAKES.iter().map(|k| RunOptions::flag(k).unwrap_or_else(|| k.to_string())).collect();
+        bail!(
+            "a resumed run keeps the config stored in its dataset; these differ from it: {}. Leave them out or give the stored values \
+             (beside --resume, {} may change)",
+            differ.join("; "),
+            takes.join(", ")
+        );
+    }
+    let target = (a.opts.episodes.or(file.episodes), a.opts.steps.or(file.steps));
+    job.cfg.target = match (job.cfg.target, target.0, target.1) {
         (t, None, None) => t,
         (Target::Episodes(n), Some(e), None) if e >= n => Target::Episodes(e),
         (Target::Steps(n), None, Some(s)) if s >= n => Target::Steps(s),
@@ -133,9 +159,30 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunArgs) -> Result<Job> {
         }
     };
     job.origin.given = a.opts.given();
-    job.summary_json = a.opts.summary_json.clone().or(job.summary_json);
-    job.episodes_json = a.opts.episodes_json.clone().or(job.episodes_json);
+    job.summary_json = a.opts.summary_json.clone().or(file.summary_json).or(job.summary_json);
+    job.episodes_json = a.opts.episodes_json.clone().or(file.episodes_json).or(job.episodes_json);
     Ok(job)
+}
+
+/// The keys whose values differ between two resolved configs, as `--flag: stored X, given Y`.
+fn differences(stored: &RunOptions, given: &RunOptions) -> Vec<String> {
+    let (s, g) = (serde_json::to_value(stored).expect("configs serialize"), serde_json::to_value(given).expect("configs serialize"));
+    let (s, g) = (s.as_object().cloned().unwrap_or_default(), g.as_object().cloned().unwrap_or_default());
+    let text = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) => "(none)".to_string(),
+        Some(serde_json::Value::String(x)) => x.clone(),
+        Some(v) => v.to_string(),
+    };
+    g.iter()
+        .filter(|(k, v)| s.get(*k) != Some(*v) && !RESUME_TAKES.contains(&k.as_str()))
+        .map(|(k, v)| format!("{}: stored {}, given {}", RunOptions::flag(k).unwrap_or_else(|| k.clone()), text(s.get(k)), text(Some(v))))
+        .collect()
+}
+
+/// A TOML config file.
+fn read_config(path: &std::path::Path) -> Result<RunOptions> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("config {}", path.display()))
 }
 
 /// Which settings came from flags, so errors name `--max-wait` rather than the
@@ -209,10 +256,7 @@ impl RunArgs {
     pub fn resolve(&self) -> Result<Job> {
         let file: RunOptions = match &self.config {
             None => RunOptions::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-                toml::from_str(&text).with_context(|| format!("config {}", path.display()))?
-            }
+            Some(path) => read_config(path)?,
         };
         self.resolve_with(file)
     }

@@ -46,7 +46,8 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
         bail!("--backend ray records into --out DIR and writes its summary (--summary-json); --episodes-json, --report and --no-record are for local runs");
     }
     if let Some(dir) = &a.resume {
-        job::check_resume_options(a)?;
+        // Options beside --resume must equal the stored config: checked here, as a local resume does.
+        job::resume_from(dir, a, None)?;
         cmd.arg("--resume").arg(dir);
         if let Some(n) = a.opts.episodes {
             cmd.arg("--episodes").arg(n.to_string());

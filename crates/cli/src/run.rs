@@ -236,10 +236,7 @@ fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, 
         return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
     }
     if let Some(dir) = &a.resume {
-        job::check_resume_options(a)?;
-        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
-        let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
-        return Ok((job::resume_job(&run.config, a)?, Some(dir.clone()), Start::Resume));
+        return Ok((job::resume_from(dir, a, file)?, Some(dir.clone()), Start::Resume));
     }
     let job = match file {
         Some(f) => a.resolve_with(f)?,

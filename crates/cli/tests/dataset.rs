@@ -145,7 +145,7 @@ fn recorded_runs_keep_the_agents_recurrent_state() {
 }
 
 /// `--resume` keeps the stored config: an option that would change the episodes is
-/// refused by its flag name before the dataset is touched; a raised target and the
+/// refused by its flag name before anything is written; a raised target and the
 /// output files are taken.
 #[test]
 fn issue14_resume_takes_only_a_larger_target_and_output_files() {
@@ -158,7 +158,7 @@ fn issue14_resume_takes_only_a_larger_target_and_output_files() {
         let o = rollway(&["run", "--resume", d, refused[0], refused[1], "-q"]);
         assert_eq!(o.status.code(), Some(2), "{refused:?}");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(&format!("{}: a resumed run keeps the config", refused[0])), "{err}");
+        assert!(err.contains("a resumed run keeps the config") && err.contains(&format!("{}: stored ", refused[0])), "{err}");
     }
     assert_eq!(inspect(&dir), before, "refused resumes changed nothing");
     let summary = tmp.path().join("s.json");

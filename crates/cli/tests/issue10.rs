@@ -139,7 +139,7 @@ fn issue10_resume_applies_output_flags_and_refuses_the_others() {
     std::fs::write(&toml, "seed = 4\n").unwrap();
     let refused: [&[&str]; 6] = [
         &["--seed", "4"],
-        &["--env", "CartPole-v1"],
+        &["--env", "Pendulum-v1"],
         &["--workers", "3"],
         &["--filter", "kind=length,min=1,label=x"],
         &["--episodes", "4"],

@@ -109,7 +109,7 @@ impl PyEnvs {
                 .bind(o.py())
                 .call1((o,))
                 .and_then(|b| b.extract::<Vec<u8>>())
-                .map_err(|e| format!("observation does not fit the observation space: {e}"))?;
+                .map_err(|e| format!("observation does not fit the observation space: {}", e.value(o.py())))?;
         }
         if self.buf.len() != row.len() {
             return Err(format!("observation packs to {} bytes; the observation space's row has {}", self.buf.len(), row.len()));

@@ -125,23 +125,25 @@ impl Summary {
     /// What the run left undone, when it did: the one text every front (the CLI's
     /// exit 1, Python's `IncompleteRunError`, Ray's) gives for a run that ended short.
     pub fn shortfall(&self) -> Option<String> {
-        let first = self.faults.iter().rev().find(|f| self.given_up_episodes.contains(&f.episode)).map(|f| f.error.as_str());
-        shortfall(self.given_up, self.untried, first)
+        // The last error of a given-up episode, else the last failure (what retired the workers).
+        let given_up = self.faults.iter().rev().find(|f| self.given_up_episodes.contains(&f.episode));
+        let error = given_up.or(self.faults.last()).map(|f| f.error.as_str());
+        shortfall(self.given_up, self.untried, error)
     }
 }
 
-/// [`Summary::shortfall`] from its parts (`error`: a given-up episode's last error),
+/// [`Summary::shortfall`] from its parts (`error`: the last failure, the reason),
 /// for summaries made elsewhere (a Ray run's, from its dataset's index).
 pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<String> {
     let mut parts = Vec::new();
     if given_up > 0 {
-        let why = error.map_or(String::new(), |e| format!(" (last error: {e})"));
-        parts.push(format!("{given_up} episode(s) given up after failed attempts{why}"));
+        parts.push(format!("{given_up} episode(s) given up after failed attempts"));
     }
     if untried > 0 {
         parts.push(format!("{untried} episode(s) untried: every worker used up its max_restarts"));
     }
-    (!parts.is_empty()).then(|| parts.join("; "))
+    let why = error.map_or(String::new(), |e| format!(" (last error: {e})"));
+    (!parts.is_empty()).then(|| parts.join("; ") + &why)
 }
 
 pub(crate) struct Collector<'a> {
