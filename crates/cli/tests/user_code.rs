@@ -11,7 +11,7 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-const FAULTY: [&str; 8] = ["run", "--env", "Faulty-v0", "--workers", "1", "--envs-per-worker", "2", "-q"];
+const FAULTY: [&str; 10] = ["run", "--env", "Faulty-v0", "--workers", "1", "--envs-per-worker", "2", "--mode", "sync", "-q"];
 
 #[test]
 fn issue36_an_action_outside_the_space_fails_the_run_naming_agent_slot_value_and_space() {

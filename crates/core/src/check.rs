@@ -80,6 +80,28 @@ struct LeafCheck {
     finite: bool,
     /// Values outside the space are a problem.
     bounds: bool,
+    /// A test that passes every good row of the common leaves at a compare per
+    /// element; a row it fails is looked at again to say what is wrong.
+    quick: Quick,
+    /// The leaf's bytes in the row.
+    start: usize,
+    end: usize,
+}
+
+/// [`LeafCheck::quick`]: the common leaves' pass test.
+#[derive(Clone, Debug)]
+enum Quick {
+    /// float32 inside these bounds, rounded outwards to float32 (NaN fails every
+    /// compare). A float32 space's bounds are float32 values: nothing is rounded.
+    F32Within(Vec<f32>, Vec<f32>),
+    /// float32, finite.
+    F32Finite,
+    /// float32, not NaN.
+    F32NotNan,
+    /// A Discrete leaf's value in `lo..hi`.
+    Discrete(i64, i64),
+    /// No quick test: always the full one.
+    None,
 }
 
 /// The checks of one layout in one role, decided once.
@@ -108,7 +130,18 @@ impl RowCheck {
                     LeafKind::Text { .. } => (false, false),
                     _ => (false, true),
                 };
-                (finite || bounds).then(|| LeafCheck { leaf: leaf.clone(), finite, bounds })
+                let quick = match (&leaf.kind, leaf.dtype) {
+                    (LeafKind::Box { low, high }, DType::F32) if bounds => Quick::F32Within(
+                        low.iter().map(|&l| if (l as f32 as f64) > l { (l as f32).next_down() } else { l as f32 }).collect(),
+                        high.iter().map(|&h| if (h as f32 as f64) < h { (h as f32).next_up() } else { h as f32 }).collect(),
+                    ),
+                    (LeafKind::Box { .. }, DType::F32) if role == Role::Action => Quick::F32Finite,
+                    (LeafKind::Box { .. }, DType::F32) => Quick::F32NotNan,
+                    (LeafKind::Discrete { n, start }, _) => Quick::Discrete(*start, start + *n as i64),
+                    _ => Quick::None,
+                };
+                let (start, end) = (leaf.offset, leaf.offset + leaf.bytes());
+                (finite || bounds).then(|| LeafCheck { leaf: leaf.clone(), finite, bounds, quick, start, end })
             })
             .collect();
         RowCheck { leaves, space: layout.space().describe(), role }
@@ -125,7 +158,35 @@ impl RowCheck {
     }
 
     /// The first problem in `row`, errors before warnings.
+    #[inline]
     pub fn check(&self, row: &[u8]) -> Option<Problem> {
+        if self.all_pass(row, row.len()) {
+            return None;
+        }
+        self.explain(row)
+    }
+
+    /// True when every row of `rows` (`row_bytes` each) passes the quick tests,
+    /// leaf by leaf over the whole batch: what a batch of good rows costs (a compare
+    /// per element, no call per row). False: look at the rows one by one ([`RowCheck::check`]).
+    pub fn all_pass(&self, rows: &[u8], row_bytes: usize) -> bool {
+        self.leaves.iter().all(|c| {
+            let mut leaf = rows.chunks_exact(row_bytes).map(|r| &r[c.start..c.end]);
+            // Folded without an early exit: no branch per element, and good rows are the rule.
+            match &c.quick {
+                Quick::F32Within(low, high) => {
+                    leaf.all(|b| f32s(b).zip(low.iter().zip(high)).fold(true, |ok, (x, (&lo, &hi))| ok & (x >= lo) & (x <= hi)))
+                }
+                Quick::F32Finite => leaf.all(|b| f32s(b).fold(true, |ok, x| ok & x.is_finite())),
+                Quick::F32NotNan => leaf.all(|b| f32s(b).fold(true, |ok, x| ok & !x.is_nan())),
+                Quick::Discrete(lo, hi) => leaf.all(|b| (*lo..*hi).contains(&i64::from_ne_bytes(b[..8].try_into().expect("an i64")))),
+                Quick::None => false,
+            }
+        })
+    }
+
+    /// What is wrong with a row that failed a quick test (or has none).
+    fn explain(&self, row: &[u8]) -> Option<Problem> {
         let mut warning = None;
         for c in &self.leaves {
             match self.leaf(c, row) {
@@ -150,7 +211,7 @@ impl RowCheck {
         };
         if c.finite {
             let bad = match leaf.dtype {
-                DType::F32 => first_f32(bytes, |x| !x.is_finite()),
+                DType::F32 => f32s(bytes).position(|x| !x.is_finite()),
                 _ => (0..leaf.len()).find(|&i| !leaf.dtype.read_f64(bytes, i).is_finite()),
             };
             if let Some(i) = bad {
@@ -187,15 +248,16 @@ impl RowCheck {
     }
 }
 
-/// The first reward problem: a reward must be a finite number.
-pub fn check_reward(reward: f64) -> Option<String> {
-    (!reward.is_finite()).then(|| format!("reward {} is not a finite number", fmt(reward)))
+/// A leaf's bytes as float32 values.
+#[inline]
+fn f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes")))
 }
 
-/// The index of the first f32 in `bytes` for which `bad` holds: a tight loop,
-/// as the common observation leaf is float32.
-fn first_f32(bytes: &[u8], bad: impl Fn(f32) -> bool) -> Option<usize> {
-    bytes.chunks_exact(4).position(|c| bad(f32::from_ne_bytes(c.try_into().expect("4 bytes"))))
+/// The first reward problem: a reward must be a finite number.
+#[inline]
+pub fn check_reward(reward: f64) -> Option<String> {
+    (!reward.is_finite()).then(|| format!("reward {} is not a finite number", fmt(reward)))
 }
 
 /// A number as messages write it: integers without a fraction.

@@ -220,12 +220,13 @@ impl Worker {
         if !ops.is_empty() && !self.retired {
             self.envs[l].run(&ops, &b.act, &mut b.obs, &mut results);
         }
+        let obs_ok = self.obs_ok(&b);
         for (&(j, _), res) in ops.iter().zip(results.drain(..)) {
             if self.retired {
                 // `send` fails what is still running.
                 break;
             }
-            let res = res.and_then(|out| self.check_env(&mut b, j, Some(out.reward)).map(|()| out));
+            let res = res.and_then(|out| self.check_env(&mut b, j, Some(out.reward), obs_ok).map(|()| out));
             match res {
                 Ok(out) if self.book_step(&mut b, j, out) => starts.push((j, None)),
                 Ok(_) => {}
@@ -293,9 +294,10 @@ impl Worker {
             if !ops.is_empty() {
                 self.envs[l].run(&ops, &b.act, &mut b.obs, &mut results);
             }
+            let obs_ok = self.obs_ok(b);
             for ((&(j, op), res), p) in ops.iter().zip(results.drain(..)).zip(pending.drain(..)) {
                 let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
-                match res.and_then(|_| self.check_env(b, j, None)) {
+                match res.and_then(|_| self.check_env(b, j, None, obs_ok)) {
                     Ok(_) => self.started(b, j, p, episode_seed),
                     Err(f) => {
                         let next = self.after_failure(b, p, f.error, f.restarted);
@@ -307,17 +309,25 @@ impl Worker {
         }
     }
 
+    /// True when every observation row of `b` passes the check's quick tests (or
+    /// nothing is checked): one pass over the block, so a round of good rows costs
+    /// no call per row.
+    fn obs_ok(&self, b: &AgentBlock) -> bool {
+        self.obs_check.as_ref().is_none_or(|c| c.all_pass(b.obs.bytes(), b.obs.row_bytes()))
+    }
+
     /// Checks what slot `j`'s env just returned (`rollway_core::check`): its
-    /// observation, and its reward after a step. An error fails the attempt (the
-    /// env is not rebuilt: it did not fail, it answered wrong); a warning goes up
-    /// once per worker and kind.
-    fn check_env(&mut self, b: &mut AgentBlock, j: usize, reward: Option<f64>) -> Result<(), rollway_core::Failure> {
+    /// observation (unless the block's rows all passed: `obs_ok`), and its reward
+    /// after a step. An error fails the attempt (the env is not rebuilt: it did
+    /// not fail, it answered wrong); a warning goes up once per worker and kind.
+    #[inline]
+    fn check_env(&mut self, b: &mut AgentBlock, j: usize, reward: Option<f64>, obs_ok: bool) -> Result<(), rollway_core::Failure> {
         let env = &self.ctx.cfg.env;
         let wrong = |what: String| rollway_core::Failure { error: format!("env {env}: {what}"), restarted: false };
         if let Some(what) = reward.filter(|_| self.ctx.cfg.check).and_then(check_reward) {
             return Err(wrong(what));
         }
-        let Some(p) = self.obs_check.as_ref().and_then(|c| c.check(b.obs.row(j))) else { return Ok(()) };
+        let Some(p) = self.obs_check.as_ref().filter(|_| !obs_ok).and_then(|c| c.check(b.obs.row(j))) else { return Ok(()) };
         if !p.warning {
             return Err(wrong(p.describe("observation")));
         }

@@ -83,14 +83,20 @@ impl Checks {
         Checks { env: spec.id.clone(), act: made(al, Role::Action), obs: made(ol, Role::Observation), reward: on, warned: HashSet::new() }
     }
 
-    /// An env's answer for one slot: its observation row and (after a step) reward.
-    fn env(&mut self, obs: &[u8], reward: Option<f64>, warnings: &mut Vec<String>) -> Result<(), Failure> {
+    /// True when every row of `obs` passes the quick tests (one pass over a part).
+    fn obs_ok(&self, obs: &rollway_core::Rows) -> bool {
+        self.obs.as_ref().is_none_or(|c| c.all_pass(obs.bytes(), obs.row_bytes()))
+    }
+
+    /// An env's answer for one slot: its observation row (unless its part's rows
+    /// all passed: `obs_ok`) and (after a step) reward.
+    fn env(&mut self, obs: &[u8], reward: Option<f64>, obs_ok: bool, warnings: &mut Vec<String>) -> Result<(), Failure> {
         let env = &self.env;
         let wrong = |what: String| Failure { error: format!("env {env}: {what}"), restarted: false };
         if let Some(what) = reward.filter(|_| self.reward).and_then(check_reward) {
             return Err(wrong(what));
         }
-        let Some(p) = self.obs.as_ref().and_then(|c| c.check(obs)) else { return Ok(()) };
+        let Some(p) = self.obs.as_ref().filter(|_| !obs_ok).and_then(|c| c.check(obs)) else { return Ok(()) };
         if !p.warning {
             return Err(wrong(p.describe("observation")));
         }
@@ -190,6 +196,10 @@ impl Sampler {
     /// The first action outside the action space, as the policy's error.
     fn check_actions(&self) -> Result<()> {
         let Some(check) = &self.checks.act else { return Ok(()) };
+        let ab = self.al.row_bytes();
+        if self.envs.parts.iter().all(|p| check.all_pass(p.act.bytes(), ab)) {
+            return Ok(());
+        }
         for p in &self.envs.parts {
             for j in 0..p.len() {
                 if let Some(bad) = check.check(p.act.row(j)) {
@@ -247,10 +257,11 @@ impl Sampler {
         let n = self.cfg.envs;
         let mut ended = Vec::new();
         for p in self.envs.parts.iter_mut() {
+            let obs_ok = self.checks.obs_ok(&p.obs);
             for (&(j, _), res) in p.ops.iter().zip(p.results.drain(..)) {
                 let (g, at) = (p.offset + j, t * n + p.offset + j);
                 let s = &mut self.slots;
-                let res = res.and_then(|out| self.checks.env(p.obs.row(j), Some(out.reward), &mut f.warnings).map(|()| out));
+                let res = res.and_then(|out| self.checks.env(p.obs.row(j), Some(out.reward), obs_ok, &mut f.warnings).map(|()| out));
                 match res {
                     Ok(out) => {
                         let tr = &mut s.track[g];
@@ -296,10 +307,11 @@ impl Sampler {
             todo.clear();
             self.envs.round()?;
             for p in self.envs.parts.iter_mut() {
+                let obs_ok = self.checks.obs_ok(&p.obs);
                 for (&(j, op), res) in p.ops.iter().zip(p.results.drain(..)) {
                     let (g, s) = (p.offset + j, &mut self.slots);
                     let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
-                    match res.and_then(|_| self.checks.env(p.obs.row(j), None, &mut f.warnings)) {
+                    match res.and_then(|_| self.checks.env(p.obs.row(j), None, obs_ok, &mut f.warnings)) {
                         Ok(_) => {
                             (s.first[g], s.rng[g]) = (true, seed::agent_rng(episode_seed));
                             s.memory[g].clear();
