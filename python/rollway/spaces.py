@@ -283,8 +283,36 @@ def env_spec(env: Any) -> Dict[str, Any]:
 
 
 def dump_info(info: Any) -> str:
-    """An info dict as JSON text (numpy values as lists and numbers)."""
-    return json.dumps(info, default=_plain)
+    """An info dict as JSON text (numpy values as lists and numbers). A value that
+    cannot be recorded (an object JSON has no form for, a NaN or infinity) is a
+    ``TypeError`` naming its key, e.g. ``info['handle']: a Foo cannot be recorded``."""
+    try:
+        return json.dumps(info, default=_plain, allow_nan=False)
+    except (TypeError, ValueError):
+        raise TypeError(_unrecordable(info, "info")) from None
+
+
+def _unrecordable(x: Any, at: str) -> str:
+    """Where in ``x`` (reached by ``at``) the first value is that JSON cannot record, and why."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                return f"{at}: the key {k!r} ({type(k).__name__}) cannot be recorded (keys are strings)"
+            try:
+                json.dumps(v, default=_plain, allow_nan=False)
+            except (TypeError, ValueError):
+                return _unrecordable(v, f"{at}[{k!r}]")
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            try:
+                json.dumps(v, default=_plain, allow_nan=False)
+            except (TypeError, ValueError):
+                return _unrecordable(v, f"{at}[{i}]")
+    if isinstance(x, np.ndarray) and x.dtype.kind not in "fiub":
+        return f"{at}: an array of {x.dtype} cannot be recorded"
+    if isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f"):
+        return f"{at}: {x!r} cannot be recorded (JSON has no NaN or infinity)"
+    return f"{at}: a {type(x).__name__} cannot be recorded (infos hold numbers, strings, lists, dicts and numpy arrays)"
 
 
 def _plain(x: Any) -> Any:

@@ -133,7 +133,8 @@ def make_cartpole(**kwargs):
 class Wrong(gym.Env):
     """A Box(-1, 1, (3,)) env that answers wrong in one way (`how`) on step `at`:
     a NaN observation, a NaN reward, an observation out of bounds, of the wrong shape,
-    or (with a Discrete observation space) a float that is not a whole number."""
+    (with a Discrete observation space) a float that is not a whole number, or an info
+    that cannot be recorded."""
 
     def __init__(self, how="nan_obs", at=2):
         self.how, self.at = how, int(at)
@@ -160,4 +161,6 @@ class Wrong(gym.Env):
         self.t += 1
         wrong = self.t == self.at
         reward = float("nan") if wrong and self.how == "nan_reward" else 1.0
-        return self._obs(wrong), reward, self.t >= 5, False, {}
+        # At the episode's end: the final info is recorded even when the others are not.
+        info = {"pos": [1, 2], "handle": {"sim": object()}} if self.t >= 5 and self.how == "bad_info" else {}
+        return self._obs(wrong), reward, self.t >= 5, False, info

@@ -58,8 +58,9 @@ def test_checks_off_lets_out_of_range_actions_through():
 @pytest.mark.parametrize("how, says", [
     ("nan_obs", ": observation[1] is NaN (Box(float32, [3]) takes finite numbers)"),
     ("nan_reward", ": reward NaN is not a finite number"),
-    ("wrong_shape", "observation does not fit the observation space: has shape (4,); the space's is (3,)"),
+    ("wrong_shape", "env Wrong: observation does not fit the observation space: has shape (4,); the space's is (3,)"),
     ("float_discrete", "observation does not fit the observation space: 2.5 is not a whole number (the space holds int64 there)"),
+    ("bad_info", "env Wrong: info['handle']['sim']: a object cannot be recorded (infos hold numbers, strings, lists, dicts and numpy arrays)"),
 ])
 def test_an_env_that_answers_wrong_costs_attempts_and_the_run_raises_incomplete(how, says):
     import hosted_envs

@@ -23,6 +23,8 @@ pub(crate) struct PyEnvs {
     al: Layout,
     infos: InfoNeed,
     buf: Vec<u8>,
+    /// The env's id (or class name), which every error names.
+    id: String,
 }
 
 impl PyEnvs {
@@ -45,6 +47,7 @@ impl PyEnvs {
             al: layout(&spec.action_space)?,
             infos,
             buf: Vec::new(),
+            id: spec.id.clone(),
         })
     }
 
@@ -54,8 +57,12 @@ impl PyEnvs {
     }
 
     /// Steps slot `slot` with the action in `act`, writing its observation into `obs`;
-    /// the info comes back when the block's [`InfoNeed`] wants it.
+    /// the info comes back when the block's [`InfoNeed`] wants it. Errors name the env.
     pub fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
+        self.stepped(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn stepped(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
         let env = self.envs[slot].as_ref().ok_or("step of a slot without an env")?.bind(py).clone();
         let action = match fast_value(py, &self.al, act) {
             Some(v) => v,
@@ -71,8 +78,12 @@ impl PyEnvs {
         Ok((StepOutcome { reward, terminated, truncated }, info))
     }
 
-    /// Resets slot `slot` with `seed` (making its env first if it has none).
+    /// Resets slot `slot` with `seed` (making its env first if it has none). Errors name the env.
     pub fn reset(&mut self, py: Python<'_>, slot: usize, seed: u64, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: u64, obs: &mut [u8]) -> Result<Option<Info>, String> {
         if self.envs[slot].is_none() {
             self.envs[slot] = Some(self.make.bind(py).call0().map_err(|e| format!("making the env: {e}"))?.unbind());
         }
@@ -119,7 +130,8 @@ impl PyEnvs {
     }
 
     fn info(&self, info: &Bound<'_, PyAny>) -> Result<Info, String> {
-        let text: String = self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| format!("info: {e}"))?;
+        let text: String =
+            self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| e.value(info.py()).to_string())?;
         serde_json::from_str(&text).map_err(|e| format!("info is not a JSON object: {e}"))
     }
 }
