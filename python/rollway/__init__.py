@@ -31,6 +31,7 @@ committed episode.
 
 from rollway._rollway import (
     FORMAT_VERSION,
+    DatasetLockedError,
     DatasetNotFoundError,
     IncompleteRunError,
     InputError,
@@ -49,6 +50,7 @@ __all__ = [
     "VectorEnv",
     "DataCollector",
     "Dataset",
+    "DatasetLockedError",
     "DatasetNotFoundError",
     "Episode",
     "Fragment",

@@ -19,7 +19,8 @@ class Summary:
     ``episodes``, ``steps``, ``terminated``, ``truncated``, ``given_up``, ``untried``,
     ``labels`` (label → count), ``label_rates``, ``return_`` and ``length`` (mean/std/min/max),
     ``steps_per_sec``, ``seconds``, ``calibration`` (how envs per worker and the mode were measured, or
-    None), … plus ``out`` (the dataset directory, or None),
+    None), ``faults`` (failed attempts, with their errors), ``warnings`` (values an env returned that
+    Gymnasium would warn about), … plus ``out`` (the dataset directory, or None),
     ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
     """
 

@@ -366,8 +366,8 @@ def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Option
         try:
             written = json.loads(_rollway.close_run(root, run_no, json.dumps(summary)))
             break
-        except _rollway.RollwayError as e:
-            if "lock held" not in str(e) or wait == 4.0:
+        except _rollway.DatasetLockedError:
+            if wait == 4.0:
                 raise
     if summary_json is not None:
         with open(os.fspath(summary_json), "w") as f:

@@ -160,31 +160,38 @@ def text_string(codes: np.ndarray) -> str:
 
 class RowError(ValueError):
     """A value that does not convert into its row without loss: a float that is not a
-    whole number for an integer leaf (Discrete, MultiDiscrete, MultiBinary, integer
-    Box). ``row`` is the row of the batch (None for a single value), ``leaf`` the
-    leaf's path, ``index`` the element in it, ``value`` the value."""
+    whole number (``kind`` "fraction"), or an integer outside the leaf's dtype ("range"),
+    for an integer leaf (Discrete, MultiDiscrete, MultiBinary, integer Box). ``row`` is
+    the row of the batch (None for a single value), ``leaf`` the leaf's path, ``index``
+    the element in it, ``value`` the value, ``dtype`` the leaf's."""
 
-    def __init__(self, row: Optional[int], leaf: str, index: int, value: float, dtype: np.dtype, scalar: bool):
+    def __init__(self, row: Optional[int], leaf: str, index: int, value: Any, dtype: np.dtype, scalar: bool, kind: str):
         at = (f"[{leaf!r}]" if leaf else "") + ("" if scalar else f"[{index}]")
-        super().__init__(f"{at + ' = ' if at else ''}{value} is not a whole number (the space holds {dtype} there)")
-        self.row, self.leaf, self.index, self.value = row, leaf, index, float(value)
+        why = "is not a whole number" if kind == "fraction" else f"does not fit {dtype}"
+        super().__init__(f"{at + ' = ' if at else ''}{value} {why} (the space holds {dtype} there)")
+        self.row, self.leaf, self.index, self.value, self.dtype, self.kind = row, leaf, index, float(value), str(dtype), kind
 
 
 def exact(v: Any, dt: np.dtype, shape: Tuple[int, ...], path: str = "", batch: bool = False) -> np.ndarray:
-    """``v`` as a contiguous array of ``dt``, refusing what would lose information:
-    floats that are not whole numbers (or not finite) for an integer ``dt``
-    (:class:`RowError`). ``shape``: the shape it must have, or None for any."""
+    """``v`` as a contiguous array of ``dt``, refusing what would lose information
+    (:class:`RowError`): floats that are not whole numbers (or not finite), and integers
+    outside ``dt``'s range, for an integer ``dt``. ``shape``: the shape it must have, or
+    None for any. ``batch``: the first axis counts rows (the error names the row)."""
     a = np.asarray(v)
     if shape is not None and a.shape != shape:
         raise ValueError(f"{'[' + repr(path) + '] ' if path else ''}has shape {a.shape}; the space's is {shape}")
-    if a.dtype.kind == "f" and dt.kind in "iub":
+    if dt.kind in "iub" and a.dtype.kind in "fiub" and not np.can_cast(a.dtype, dt):
+        # Only when the dtypes differ in a way that can lose: the common case costs a dtype compare.
+        lo, hi = (0, 1) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
         with np.errstate(invalid="ignore"):
-            bad = ~(np.isfinite(a) & (a == np.trunc(a)))
+            fraction = ~(np.isfinite(a) & (a == np.trunc(a))) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
+            bad = fraction | (a < lo) | (a > hi)
         if bad.any():
             at = np.argwhere(bad)[0]
+            kind = "fraction" if fraction[tuple(at)] else "range"
             row, rest = (int(at[0]), at[1:]) if batch else (None, at)
             index = int(np.ravel_multi_index(tuple(rest), a.shape[1:] if batch else a.shape)) if len(rest) else 0
-            raise RowError(row, path, index, a[tuple(at)], dt, scalar=a.ndim == (1 if batch else 0))
+            raise RowError(row, path, index, a[tuple(at)], dt, scalar=a.ndim == (1 if batch else 0), kind=kind)
     return np.ascontiguousarray(a, dtype=dt)
 
 

@@ -136,3 +136,36 @@ def test_a_rollout_warns_once_about_observations_outside_the_space():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             r.collect()
+
+
+def test_a_flaky_env_finishes_a_long_run_with_the_default_restart_budget():
+    # One failure in about 1000 episodes: restarts count in a row, so no worker is retired.
+    s = rollway.run(env="Faulty-v0", env_params={"length": 5, "panic_rate": 0.0002}, agent="random", episodes=100_000,
+                    workers=2, envs_per_worker=8, record=False, progress=False)
+    assert s.complete and s.episodes == 100_000 and s.restarts > 50 and s.restarts == s.failed_attempts
+
+
+def test_packing_refuses_what_would_lose_information_and_names_row_and_element():
+    from rollway.spaces import RowError, exact
+
+    assert exact(np.array([[1.0, 0.0]]), np.dtype(np.int8), None, batch=True).dtype == np.int8
+    with pytest.raises(RowError) as e:
+        exact(np.array([[0, 1], [1, 256]]), np.dtype(np.int8), None, batch=True)
+    assert (e.value.row, e.value.index, e.value.kind, str(e.value)) == (1, 1, "range", "[1] = 256 does not fit int8 (the space holds int8 there)")
+    with pytest.raises(RowError) as e:
+        exact(np.array([[0.0, np.nan]]), np.dtype(np.int64), None, "arm", batch=True)
+    assert (e.value.row, e.value.leaf, e.value.kind) == (0, "arm", "fraction")
+
+
+def test_a_dataset_another_writer_holds_is_a_typed_error(tmp_path):
+    import gymnasium as gym
+
+    out = tmp_path / "dc"
+    env = rollway.DataCollector(gym.make("CartPole-v1"), out)
+    env.reset(seed=0)
+    try:
+        with pytest.raises(rollway.DatasetLockedError, match="is being written by another process") as e:
+            rollway.run(env="CartPole-v1", agent="random", episodes=2, out=out, append=True, progress=False)
+        assert isinstance(e.value, rollway.InputError), "still an InputError, as before it had a class of its own"
+    finally:
+        env.close()

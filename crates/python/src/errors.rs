@@ -5,6 +5,7 @@
 //! | `rollway.RollwayError` (base, `Exception`) | a run or write that failed (the CLI's exit 1) |
 //! | `rollway.InputError(RollwayError, ValueError)` | bad settings, paths, filters or data (the CLI's exit 2) |
 //! | `rollway.DatasetNotFoundError(RollwayError, FileNotFoundError)` | a path that is missing or holds no dataset |
+//! | `rollway.DatasetLockedError(InputError)` | a dataset another process is writing (its lock is held) |
 //! | `rollway.IncompleteRunError(RollwayError)` | a run that ended with episodes given up or untried (raised by the package, with `.summary`) |
 //! | `rollway.RollwayWarning(UserWarning)` | (a warning) a value Gymnasium's checker would warn about |
 //! | `KeyboardInterrupt` | Ctrl-C during a long call (committed episodes are kept) |
@@ -22,11 +23,13 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 static ROLLWAY_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static LOCKED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// What kind of failure an error is, by the types in its chain.
 enum Kind {
     Interrupted,
     NotFound,
+    Locked,
     Input,
     Failed,
 }
@@ -40,13 +43,25 @@ fn kind(e: &anyhow::Error) -> Kind {
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::NotADataset { .. }))
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound)
     });
+    let locked = causes(e).any(|c| matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Locked { .. })));
     if missing {
         Kind::NotFound
+    } else if locked {
+        Kind::Locked
     } else if e.is::<rollway_cli::InputError>() || e.chain().any(is_input) {
         Kind::Input
     } else {
         Kind::Failed
     }
+}
+
+/// Every error in `e`'s chain, and in the chains of the `InputError`s in it (which
+/// wrap a chain of their own, out of `chain()`'s sight).
+fn causes(e: &anyhow::Error) -> Box<dyn Iterator<Item = &(dyn std::error::Error + 'static)> + '_> {
+    Box::new(e.chain().flat_map(|c| {
+        let inner = c.downcast_ref::<rollway_cli::InputError>().map(|i| causes(&i.0));
+        std::iter::once(c).chain(inner.into_iter().flatten())
+    }))
 }
 
 /// Errors of the library crates that mean "what you gave is wrong".
@@ -84,6 +99,7 @@ pub fn to_py(e: anyhow::Error) -> PyErr {
         let class = match kind(&e) {
             Kind::Interrupted => return PyKeyboardInterrupt::new_err(msg),
             Kind::NotFound => NOT_FOUND.get(py),
+            Kind::Locked => LOCKED.get(py),
             Kind::Input => INPUT_ERROR.get(py),
             Kind::Failed => ROLLWAY_ERROR.get(py),
         };
@@ -143,11 +159,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         PyTuple::new(py, [py.get_type::<pyo3::exceptions::PyUserWarning>()])?,
         "A value an env returned that Gymnasium's checker would warn about (outside its space, say).",
     )?;
+    let locked = make(
+        "DatasetLockedError",
+        PyTuple::new(py, [input.bind(py).clone()])?,
+        "A dataset another process is writing (its lock is held); nothing was changed.",
+    )?;
     m.add("IncompleteRunError", short.bind(py))?;
     m.add("RollwayWarning", warning.bind(py))?;
-    for (name, class, cell) in
-        [("RollwayError", base, &ROLLWAY_ERROR), ("InputError", input, &INPUT_ERROR), ("DatasetNotFoundError", missing, &NOT_FOUND)]
-    {
+    for (name, class, cell) in [
+        ("RollwayError", base, &ROLLWAY_ERROR),
+        ("InputError", input, &INPUT_ERROR),
+        ("DatasetNotFoundError", missing, &NOT_FOUND),
+        ("DatasetLockedError", locked, &LOCKED),
+    ] {
         m.add(name, class.bind(py))?;
         let _ = cell.set(py, class);
     }

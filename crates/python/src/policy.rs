@@ -136,9 +136,15 @@ pub(crate) fn action_error(py: Python<'_>, e: &PyErr, agent: &str, al: &Layout) 
     let leaf: String = v.getattr("leaf").and_then(|r| r.extract()).ok()?;
     let index: usize = v.getattr("index").and_then(|r| r.extract()).ok()?;
     let value: f64 = v.getattr("value").and_then(|r| r.extract()).ok()?;
+    let kind: String = v.getattr("kind").and_then(|r| r.extract()).ok()?;
+    let dtype: String = v.getattr("dtype").and_then(|r| r.extract()).ok()?;
     let scalar = al.leaf_index(&leaf).is_some_and(|i| al.leaves()[i].len() == 1);
-    let what = if value.is_finite() { "is not a whole number" } else { "is not finite" };
-    let why = format!("{what} ({} takes integers)", al.space().describe());
+    let space = al.space().describe();
+    let why = match (kind.as_str(), value.is_finite()) {
+        ("range", _) => format!("does not fit {dtype} ({space})"),
+        (_, true) => format!("is not a whole number ({space} takes integers)"),
+        (_, false) => format!("is not finite ({space} takes integers)"),
+    };
     let p = Problem { leaf, index, scalar, value: if value.is_nan() { "nan".into() } else { value.to_string() }, why, warning: false };
     Some(Error::Action { agent: agent.to_string(), row, message: p.describe("action") })
 }
