@@ -10,18 +10,7 @@ mod common;
 const N: u64 = 200;
 
 fn cfg(env_params: Params, agent_params: Params) -> RunConfig {
-    RunConfig {
-        env: "Faulty-v0".into(),
-        env_params,
-        agent: "faulty".into(),
-        agent_params,
-        workers: 2,
-        envs_per_worker: 4,
-        target: Target::Episodes(N),
-        seed: 3,
-        restart_backoff: std::time::Duration::ZERO,
-        ..Default::default()
-    }
+    common::faulty(env_params, "faulty", agent_params, N)
 }
 
 fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {

@@ -2,26 +2,14 @@
 //! episodes. Every episode index is accounted for exactly once.
 
 use rollway_core::{seed, Params};
-use rollway_runner::{EpisodeResult, Mode, RunConfig, Status, Summary, Target};
+use rollway_runner::{EpisodeResult, Mode, RunConfig, Status, Summary};
 
 mod common;
 
 const N: u64 = 300;
 
 fn faulty(env_params: Params, agent: &str, agent_params: Params) -> RunConfig {
-    RunConfig {
-        env: "Faulty-v0".into(),
-        env_params,
-        agent: agent.into(),
-        agent_params,
-        workers: 2,
-        envs_per_worker: 4,
-        target: Target::Episodes(N),
-        seed: 3,
-        max_restarts: 10_000,
-        restart_backoff: std::time::Duration::ZERO,
-        ..Default::default()
-    }
+    RunConfig { max_restarts: 10_000, ..common::faulty(env_params, agent, agent_params, N) }
 }
 
 fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
