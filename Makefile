@@ -3,7 +3,9 @@
 #   make run [ARGS="--env CartPole-v1 --episodes 100"]   build, then `rollway run` (the default job)
 #   make test                                             every test: Rust, then Python (tests/run.sh);
 #                                                         also installs Chromium, which renders the report in a test
-.PHONY: run test deps test-deps
+#   make fmt                                              rustfmt the workspace, ruff's fixes on the Python
+#   make lint                                             checks only: rustfmt, clippy -D warnings, ruff
+.PHONY: run test deps test-deps fmt lint
 
 deps:
 	@bash scripts/deps.sh
@@ -16,3 +18,20 @@ run: deps
 
 test: test-deps
 	bash tests/run.sh
+
+# Developer tools for the Python side go into the test venv (tests/run.sh makes ./.venv), or $ROLLWAY_PYTHON's.
+PY ?= $(if $(ROLLWAY_PYTHON),$(ROLLWAY_PYTHON),.venv/bin/python)
+PY_SOURCES = python tests/python bench examples
+# The ruff CI runs (.ci/run reads this line).
+RUFF = ruff==0.17.6
+
+fmt:
+	cargo fmt --all
+	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(RUFF)
+	$(PY) -m ruff check --fix $(PY_SOURCES)
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(RUFF)
+	$(PY) -m ruff check $(PY_SOURCES)

@@ -139,7 +139,7 @@ def bench_lerobot(tmp, episodes, frames, video, reps, rows):
         log(f"  exporting with rollway ({codec})")
         export = fresh(tmp, f"exp-{codec}", lambda out, c=codec: ours_ds.export("lerobot", out, video_codec=c, fps=30, progress=False))
         t_exp, _ = timed(export, reps)
-        label = f"`Dataset.export(\"lerobot\")`" + (f", {codec}" if video else "")
+        label = "`Dataset.export(\"lerobot\")`" + (f", {codec}" if video else "")
         rows.append((f"LeRobot v3 write ({what})", label, "`LeRobotDataset.create` + `add_frame` + `save_episode` (AV1)", episodes, mb, t_exp, t_write))
 
 

@@ -184,7 +184,7 @@ def minestudio(tmp, per_worker, reps):
     times = {"minestudio": [], "rollway": [], "rw": []}
     for _ in range(reps):
         for k in X264:
-            times[k] += timed(lambda: pool(X264[k]), 1)
+            times[k] += timed(lambda k=k: pool(X264[k]), 1)
         times["rw"] += timed(on_ray, 1)
     return times
 

@@ -161,7 +161,9 @@ def main() -> None:
 
         measure("PyAV h264 (seed 000's writer, defaults)", lambda d: pyav_encode(eps, d),
                 lambda d: decode_mp4s(sorted(glob.glob(os.path.join(d, "*.mp4")), key=lambda s: int(s.rsplit("ep", 1)[1][:-4]))), "*.mp4")
-        h264_mp4s = lambda d: decode_mp4s(sorted(glob.glob(os.path.join(d, "frames", "observations.rgb", "shard-*.mp4"))))
+        def h264_mp4s(d):
+            return decode_mp4s(sorted(glob.glob(os.path.join(d, "frames", "observations.rgb", "shard-*.mp4"))))
+
         measure("rollway `--frame-media h264` (defaults)", lambda d: rollway_run(binary, os.path.join(d, "ds"), ["--frame-media", "h264"], a.episodes, a.steps, a.seed),
                 lambda d: h264_mp4s(os.path.join(d, "ds")), "ds/frames/observations.rgb/*.mp4")
         from PIL import Image

@@ -3,10 +3,8 @@ recurrent state, extras, faults, hosted envs (real Gymnasium, real processes), a
 real PPO learner on it (examples/ppo_cartpole.py, a short run)."""
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -56,7 +54,6 @@ def test_extras_and_state_come_back_per_step():
     seen = []
 
     def policy(obs, first, state):
-        n = len(first)
         count = np.where(first, 0.0, state[:, 0] if state.shape[1] else 0.0) + 1.0
         seen.append(count.copy())
         return {"actions": (obs[:, 2] > 0).astype(np.int64), "state": count[:, None].astype(np.float32),

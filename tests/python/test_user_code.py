@@ -2,7 +2,6 @@
 each gets a clear error (or a warning where Gymnasium only warns), naming what, where and why."""
 
 import os
-import sys
 import warnings
 
 import numpy as np
