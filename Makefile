@@ -4,7 +4,8 @@
 #   make test                                             every test: Rust, then Python (tests/run.sh);
 #                                                         also installs Chromium, which renders the report in a test
 #   make fmt                                              rustfmt the workspace, ruff's fixes on the Python
-#   make lint                                             checks only: rustfmt, clippy -D warnings, ruff
+#   make lint                                             checks only: rustfmt, clippy -D warnings, ruff, and
+#                                                         the stubs against the installed extension (stubtest)
 .PHONY: run test deps test-deps fmt lint
 
 deps:
@@ -24,6 +25,8 @@ PY ?= $(if $(ROLLWAY_PYTHON),$(ROLLWAY_PYTHON),.venv/bin/python)
 PY_SOURCES = python tests/python bench examples
 # The ruff CI runs (.ci/run reads this line).
 RUFF = ruff==0.17.6
+# The mypy whose stubtest checks the extension's stubs (scripts/stubtest.sh reads this line).
+MYPY = mypy==2.4.1
 
 fmt:
 	cargo fmt --all
@@ -35,3 +38,5 @@ lint:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(RUFF)
 	$(PY) -m ruff check $(PY_SOURCES)
+	@if $(PY) -c "import rollway._rollway" 2>/dev/null; then bash scripts/stubtest.sh $(abspath $(PY)); \
+	else echo "stubtest skipped: rollway is not installed in $(PY) (pip install .)"; fi

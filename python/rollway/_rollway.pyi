@@ -2,7 +2,42 @@
 (``rollway.Dataset``, ``rollway.Loader``, ``rollway.DataCollector``, ``rollway.run``);
 these are the handles they wrap."""
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, final
+
+from typing_extensions import Self
+
+# What the module exports (pyo3 lists every class and function): stubtest holds this to it.
+__all__ = [
+    "DatasetHandle",
+    "DatasetLockedError",
+    "DatasetNotFoundError",
+    "FORMAT_VERSION",
+    "IncompleteRunError",
+    "InputError",
+    "Keeper",
+    "LoaderHandle",
+    "RecorderHandle",
+    "RolloutHandle",
+    "RollwayError",
+    "RollwayWarning",
+    "VecEnvHandle",
+    "__version__",
+    "agents",
+    "close_run",
+    "envs",
+    "export_lerobot",
+    "export_minari",
+    "host_serve",
+    "import_lerobot",
+    "import_minari",
+    "layout",
+    "relabel",
+    "repair",
+    "report",
+    "run",
+    "shortfall",
+    "verify",
+]
 
 
 __version__: str
@@ -16,6 +51,7 @@ class IncompleteRunError(RollwayError):
     summary: Any
 class RollwayWarning(UserWarning): ...
 
+@final
 class Keeper:
     """The base object of numpy arrays over Rust-owned memory: keeps that memory alive."""
 
@@ -69,8 +105,9 @@ def export_lerobot(
 def import_minari(src: str, out: str, progress: bool = True) -> str: ...
 def import_lerobot(src: str, out: str, progress: bool = True) -> str: ...
 
+@final
 class DatasetHandle:
-    def __init__(self, path: str, skip_damaged: bool = False) -> None: ...
+    def __new__(cls, path: str, skip_damaged: bool = False) -> Self: ...
     def refresh(self) -> None: ...
     def __len__(self) -> int: ...
     @property
@@ -82,9 +119,10 @@ class DatasetHandle:
     def damaged(self) -> List[Tuple[int, str]]: ...
     def episode(self, i: int) -> Dict[str, Any]: ...
 
+@final
 class LoaderHandle:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str,
         clip: int = 16,
         stride: int = 1,
@@ -105,7 +143,7 @@ class LoaderHandle:
         max_length: Optional[int] = None,
         fields: Optional[List[str]] = None,
         torch: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
     def start(self, epochs: int) -> "LoaderHandle": ...
     def __iter__(self) -> "LoaderHandle": ...
     def __next__(self) -> Dict[str, Any]: ...
@@ -122,9 +160,10 @@ class LoaderHandle:
     def refresh(self) -> int: ...
     def next_batch(self) -> Optional[Dict[str, Any]]: ...
 
+@final
 class RecorderHandle:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str,
         env_id: str,
         observation_space: str,
@@ -135,7 +174,7 @@ class RecorderHandle:
         max_buffer_steps: Optional[int] = None,
         max_buffer_episodes: Optional[int] = None,
         frame_media: Optional[str] = None,
-    ) -> None: ...
+    ) -> Self: ...
     def begin(self, seed: int, obs: bytes, info: Optional[str] = None) -> None: ...
     def bind(self, env_step: Any, pack_act: Any, pack_obs: Any, dump_info: Any) -> None: ...
     def wrapped_step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]: ...
@@ -145,9 +184,10 @@ class RecorderHandle:
     def close(self) -> Optional[Tuple[int, int, int, int]]: ...
 
 
+@final
 class RolloutHandle:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         env: str,
         policy: Any,
         env_params: List[Tuple[str, str]] = ...,
@@ -163,10 +203,17 @@ class RolloutHandle:
         step_timeout: Optional[float] = None,
         host: str = "auto",
         check: bool = True,
-    ) -> None: ...
+    ) -> Self: ...
     def spec(self) -> Tuple[str, str, Optional[int]]: ...
     def collect(self) -> Dict[str, Any]: ...
     def publish(self, weights: Any = None) -> int: ...
     @property
     def version(self) -> int: ...
     def close(self) -> None: ...
+
+@final
+class VecEnvHandle:
+    def __new__(cls, env_id: str, num_envs: int, params: List[Tuple[str, str]] = ..., threads: int = 1) -> Self: ...
+    def spec(self) -> Tuple[str, str, Optional[int]]: ...
+    def reset(self, seeds: List[Optional[int]], options: Optional[str] = None) -> Tuple[Any, Optional[str]]: ...
+    def step(self, actions: bytes) -> Tuple[Any, Any, Any, Any, Optional[str]]: ...
