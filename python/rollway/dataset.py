@@ -24,7 +24,9 @@ class Episode:
     Text leaves as lists of ``str``).
     ``infos`` is the T+1 info dicts when the dataset records them, else None;
     ``agent_state`` the agent's recurrent state after each step (``float32 [T, S]``) when
-    stored. Index fields: ``id``, ``seed``, ``length``, ``return_``, ``status``
+    stored. For an episode a training rollout recorded (``rollway.Rollout(out=...)``):
+    ``extras``, the policy's per-step outputs by name (``float32 [T, ...]``), and
+    ``policy_version``, the version that chose each action (``uint64 [T]``). Index fields: ``id``, ``seed``, ``length``, ``return_``, ``status``
     (``terminated``/``truncated``), ``labels``, ``run``, ``run_index``, ``info`` (final info).
     """
 
@@ -41,6 +43,8 @@ class Episode:
     truncations: np.ndarray
     infos: Optional[List[Dict[str, Any]]] = None
     agent_state: Optional[np.ndarray] = None
+    extras: Dict[str, np.ndarray] = field(default_factory=dict)
+    policy_version: Optional[np.ndarray] = None
     run: int = 0
     run_index: int = 0
     info: Dict[str, Any] = field(default_factory=dict)
@@ -81,6 +85,8 @@ def _episode(raw: Dict[str, Any], texts: Tuple[List[str], List[str]] = ([], []))
         truncations=raw["truncations"],
         infos=json.loads(raw["infos"]) if raw["infos"] is not None else None,
         agent_state=raw["agent_state"],
+        extras=raw["extras"],
+        policy_version=raw["policy_version"],
         run=e["run"],
         run_index=e["run_index"],
         info=e.get("info", {}),

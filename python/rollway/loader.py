@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
 from rollway import _rollway
@@ -27,6 +28,17 @@ class Loader:
     ``min_length``, ``max_length``. ``fields`` limits the batch to those keys.
     ``state_dict()``/``load_state_dict()`` resume mid-epoch with exactly the windows not
     yet delivered. ``torch=True`` gives ``torch.from_numpy`` tensors of the same memory.
+
+    **Follow mode** (``follow=True``): a replay buffer over a dataset that is still being
+    written, e.g. by ``rollway.Rollout(out=...)`` in this process or another. Batches come
+    in *rounds*: each round reads the dataset's commits again and shuffles the windows
+    of the episodes it keeps: the newest ``last_episodes`` episodes (or ``last_steps``
+    steps; the buffer's capacity), without those a policy older than the learner's
+    version − ``max_version_lag`` acted in (tell it the version with :meth:`set_version`),
+    and without windows already delivered in ``max_reuse`` rounds; ``round_windows`` caps
+    a round (a random subset), so that new commits are sampled sooner. Iterating never
+    ends (it waits while no window is eligible); :meth:`next_batch` returns None instead
+    of waiting.
     """
 
     def __init__(
@@ -49,6 +61,13 @@ class Loader:
         prefetch: int = 4,
         threads: Optional[int] = None,
         torch: bool = False,
+        follow: bool = False,
+        last_episodes: Optional[int] = None,
+        last_steps: Optional[int] = None,
+        max_version_lag: Optional[int] = None,
+        max_reuse: Optional[int] = None,
+        round_windows: Optional[int] = None,
+        poll: float = 0.05,
     ):
         sel = dict(select or {})
         labels = sel.pop("labels", None) or []
@@ -67,7 +86,9 @@ class Loader:
             self.path, clip, stride, batch, shuffle, seed, rank, world, pad, drop_last, replacement, prefetch, threads,
             [str(x) for x in labels], sel.get("min_return"), sel.get("max_return"), sel.get("min_length"),
             sel.get("max_length"), list(fields) if fields is not None else None, torch,
+            bool(follow), last_episodes, last_steps, max_version_lag, max_reuse, round_windows,
         )
+        self.follow, self._poll = bool(follow), float(poll)
 
     @property
     def num_windows(self) -> int:
@@ -88,13 +109,29 @@ class Loader:
         return self._h.state()[0]
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
+        if self.follow:
+            return self._follow()
         # The Rust handle is the iterator: no Python frame per batch. It holds no batch
         # between calls, so each buffer returns to the pool as soon as Python drops it.
         return iter(self._h.start(1 if self.epochs is None else self.epochs))
 
+    def _follow(self) -> Iterator[Dict[str, Any]]:
+        while True:
+            b = self._h.next_batch()
+            if b is None:
+                # Nothing eligible yet: sleeping in Python lets Ctrl-C through.
+                time.sleep(self._poll)
+                continue
+            yield b
+
+    def set_version(self, version: int) -> None:
+        """The learner's policy version: a following loader skips episodes older than
+        ``version - max_version_lag`` from its next round on."""
+        self._h.set_version(int(version))
+
     def next_batch(self) -> Optional[Dict[str, Any]]:
         """The next batch of the current epoch, or None at its end (the next call starts
-        the following epoch)."""
+        the following epoch). Following: None when no window is eligible now."""
         return self._h.next_batch()
 
     def refresh(self) -> int:

@@ -26,6 +26,15 @@ between two batches, never during one. A fragment with a step older than the
 current version − k is dropped and counted (``frag.stats["dropped_steps"]``), never
 delivered.
 
+**Recording.** With ``out=DIR`` every episode that ends is recorded, as it ends, into
+a new rollway dataset at ``DIR`` (the replay buffer of MineStudio's online training):
+the observations, actions, rewards and flags the learner saw, the policy's extras as
+columns ``extras.<name>``, and the version that chose each action as
+``policy_version``. Commits land at least every ``commit_every`` seconds, crash-safely:
+a killed learner keeps every committed episode. A :class:`rollway.Loader` with
+``follow=True`` samples from it while it grows, in this process or another.
+An episode cut by an env fault is not recorded.
+
 **Faults.** An env that raises (or a hosted env's process that dies) costs that env's
 episode: the step ends it as truncated with reward 0, the env restarts with
 ``first`` set, and ``frag.stats["env_faults"]`` counts it; an env that fails more
@@ -36,6 +45,7 @@ the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
@@ -116,6 +126,8 @@ class Rollout:
     rollout with :class:`rollway.RollwayError`, naming the env slot, the value and the
     space), and observations and rewards (a NaN costs that env its episode, as a
     fault); ``False`` skips the checks.
+    ``out``: a new dataset directory that records every finished episode (see the
+    module docs); ``commit_every``: the longest a finished episode waits to be committed, seconds.
     """
 
     def __init__(
@@ -134,6 +146,8 @@ class Rollout:
         env_params: Optional[Mapping[str, Any]] = None,
         host: str = "auto",
         check: bool = True,
+        out: Optional[Union[str, "os.PathLike[str]"]] = None,
+        commit_every: float = 1.0,
     ):
         pickle = None
         if callable(env):
@@ -146,7 +160,8 @@ class Rollout:
         self._policy = policy
         self._h = _rollway.RolloutHandle(
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
-            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check))
+            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check),
+            None if out is None else os.fspath(out), float(commit_every))
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
@@ -195,7 +210,8 @@ class Rollout:
             yield self.collect()
 
     def close(self) -> None:
-        """Stops collecting and closes every env (hosted processes included)."""
+        """Stops collecting and closes every env (hosted processes included); with
+        ``out=``, commits the episodes that ended and closes the dataset."""
         self._h.close()
 
     def __enter__(self) -> "Rollout":

@@ -235,7 +235,9 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
             max_return: a.max_return,
             min_length: a.min_length,
             max_length: a.max_length,
+            ..Default::default()
         },
+        follow: None,
     };
     let opened = std::time::Instant::now();
     let mut loader = input(rollway_loader::Loader::new(&ds, cfg).map_err(Into::into))?;

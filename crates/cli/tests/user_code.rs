@@ -65,6 +65,10 @@ fn issue36_resume_takes_the_runs_own_command_and_names_each_flag_that_differs() 
     let err = stderr(&o);
     assert!(err.contains("--seed: stored 5, given 6") && err.contains("--workers: stored 1, given 3") && !err.contains("--env:"), "{err}");
     assert_eq!(rollway_store::Dataset::open(std::path::Path::new(d)).unwrap().episodes().count(), 7);
+    // The raised target was stored: a resume without one has nothing left to do, and says so by succeeding.
+    let o = rollway(&["run", "--resume", d, "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rollway_store::Dataset::open(std::path::Path::new(d)).unwrap().episodes().count(), 7);
     let o = rollway(&["run", "--resume", d, "--out", tmp.path().join("other").to_str().unwrap(), "-q"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("a resumed run records into the dataset it resumes"), "{}", stderr(&o));

@@ -45,6 +45,30 @@ pub struct Trajectory {
     pub states: Vec<f32>,
     /// Floats per row of `states` (0: the agent keeps none).
     pub state_width: usize,
+    /// Per-step values a training policy returned beside its actions (log-probs,
+    /// values, logits), each T rows: recorded as columns of their own.
+    pub extras: Vec<StepColumn>,
+    /// The policy version that chose each action (T), when a training rollout
+    /// recorded the episode; empty otherwise.
+    pub versions: Vec<u64>,
+}
+
+/// A named per-step float32 column of an episode: T rows of `shape`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepColumn {
+    /// Its name (the dataset column is `extras.<name>`).
+    pub name: String,
+    /// The shape of one row (`[]` for a scalar).
+    pub shape: Vec<usize>,
+    /// T rows, back to back.
+    pub values: Vec<f32>,
+}
+
+impl StepColumn {
+    /// Floats per row.
+    pub fn width(&self) -> usize {
+        self.shape.iter().product()
+    }
 }
 
 impl Trajectory {

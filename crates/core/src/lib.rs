@@ -42,7 +42,7 @@ pub use block::{BlockOptions, EnvBlock, Failure, InfoNeed, Op, SlotResult};
 pub use check::{Problem, Role, RowCheck};
 pub use dtype::DType;
 pub use env::{Env, EnvSpec, StepOutcome, TimeLimit};
-pub use episode::{EpisodeResult, Fault, Label, Status, Trajectory};
+pub use episode::{EpisodeResult, Fault, Label, Status, StepColumn, Trajectory};
 pub use error::{Error, Result};
 pub use factory::{AgentFactory, EnvFactory};
 pub use info::Info;

@@ -19,6 +19,14 @@ pub struct Selection {
     pub min_length: Option<u64>,
     /// Maximum length.
     pub max_length: Option<u64>,
+    /// Only the newest this many selected episodes (a replay buffer's capacity).
+    pub last_episodes: Option<usize>,
+    /// Only the newest selected episodes that hold this many steps (the oldest one
+    /// kept may take the total past it).
+    pub last_steps: Option<u64>,
+    /// Skip episodes any of whose steps a policy older than this version chose (the
+    /// `policy_version` a training rollout records; other episodes count as version 0).
+    pub min_policy_version: Option<u64>,
 }
 
 /// Loader settings.
@@ -52,6 +60,9 @@ pub struct LoaderConfig {
     pub drop_last: bool,
     /// Which episodes.
     pub select: Selection,
+    /// Follow a dataset that is still being written, round after round (a replay
+    /// buffer; see `follow`).
+    pub follow: Option<crate::Follow>,
 }
 
 impl Default for LoaderConfig {
@@ -70,6 +81,7 @@ impl Default for LoaderConfig {
             threads: default_threads(),
             drop_last: false,
             select: Selection::default(),
+            follow: None,
         }
     }
 }

@@ -34,6 +34,7 @@
 mod batch;
 mod config;
 mod error;
+mod follow;
 mod pipeline;
 mod row;
 mod table;
@@ -44,6 +45,7 @@ use std::sync::Arc;
 pub use batch::Batch;
 pub use config::{default_threads, LoaderConfig, LoaderState, Selection, Window};
 pub use error::{Error, Result};
+pub use follow::Follow;
 pub use pipeline::LentBatch;
 pub use table::EpisodeSpan;
 
@@ -57,6 +59,8 @@ pub struct Loader {
     pipe: Option<pipeline::Pipeline>,
     /// A refreshed view waiting for the epoch in progress to end.
     pending: Option<View>,
+    /// Rounds instead of epochs, when following a growing dataset (`follow`).
+    follow: Option<follow::Following>,
 }
 
 /// What the loader sees of the dataset: the selected episodes and their windows.
@@ -107,8 +111,17 @@ impl Loader {
         if cfg.world_size == 0 || cfg.rank >= cfg.world_size {
             return bad("rank", format!("rank {} is not below world_size {}", cfg.rank, cfg.world_size));
         }
-        let view = View::load(ds, &cfg)?;
-        Ok(Loader { root: ds.root().to_path_buf(), view, cfg, state: LoaderState { epoch: 0, batches: 0 }, pipe: None, pending: None })
+        if cfg.follow.is_some() && cfg.replacement {
+            return bad("replacement", "a following loader delivers each window once a round; bound repeats with max_reuse".into());
+        }
+        let mut view = View::load(ds, &cfg)?;
+        let follow = cfg.follow.clone().map(follow::Following::new);
+        if follow.is_some() {
+            // The first batch starts the first round (reading the dataset again).
+            view.windows = Arc::new(Vec::new());
+        }
+        let state = LoaderState { epoch: 0, batches: 0 };
+        Ok(Loader { root: ds.root().to_path_buf(), view, cfg, state, pipe: None, pending: None, follow })
     }
 
     /// Windows per epoch over all ranks.
@@ -183,8 +196,17 @@ impl Loader {
     }
 
     /// The next batch of the current epoch, or `None` once it is over (the following
-    /// call starts the next epoch).
+    /// call starts the next epoch). A following loader (`LoaderConfig::follow`) goes
+    /// on from round to round and returns `None` only when no window is eligible now.
     pub fn next_batch(&mut self) -> Result<Option<&Batch>> {
+        if self.follow.is_some() {
+            return self.follow_batch();
+        }
+        Ok(if self.step()? { self.pipe.as_ref().and_then(|p| p.current()) } else { None })
+    }
+
+    /// Moves to the next batch of the epoch (true), or past the epoch's end (false).
+    fn step(&mut self) -> Result<bool> {
         if self.pipe.is_none() {
             let v = &self.view;
             self.pipe = Some(pipeline::Pipeline::start(v.table.clone(), v.windows.clone(), v.clip, self.cfg.clone(), self.state));
@@ -193,14 +215,14 @@ impl Loader {
         match pipe.next()? {
             Some(()) => {
                 self.state.batches += 1;
-                Ok(self.pipe.as_ref().and_then(|p| p.current()))
+                Ok(true)
             }
             None => {
                 self.state = LoaderState { epoch: self.state.epoch + 1, batches: 0 };
                 if let Some(view) = self.pending.take() {
                     self.switch(view);
                 }
-                Ok(None)
+                Ok(false)
             }
         }
     }

@@ -50,6 +50,8 @@ pub(crate) struct Table {
 
 fn keep(sel: &Selection, e: &IndexEntry) -> bool {
     e.status != Status::GivenUp
+        // An episode without versions was not made by a training rollout: version 0.
+        && sel.min_policy_version.is_none_or(|m| e.policy_version.map_or(0, |v| v[0]) >= m)
         && (sel.labels.is_empty() || e.labels.iter().any(|l| sel.labels.contains(&l.label)))
         && sel.min_return.is_none_or(|m| e.ret >= m)
         && sel.max_return.is_none_or(|m| e.ret <= m)
@@ -64,8 +66,9 @@ impl Table {
         // all of its values.
         let mut shards = Vec::new();
         let mut frames = Vec::new();
+        let oldest = oldest_kept(ds, sel);
         for shard in ds.shards() {
-            let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| keep(sel, e)).collect();
+            let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| e.episode_id >= oldest && keep(sel, e)).collect();
             if chosen.is_empty() {
                 continue;
             }
@@ -138,6 +141,24 @@ impl Table {
         }
         Ok(t)
     }
+}
+
+/// The smallest episode id the selection's capacity (`last_episodes`, `last_steps`:
+/// the newest selected episodes, by id) keeps; 0 without one.
+fn oldest_kept(ds: &Dataset, sel: &Selection) -> u64 {
+    if sel.last_episodes.is_none() && sel.last_steps.is_none() {
+        return 0;
+    }
+    let mut newest: Vec<(u64, u64)> = ds.select(|e| keep(sel, e)).map(|e| (e.episode_id, e.length)).collect();
+    newest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let (mut steps, mut oldest) = (0u64, u64::MAX);
+    for (i, &(id, len)) in newest.iter().enumerate() {
+        if sel.last_episodes.is_some_and(|k| i >= k) || sel.last_steps.is_some_and(|k| steps >= k) {
+            break;
+        }
+        (steps, oldest) = (steps + len, id);
+    }
+    oldest
 }
 
 /// A zeroed buffer that asks for 2 MiB pages where the kernel allows it (Linux,

@@ -113,6 +113,13 @@ fn episode_dict(py: Python<'_>, e: EpisodeData) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("truncations", arrays::from_bools(py, &e.truncations)?)?;
     d.set_item("infos", e.infos.map(|i| serde_json::to_string(&i).expect("infos serialize")))?;
     d.set_item("agent_state", e.agent_state.map(|a| arrays::owned(py, a)).transpose()?)?;
+    let extras = PyDict::new(py);
+    for (name, a) in e.extras {
+        extras.set_item(name, arrays::owned(py, a)?)?;
+    }
+    d.set_item("extras", extras)?;
+    let versions = e.policy_version.map(|v| arrays::from_vec(py, v, DType::U64, &[t])).transpose()?;
+    d.set_item("policy_version", versions)?;
     Ok(d)
 }
 

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use rollway_core::Array;
-use rollway_loader::{LentBatch, Loader, LoaderConfig, LoaderState, Selection};
+use rollway_loader::{Follow, LentBatch, Loader, LoaderConfig, LoaderState, Selection};
 
 use crate::arrays;
 use crate::errors::ToPy;
@@ -33,7 +33,7 @@ pub struct LoaderHandle {
 #[pymethods]
 impl LoaderHandle {
     #[new]
-    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false))]
+    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false, follow=false, last_episodes=None, last_steps=None, max_version_lag=None, max_reuse=None, round_windows=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -57,9 +57,16 @@ impl LoaderHandle {
         max_length: Option<u64>,
         fields: Option<Vec<String>>,
         torch: bool,
+        follow: bool,
+        last_episodes: Option<usize>,
+        last_steps: Option<u64>,
+        max_version_lag: Option<u64>,
+        max_reuse: Option<u32>,
+        round_windows: Option<usize>,
     ) -> PyResult<Self> {
         let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
-        let select = Selection { labels, min_return, max_return, min_length, max_length };
+        let select = Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version: None };
+        let follow = follow.then_some(Follow { max_version_lag, max_reuse, round_windows });
         let d = LoaderConfig::default();
         let cfg = LoaderConfig {
             clip_len: clip,
@@ -75,6 +82,7 @@ impl LoaderHandle {
             threads: threads.unwrap_or(d.threads),
             drop_last,
             select,
+            follow,
         };
         let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
         Ok(LoaderHandle { inner, fields, to_tensor, epochs_left: 0 })
@@ -113,6 +121,11 @@ impl LoaderHandle {
     /// Continues from a state: the next batch is the one after it.
     fn restore(&mut self, epoch: u64, batches: u64) {
         self.inner.restore(LoaderState { epoch, batches });
+    }
+
+    /// The learner's policy version, for a following loader's staleness bound.
+    fn set_version(&mut self, version: u64) {
+        self.inner.set_version(version);
     }
 
     /// Takes in episodes committed since; they join at the next epoch.

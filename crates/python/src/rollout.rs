@@ -16,6 +16,8 @@ use pyo3::types::PyDict;
 use rollway_core::{ActBatch, AgentFactory, DType, EnvFactory, Error, Params};
 use rollway_runner::rollout::{AgentPolicy, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
 
+use rollway_store::{DatasetWriter, WriterConfig};
+
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
 use crate::inline_host::InlineEnvs;
@@ -113,12 +115,23 @@ pub struct RolloutHandle {
     engine: Option<Rollout>,
     adapter: Option<Py<PyAny>>,
     raised: Raised,
+    /// The dataset the rollout records into (`out=`), finished at `close`.
+    writer: Option<Arc<DatasetWriter>>,
+}
+
+/// A recording rollout's episodes go to the dataset writer as a run's do.
+struct Recorder(Arc<DatasetWriter>);
+
+impl rollway_runner::Observer for Recorder {
+    fn on_episode(&mut self, episode: rollway_core::EpisodeResult) -> Result<(), rollway_runner::SinkError> {
+        self.0.write(episode).map_err(Into::into)
+    }
 }
 
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -137,6 +150,8 @@ impl RolloutHandle {
         step_timeout: Option<f64>,
         host: &str,
         check: bool,
+        out: Option<PathBuf>,
+        commit_every: f64,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
@@ -169,8 +184,13 @@ impl RolloutHandle {
         let step_timeout =
             step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
         let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout, check };
-        let engine = py.detach(move || Rollout::start(cfg, factory, policy)).py()?;
-        Ok(RolloutHandle { engine: Some(engine), adapter, raised })
+        let writer = match out {
+            Some(dir) => Some(Arc::new(recorder(&dir, &spec, &env, &cfg, commit_every)?)),
+            None => None,
+        };
+        let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
+        let engine = py.detach(move || Rollout::recording(cfg, factory, policy, record)).py()?;
+        Ok(RolloutHandle { engine: Some(engine), adapter, raised, writer })
     }
 
     /// (observation space JSON, action space JSON, time limit).
@@ -220,11 +240,17 @@ impl RolloutHandle {
         Ok(self.engine()?.version())
     }
 
-    /// Stops the collecting thread and closes every env (hosted processes included).
-    fn close(&mut self, py: Python<'_>) {
+    /// Stops the collecting thread and closes every env (hosted processes included),
+    /// then commits what the dataset writer holds and closes it.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         if let Some(engine) = self.engine.take() {
             // Without the GIL: the thread may be waiting for it to finish a policy call.
             py.detach(move || drop(engine));
+        }
+        // The collecting thread held the writer's other reference; it has ended.
+        match self.writer.take().map(Arc::try_unwrap) {
+            Some(Ok(w)) => py.detach(move || w.finish()).map(drop).map_err(|e| crate::errors::to_py(e.into())),
+            _ => Ok(()),
         }
     }
 }
@@ -237,8 +263,24 @@ impl RolloutHandle {
 
 impl Drop for RolloutHandle {
     fn drop(&mut self) {
-        Python::attach(|py| self.close(py));
+        // An error closing the dataset has nowhere to go here; `close` raises it.
+        Python::attach(|py| drop(self.close(py)));
     }
+}
+
+/// The dataset writer of `Rollout(out=dir)`: a new dataset in `dir`, committing at
+/// least every `commit_every` seconds so that a follow-mode loader sees episodes soon.
+fn recorder(dir: &std::path::Path, spec: &rollway_core::EnvSpec, env: &str, cfg: &RolloutConfig, commit_every: f64) -> PyResult<DatasetWriter> {
+    let age = Duration::try_from_secs_f64(commit_every)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| input_error(format!("commit_every must be a positive number of seconds, got {commit_every}")))?;
+    let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
+    let config = serde_json::json!({"rollout": {
+        "env": env, "seed": cfg.seed, "envs": cfg.envs, "workers": cfg.workers, "steps": cfg.steps,
+        "max_policy_lag": cfg.max_policy_lag, "max_restarts": cfg.max_restarts, "max_steps": cfg.max_steps, "check": cfg.check,
+    }});
+    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc).map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display()))))
 }
 
 /// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.

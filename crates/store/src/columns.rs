@@ -155,10 +155,51 @@ impl Columns {
             schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
             cols.push(Arc::new(states));
         }
+        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        step_columns(&trajs, &valid, &mut fields, &mut cols)?;
+        let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         RecordBatch::try_new(schema, cols)
             .map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
     }
 }
+
+/// A training rollout's per-step columns, in shards whose episodes have them: each
+/// policy extra as `extras.<name>` (float32, a fixed-size list for a shaped extra)
+/// and the acting version as `policy_version` (uint64), null on each episode's
+/// final-observation row as actions are. Every episode of a shard must carry the
+/// same extras (one rollout records them all).
+fn step_columns(trajs: &[&rollway_core::Trajectory], valid: &NullBuffer, fields: &mut Vec<Field>, cols: &mut Vec<ArrayRef>) -> Result<()> {
+    let Some(first) = trajs.iter().find(|t| !t.extras.is_empty() || !t.versions.is_empty()) else { return Ok(()) };
+    let rows = valid.len();
+    for (k, x) in first.extras.iter().enumerate() {
+        let kind = rollway_core::LeafKind::Box { low: vec![], high: vec![] };
+        let leaf = Leaf { path: x.name.clone(), dtype: DType::F32, shape: x.shape.clone(), offset: 0, kind };
+        let mut bytes = Vec::with_capacity(rows * leaf.bytes());
+        for t in trajs {
+            let col = t.extras.get(k).filter(|c| c.name == x.name && c.shape == x.shape);
+            let Some(col) = col else { return Err(Error::BadEpisode { episode: 0, message: format!("an episode without extra `{}` beside one with it", x.name) }) };
+            bytes.extend(col.values.iter().flat_map(|v| v.to_le_bytes()));
+            bytes.resize(bytes.len() + leaf.bytes(), 0);
+        }
+        fields.push(leaf_field(format!("{EXTRAS}{}", x.name), &leaf, true));
+        cols.push(leaf_array(&leaf, bytes, rows, Some(valid.clone()))?);
+    }
+    if !first.versions.is_empty() {
+        let v: Vec<Option<u64>> = trajs.iter().flat_map(|t| t.versions.iter().map(|&v| Some(v)).chain([None])).collect();
+        if v.len() != rows {
+            return Err(Error::BadEpisode { episode: 0, message: "an episode without policy versions beside one with them".into() });
+        }
+        fields.push(Field::new(POLICY_VERSION, DataType::UInt64, true));
+        cols.push(Arc::new(arrow_array::UInt64Array::from(v)));
+    }
+    Ok(())
+}
+
+/// The prefix of a policy extra's column (`extras.log_prob`).
+pub const EXTRAS: &str = "extras.";
+
+/// The column of the policy version that chose each action.
+pub const POLICY_VERSION: &str = "policy_version";
 
 impl Columns {
     /// Checks a shard's schema against this plan: every column the spaces call for,
@@ -186,6 +227,11 @@ impl Columns {
                 AGENT_STATE => {
                     matches!(got.data_type(), DataType::List(f) if f.data_type() == &DataType::Float32)
                 }
+                POLICY_VERSION => got.data_type() == &DataType::UInt64,
+                name if name.starts_with(EXTRAS) => match got.data_type() {
+                    DataType::FixedSizeList(f, _) => f.data_type() == &DataType::Float32,
+                    t => t == &DataType::Float32,
+                },
                 name => self.schema.field_with_name(name).is_ok(),
             };
             if !ok {
@@ -208,6 +254,12 @@ pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
     let n = e.length as usize;
     if t.rewards.len() != n || t.terminations.len() != n || t.truncations.len() != n {
         return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
+    }
+    if let Some(x) = t.extras.iter().find(|x| x.values.len() != n * x.width()) {
+        return Err(Error::BadEpisode { episode: e.index, message: format!("extra `{}` has {} floats for {n} steps of {:?}", x.name, x.values.len(), x.shape) });
+    }
+    if !t.versions.is_empty() && t.versions.len() != n {
+        return Err(Error::BadEpisode { episode: e.index, message: format!("{} policy versions for {n} steps", t.versions.len()) });
     }
     if t.states.len() != n * t.state_width {
         return Err(Error::BadEpisode {

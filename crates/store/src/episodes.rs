@@ -96,7 +96,17 @@ impl Source {
                 Some(Array::from_f32(&[t, w], rows))
             }
         };
-        Ok(EpisodeData { entry, observations, actions, rewards, terminations, truncations, infos, agent_state })
+        let mut extras = Vec::new();
+        for x in &self.cols.extras {
+            let w = x.width();
+            let rows = x.values.get(r0 * w..(r0 + t) * w).ok_or_else(|| corrupt(format!("extra `{}` outside the shard", x.name)))?;
+            extras.push((x.name.clone(), Array::from_f32(&[&[t][..], &x.shape].concat(), rows)));
+        }
+        let policy_version = match self.cols.versions.is_empty() {
+            true => None,
+            false => Some(self.cols.versions.get(r0..r0 + t).ok_or_else(|| corrupt("policy versions outside the shard".into()))?.to_vec()),
+        };
+        Ok(EpisodeData { entry, observations, actions, rewards, terminations, truncations, infos, agent_state, extras, policy_version })
     }
 }
 

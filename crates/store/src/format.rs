@@ -161,6 +161,10 @@ pub struct IndexEntry {
     /// Frame locations by frame key.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub frames: std::collections::BTreeMap<String, FrameRef>,
+    /// The oldest and newest policy version that acted in it, for an episode a
+    /// training rollout recorded (a follow-mode loader's staleness bound reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<[u64; 2]>,
 }
 
 /// A data file of a shard as committed: where it is, how long, and its content hash.

@@ -9,7 +9,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection
 use rollway_core::{Array, Info, Layout, Leaf, Status};
 
 use crate::check;
-use crate::columns::{leaf_bytes, Columns, AGENT_STATE};
+use crate::columns::{leaf_bytes, Columns, AGENT_STATE, EXTRAS, POLICY_VERSION};
 use crate::error::IoContext;
 use crate::format::{self, column_name, is_frame_leaf, read_json, shard_number, IndexEntry, Metadata, Paths, ShardIndex};
 use crate::frames;
@@ -35,6 +35,10 @@ pub struct EpisodeData {
     /// `[T, width]` float32: the agent's recurrent state after each step, when the
     /// shard stores agent states (zeros for an agent that kept none).
     pub agent_state: Option<Array>,
+    /// A training rollout's policy extras by name (`log_prob`), each `[T, ...shape]` float32.
+    pub extras: Vec<(String, Array)>,
+    /// The policy version that chose each action (T), for an episode a training rollout recorded.
+    pub policy_version: Option<Vec<u64>>,
 }
 
 /// A shard's columns as native bytes, row-major per leaf (nulls as zeros).
@@ -55,6 +59,12 @@ pub struct ShardColumns {
     pub states: Vec<f32>,
     /// Floats per row of `states`: the longest state in the shard.
     pub state_width: usize,
+    /// A training rollout's policy extras (name without the `extras.` prefix), every row
+    /// (zeros on final-observation rows).
+    pub extras: Vec<rollway_core::StepColumn>,
+    /// The acting policy version of every row (0 on final-observation rows); empty
+    /// when the shard stores none.
+    pub versions: Vec<u64>,
 }
 
 /// An open dataset.
@@ -313,6 +323,7 @@ impl Dataset {
             }
             out.state_width = w;
         }
+        step_columns(batch, &mut out).map_err(corrupt)?;
         Ok(out)
     }
 
@@ -347,4 +358,31 @@ fn arrow_select_concat(schema: &arrow_schema::SchemaRef, batches: &[RecordBatch]
         [one] => Ok(one.clone()),
         many => arrow_select::concat::concat_batches(schema, many).map_err(|e| e.to_string()),
     }
+}
+
+/// A training rollout's columns (`extras.*`, `policy_version`), where the shard has them.
+fn step_columns(batch: &RecordBatch, out: &mut ShardColumns) -> std::result::Result<(), String> {
+    let schema = batch.schema();
+    for (field, col) in schema.fields().iter().zip(batch.columns()) {
+        let Some(name) = field.name().strip_prefix(EXTRAS) else { continue };
+        // The shape is kept in the field's metadata; a list without it is one axis.
+        let shape = match field.metadata().get("rollway:shape") {
+            Some(s) => s.trim_matches(['[', ']']).split(',').filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse::<usize>()).collect::<std::result::Result<Vec<_>, _>>().map_err(|e| format!("column `{}`: shape {s}: {e}", field.name()))?,
+            None => match field.data_type() {
+                arrow_schema::DataType::FixedSizeList(_, n) => vec![*n as usize],
+                _ => vec![],
+            },
+        };
+        let kind = rollway_core::LeafKind::Box { low: vec![], high: vec![] };
+        let leaf = Leaf { path: name.to_string(), dtype: rollway_core::DType::F32, shape: shape.clone(), offset: 0, kind };
+        let mut bytes = Vec::new();
+        leaf_bytes(col.as_ref(), &leaf, &mut bytes).map_err(|e| format!("column `{}`: {e}", field.name()))?;
+        let values = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        out.extras.push(rollway_core::StepColumn { name: name.to_string(), shape, values });
+    }
+    if let Some(c) = batch.column_by_name(POLICY_VERSION) {
+        let v = c.as_any().downcast_ref::<arrow_array::UInt64Array>().ok_or_else(|| format!("{POLICY_VERSION} is not uint64"))?;
+        out.versions = (0..v.len()).map(|i| if v.is_null(i) { 0 } else { v.value(i) }).collect();
+    }
+    Ok(())
 }

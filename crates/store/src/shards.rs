@@ -279,6 +279,8 @@ impl Shards {
     fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult) -> IndexEntry {
         let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
         let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
+        let versions = e.trajectory.as_ref().map_or(&[][..], |t| &t.versions[..]);
+        let policy_version = versions.iter().min().zip(versions.iter().max()).map(|(&a, &b)| [a, b]);
         IndexEntry {
             episode_id: self.run.first_episode_id + e.index,
             run: self.run.run,
@@ -297,6 +299,7 @@ impl Shards {
             wall_ms: e.wall_ms,
             error: e.error,
             frames,
+            policy_version,
         }
     }
 }

@@ -214,12 +214,19 @@ impl DatasetWriter {
     }
 
     /// Reopens a dataset to continue its last run where the committed episodes end.
-    pub fn resume(dir: &Path, cfg: WriterConfig) -> Result<(DatasetWriter, ResumePoint)> {
+    /// `config`, when given, replaces the run's stored config before anything is
+    /// written (a resumed run whose target was raised: a later resume continues to
+    /// the raised target, even if this one is killed).
+    pub fn resume(dir: &Path, cfg: WriterConfig, config: Option<serde_json::Value>) -> Result<(DatasetWriter, ResumePoint)> {
         let o = open_locked(dir)?;
         let mut meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "nothing to resume".into() })?;
-        if meta.format_version < format::FORMAT_VERSION {
+        let new_config = config.filter(|c| meta.runs.last().is_some_and(|r| &r.config != c));
+        if meta.format_version < format::FORMAT_VERSION || new_config.is_some() {
             // New shards are written by this version's protocol; say so before the first.
             meta.format_version = format::FORMAT_VERSION;
+            if let (Some(c), Some(r)) = (new_config, meta.runs.last_mut()) {
+                r.config = c;
+            }
             write_metadata(&o.paths, &meta)?;
         }
         let run =

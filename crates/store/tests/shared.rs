@@ -20,7 +20,7 @@ fn issue13_members_and_a_single_writer_exclude_each_other() {
     let a = DatasetWriter::join(dir, 0, "a", small()).unwrap();
     let b = DatasetWriter::join(dir, 0, "b", small()).unwrap();
     assert!(matches!(DatasetWriter::join(dir, 0, "a", small()), Err(Error::Locked { .. })), "an id is one live writer");
-    assert!(matches!(DatasetWriter::resume(dir, small()), Err(Error::Locked { .. })), "no single writer while members live");
+    assert!(matches!(DatasetWriter::resume(dir, small(), None), Err(Error::Locked { .. })), "no single writer while members live");
     assert!(matches!(repair(dir), Err(Error::Locked { .. })));
     assert!(matches!(close_run(dir, 0, None), Err(Error::Locked { .. })));
     for (i, e) in eps.into_iter().enumerate() {
@@ -34,7 +34,7 @@ fn issue13_members_and_a_single_writer_exclude_each_other() {
     assert_eq!(ds.episodes().count(), 6);
     assert_eq!(ds.metadata().runs[0].summary, Some(serde_json::json!({"episodes": 6})));
 
-    let single = DatasetWriter::resume(dir, small()).unwrap().0;
+    let single = DatasetWriter::resume(dir, small(), None).unwrap().0;
     assert!(matches!(DatasetWriter::join(dir, 0, "c", small()), Err(Error::Locked { .. })), "no member while a single writer lives");
     single.finish().unwrap();
 }

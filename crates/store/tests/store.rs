@@ -144,7 +144,7 @@ fn resume_point_is_the_committed_prefix_of_the_last_run() {
     let dir = tempfile::tempdir().unwrap();
     let (spec, eps) = episodes("CartPole-v1", "", 5, 30);
     write_all(dir.path(), &spec, &eps[..3], WriterConfig::default());
-    let (w, point) = DatasetWriter::resume(dir.path(), WriterConfig::default()).unwrap();
+    let (w, point) = DatasetWriter::resume(dir.path(), WriterConfig::default(), None).unwrap();
     assert_eq!((point.next_index, point.episodes), (3, 3));
     assert_eq!(point.steps, eps[..3].iter().map(|e| e.length).sum::<u64>());
     assert_eq!(point.run.config, serde_json::json!({"k": 1}));

@@ -235,7 +235,7 @@ impl Reader<'_> {
         let mut episode = EpisodeResult::from_trajectory(
             0,
             0,
-            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width },
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width, ..Default::default() },
         );
         if !map.final_frame {
             episode.info.insert("lerobot", json!({"episode_index": e.index, "tasks": e.tasks}));

@@ -424,7 +424,7 @@ impl Source for Reader {
         Ok(EpisodeResult::from_trajectory(
             k,
             seed,
-            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width },
+            Trajectory { obs, actions, rewards, terminations, truncations, infos, states, state_width, ..Default::default() },
         ))
     }
 

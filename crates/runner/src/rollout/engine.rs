@@ -63,10 +63,23 @@ impl Rollout {
     /// Checks `cfg`, reads the env spec, starts the envs and the collecting thread.
     /// With `max_policy_lag = k ≥ 1` the first `k` fragments start at once.
     pub fn start(cfg: RolloutConfig, envs: Arc<dyn EnvFactory>, policy: Box<dyn Policy>) -> Result<Rollout> {
+        Rollout::recording(cfg, envs, policy, None)
+    }
+
+    /// [`Rollout::start`], handing every episode that ends to `record` (in the order
+    /// they end, from the collecting thread) with its steps, the policy's extras and
+    /// the acting versions: a dataset writer makes the rollout a replay buffer. An
+    /// error from `record` ends the rollout. Episodes cut by env faults are not passed on.
+    pub fn recording(
+        cfg: RolloutConfig,
+        envs: Arc<dyn EnvFactory>,
+        policy: Box<dyn Policy>,
+        record: Option<Box<dyn crate::Observer + Send>>,
+    ) -> Result<Rollout> {
         cfg.validate()?;
         let spec = envs.spec()?;
         let cfg = Arc::new(cfg);
-        let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy)?;
+        let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy, record)?;
         let shared = Arc::new(Shared::default());
         *shared.permits.lock().unwrap_or_else(|p| p.into_inner()) = cfg.max_policy_lag;
         let (tx, fragments) = unbounded();

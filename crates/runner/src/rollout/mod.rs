@@ -45,6 +45,7 @@ mod engine;
 mod envs;
 mod fragment;
 mod policy;
+mod record;
 mod sampler;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

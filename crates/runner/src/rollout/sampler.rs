@@ -29,6 +29,7 @@ use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, 
 
 use super::envs::Envs;
 use super::fragment::{Finished, Fragment};
+use super::record::Recording;
 use super::{Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
 
@@ -64,6 +65,8 @@ pub(crate) struct Sampler {
     state_dim: usize,
     begun: bool,
     checks: Checks,
+    /// The episodes under way, when the rollout records them.
+    record: Option<Recording>,
 }
 
 /// The checks of a rollout's values, when it checks them.
@@ -108,7 +111,13 @@ impl Checks {
 }
 
 impl Sampler {
-    pub fn new(cfg: Arc<RolloutConfig>, factory: &Arc<dyn EnvFactory>, spec: &EnvSpec, policy: Box<dyn Policy>) -> Result<Sampler> {
+    pub fn new(
+        cfg: Arc<RolloutConfig>,
+        factory: &Arc<dyn EnvFactory>,
+        spec: &EnvSpec,
+        policy: Box<dyn Policy>,
+        record: Option<Box<dyn crate::Observer + Send>>,
+    ) -> Result<Sampler> {
         let (ol, al) = (Arc::new(Layout::of(&spec.observation_space)), Arc::new(Layout::of(&spec.action_space)));
         let options = BlockOptions { infos: Default::default(), step_timeout: cfg.step_timeout };
         let envs = Envs::new(factory, cfg.envs, cfg.workers, &ol, &al, options)?;
@@ -122,7 +131,8 @@ impl Sampler {
             fails: vec![0; n],
         };
         let checks = Checks::new(cfg.check, spec, &ol, &al);
-        Ok(Sampler { cfg, ol, al, envs, policy, slots, version: 0, extras: Vec::new(), state_dim: 0, begun: false, checks })
+        let record = record.map(|o| Recording::new(o, n, ol.row_bytes(), al.row_bytes()));
+        Ok(Sampler { cfg, ol, al, envs, policy, slots, version: 0, extras: Vec::new(), state_dim: 0, begun: false, checks, record })
     }
 
     /// Collects one fragment. `stop` ends it early with [`Error::Stopped`].
@@ -236,6 +246,14 @@ impl Sampler {
         for (col, e) in f.extras.iter_mut().zip(&self.extras) {
             col.data.extend_from_slice(&e.data);
         }
+        if let Some(r) = self.record.as_mut() {
+            for p in &self.envs.parts {
+                for j in 0..p.len() {
+                    let g = p.offset + j;
+                    r.act(g, p.act.row(j), &self.slots.memory[g], self.version, &self.extras, g);
+                }
+            }
+        }
     }
 
     /// Appends the slots' current observations, `first` flags and episode ids.
@@ -270,12 +288,22 @@ impl Sampler {
                         f.rewards[at] = out.reward as f32;
                         (f.terminated[at], f.truncated[at]) = (out.terminated, out.truncated || cut);
                         s.first[g] = false;
-                        if out.terminated || out.truncated || cut {
+                        let done = out.terminated || out.truncated || cut;
+                        if let Some(r) = self.record.as_mut() {
+                            r.step(g, out.reward, out.terminated, out.truncated || cut, p.obs.row(j));
+                            if done {
+                                r.end(g, tr.id, p.index)?;
+                            }
+                        }
+                        if done {
                             f.finished.push(Finished { env: g, episode: tr.id, ret: tr.ret, length: tr.len, terminated: out.terminated });
                             ended.push(g);
                         }
                     }
                     Err(fault) => {
+                        if let Some(r) = self.record.as_mut() {
+                            r.abandon(g);
+                        }
                         f.truncated[at] = true;
                         f.stats.env_faults += 1;
                         s.fails[g] += 1;
@@ -315,6 +343,9 @@ impl Sampler {
                         Ok(_) => {
                             (s.first[g], s.rng[g]) = (true, seed::agent_rng(episode_seed));
                             s.memory[g].clear();
+                            if let Some(r) = self.record.as_mut() {
+                                r.begin(g, episode_seed, p.obs.row(j));
+                            }
                         }
                         Err(fault) => {
                             f.stats.env_faults += 1;

@@ -1,0 +1,78 @@
+//! Recording a rollout's episodes while it trains (the replay buffer of seed 002):
+//! each slot's episode is built step by step beside the fragment, and handed to an
+//! [`Observer`] (a dataset writer, as a run's) when it ends, in the order episodes
+//! end, with the policy's extras and the version that chose each action as columns
+//! of their own.
+//!
+//! An episode is exactly what the learner saw of it: the same observations, actions,
+//! rewards and flags as the fragments that held its steps, whichever fragment they
+//! fell in. An episode cut by an env fault is dropped here (it is counted as the
+//! fragment's fault; a half episode is not a dataset's episode). The cost, paid only
+//! when recording, is one row copy per slot per step and one `Vec` per episode.
+
+use rollway_core::{EpisodeResult, Memory, StepColumn, Trajectory};
+
+use super::Extra;
+use crate::{Error, Observer, Result};
+
+/// The episodes under way, one per slot.
+pub(crate) struct Recording {
+    sink: Box<dyn Observer + Send>,
+    open: Vec<Option<(u64, Trajectory)>>,
+    obs_row: usize,
+    act_row: usize,
+}
+
+impl Recording {
+    pub fn new(sink: Box<dyn Observer + Send>, slots: usize, obs_row: usize, act_row: usize) -> Recording {
+        Recording { sink, open: (0..slots).map(|_| None).collect(), obs_row, act_row }
+    }
+
+    /// Slot `g` started an episode (seeded with `seed`) at observation `obs`.
+    pub fn begin(&mut self, g: usize, seed: u64, obs: &[u8]) {
+        let mut t = Trajectory { obs: Vec::with_capacity(64 * self.obs_row), ..Default::default() };
+        t.obs.extend_from_slice(obs);
+        self.open[g] = Some((seed, t));
+    }
+
+    /// The policy acted on slot `g` (row `row` of the batch's `extras`) with version `version`.
+    pub fn act(&mut self, g: usize, action: &[u8], memory: &Memory, version: u64, extras: &[Extra], row: usize) {
+        let Some((_, t)) = self.open[g].as_mut() else { return };
+        debug_assert_eq!(action.len(), self.act_row);
+        t.actions.extend_from_slice(action);
+        t.versions.push(version);
+        if t.extras.is_empty() {
+            t.extras = extras.iter().map(|e| StepColumn { name: e.name.clone(), shape: e.shape.clone(), values: Vec::new() }).collect();
+        }
+        for (col, e) in t.extras.iter_mut().zip(extras) {
+            let w = e.width();
+            col.values.extend_from_slice(&e.data[row * w..(row + 1) * w]);
+        }
+        // Rewards do not hold this step yet: `push_state` counts the steps before it.
+        t.rewards.push(0.0);
+        t.push_state(memory);
+        t.rewards.pop();
+    }
+
+    /// The env answered slot `g`'s step with `obs` (the final observation if it ended).
+    pub fn step(&mut self, g: usize, reward: f64, terminated: bool, truncated: bool, obs: &[u8]) {
+        let Some((_, t)) = self.open[g].as_mut() else { return };
+        t.rewards.push(reward);
+        t.terminations.push(terminated);
+        t.truncations.push(truncated);
+        t.obs.extend_from_slice(obs);
+    }
+
+    /// Slot `g`'s episode `id` ended: hands it to the observer, whose error ends the rollout.
+    pub fn end(&mut self, g: usize, id: u64, worker: usize) -> Result<()> {
+        let Some((seed, t)) = self.open[g].take() else { return Ok(()) };
+        let mut e = EpisodeResult::from_trajectory(id, seed, t);
+        e.worker = worker;
+        self.sink.on_episode(e).map_err(Error::Sink)
+    }
+
+    /// Slot `g`'s episode was cut by a fault: it is not recorded.
+    pub fn abandon(&mut self, g: usize) {
+        self.open[g] = None;
+    }
+}
