@@ -170,7 +170,7 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 #[command(
-    after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json"
+    after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json\n  rollway load replay --clip 2 --batch 128 --follow --last-steps 50000 --round-windows 2048 --epochs 100"
 )]
 pub struct LoadArgs {
     /// The dataset directory.
@@ -230,6 +230,8 @@ pub struct LoadArgs {
     /// Only episodes of at most this many steps.
     #[arg(long)]
     pub max_length: Option<u64>,
+    #[command(flatten)]
+    pub replay: crate::data::ReplayArgs,
     /// Print JSON: {"windows", "windows_per_sec", "mb_per_sec", ...}.
     #[arg(long)]
     pub json: bool,

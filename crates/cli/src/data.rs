@@ -214,9 +214,37 @@ pub fn relabel_dataset(dir: &Path, filters: &[String]) -> Result<u64> {
     })
 }
 
-pub fn load(a: &LoadArgs) -> Result<bool> {
-    let ds = open(&a.dir, a.skip_damaged)?;
-    let cfg = rollway_loader::LoaderConfig {
+/// `rollway load`'s replay-buffer flags: a capacity and a staleness bound (any
+/// dataset), and follow mode (a dataset a rollout keeps filling).
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    /// Only the newest this many episodes (a replay buffer's capacity).
+    #[arg(long)]
+    pub last_episodes: Option<usize>,
+    /// Only the newest episodes holding this many steps.
+    #[arg(long)]
+    pub last_steps: Option<u64>,
+    /// Only episodes every action of which a policy of at least this version chose
+    /// (the `policy_version` column of a training rollout's dataset).
+    #[arg(long)]
+    pub min_policy_version: Option<u64>,
+    /// Follow a dataset that is still being written (`rollway.Rollout(out=...)`):
+    /// `--epochs` counts rounds, each reading the commits again and shuffling what the
+    /// selection keeps; waits while no window is eligible.
+    #[arg(long)]
+    pub follow: bool,
+    /// Following: rounds a window may come in.
+    #[arg(long, requires = "follow")]
+    pub max_reuse: Option<u32>,
+    /// Following: the most windows in a round (a random subset), so that new commits
+    /// are sampled sooner.
+    #[arg(long, requires = "follow")]
+    pub round_windows: Option<usize>,
+}
+
+fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
+    let r = &a.replay;
+    rollway_loader::LoaderConfig {
         clip_len: a.clip,
         stride: a.stride,
         pad: a.pad,
@@ -235,10 +263,33 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
             max_return: a.max_return,
             min_length: a.min_length,
             max_length: a.max_length,
-            ..Default::default()
+            last_episodes: r.last_episodes,
+            last_steps: r.last_steps,
+            min_policy_version: r.min_policy_version,
         },
-        follow: None,
-    };
+        follow: r.follow.then(|| rollway_loader::Follow { max_version_lag: None, max_reuse: r.max_reuse, round_windows: r.round_windows }),
+    }
+}
+
+/// The next batch; following, waits while no window is eligible and ends after
+/// the last batch of round `rounds - 1`.
+fn next<'a>(loader: &'a mut rollway_loader::Loader, follow: bool, rounds: u64) -> Result<Option<&'a rollway_loader::Batch>> {
+    if !follow {
+        return Ok(loader.next_batch()?);
+    }
+    let s = loader.state();
+    if s.epoch + 1 >= rounds && s.batches > 0 && s.batches >= loader.batches_per_epoch() {
+        return Ok(None);
+    }
+    while loader.next_batch()?.is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(loader.current())
+}
+
+pub fn load(a: &LoadArgs) -> Result<bool> {
+    let ds = open(&a.dir, a.skip_damaged)?;
+    let cfg = load_config(a);
     let opened = std::time::Instant::now();
     let mut loader = input(rollway_loader::Loader::new(&ds, cfg).map_err(Into::into))?;
     let setup = opened.elapsed().as_secs_f64();
@@ -246,14 +297,17 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
     let (mut windows, mut bytes, mut batches) = (0u64, 0u64, 0u64);
     let total = a.epochs * loader.batches_per_epoch();
     let bar = crate::progress::Bar::new(a.json, "loading", "batches");
-    for _ in 0..a.epochs {
-        while let Some(b) = loader.next_batch()? {
+    let follow = a.replay.follow;
+    // Following, one pass: `next` counts the rounds.
+    for _ in 0..if follow { 1 } else { a.epochs } {
+        while let Some(b) = next(&mut loader, follow, a.epochs)? {
             windows += b.len() as u64;
             bytes += b.bytes() as u64;
             batches += 1;
             // A few updates a second are plenty, and a batch can take microseconds.
             if batches % 256 == 0 {
-                bar.update(batches, total);
+                // A following loader's rounds change size: the current one's stands for all.
+                bar.update(batches, if follow { (a.epochs * loader.batches_per_epoch()).max(batches) } else { total });
                 bar.message(format!("{}/s windows", crate::progress::human(windows as f64 / started.elapsed().as_secs_f64().max(1e-9))));
             }
         }

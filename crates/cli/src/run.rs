@@ -110,7 +110,8 @@ pub fn execute(a: &RunArgs, file: Option<RunOptions>, hooks: RunHooks<'_>) -> Re
         }
         (Some(dir), Start::Resume) => {
             // The stored config with the target this resume runs to (raised, or as it was).
-            let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored.clone())).map_err(Into::into))?;
+            let (w, point) =
+                input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored.clone())).map_err(Into::into))?;
             job.cfg.start_index = point.next_index;
             job.cfg.start_steps = point.steps;
             if !a.quiet {

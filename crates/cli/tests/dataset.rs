@@ -121,6 +121,31 @@ fn load_reports_throughput_and_selects_episodes() {
     let o = rollway(&["load", d, "--stride", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("stride"));
+    // A replay buffer's capacity, on any dataset.
+    assert_eq!(load(&["--last-episodes", "7"])["episodes"].as_u64(), Some(7));
+}
+
+/// `load --follow`: `--epochs` counts rounds over what is committed; round flags
+/// need `--follow`.
+#[test]
+fn load_follows_a_dataset_in_rounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cp");
+    let d = dir.to_str().unwrap();
+    ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "30", "--out", d, "-q"]));
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", d, "--clip", "4", "--stride", "2", "--batch", "16", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str::<serde_json::Value>(&ok(&rollway(&args))).unwrap()
+    };
+    let per_epoch = load(&[])["windows_per_epoch"].as_u64().unwrap();
+    let rounds = load(&["--follow", "--epochs", "3"]);
+    assert_eq!(rounds["windows"].as_u64(), Some(3 * per_epoch), "{rounds}");
+    let capped = load(&["--follow", "--epochs", "4", "--round-windows", "10"]);
+    assert_eq!(capped["windows"].as_u64(), Some(40), "{capped}");
+    let o = rollway(&["load", d, "--max-reuse", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--follow"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// An agent with a recurrent state (the scripted miner keeps one, like VPT's memory):

@@ -108,6 +108,6 @@ impl Loader {
     /// first; `None` when no window is eligible now.
     pub(crate) fn follow_batch(&mut self) -> Result<Option<&crate::Batch>> {
         let ready = (!self.view.windows.is_empty() && self.step()?) || (self.next_round()? > 0 && self.step()?);
-        Ok(if ready { self.pipe.as_ref().and_then(|p| p.current()) } else { None })
+        Ok(if ready { self.current() } else { None })
     }
 }

@@ -202,7 +202,12 @@ impl Loader {
         if self.follow.is_some() {
             return self.follow_batch();
         }
-        Ok(if self.step()? { self.pipe.as_ref().and_then(|p| p.current()) } else { None })
+        Ok(if self.step()? { self.current() } else { None })
+    }
+
+    /// The batch the last [`Loader::next_batch`] returned, while no other call moved on.
+    pub fn current(&self) -> Option<&Batch> {
+        self.pipe.as_ref().and_then(|p| p.current())
     }
 
     /// Moves to the next batch of the epoch (true), or past the epoch's end (false).

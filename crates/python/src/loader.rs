@@ -65,7 +65,8 @@ impl LoaderHandle {
         round_windows: Option<usize>,
     ) -> PyResult<Self> {
         let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
-        let select = Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version: None };
+        let select =
+            Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version: None };
         let follow = follow.then_some(Follow { max_version_lag, max_reuse, round_windows });
         let d = LoaderConfig::default();
         let cfg = LoaderConfig {

@@ -270,7 +270,13 @@ impl Drop for RolloutHandle {
 
 /// The dataset writer of `Rollout(out=dir)`: a new dataset in `dir`, committing at
 /// least every `commit_every` seconds so that a follow-mode loader sees episodes soon.
-fn recorder(dir: &std::path::Path, spec: &rollway_core::EnvSpec, env: &str, cfg: &RolloutConfig, commit_every: f64) -> PyResult<DatasetWriter> {
+fn recorder(
+    dir: &std::path::Path,
+    spec: &rollway_core::EnvSpec,
+    env: &str,
+    cfg: &RolloutConfig,
+    commit_every: f64,
+) -> PyResult<DatasetWriter> {
     let age = Duration::try_from_secs_f64(commit_every)
         .ok()
         .filter(|d| !d.is_zero())
@@ -280,7 +286,8 @@ fn recorder(dir: &std::path::Path, spec: &rollway_core::EnvSpec, env: &str, cfg:
         "env": env, "seed": cfg.seed, "envs": cfg.envs, "workers": cfg.workers, "steps": cfg.steps,
         "max_policy_lag": cfg.max_policy_lag, "max_restarts": cfg.max_restarts, "max_steps": cfg.max_steps, "check": cfg.check,
     }});
-    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc).map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display()))))
+    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc)
+        .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display()))))
 }
 
 /// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.

@@ -177,7 +177,9 @@ fn step_columns(trajs: &[&rollway_core::Trajectory], valid: &NullBuffer, fields:
         let mut bytes = Vec::with_capacity(rows * leaf.bytes());
         for t in trajs {
             let col = t.extras.get(k).filter(|c| c.name == x.name && c.shape == x.shape);
-            let Some(col) = col else { return Err(Error::BadEpisode { episode: 0, message: format!("an episode without extra `{}` beside one with it", x.name) }) };
+            let Some(col) = col else {
+                return Err(Error::BadEpisode { episode: 0, message: format!("an episode without extra `{}` beside one with it", x.name) });
+            };
             bytes.extend(col.values.iter().flat_map(|v| v.to_le_bytes()));
             bytes.resize(bytes.len() + leaf.bytes(), 0);
         }
@@ -256,7 +258,10 @@ pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
         return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
     }
     if let Some(x) = t.extras.iter().find(|x| x.values.len() != n * x.width()) {
-        return Err(Error::BadEpisode { episode: e.index, message: format!("extra `{}` has {} floats for {n} steps of {:?}", x.name, x.values.len(), x.shape) });
+        return Err(Error::BadEpisode {
+            episode: e.index,
+            message: format!("extra `{}` has {} floats for {n} steps of {:?}", x.name, x.values.len(), x.shape),
+        });
     }
     if !t.versions.is_empty() && t.versions.len() != n {
         return Err(Error::BadEpisode { episode: e.index, message: format!("{} policy versions for {n} steps", t.versions.len()) });

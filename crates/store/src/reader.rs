@@ -367,7 +367,13 @@ fn step_columns(batch: &RecordBatch, out: &mut ShardColumns) -> std::result::Res
         let Some(name) = field.name().strip_prefix(EXTRAS) else { continue };
         // The shape is kept in the field's metadata; a list without it is one axis.
         let shape = match field.metadata().get("rollway:shape") {
-            Some(s) => s.trim_matches(['[', ']']).split(',').filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse::<usize>()).collect::<std::result::Result<Vec<_>, _>>().map_err(|e| format!("column `{}`: shape {s}: {e}", field.name()))?,
+            Some(s) => s
+                .trim_matches(['[', ']'])
+                .split(',')
+                .filter(|x| !x.trim().is_empty())
+                .map(|x| x.trim().parse::<usize>())
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| format!("column `{}`: shape {s}: {e}", field.name()))?,
             None => match field.data_type() {
                 arrow_schema::DataType::FixedSizeList(_, n) => vec![*n as usize],
                 _ => vec![],

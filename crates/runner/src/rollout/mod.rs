@@ -167,3 +167,5 @@ impl Versions {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_record;

@@ -10,12 +10,12 @@ use rollway_core::{ActBatch, AgentFactory, EnvFactory, Params};
 use super::*;
 use crate::{Generator, RunConfig, Target};
 
-fn envs(id: &str, params: &[(&str, &str)]) -> Arc<dyn EnvFactory> {
+pub(super) fn envs(id: &str, params: &[(&str, &str)]) -> Arc<dyn EnvFactory> {
     let p = Params(params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
     Arc::new(rollway_envs::Registered::new(id, p))
 }
 
-fn agent(name: &str, env: &Arc<dyn EnvFactory>) -> Box<dyn Policy> {
+pub(super) fn agent(name: &str, env: &Arc<dyn EnvFactory>) -> Box<dyn Policy> {
     let spec = env.spec().unwrap();
     Box::new(AgentPolicy(rollway_agents::Registered::new(name, Params::default()).make(&spec).unwrap()))
 }
@@ -60,7 +60,7 @@ fn probe(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>) {
     (p, calls)
 }
 
-fn probe_weighted(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicU32>) {
+pub(super) fn probe_weighted(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicU32>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let weight = Arc::new(std::sync::atomic::AtomicU32::new(0));
     (Box::new(Probe { calls: calls.clone(), weight: weight.clone(), fail_at }), calls, weight)
@@ -68,7 +68,7 @@ fn probe_weighted(fail_at: Option<usize>) -> (Box<dyn Policy>, Arc<AtomicUsize>,
 
 /// An update that sets the probe's weight: run by the collecting thread between
 /// batches, the only writer of the cell the probe reads its weight from.
-fn weight(cell: &Arc<std::sync::atomic::AtomicU32>, w: f32) -> Update {
+pub(super) fn weight(cell: &Arc<std::sync::atomic::AtomicU32>, w: f32) -> Update {
     let cell = cell.clone();
     Box::new(move |_: &mut dyn Policy| {
         cell.store(w.to_bits(), Ordering::SeqCst);
