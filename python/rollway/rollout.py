@@ -126,7 +126,7 @@ class Rollout:
     rollout with :class:`rollway.RollwayError`, naming the env slot, the value and the
     space), and observations and rewards (a NaN costs that env its episode, as a
     fault); ``False`` skips the checks.
-    ``out``: a new dataset directory that records every finished episode (see the
+    ``out``: a new dataset directory (one that holds a dataset is refused) that records every finished episode (see the
     module docs); ``commit_every``: the longest a finished episode waits to be committed, seconds.
     """
 

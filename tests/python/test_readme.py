@@ -12,7 +12,7 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 4, "the package tour, the own-env-and-policy example, the Ray one and the training loop"
+    assert len(blocks) == 5, "the package tour, the own-env-and-policy example, the Ray one, the training loop and its replay buffer"
     return blocks
 
 
@@ -23,7 +23,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own, on_ray, training = python_examples()
+    tour, own, on_ray, training, replay = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -43,6 +43,11 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     exec(compile(training, "README.md (training)", "exec"), scope)
     # 50 PPO updates: well past a random policy's ~22 (the example's 400 solve it).
     assert scope["frag"].finished["return"].mean() > 50 and (scope["frag"].version == 49).all()
+
+    exec(compile(replay, "README.md (replay buffer)", "exec"), scope)
+    recorded = rollway.Dataset("data/replay")
+    assert len(recorded) > 0 and scope["batch"] is not None
+    assert recorded[len(recorded) - 1].policy_version.max() <= 20 and "logprob" in recorded[0].extras
 
     pytest.importorskip("ray")
     scope = {}

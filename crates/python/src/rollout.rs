@@ -281,6 +281,12 @@ fn recorder(
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| input_error(format!("commit_every must be a positive number of seconds, got {commit_every}")))?;
+    // Appending would restart the versions at 0 beside the last run's: a staleness
+    // bound counted from the new learner's version would keep the old run's data.
+    if let Ok(ds) = rollway_store::Dataset::open(dir) {
+        let n = ds.episodes().count();
+        return Err(input_error(format!("out={}: already holds a dataset ({n} episodes); a rollout records into a new one", dir.display())));
+    }
     let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
     let config = serde_json::json!({"rollout": {
         "env": env, "seed": cfg.seed, "envs": cfg.envs, "workers": cfg.workers, "steps": cfg.steps,
