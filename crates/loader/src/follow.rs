@@ -14,9 +14,10 @@
 //! round is empty and [`crate::Loader::next_batch`] returns `None` at once: the
 //! caller asks again (Python's iterator waits with signals checked).
 //!
-//! Cost: a round re-reads the index (JSON, a few hundred bytes an episode) and the
-//! kept shards' columns — what a capacity bounds. `round_windows` trades that cost
-//! against how soon new commits are sampled.
+//! Cost: a round re-reads the index (JSON, a few hundred bytes an episode), decodes
+//! the shards committed since (the others' columns are kept from the last round)
+//! and lays the kept episodes out again (a copy of what a capacity bounds).
+//! `round_windows` trades that cost against how soon new commits are sampled.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,6 +51,8 @@ pub(crate) struct Following {
     pub rounds: u64,
     /// Rounds each window was delivered in, by (episode id, start).
     uses: HashMap<(u64, u32), u32>,
+    /// The shards the last round used, decoded.
+    columns: crate::table::ColumnCache,
 }
 
 impl Following {
@@ -76,7 +79,7 @@ impl Loader {
             cfg.select.min_policy_version = Some(f.version.saturating_sub(k));
         }
         let ds = rollway_store::Dataset::open(&self.root)?;
-        let mut view = View::load(&ds, &cfg)?;
+        let mut view = View::load(&ds, &cfg, Some(&mut f.columns))?;
         let eps = &view.table.episodes;
         let key = |w: &crate::Window| (eps[w.episode as usize].id, w.start);
         let mut wins: Vec<crate::Window> = match f.cfg.max_reuse {

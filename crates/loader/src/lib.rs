@@ -71,8 +71,8 @@ struct View {
 }
 
 impl View {
-    fn load(ds: &rollway_store::Dataset, cfg: &LoaderConfig) -> Result<View> {
-        let table = table::Table::load(ds, &cfg.select)?;
+    fn load(ds: &rollway_store::Dataset, cfg: &LoaderConfig, cache: Option<&mut table::ColumnCache>) -> Result<View> {
+        let table = table::Table::load(ds, &cfg.select, cache)?;
         let whole = cfg.clip_len == 0;
         let clip = if whole { table.episodes.iter().map(|e| e.length).max().unwrap_or(1).max(1) } else { cfg.clip_len };
         let mut windows = Vec::new();
@@ -114,7 +114,7 @@ impl Loader {
         if cfg.follow.is_some() && cfg.replacement {
             return bad("replacement", "a following loader delivers each window once a round; bound repeats with max_reuse".into());
         }
-        let mut view = View::load(ds, &cfg)?;
+        let mut view = View::load(ds, &cfg, None)?;
         let follow = cfg.follow.clone().map(follow::Following::new);
         if follow.is_some() {
             // The first batch starts the first round (reading the dataset again).
@@ -170,7 +170,7 @@ impl Loader {
     /// keeps its windows, so each is still delivered exactly once. Returns how many
     /// more episodes the loader will see than it sees now.
     pub fn refresh(&mut self) -> Result<usize> {
-        let view = View::load(&rollway_store::Dataset::open(&self.root)?, &self.cfg)?;
+        let view = View::load(&rollway_store::Dataset::open(&self.root)?, &self.cfg, None)?;
         let added = view.table.episodes.len().saturating_sub(self.view.table.episodes.len());
         if self.state.batches == 0 {
             self.switch(view);

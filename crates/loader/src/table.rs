@@ -5,10 +5,13 @@
 //! bound by exactly those misses. Frames stay on disk and are decoded per window by
 //! the loader's threads.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rollway_core::{DType, Layout, Status};
 use rollway_store::format::{column_name, is_frame_leaf};
 use rollway_store::frames::FrameShard;
-use rollway_store::{Dataset, IndexEntry};
+use rollway_store::{Dataset, IndexEntry, ShardColumns};
 
 use crate::config::Selection;
 use crate::error::Result;
@@ -48,6 +51,12 @@ pub(crate) struct Table {
     pub frames: Vec<Vec<Option<Box<dyn FrameShard>>>>,
 }
 
+/// Decoded shard columns kept between a following loader's rounds, by (shard,
+/// rows): a committed shard never changes, so each is decoded once. The Parquet
+/// decode is most of what a round would otherwise cost (measured: 19 ms of a
+/// round over 107 small CartPole shards, against 4 µs a batch).
+pub(crate) type ColumnCache = HashMap<(u32, u64), Arc<ShardColumns>>;
+
 fn keep(sel: &Selection, e: &IndexEntry) -> bool {
     e.status != Status::GivenUp
         // An episode without versions was not made by a training rollout: version 0.
@@ -60,7 +69,9 @@ fn keep(sel: &Selection, e: &IndexEntry) -> bool {
 }
 
 impl Table {
-    pub fn load(ds: &Dataset, sel: &Selection) -> Result<Table> {
+    /// Loads the selected episodes; with a cache, takes decoded shards from it and
+    /// leaves in it exactly the shards this load used.
+    pub fn load(ds: &Dataset, sel: &Selection, mut cache: Option<&mut ColumnCache>) -> Result<Table> {
         let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
         // Every chosen shard's columns first: how narrow a field can be kept depends on
         // all of its values.
@@ -72,13 +83,25 @@ impl Table {
             if chosen.is_empty() {
                 continue;
             }
-            let cols = ds.shard_columns(shard.shard)?;
+            let key = (shard.shard, shard.rows);
+            let cols = match cache.as_deref_mut().and_then(|c| c.get(&key)) {
+                Some(cols) => cols.clone(),
+                None => Arc::new(ds.shard_columns(shard.shard)?),
+            };
+            if let Some(c) = cache.as_deref_mut() {
+                c.insert(key, cols.clone());
+            }
             let mut files = Vec::new();
             for leaf in obs.leaves() {
                 files.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
             }
             frames.push(files);
             shards.push((chosen, cols));
+        }
+        if let Some(c) = cache {
+            // Shards the capacity has let go (or the staleness bound skipped) are freed.
+            let used: std::collections::HashSet<u32> = shards.iter().filter_map(|(chosen, _)| chosen.first().map(|e| e.shard)).collect();
+            c.retain(|&(shard, _), _| used.contains(&shard));
         }
         // (dtype, bytes per row) of each field, in row order, and each shard's column of it.
         let mut kinds: Vec<(DType, usize)> = obs.leaves().iter().filter(|l| !is_frame_leaf(l)).map(|l| (l.dtype, l.bytes())).collect();

@@ -144,9 +144,12 @@ impl Shards {
                     steps += (ep.length as usize).max(1);
                     bytes += INDEX_ENTRY_BYTES + ep.trajectory.as_ref().map_or(0, |t| t.obs.len() + t.actions.len() + t.rewards.len() * 10);
                     buf.push(self.submit(ep));
+                    // The age counts here too: under a steady stream of episodes the
+                    // queue is never quiet long enough for the timeout below to fire.
                     let full = cfg.max_buffer_steps.is_some_and(|m| steps >= m)
                         || buf.len() >= cfg.max_buffer_episodes.unwrap_or(MAX_SHARD_EPISODES).min(MAX_SHARD_EPISODES)
-                        || bytes >= cfg.max_buffer_bytes;
+                        || bytes >= cfg.max_buffer_bytes
+                        || oldest.elapsed() >= cfg.max_buffer_age;
                     if full {
                         self.commit(&mut buf)?;
                         (steps, bytes) = (0, 0);
