@@ -267,13 +267,17 @@ fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
             last_steps: r.last_steps,
             min_policy_version: r.min_policy_version,
         },
-        follow: r.follow.then(|| rollway_loader::Follow { max_version_lag: None, max_reuse: r.max_reuse, round_windows: r.round_windows }),
+        follow: r.follow.then_some(rollway_loader::Follow {
+            max_version_lag: None,
+            max_reuse: r.max_reuse,
+            round_windows: r.round_windows,
+        }),
     }
 }
 
 /// The next batch; following, waits while no window is eligible and ends after
 /// the last batch of round `rounds - 1`.
-fn next<'a>(loader: &'a mut rollway_loader::Loader, follow: bool, rounds: u64) -> Result<Option<&'a rollway_loader::Batch>> {
+fn next(loader: &mut rollway_loader::Loader, follow: bool, rounds: u64) -> Result<Option<&rollway_loader::Batch>> {
     if !follow {
         return Ok(loader.next_batch()?);
     }

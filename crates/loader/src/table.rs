@@ -173,7 +173,7 @@ fn oldest_kept(ds: &Dataset, sel: &Selection) -> u64 {
         return 0;
     }
     let mut newest: Vec<(u64, u64)> = ds.select(|e| keep(sel, e)).map(|e| (e.episode_id, e.length)).collect();
-    newest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    newest.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
     let (mut steps, mut oldest) = (0u64, u64::MAX);
     for (i, &(id, len)) in newest.iter().enumerate() {
         if sel.last_episodes.is_some_and(|k| i >= k) || sel.last_steps.is_some_and(|k| steps >= k) {

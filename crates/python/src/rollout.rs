@@ -285,7 +285,10 @@ fn recorder(
     // bound counted from the new learner's version would keep the old run's data.
     if let Ok(ds) = rollway_store::Dataset::open(dir) {
         let n = ds.episodes().count();
-        return Err(input_error(format!("out={}: already holds a dataset ({n} episodes); a rollout records into a new one", dir.display())));
+        return Err(input_error(format!(
+            "out={}: already holds a dataset ({n} episodes); a rollout records into a new one",
+            dir.display()
+        )));
     }
     let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
     let config = serde_json::json!({"rollout": {
