@@ -99,7 +99,7 @@ impl Policy for PyRolloutPolicy {
         extras.clear();
         for (name, bytes, shape) in cols {
             let data = bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes"))).collect();
-            extras.push(Extra { name, shape, data });
+            extras.push(Extra { name, shape, values: data });
         }
         scatter(batch, (actions, state) as Answer, err)
     }
@@ -333,7 +333,7 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
     let extras = PyDict::new(py);
     for e in f.extras {
         let shape: Vec<usize> = [t, n].into_iter().chain(e.shape.iter().copied()).collect();
-        extras.set_item(&e.name, arrays::from_vec(py, e.data, DType::F32, &shape)?)?;
+        extras.set_item(&e.name, arrays::from_vec(py, e.values, DType::F32, &shape)?)?;
     }
     d.set_item("extras", extras)?;
     let fin = PyDict::new(py);

@@ -9,23 +9,9 @@
 use rollway_core::{ActBatch, Agent};
 
 /// One named per-step output of a policy for a batch of `n` envs: `n` rows of
-/// `shape` float32 values, in batch order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Extra {
-    /// The name the learner reads it by (`logprob`, `value`, ...).
-    pub name: String,
-    /// The shape of one env's value (`[]` for a scalar, `[A]` for logits).
-    pub shape: Vec<usize>,
-    /// `n * shape.product()` values.
-    pub data: Vec<f32>,
-}
-
-impl Extra {
-    /// Values per env row.
-    pub fn width(&self) -> usize {
-        self.shape.iter().product()
-    }
-}
+/// `shape` float32 values, in batch order — the same column type an episode
+/// records them in, so recording copies rows and converts nothing.
+pub use rollway_core::StepColumn as Extra;
 
 /// A batched policy inside a rollout.
 pub trait Policy: Send {

@@ -46,7 +46,7 @@ impl Recording {
         }
         for (col, e) in t.extras.iter_mut().zip(extras) {
             let w = e.width();
-            col.values.extend_from_slice(&e.data[row * w..(row + 1) * w]);
+            col.values.extend_from_slice(&e.values[row * w..(row + 1) * w]);
         }
         // Rewards do not hold this step yet: `push_state` counts the steps before it.
         t.rewards.push(0.0);

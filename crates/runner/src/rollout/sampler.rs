@@ -222,9 +222,15 @@ impl Sampler {
 
     fn check_extras(&self) -> Result<()> {
         let n = self.cfg.envs;
-        match self.extras.iter().find(|e| e.data.len() != n * e.width()) {
+        match self.extras.iter().find(|e| e.values.len() != n * e.width()) {
             Some(e) => Err(Error::Policy {
-                message: format!("extra `{}` has {} values; {n} envs of shape {:?} take {}", e.name, e.data.len(), e.shape, n * e.width()),
+                message: format!(
+                    "extra `{}` has {} values; {n} envs of shape {:?} take {}",
+                    e.name,
+                    e.values.len(),
+                    e.shape,
+                    n * e.width()
+                ),
             }),
             None => Ok(()),
         }
@@ -240,11 +246,11 @@ impl Sampler {
             f.extras = self
                 .extras
                 .iter()
-                .map(|e| Extra { name: e.name.clone(), shape: e.shape.clone(), data: Vec::with_capacity(rows * e.width()) })
+                .map(|e| Extra { name: e.name.clone(), shape: e.shape.clone(), values: Vec::with_capacity(rows * e.width()) })
                 .collect();
         }
         for (col, e) in f.extras.iter_mut().zip(&self.extras) {
-            col.data.extend_from_slice(&e.data);
+            col.values.extend_from_slice(&e.values);
         }
         if let Some(r) = self.record.as_mut() {
             for p in &self.envs.parts {

@@ -48,8 +48,8 @@ impl Policy for Probe {
             Ok(())
         })?;
         *extras = vec![
-            Extra { name: "weight".into(), shape: vec![], data: vec![w; n] },
-            Extra { name: "seen".into(), shape: vec![1], data: seen },
+            Extra { name: "weight".into(), shape: vec![], values: vec![w; n] },
+            Extra { name: "seen".into(), shape: vec![1], values: seen },
         ];
         Ok(())
     }
@@ -169,7 +169,7 @@ fn weights_change_between_batches_and_every_step_says_which_version_acted() {
     let mut seen_versions = std::collections::BTreeSet::new();
     for _ in 0..6 {
         let f = r.collect().unwrap();
-        let w = &f.extras.iter().find(|e| e.name == "weight").unwrap().data;
+        let w = &f.extras.iter().find(|e| e.name == "weight").unwrap().values;
         for (k, &v) in f.version.iter().enumerate() {
             assert_eq!(w[k], v as f32, "step {k}: acted with version {v}'s weights");
             seen_versions.insert(v);
@@ -231,7 +231,7 @@ fn recurrent_state_is_handed_over_and_zeroed_on_first() {
             let expect = if f.first[i] { 0.0 } else { last };
             assert_eq!(f.state.get(i).copied().unwrap_or(0.0), expect, "env {i}: state at the fragment's start");
         }
-        let seen = &f.extras.iter().find(|e| e.name == "seen").unwrap().data;
+        let seen = &f.extras.iter().find(|e| e.name == "seen").unwrap().values;
         for t in 0..f.steps {
             for i in 0..3 {
                 let at = t * 3 + i;

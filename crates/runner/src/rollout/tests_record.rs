@@ -26,7 +26,7 @@ type Step = (Vec<u8>, Vec<u8>, f32, u64, f32);
 fn steps_of(frags: &[Fragment], id: u64, ob: usize, ab: usize) -> Vec<Step> {
     let mut out = Vec::new();
     for f in frags {
-        let seen = &f.extras.iter().find(|x| x.name == "seen").unwrap().data;
+        let seen = &f.extras.iter().find(|x| x.name == "seen").unwrap().values;
         // Rows 0..T only: row T is the next fragment's row 0.
         for at in (0..f.steps * f.envs).filter(|&at| f.episode[at] == id) {
             out.push((
