@@ -18,7 +18,9 @@ class Loader:
     ``actions`` (arrays, or dicts by leaf path for Dict spaces), ``rewards``,
     ``terminated``, ``truncated``, ``first`` (true at an episode's first step), ``mask``
     (false on padding), ``state`` (the agent's recurrent state going into the window),
-    and per window ``episode_id`` and ``step``. The arrays **view rollway's batch
+    and per window ``episode_id`` and ``step``; from a training rollout's dataset
+    (``rollway.Rollout(out=...)``) also ``extras`` (a dict of the policy's per-step
+    outputs, float32 ``[batch, clip, ...]``) and ``policy_version`` (uint64). The arrays **view rollway's batch
     buffers without a copy**; a buffer is reused only after every array viewing it is
     gone, so keeping a batch (or a ``torch.from_numpy`` tensor of it) is always safe.
 

@@ -148,6 +148,25 @@ def test_a_following_loader_keeps_its_capacity_staleness_and_reuse_bounds(tmp_pa
         rollway.Loader(out, follow=True, replacement=True)
 
 
+def test_batches_carry_the_extras_and_policy_versions(tmp_path):
+    out = tmp_path / "replay"
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=64, seed=5, out=out) as r:
+        for _ in range(3):
+            r.collect()
+            r.publish()
+    eps = {e.id: e for e in rollway.Dataset(out)}
+    b = rollway.Loader(out, clip=4, stride=2, batch=16, follow=True).next_batch()
+    assert b["extras"]["logits"].shape == (16, 4, 2) and b["extras"]["logprob"].dtype == np.float32
+    assert b["policy_version"].shape == (16, 4) and b["policy_version"].dtype == np.uint64
+    for i, (eid, s) in enumerate(zip(b["episode_id"].tolist(), b["step"].tolist())):
+        e = eps[eid]
+        np.testing.assert_array_equal(b["extras"]["logprob"][i], e.extras["logprob"][s:s + 4])
+        np.testing.assert_array_equal(b["extras"]["logits"][i], e.extras["logits"][s:s + 4])
+        np.testing.assert_array_equal(b["policy_version"][i], e.policy_version[s:s + 4])
+    only = rollway.Loader(out, clip=4, batch=4, fields=["policy_version"]).next_batch()
+    assert set(only) == {"policy_version", "index"}
+
+
 ROLLOUT_PROCESS = textwrap.dedent("""
     import sys, numpy as np, rollway
     def policy(obs, first, state):

@@ -1,6 +1,6 @@
 //! Batches: every field one contiguous array, reused from batch to batch.
 
-use rollway_core::{Array, DType, Layout};
+use rollway_core::{Array, DType};
 use rollway_store::format::{column_name, is_frame_leaf};
 
 use crate::config::Window;
@@ -34,6 +34,12 @@ pub struct Batch {
     /// step (the state it left after the step before; zeros at an episode's start),
     /// when the dataset stores agent states; `S = 0` when it does not.
     pub state: Array,
+    /// A training rollout's policy extras by name (`log_prob`), `[B, L, ...shape]`
+    /// float32, zeros on padding; empty when the dataset records none.
+    pub extras: Vec<(String, Array)>,
+    /// `[B, L]` uint64: the policy version that chose each step's action (0 on
+    /// padding), when the dataset records versions; shape `[0]` otherwise.
+    pub policy_version: Array,
     /// Scratch reused from batch to batch: where each window's rows are.
     spans: Vec<Span>,
     /// Scratch reused from batch to batch: the windows' rows before they are split.
@@ -72,12 +78,23 @@ impl Batch {
 
     /// Bytes of data in all fields.
     pub fn bytes(&self) -> usize {
-        let fields = [&self.state, &self.rewards, &self.terminated, &self.truncated, &self.first, &self.mask, &self.episode_id, &self.step];
-        self.observations.iter().chain(&self.actions).map(|(_, a)| a.data.len()).sum::<usize>()
+        let fields = [
+            &self.state,
+            &self.rewards,
+            &self.terminated,
+            &self.truncated,
+            &self.first,
+            &self.mask,
+            &self.episode_id,
+            &self.step,
+            &self.policy_version,
+        ];
+        self.observations.iter().chain(&self.actions).chain(&self.extras).map(|(_, a)| a.data.len()).sum::<usize>()
             + fields.iter().map(|a| a.data.len()).sum::<usize>()
     }
 
-    fn shape_for(&mut self, obs: &Layout, act: &Layout, b: usize, l: usize, state: usize) {
+    fn shape_for(&mut self, t: &Table, b: usize, l: usize) {
+        let (obs, act) = (&t.obs, &t.act);
         self.observations.resize_with(obs.leaves().len(), Default::default);
         for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
             if slot.0.is_empty() {
@@ -98,7 +115,16 @@ impl Batch {
         }
         reshape(&mut self.episode_id, DType::I64, &[b], &[]);
         reshape(&mut self.step, DType::I64, &[b], &[]);
-        reshape(&mut self.state, DType::F32, &[b], &[state]);
+        reshape(&mut self.state, DType::F32, &[b], &[t.state_width]);
+        self.extras.resize_with(t.extras.len(), Default::default);
+        for (slot, x) in self.extras.iter_mut().zip(&t.extras) {
+            if slot.0 != x.name {
+                slot.0.clone_from(&x.name);
+            }
+            reshape(&mut slot.1, DType::F32, &[b, l], &x.shape);
+        }
+        let versions: &[usize] = if t.versions.is_empty() { &[0] } else { &[b, l] };
+        reshape(&mut self.policy_version, DType::U64, versions, &[]);
     }
 }
 
@@ -146,7 +172,7 @@ pub(crate) struct Span {
 /// Fills `b` with the windows `wins`, each `l` steps.
 pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Batch) -> Result<()> {
     b.index = index;
-    b.shape_for(&t.obs, &t.act, wins.len(), l, t.state_width);
+    b.shape_for(t, wins.len(), l);
     let mut spans = std::mem::take(&mut b.spans);
     resolve(t, wins, l, b, &mut spans);
     // Destinations of the table's row fields, in the table's field order.
@@ -190,6 +216,7 @@ fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<
         }
         b.episode_id.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(e.id as i64).to_ne_bytes());
         b.step.data[wi * 8..(wi + 1) * 8].copy_from_slice(&(start as i64).to_ne_bytes());
+        training_fields(t, e.row + start, steps, wi * l, l, b);
         let sw = t.state_width;
         if sw > 0 {
             let dst = &mut b.state.data[wi * sw * 4..(wi + 1) * sw * 4];
@@ -198,6 +225,24 @@ fn resolve(t: &Table, wins: &[Window], l: usize, b: &mut Batch, spans: &mut Vec<
                 None => dst.fill(0),
             }
         }
+    }
+}
+
+/// Copies a window's extras and policy versions (`steps` rows from table row `row`)
+/// to batch row `at`, zeroing its padding. Kept beside the row table, not in it: a
+/// training rollout's extras are float32 values no narrowing helps, and datasets
+/// without them pay nothing here.
+fn training_fields(t: &Table, row: usize, steps: usize, at: usize, l: usize, b: &mut Batch) {
+    for (x, (_, out)) in t.extras.iter().zip(b.extras.iter_mut()) {
+        let w = x.width() * 4;
+        let dst = &mut out.data[at * w..(at + l) * w];
+        dst[..steps * w].copy_from_slice(bytemuck::cast_slice(&x.values[row * x.width()..(row + steps) * x.width()]));
+        dst[steps * w..].fill(0);
+    }
+    if !t.versions.is_empty() {
+        let dst = &mut b.policy_version.data[at * 8..(at + l) * 8];
+        dst[..steps * 8].copy_from_slice(bytemuck::cast_slice(&t.versions[row..row + steps]));
+        dst[steps * 8..].fill(0);
     }
 }
 

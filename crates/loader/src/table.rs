@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rollway_core::{DType, Layout, Status};
+use rollway_core::{DType, Layout, Status, StepColumn};
 use rollway_store::format::{column_name, is_frame_leaf};
 use rollway_store::frames::FrameShard;
 use rollway_store::{Dataset, IndexEntry, ShardColumns};
@@ -47,6 +47,12 @@ pub(crate) struct Table {
     pub states: Vec<f32>,
     pub state_width: usize,
     pub episodes: Vec<EpisodeSpan>,
+    /// A training rollout's policy extras, `width` floats per row (zeros on final
+    /// rows and in shards without that extra); empty when no shard has any.
+    pub extras: Vec<StepColumn>,
+    /// The policy version that chose each row's action (0 on final rows and in shards
+    /// without versions); empty when no shard has any.
+    pub versions: Vec<u64>,
     /// Per loaded shard, per observation leaf: the frame file (frame leaves only).
     pub frames: Vec<Vec<Option<Box<dyn FrameShard>>>>,
 }
@@ -138,8 +144,11 @@ impl Table {
             states: Vec::new(),
             state_width: 0,
             episodes: Vec::new(),
+            extras: Vec::new(),
+            versions: Vec::new(),
             frames,
         };
+        training_columns(&mut t, &shards, total);
         t.state_width = shards.iter().map(|(_, cols)| cols.state_width).max().unwrap_or(0);
         t.states = vec![0.0; total * t.state_width];
         let mut row = 0;
@@ -163,6 +172,41 @@ impl Table {
             }
         }
         Ok(t)
+    }
+}
+
+/// Lays out the chosen rows' extras and policy versions, in the row order of the
+/// table (shard by shard, chosen episode by chosen episode). The extras are those of
+/// the first shard that has any: a shard without one of them gives zeros.
+fn training_columns(t: &mut Table, shards: &[(Vec<&IndexEntry>, Arc<ShardColumns>)], total: usize) {
+    if let Some((_, cols)) = shards.iter().find(|(_, c)| !c.extras.is_empty()) {
+        t.extras = cols
+            .extras
+            .iter()
+            .map(|x| StepColumn { name: x.name.clone(), shape: x.shape.clone(), values: vec![0.0; total * x.width()] })
+            .collect();
+    }
+    if shards.iter().any(|(_, c)| !c.versions.is_empty()) {
+        t.versions = vec![0; total];
+    }
+    if t.extras.is_empty() && t.versions.is_empty() {
+        return;
+    }
+    let mut row = 0;
+    for (chosen, cols) in shards {
+        for e in chosen {
+            let (s, n) = (e.row_start as usize, e.rows as usize);
+            for x in &mut t.extras {
+                let w = x.width();
+                if let Some(src) = cols.extras.iter().find(|c| c.name == x.name && c.shape == x.shape) {
+                    x.values[row * w..(row + n) * w].copy_from_slice(&src.values[s * w..(s + n) * w]);
+                }
+            }
+            if !cols.versions.is_empty() && !t.versions.is_empty() {
+                t.versions[row..row + n].copy_from_slice(&cols.versions[s..s + n]);
+            }
+            row += n;
+        }
     }
 }
 

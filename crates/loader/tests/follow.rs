@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use rand::SeedableRng;
-use rollway_core::{Array, EpisodeResult, Layout, Params, RowMut, RowRef, Rows, Trajectory};
+use rollway_core::{Array, DType, EpisodeResult, Layout, Params, RowMut, RowRef, Rows, StepColumn, Trajectory};
 use rollway_loader::{Follow, Loader, LoaderConfig, Selection};
 use rollway_store::{DatasetWriter, WriterConfig};
 
@@ -46,8 +46,17 @@ impl Buffer {
             t.terminations.push(false);
             t.truncations.push(k + 1 == LEN);
         }
-        t.versions = version.map(|v| vec![v; LEN]).unwrap_or_default();
         let id = self.next;
+        if let Some(v) = version {
+            t.versions = vec![v; LEN];
+            // Values that say where they were recorded: episode, step (and column).
+            let logprob = (0..LEN).map(|k| (id * 100 + k as u64) as f32).collect();
+            let logits = (0..2 * LEN).map(|k| -((id * 1000 + k as u64) as f32)).collect();
+            t.extras = vec![
+                StepColumn { name: "logprob".into(), shape: vec![], values: logprob },
+                StepColumn { name: "logits".into(), shape: vec![2], values: logits },
+            ];
+        }
         self.w.write(EpisodeResult::from_trajectory(id, id, t)).unwrap();
         self.w.flush().unwrap();
         self.next += 1;
@@ -191,6 +200,48 @@ fn round_windows_caps_a_round_and_with_single_use_covers_everything_once() {
     }
     assert_eq!(sizes, [5, 5, 2]);
     assert_eq!(seen.iter().collect::<BTreeSet<_>>().len(), 4 * WINS, "every window exactly once");
+}
+
+#[test]
+fn batches_carry_the_recorded_extras_and_policy_versions_zeroed_on_padding() {
+    let d = tempfile::tempdir().unwrap();
+    let mut b = Buffer::new(d.path());
+    for v in [3, 4, 5] {
+        b.add(Some(v));
+    }
+    let cfg =
+        LoaderConfig { clip_len: 5, stride: 5, pad: true, batch_size: 4, seed: 1, follow: Some(Follow::default()), ..Default::default() };
+    let mut l = Loader::open(d.path(), cfg).unwrap();
+    let f32s = |a: &Array| a.data.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<_>>();
+    let mut padded = 0;
+    l.next_batch().unwrap().unwrap();
+    for i in 0..l.batches_per_epoch() {
+        let batch = if i == 0 { l.current().unwrap() } else { l.next_batch().unwrap().unwrap() };
+        let n = batch.len();
+        let (logprob, logits) = (&batch.extras[0], &batch.extras[1]);
+        assert_eq!((logprob.0.as_str(), &logprob.1.shape[..]), ("logprob", &[n, 5][..]));
+        assert_eq!((logits.0.as_str(), &logits.1.shape[..], batch.policy_version.dtype), ("logits", &[n, 5, 2][..], DType::U64));
+        let (lp, lg) = (f32s(&logprob.1), f32s(&logits.1));
+        let versions: Vec<u64> = batch.policy_version.data.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+        for (w, (id, start)) in i64s(&batch.episode_id).into_iter().zip(i64s(&batch.step)).enumerate() {
+            for k in 0..5 {
+                let (step, real) = (start as usize + k, start as usize + k < LEN);
+                padded += usize::from(!real);
+                let want = if real { (id as u64 * 100 + step as u64) as f32 } else { 0.0 };
+                assert_eq!(lp[w * 5 + k], want, "window {w} step {k}");
+                let want = if real { -((id as u64 * 1000 + 2 * step as u64 + 1) as f32) } else { 0.0 };
+                assert_eq!(lg[(w * 5 + k) * 2 + 1], want);
+                assert_eq!(versions[w * 5 + k], if real { 3 + id as u64 } else { 0 });
+            }
+        }
+    }
+    assert_eq!(padded, 3 * 3, "each episode's last window is padded");
+    // Episodes without them give batches without them.
+    let plain = tempfile::tempdir().unwrap();
+    Buffer::new(plain.path()).add(None);
+    let mut l = Loader::open(plain.path(), LoaderConfig { clip_len: 4, batch_size: 2, ..Default::default() }).unwrap();
+    let batch = l.next_batch().unwrap().unwrap();
+    assert!(batch.extras.is_empty() && batch.policy_version.shape == [0]);
 }
 
 #[test]

@@ -165,10 +165,23 @@ impl LoaderHandle {
 }
 
 /// A batch dict's keys, in the order [`batch_dict`] fills it.
-const KEYS: [&str; 11] =
-    ["observations", "actions", "rewards", "terminated", "truncated", "first", "mask", "episode_id", "step", "state", "index"];
+const KEYS: [&str; 13] = [
+    "observations",
+    "actions",
+    "rewards",
+    "terminated",
+    "truncated",
+    "first",
+    "mask",
+    "episode_id",
+    "step",
+    "state",
+    "index",
+    "extras",
+    "policy_version",
+];
 
-/// [`KEYS`] as Python strings, made once: making and interning eleven strings a
+/// [`KEYS`] as Python strings, made once: making and interning a dozen strings a
 /// batch cost ~1 µs, half of what a batch of small steps costs Python.
 static KEY_STRINGS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 
@@ -210,6 +223,19 @@ fn batch_dict<'py>(
         }
     }
     d.set_item(key(10).1, b.index)?;
+    // A training rollout's columns, only where the dataset records them.
+    let (name, k) = key(11);
+    if !b.extras.is_empty() && want(name) {
+        let extras = PyDict::new(py);
+        for (x, a) in &b.extras {
+            extras.set_item(x, view(a)?)?;
+        }
+        d.set_item(k, extras)?;
+    }
+    let (name, k) = key(12);
+    if b.policy_version.shape.len() == 2 && want(name) {
+        d.set_item(k, view(&b.policy_version)?)?;
+    }
     Ok(d)
 }
 

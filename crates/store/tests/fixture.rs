@@ -95,7 +95,16 @@ fn format_v1_fixture_still_reads_and_is_not_changed_by_reading() {
     for name in ["cartpole", "mine"] {
         let b = Dataset::open(&v1.join(name)).unwrap();
         assert_eq!(b.metadata().format_version, 1);
-        let text: String = b.episodes().map(|e| format!("{:?}\n", b.read_episode(e.episode_id).unwrap())).collect();
+        // Fields added since the hash was pinned are left out of the text: a v1 dataset
+        // has no training columns (checked), and its episodes read as they did.
+        let text: String = b
+            .episodes()
+            .map(|e| {
+                let d = b.read_episode(e.episode_id).unwrap();
+                assert!(d.extras.is_empty() && d.policy_version.is_none() && d.entry.policy_version.is_none());
+                format!("{d:?}\n").replace(", policy_version: None", "").replace(", extras: []", "")
+            })
+            .collect();
         decoded.insert(name.into(), format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())).into());
         assert!(rollway_store::verify(&b).problems.is_empty());
     }

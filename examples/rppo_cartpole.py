@@ -1,0 +1,131 @@
+"""Recurrent PPO on CartPole-v1 with the velocities hidden: only a policy with memory
+solves it (the observation is the cart's position and the pole's angle alone).
+
+The PPO of ``examples/ppo_cartpole.py`` with a GRU between the encoder and the heads.
+The rollout carries the GRU's state from step to step and zeroes it where an episode
+starts (``first``); the policy also returns the state it acted from, as the extra
+``h_in``. The update replays the fragment in chunks of ``--chunk`` steps (Sample
+Factory's recurrence), each chunk starting from the recorded ``h_in`` of its first
+step and zeroing the state at every ``first`` inside it: truncated backpropagation
+through time, with every minibatch a set of whole chunks.
+
+    python examples/rppo_cartpole.py                  # 1M steps at most, stops when solved (mean return ≥ 475)
+
+Prints one line per 10 updates and a JSON summary last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Dict
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions.categorical import Categorical
+
+import rollway
+from ppo_cartpole import advantages, layer, train
+
+OBS = 2  # x and theta
+
+
+class RecurrentAgent(nn.Module):
+    """A tanh encoder, a GRU cell, and CleanRL's actor and critic heads on its state."""
+
+    def __init__(self, obs_dim: int = OBS, n_actions: int = 2, hidden: int = 64):
+        super().__init__()
+        self.hidden = hidden
+        self.encoder = nn.Sequential(layer(obs_dim, 64), nn.Tanh())
+        self.gru = nn.GRUCell(64, hidden)
+        self.actor = layer(hidden, n_actions, 0.01)
+        self.critic = layer(hidden, 1, 1.0)
+
+    def act(self, obs: torch.Tensor, first: np.ndarray, state: np.ndarray) -> Dict[str, Any]:
+        # The rollout hands over zeros at an episode's first step (and before any state).
+        h_in = torch.from_numpy(state) if state.shape[1] == self.hidden else torch.zeros(len(obs), self.hidden)
+        h = self.gru(self.encoder(obs), h_in)
+        dist = Categorical(logits=self.actor(h))
+        action = dist.sample()
+        return {"actions": action, "logprob": dist.log_prob(action), "value": self.critic(h).flatten(), "state": h, "h_in": h_in}
+
+    def unroll(self, obs: torch.Tensor, first: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """The states after each step of ``[L, B]`` steps from ``h``, zeroed going into a first step."""
+        out = []
+        x = self.encoder(obs)
+        for t in range(obs.shape[0]):
+            h = self.gru(x[t], h * (1.0 - first[t]).unsqueeze(1))
+            out.append(h)
+        return torch.stack(out)
+
+
+def bootstrap_value(agent: RecurrentAgent, frag: rollway.Fragment) -> torch.Tensor:
+    """The value of ``obs[T]``: one more step of the GRU from the state the last step left."""
+    last = torch.from_numpy(frag.obs[-2])
+    h = agent.gru(agent.encoder(last), torch.from_numpy(frag.extras["h_in"][-1]))
+    h = h * (1.0 - torch.from_numpy(frag.first[-1]).float()).unsqueeze(1)
+    h = agent.gru(agent.encoder(torch.from_numpy(frag.obs[-1])), h)
+    return agent.critic(h).flatten()
+
+
+def chunked(x: torch.Tensor, chunk: int) -> torch.Tensor:
+    """``[T, N, ...]`` → ``[chunk, T / chunk * N, ...]``: time-major chunks side by side."""
+    t, n = x.shape[:2]
+    return x.reshape(t // chunk, chunk, n, *x.shape[2:]).transpose(0, 1).reshape(chunk, (t // chunk) * n, *x.shape[2:])
+
+
+def learn_recurrent(agent: RecurrentAgent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
+                    chunk: int = 16, gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
+                    vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
+    """PPO's clipped update over chunks of the fragment, each replayed through the GRU."""
+    with torch.no_grad():
+        adv, ret = advantages(frag, bootstrap_value(agent, frag), gamma, lam)
+    obs = chunked(torch.from_numpy(frag.obs[:-1]), chunk)
+    first = chunked(torch.from_numpy(frag.first[:-1]).float(), chunk)
+    h0 = chunked(torch.from_numpy(frag.extras["h_in"]), chunk)[0]
+    act, logp_old, val_old = (chunked(torch.from_numpy(a), chunk) for a in (frag.actions, frag.extras["logprob"], frag.extras["value"]))
+    adv, ret = chunked(adv, chunk), chunked(ret, chunk)
+    n = h0.shape[0]
+    size = max(1, n // minibatches)
+    for _ in range(epochs):
+        order = torch.from_numpy(np.random.permutation(n))
+        for s in range(0, n, size):
+            mb = order[s:s + size]
+            h = agent.unroll(obs[:, mb], first[:, mb], h0[mb])
+            dist = Categorical(logits=agent.actor(h))
+            logp, entropy = dist.log_prob(act[:, mb]), dist.entropy()
+            value = agent.critic(h).squeeze(-1)
+            ratio = (logp - logp_old[:, mb]).exp()
+            a = adv[:, mb]
+            a = (a - a.mean()) / (a.std() + 1e-8)
+            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+            v_clipped = val_old[:, mb] + (value - val_old[:, mb]).clamp(-clip, clip)
+            v_loss = 0.5 * torch.max((value - ret[:, mb]) ** 2, (v_clipped - ret[:, mb]) ** 2).mean()
+            loss = pg - ent_coef * entropy.mean() + vf_coef * v_loss
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
+            opt.step()
+
+
+def train_recurrent(total_steps: int = 1_000_000, envs: int = 8, steps: int = 128, seed: int = 1, lr: float = 1e-3,
+                    log: bool = True, **kw: Any) -> Dict[str, Any]:
+    """``ppo_cartpole.train`` with the recurrent agent and update, on CartPole without velocities."""
+    return train(total_steps, envs, steps, lag=0, seed=seed, lr=lr, log=log, make_agent=RecurrentAgent,
+                 update=learn_recurrent, env_params={"velocities": False}, **kw)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps-total", type=int, default=1_000_000, help="env steps at most (default 1000000)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--lr", type=float, default=1e-3)
+    a = p.parse_args()
+    r = train_recurrent(a.steps_total, seed=a.seed, lr=a.lr)
+    r.pop("curve")
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
