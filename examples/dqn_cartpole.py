@@ -100,7 +100,7 @@ def train(replay: str, total_steps: int = 150_000, envs: int = 4, steps: int = 3
     start = time.perf_counter()
     with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, out=replay, commit_every=0.05) as rollout:
         buffer = rollway.Loader(replay, clip=2, stride=1, pad=True, batch=batch_size, seed=seed, follow=True,
-                                last_steps=capacity, round_windows=batch_size * 16)
+                                last_steps=capacity, round_windows=batch_size * 64)
         while done < total_steps:
             acting.epsilon = max(end_e, 1.0 - (1.0 - end_e) * done / explore_steps)
             frag = rollout.collect()
