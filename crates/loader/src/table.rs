@@ -77,38 +77,11 @@ fn keep(sel: &Selection, e: &IndexEntry) -> bool {
 impl Table {
     /// Loads the selected episodes; with a cache, takes decoded shards from it and
     /// leaves in it exactly the shards this load used.
-    pub fn load(ds: &Dataset, sel: &Selection, mut cache: Option<&mut ColumnCache>) -> Result<Table> {
+    pub fn load(ds: &Dataset, sel: &Selection, cache: Option<&mut ColumnCache>) -> Result<Table> {
         let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
         // Every chosen shard's columns first: how narrow a field can be kept depends on
         // all of its values.
-        let mut shards = Vec::new();
-        let mut frames = Vec::new();
-        let oldest = oldest_kept(ds, sel);
-        for shard in ds.shards() {
-            let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| e.episode_id >= oldest && keep(sel, e)).collect();
-            if chosen.is_empty() {
-                continue;
-            }
-            let key = (shard.shard, shard.rows);
-            let cols = match cache.as_deref_mut().and_then(|c| c.get(&key)) {
-                Some(cols) => cols.clone(),
-                None => Arc::new(ds.shard_columns(shard.shard)?),
-            };
-            if let Some(c) = cache.as_deref_mut() {
-                c.insert(key, cols.clone());
-            }
-            let mut files = Vec::new();
-            for leaf in obs.leaves() {
-                files.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
-            }
-            frames.push(files);
-            shards.push((chosen, cols));
-        }
-        if let Some(c) = cache {
-            // Shards the capacity has let go (or the staleness bound skipped) are freed.
-            let used: std::collections::HashSet<u32> = shards.iter().filter_map(|(chosen, _)| chosen.first().map(|e| e.shard)).collect();
-            c.retain(|&(shard, _), _| used.contains(&shard));
-        }
+        let (shards, frames) = chosen_shards(ds, sel, cache)?;
         // (dtype, bytes per row) of each field, in row order, and each shard's column of it.
         let mut kinds: Vec<(DType, usize)> = obs.leaves().iter().filter(|l| !is_frame_leaf(l)).map(|l| (l.dtype, l.bytes())).collect();
         kinds.extend(act.leaves().iter().map(|l| (l.dtype, l.bytes())));
@@ -173,6 +146,41 @@ impl Table {
         }
         Ok(t)
     }
+}
+
+/// The shards holding selected episodes, with those episodes, their decoded
+/// columns (from `cache` where it has them) and their frame files.
+type Chosen<'a> = (Vec<(Vec<&'a IndexEntry>, Arc<ShardColumns>)>, Vec<Vec<Option<Box<dyn FrameShard>>>>);
+
+fn chosen_shards<'a>(ds: &'a Dataset, sel: &Selection, mut cache: Option<&mut ColumnCache>) -> Result<Chosen<'a>> {
+    let (mut shards, mut frames) = (Vec::new(), Vec::new());
+    let oldest = oldest_kept(ds, sel);
+    for shard in ds.shards() {
+        let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| e.episode_id >= oldest && keep(sel, e)).collect();
+        if chosen.is_empty() {
+            continue;
+        }
+        let key = (shard.shard, shard.rows);
+        let cols = match cache.as_deref_mut().and_then(|c| c.get(&key)) {
+            Some(cols) => cols.clone(),
+            None => Arc::new(ds.shard_columns(shard.shard)?),
+        };
+        if let Some(c) = cache.as_deref_mut() {
+            c.insert(key, cols.clone());
+        }
+        let mut files = Vec::new();
+        for leaf in ds.obs_layout().leaves() {
+            files.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
+        }
+        frames.push(files);
+        shards.push((chosen, cols));
+    }
+    if let Some(c) = cache {
+        // Shards the capacity has let go (or the staleness bound skipped) are freed.
+        let used: std::collections::HashSet<u32> = shards.iter().filter_map(|(chosen, _)| chosen.first().map(|e| e.shard)).collect();
+        c.retain(|&(shard, _), _| used.contains(&shard));
+    }
+    Ok((shards, frames))
 }
 
 /// Lays out the chosen rows' extras and policy versions, in the row order of the
