@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rollway
+from test_rollout import example
 
 
 def policy(obs, first, state):
@@ -210,13 +211,7 @@ def test_a_learner_follows_a_rollout_process_that_is_then_killed(tmp_path):
 
 
 def test_dqn_learns_cartpole_sampling_the_follow_mode_replay(tmp_path):
-    pytest.importorskip("torch")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples"))
-    try:
-        import dqn_cartpole
-    finally:
-        sys.path.pop(0)
-    r = dqn_cartpole.train(str(tmp_path / "replay"), total_steps=50_000, seed=1, log=False)
+    r = example("dqn_cartpole").train(str(tmp_path / "replay"), total_steps=50_000, seed=1, log=False)
     # A random policy averages ~22; DQN on the recorded replay climbs well past it.
     assert r["best_mean_return"] > 100, r
     assert r["updates"] > 3_000 and r["recorded_episodes"] == len(rollway.Dataset(tmp_path / "replay"))

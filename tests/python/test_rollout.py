@@ -2,6 +2,7 @@
 recurrent state, extras, faults, hosted envs (real Gymnasium, real processes), and a
 real PPO learner on it (examples/ppo_cartpole.py, a short run)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -241,27 +242,25 @@ def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
 
 
-def test_ppo_learns_cartpole_in_a_short_run():
+def example(name):
+    """``examples/NAME.py`` as a module (skipped without torch; the examples import one another)."""
     pytest.importorskip("torch")
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     try:
-        import ppo_cartpole
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
-    r = ppo_cartpole.train(total_steps=40_960, envs=8, steps=128, lag=0, seed=1, log=False)
+
+
+def test_ppo_learns_cartpole_in_a_short_run():
+    r = example("ppo_cartpole").train(total_steps=40_960, envs=8, steps=128, lag=0, seed=1, log=False)
     first, last = r["curve"][2][1], r["curve"][-1][1]
     # A random policy averages ~22; PPO climbs well past it in 40 updates.
     assert last > 100 and last > 3 * first, (first, last)
 
 
 def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
-    pytest.importorskip("torch")
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    try:
-        import rppo_cartpole
-    finally:
-        sys.path.pop(0)
-    r = rppo_cartpole.train_recurrent(total_steps=25_600, seed=1, log=False)
+    r = example("rppo_cartpole").train_recurrent(total_steps=25_600, seed=1, log=False)
     # Without velocities a random policy averages ~22 and pushing toward the pole's lean
     # (the best use of the angle alone) ~43; a policy with memory infers the velocities.
     best = max(m for _, m in r["curve"])
