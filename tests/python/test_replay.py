@@ -76,7 +76,7 @@ def left(obs, first, state):
     return np.zeros(len(first), dtype=np.int64)
 
 
-def test_commits_land_every_commit_every_while_episodes_keep_ending(tmp_path):
+def test_issue32_commits_land_every_commit_every_while_episodes_keep_ending(tmp_path):
     # Pushing left ends an episode every ~10 steps: the writer's queue never goes
     # quiet, and commits used to wait for a full shard (a DQN learner saw nothing).
     out = tmp_path / "replay"
