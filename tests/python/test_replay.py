@@ -215,3 +215,33 @@ def test_dqn_learns_cartpole_sampling_the_follow_mode_replay(tmp_path):
     # A random policy averages ~22; DQN on the recorded replay climbs well past it.
     assert r["best_mean_return"] > 100, r
     assert r["updates"] > 3_000 and r["recorded_episodes"] == len(rollway.Dataset(tmp_path / "replay"))
+
+
+INTERRUPTED_RECORDING = textwrap.dedent("""
+    import sys, time, rollway
+    finished = 0
+    try:
+        with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=sys.argv[1], commit_every=600) as r:
+            while True:
+                finished += len(r.collect().finished["episode"])
+                print(finished, flush=True)
+                time.sleep(0.01)
+    except KeyboardInterrupt:
+        print("interrupted", finished, flush=True)
+""")
+
+
+def test_ctrl_c_keeps_every_finished_episode(tmp_path):
+    # Nothing is old enough to commit by age (600 s): leaving the `with` on Ctrl-C commits them.
+    out = tmp_path / "replay"
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RECORDING, str(out)], stdout=subprocess.PIPE, text=True)
+    for line in child.stdout:
+        if int(line) > 20:
+            break
+    child.send_signal(signal.SIGINT)
+    rest, _ = child.communicate(timeout=60)
+    assert child.returncode == 0 and "interrupted" in rest, rest
+    finished = int(rest.strip().splitlines()[-1].split()[1])
+    ds = rollway.Dataset(out)
+    assert len(ds) >= finished > 20
+    assert ds.verify()["problems"] == []
