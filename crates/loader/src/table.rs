@@ -108,6 +108,7 @@ impl Table {
             fields.push(f);
         }
         let total: usize = shards.iter().flat_map(|(chosen, _)| chosen).map(|e| e.rows as usize).sum();
+        let (extras, versions) = training_columns(&shards, total);
         let mut t = Table {
             obs,
             act,
@@ -117,11 +118,10 @@ impl Table {
             states: Vec::new(),
             state_width: 0,
             episodes: Vec::new(),
-            extras: Vec::new(),
-            versions: Vec::new(),
+            extras,
+            versions,
             frames,
         };
-        training_columns(&mut t, &shards, total);
         t.state_width = shards.iter().map(|(_, cols)| cols.state_width).max().unwrap_or(0);
         t.states = vec![0.0; total * t.state_width];
         let mut row = 0;
@@ -134,6 +134,7 @@ impl Table {
                         t.states[(row + r) * w..(row + r) * w + cw].copy_from_slice(&cols.states[(s + r) * cw..(s + r + 1) * cw]);
                     }
                 }
+                copy_training(&mut t, cols, s, n, row);
                 let dst = &mut t.rows[row * stride..(row + n) * stride];
                 for (f, col) in t.fields.iter().zip(src) {
                     let w = f.out_width();
@@ -152,8 +153,11 @@ impl Table {
 /// columns (from `cache` where it has them) and their frame files.
 type Chosen<'a> = (Vec<(Vec<&'a IndexEntry>, Arc<ShardColumns>)>, Vec<Vec<Option<Box<dyn FrameShard>>>>);
 
-fn chosen_shards<'a>(ds: &'a Dataset, sel: &Selection, mut cache: Option<&mut ColumnCache>) -> Result<Chosen<'a>> {
+fn chosen_shards<'a>(ds: &'a Dataset, sel: &Selection, cache: Option<&mut ColumnCache>) -> Result<Chosen<'a>> {
     let (mut shards, mut frames) = (Vec::new(), Vec::new());
+    // What this load uses becomes the cache: shards the capacity has let go (or the
+    // staleness bound skipped) are freed.
+    let mut kept = ColumnCache::new();
     let oldest = oldest_kept(ds, sel);
     for shard in ds.shards() {
         let chosen: Vec<&IndexEntry> = shard.episodes.iter().filter(|e| e.episode_id >= oldest && keep(sel, e)).collect();
@@ -161,13 +165,11 @@ fn chosen_shards<'a>(ds: &'a Dataset, sel: &Selection, mut cache: Option<&mut Co
             continue;
         }
         let key = (shard.shard, shard.rows);
-        let cols = match cache.as_deref_mut().and_then(|c| c.get(&key)) {
+        let cols = match cache.as_ref().and_then(|c| c.get(&key)) {
             Some(cols) => cols.clone(),
             None => Arc::new(ds.shard_columns(shard.shard)?),
         };
-        if let Some(c) = cache.as_deref_mut() {
-            c.insert(key, cols.clone());
-        }
+        kept.insert(key, cols.clone());
         let mut files = Vec::new();
         for leaf in ds.obs_layout().leaves() {
             files.push(if is_frame_leaf(leaf) { Some(ds.open_frames(&column_name("observations", leaf), shard.shard)?) } else { None });
@@ -176,45 +178,37 @@ fn chosen_shards<'a>(ds: &'a Dataset, sel: &Selection, mut cache: Option<&mut Co
         shards.push((chosen, cols));
     }
     if let Some(c) = cache {
-        // Shards the capacity has let go (or the staleness bound skipped) are freed.
-        let used: std::collections::HashSet<u32> = shards.iter().filter_map(|(chosen, _)| chosen.first().map(|e| e.shard)).collect();
-        c.retain(|&(shard, _), _| used.contains(&shard));
+        *c = kept;
     }
     Ok((shards, frames))
 }
 
-/// Lays out the chosen rows' extras and policy versions, in the row order of the
-/// table (shard by shard, chosen episode by chosen episode). The extras are those of
-/// the first shard that has any: a shard without one of them gives zeros.
-fn training_columns(t: &mut Table, shards: &[(Vec<&IndexEntry>, Arc<ShardColumns>)], total: usize) {
-    if let Some((_, cols)) = shards.iter().find(|(_, c)| !c.extras.is_empty()) {
-        t.extras = cols
+/// A training rollout's extras and policy versions for `total` rows, zeroed: the
+/// extras are those of the first shard that has any (a shard without one of them
+/// gives zeros); the versions are there when any shard has them.
+fn training_columns(shards: &[(Vec<&IndexEntry>, Arc<ShardColumns>)], total: usize) -> (Vec<StepColumn>, Vec<u64>) {
+    let extras = match shards.iter().find(|(_, c)| !c.extras.is_empty()) {
+        Some((_, cols)) => cols
             .extras
             .iter()
             .map(|x| StepColumn { name: x.name.clone(), shape: x.shape.clone(), values: vec![0.0; total * x.width()] })
-            .collect();
-    }
-    if shards.iter().any(|(_, c)| !c.versions.is_empty()) {
-        t.versions = vec![0; total];
-    }
-    if t.extras.is_empty() && t.versions.is_empty() {
-        return;
-    }
-    let mut row = 0;
-    for (chosen, cols) in shards {
-        for e in chosen {
-            let (s, n) = (e.row_start as usize, e.rows as usize);
-            for x in &mut t.extras {
-                let w = x.width();
-                if let Some(src) = cols.extras.iter().find(|c| c.name == x.name && c.shape == x.shape) {
-                    x.values[row * w..(row + n) * w].copy_from_slice(&src.values[s * w..(s + n) * w]);
-                }
-            }
-            if !cols.versions.is_empty() && !t.versions.is_empty() {
-                t.versions[row..row + n].copy_from_slice(&cols.versions[s..s + n]);
-            }
-            row += n;
+            .collect(),
+        None => Vec::new(),
+    };
+    let versions = if shards.iter().any(|(_, c)| !c.versions.is_empty()) { vec![0; total] } else { Vec::new() };
+    (extras, versions)
+}
+
+/// Copies rows `s..s + n` of a shard's extras and policy versions to table row `row`.
+fn copy_training(t: &mut Table, cols: &ShardColumns, s: usize, n: usize, row: usize) {
+    for x in &mut t.extras {
+        let w = x.width();
+        if let Some(src) = cols.extras.iter().find(|c| c.name == x.name && c.shape == x.shape) {
+            x.values[row * w..(row + n) * w].copy_from_slice(&src.values[s * w..(s + n) * w]);
         }
+    }
+    if !cols.versions.is_empty() && !t.versions.is_empty() {
+        t.versions[row..row + n].copy_from_slice(&cols.versions[s..s + n]);
     }
 }
 
