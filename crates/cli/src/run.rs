@@ -246,7 +246,7 @@ fn plan(a: &RunArgs, file: Option<RunOptions>) -> Result<(Job, Option<PathBuf>, 
     };
     if let Some(dir) = &a.out {
         // A second `run --out D` after a crash would otherwise record a duplicate run.
-        if !a.append && dir.join(rollway_store::format::METADATA).exists() {
+        if !a.append && rollway_store::format::holds_dataset(dir) {
             let d = dir.display();
             return Err(anyhow!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it"));
         }

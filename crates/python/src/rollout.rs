@@ -283,12 +283,8 @@ fn recorder(
         .ok_or_else(|| input_error(format!("commit_every must be a positive number of seconds, got {commit_every}")))?;
     // Appending would restart the versions at 0 beside the last run's: a staleness
     // bound counted from the new learner's version would keep the old run's data.
-    if let Ok(ds) = rollway_store::Dataset::open(dir) {
-        let n = ds.episodes().count();
-        return Err(input_error(format!(
-            "out={}: already holds a dataset ({n} episodes); a rollout records into a new one",
-            dir.display()
-        )));
+    if rollway_store::format::holds_dataset(dir) {
+        return Err(input_error(format!("out={}: already holds a dataset; a rollout records into a new one", dir.display())));
     }
     let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
     let config = serde_json::json!({"rollout": {

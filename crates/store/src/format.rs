@@ -25,6 +25,12 @@ const QUARANTINE: &str = ".quarantine";
 /// The metadata file at the dataset root.
 pub const METADATA: &str = "rollway.json";
 
+/// Whether `dir` holds a dataset already (its metadata file is there): what a front
+/// that records into a new dataset refuses, rather than appending a run to it.
+pub fn holds_dataset(dir: &std::path::Path) -> bool {
+    dir.join(METADATA).exists()
+}
+
 /// The env a dataset was recorded from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnvInfo {
