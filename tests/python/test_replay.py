@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rollway
-from test_rollout import example
+from test_rollout import example, left
 
 
 def policy(obs, first, state):
@@ -72,10 +72,6 @@ def test_every_finished_episode_is_recorded_as_the_learner_saw_it(tmp_path):
     assert ds.verify()["problems"] == []
 
 
-def left(obs, first, state):
-    return np.zeros(len(first), dtype=np.int64)
-
-
 def test_issue32_commits_land_every_commit_every_while_episodes_keep_ending(tmp_path):
     # Pushing left ends an episode every ~10 steps: the writer's queue never goes
     # quiet, and commits used to wait for a full shard (a DQN learner saw nothing).
@@ -108,11 +104,14 @@ def test_recording_into_an_existing_dataset_is_refused_and_changes_nothing(tmp_p
     out = tmp_path / "replay"
     with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=100, out=out) as r:
         r.collect()
-    before = sorted((p, os.path.getsize(p)) for p in glob.glob(str(out / "**"), recursive=True) if os.path.isfile(p))
+
+    def files():
+        return sorted((p, os.path.getsize(p)) for p in glob.glob(str(out / "**"), recursive=True) if os.path.isfile(p))
+
+    before = files()
     with pytest.raises(rollway.InputError, match="replay"):
         rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=100, out=out)
-    after = sorted((p, os.path.getsize(p)) for p in glob.glob(str(out / "**"), recursive=True) if os.path.isfile(p))
-    assert before == after
+    assert files() == before
 
 
 def test_a_following_loader_keeps_its_capacity_staleness_and_reuse_bounds(tmp_path):
