@@ -57,10 +57,11 @@ class Summary:
         )
 
 
-def _duration(x: Union[str, float, int, None]) -> Optional[str]:
+def _duration(x: Union[str, float, int, None]) -> Union[str, float, None]:
+    # Text with a unit goes as given; a number is seconds, which the engine takes as such.
     if x is None or isinstance(x, str):
         return x
-    return f"{int(round(float(x) * 1e6))}us"
+    return float(x)
 
 
 def _batch(x: Union[str, Tuple[int, int], Sequence[int], None]) -> Optional[str]:

@@ -313,24 +313,14 @@ class _Driver:
                 "untried": sum(b - a for a, b in todo)}
 
 
-def _summary(entries: List[Dict[str, Any]], report: Dict[str, Any], stored: Dict[str, Any]) -> Dict[str, Any]:
-    """A local run's summary fields, from the committed index of the run, plus Ray's."""
-    import numpy as np
-
-    done = [e for e in entries if e["status"] != "given_up"]
-    rets = np.array([e["return"] for e in done], dtype=np.float64)
-    lens = np.array([e["length"] for e in done], dtype=np.float64)
-
-    def stat(x: Any) -> Dict[str, float]:
-        return {"mean": float(x.mean()), "std": float(x.std()), "min": float(x.min()), "max": float(x.max())} if len(x) else \
-            {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
-
-    labels: Dict[str, int] = {}
-    for e in done:
-        for lab in e["labels"]:
-            labels[lab] = labels.get(lab, 0) + 1
-    secs, steps = report["seconds"], int(lens.sum())
-    nodes: Dict[str, Dict[str, float]] = {}
+def _summary(root: str, run_no: int, report: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The run's summary as a local run's (counted in Rust from the committed index,
+    with the parts' failed attempts and restarts), plus Ray's own fields; and its
+    shortfall, if any."""
+    parts = json.dumps([p["report"]["summary"] for p in report["parts"]])
+    out = json.loads(_rollway.run_summary(root, run_no, parts, report["untried"], report["seconds"]))
+    summary, secs = out["summary"], report["seconds"]
+    nodes: Dict[str, Dict[str, Any]] = {}
     for p in report["parts"]:
         s = p["report"]["summary"]
         n = nodes.setdefault(p["node"], {"parts": 0, "episodes": 0, "steps": 0, "busy_seconds": 0.0})
@@ -341,25 +331,13 @@ def _summary(entries: List[Dict[str, Any]], report: Dict[str, Any], stored: Dict
         n["resources"] = p["resources"]  # what Ray gave the actor: CPU, GPU (fractions), custom
     for n in nodes.values():
         n["steps_per_sec"] = n["steps"] / secs if secs else 0.0
-    given_up = sorted(e["run_index"] for e in entries if e["status"] == "given_up")
-    return {
-        "env": stored.get("env"), "agent": stored.get("agent"), "seed": stored.get("seed"), "backend": "ray",
-        "episodes": len(done), "steps": steps, "given_up": len(given_up), "given_up_episodes": given_up,
-        "untried": report["untried"], "terminated": sum(e["status"] == "terminated" for e in done),
-        "truncated": sum(e["status"] == "truncated" for e in done), "labels": labels,
-        "label_rates": {k: v / len(done) for k, v in labels.items()} if done else {},
-        "return": stat(rets), "length": stat(lens), "seconds": secs,
-        "steps_per_sec": steps / secs if secs else 0.0, "episodes_per_sec": len(done) / secs if secs else 0.0,
-        "restarts": sum(p["report"]["summary"].get("restarts", 0) for p in report["parts"]),
-        "actors": report["actors"], "actor_failures": report["actor_failures"], "retried": report["retried"],
-        "nodes": nodes,
-    }
+    summary.update(backend="ray", actors=report["actors"], actor_failures=report["actor_failures"],
+                   retried=report["retried"], nodes=nodes)
+    return summary, out["shortfall"]
 
 
 def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Optional[PathLike]) -> Summary:
-    ds = Dataset(root)
-    entries = [e for e in ds.episodes if e["run"] == run_no]
-    summary = _summary(entries, report, ds.metadata["runs"][run_no]["config"])
+    summary, short = _summary(root, run_no, report)
     # The actors were killed just now: their dataset locks go with their processes.
     for wait in (0.0, 0.1, 0.3, 1.0, 2.0, 4.0):
         time.sleep(wait)
@@ -372,8 +350,6 @@ def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Option
     if summary_json is not None:
         with open(os.fspath(summary_json), "w") as f:
             json.dump(summary, f, indent=2)
-    errors = [e.get("error") for e in entries if e["status"] == "given_up" and e.get("error")]
-    short = _rollway.shortfall(summary["given_up"], summary["untried"], errors[-1] if errors else None)
     return finished({"summary": summary, "out": root, "written": written, "shortfall": short})
 
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde::{Deserialize, Serialize};
+use rollway_engine::{Part, RunOptions, RunRequest};
 
 #[derive(Parser)]
 #[command(name = "rollway", version, about = "Generate, filter, record and load RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
@@ -282,16 +282,6 @@ pub struct RelabelArgs {
     pub filter: Vec<String>,
 }
 
-#[derive(Clone, Copy, ValueEnum, Deserialize, Serialize, Debug, PartialEq)]
-#[serde(rename_all = "lowercase")]
-pub enum ModeArg {
-    /// Every step waits for all envs (Gymnasium SyncVectorEnv); the central thread steps worker 0's envs
-    /// between agent calls, so N workers take N threads.
-    Sync,
-    /// Act on whichever envs are ready (EnvPool async).
-    Async,
-}
-
 #[derive(Args, Default)]
 #[command(
     after_help = "EXAMPLES:\n  rollway run\n  rollway run --env CartPole-v1 --agent random --workers 2 --envs-per-worker 256 --steps 50000000\n  \
@@ -363,189 +353,22 @@ pub enum Backend {
     Ray,
 }
 
-/// Which episodes of which prepared run a member of a distributed run writes (`--part`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Part {
-    /// The run, by number in the dataset.
-    pub run: u32,
-    /// First run index.
-    pub start: u64,
-    /// One past the last run index.
-    pub end: u64,
-    /// The writer's id, unique among the run's writers (a file name).
-    pub id: String,
-}
-
-impl std::str::FromStr for Part {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Part, String> {
-        let bad = || format!("--part {s}: expected RUN:START:END:ID, with START <= END");
-        let mut it = s.splitn(4, ':');
-        let mut num = || it.next().and_then(|x| x.parse::<u64>().ok());
-        let (run, start, end) = (num().ok_or_else(bad)?, num().ok_or_else(bad)?, num().ok_or_else(bad)?);
-        let id = it.next().filter(|i| !i.is_empty()).ok_or_else(bad)?.to_string();
-        let run = u32::try_from(run).map_err(|_| bad())?;
-        if start > end {
-            return Err(bad());
+impl RunArgs {
+    /// The run these flags ask for.
+    pub fn request(&self) -> RunRequest {
+        RunRequest {
+            config: self.config.clone(),
+            file: None,
+            settings: self.opts.clone(),
+            out: self.out.clone(),
+            append: self.append,
+            resume: self.resume.clone(),
+            no_record: self.no_record,
+            report: self.report,
+            quiet: self.quiet,
+            prepare: self.prepare,
+            join: self.join.clone().zip(self.part.clone()),
         }
-        Ok(Part { run, start, end, id })
-    }
-}
-
-/// The settings of a run, declared once: each field is a `--flag` of `rollway
-/// run`, a key of its TOML config file (the flag's name with `_`) and a keyword
-/// of `rollway.run`, with one help text (`--env-opt`/`--agent-opt` are the flag
-/// forms of the file's `env_params`/`agent_params` tables). Unset means "the file's, else the
-/// default"; `crate::job` merges flags over the file by these names and stores
-/// the resolved set in datasets for `--resume`. Unknown keys are errors, so
-/// typos do not pass silently.
-#[derive(Args, Deserialize, Serialize, Default, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct RunOptions {
-    /// Environment: a built-in id (see `rollway envs`), `gym:ID` (any Gymnasium id,
-    /// `--env-opt` as `gymnasium.make` keyword arguments) or `module:callable` (a Python
-    /// function making a Gymnasium env); Python envs run in worker processes using
-    /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
-    #[arg(long)]
-    pub env: Option<String>,
-    /// The env's parameters (config file: a table; flags: `--env-opt`).
-    #[arg(skip)]
-    pub env_params: Option<toml::Table>,
-    /// Environment parameters, `key=value[,key=value…]` (repeatable, e.g. `--env-opt size=64`).
-    #[arg(long = "env-opt", value_name = "K=V")]
-    #[serde(skip)]
-    pub env_opt: Vec<String>,
-    /// Agent name (see `rollway agents`). [default: miner]
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// The agent's parameters (config file: a table; flags: `--agent-opt`).
-    #[arg(skip)]
-    pub agent_params: Option<toml::Table>,
-    /// Agent parameters, `key=value[,key=value…]` (repeatable).
-    #[arg(long = "agent-opt", value_name = "K=V")]
-    #[serde(skip)]
-    pub agent_opt: Vec<String>,
-    /// Worker threads, at most 1024. [default: one per core; the default job: 2]
-    #[arg(long)]
-    pub workers: Option<usize>,
-    /// Envs per worker, at most 65536 (and 2^20 in all). [default: measured at start, a second or so,
-    /// reported as the summary's `calibration` (8 when the target is too small to choose); the default job: 8]
-    #[arg(long)]
-    pub envs_per_worker: Option<usize>,
-    /// Stop after this many episodes. [default: 64; the default job (no --env, --agent or --config): 16]
-    #[arg(long, conflicts_with = "steps")]
-    pub episodes: Option<u64>,
-    /// Stop once the first episodes add up to this many steps.
-    #[arg(long)]
-    pub steps: Option<u64>,
-    /// Cut episodes at this many steps (recorded as truncated).
-    #[arg(long)]
-    pub max_steps: Option<u64>,
-    /// Run seed: episode i always gets the same env seed and agent stream. [default: 0]
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Batching mode. [default: async, or sync when calibrating measures it 5% faster (envs per worker
-    /// not given, envs in rollway's threads); the default job: sync]
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Agent batch size bounds `MIN:MAX` in envs (`MAX` 0 = all envs). [default: 1:0]
-    #[arg(long, value_name = "MIN:MAX")]
-    pub batch: Option<String>,
-    /// Async: longest wait for a batch to fill, e.g. `500us`, `2ms`; at most 1 hour. [default: 0]
-    #[arg(long, value_name = "DURATION")]
-    pub max_wait: Option<String>,
-    /// Env rebuilds a worker may make in a row (agent rebuilds: the run); the count
-    /// starts again when an episode finishes, so a flaky env does not use it up over
-    /// a long run, while a broken one is retired. [default: 3]
-    #[arg(long)]
-    pub max_restarts: Option<u32>,
-    /// Attempts per episode before it is given up. [default: 3]
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
-    /// Check actions against the action space, and observations and rewards (NaN,
-    /// outside the space): a wrong value fails its episode's attempt with a message
-    /// naming it (see the README's "Semantics worth knowing"); `false` skips the
-    /// checks. [default: true]
-    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
-    pub check: Option<bool>,
-    /// Python envs: a round of env steps slower than this (e.g. `30s`) kills the env
-    /// process and fails its episodes' attempts. [default: none]
-    #[arg(long, value_name = "DURATION")]
-    pub step_timeout: Option<String>,
-    /// Label filter, e.g. `key=mine_block,val=diamond.*,num=1,label=diamond`,
-    /// `kind=return,min=100,label=good`, `kind=length,max=50,label=short` (repeatable;
-    /// config file: the `filters` list). [default with the default env: the diamond filter]
-    #[arg(long = "filter", value_name = "SPEC")]
-    pub filters: Option<Vec<String>>,
-    /// Write the summary as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub summary_json: Option<PathBuf>,
-    /// Write one JSON line per episode to this file.
-    #[arg(long, value_name = "FILE")]
-    pub episodes_json: Option<PathBuf>,
-    /// Also record every step's info dict.
-    #[arg(long, num_args = 0, default_missing_value = "true")]
-    pub record_infos: Option<bool>,
-    /// Commit a shard once this many steps are buffered. [default: 262144]
-    #[arg(long, value_name = "N")]
-    pub max_buffer_steps: Option<usize>,
-    /// Commit a shard once this many episodes are buffered.
-    #[arg(long, value_name = "N")]
-    pub max_buffer_episodes: Option<usize>,
-    /// How image observations are stored: lz4 (lossless, fastest), raw, jpeg, or
-    /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it); per image key with
-    /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4; the default job: h264]
-    #[arg(long, visible_alias = "image-media", value_name = "MEDIA")]
-    #[serde(alias = "image_media")]
-    pub frame_media: Option<String>,
-    /// h264: constant rate factor, 0–51, lower is better quality. [default: 23]
-    #[arg(long, value_name = "CRF")]
-    pub crf: Option<f32>,
-    /// h264: x264 preset, ultrafast … veryslow. [default: fast]
-    #[arg(long, value_name = "PRESET")]
-    pub preset: Option<String>,
-    /// h264: at most this many frames between keyframes; a loader decodes at most
-    /// this many extra frames to reach any window. [default: 128]
-    #[arg(long, value_name = "N")]
-    pub keyint: Option<u32>,
-    /// h264: frames per second in the mp4 (timestamps = frame / fps), 1–1000. [default: 30]
-    #[arg(long, value_name = "FPS")]
-    pub fps: Option<u32>,
-    /// jpeg: quality, 1–100. [default: 95]
-    #[arg(long, value_name = "Q")]
-    pub jpeg_quality: Option<u8>,
-    /// h264: extra x264 options, `key=value:key=value` (as ffmpeg's -x264-params).
-    #[arg(long, value_name = "OPTS")]
-    pub x264_params: Option<String>,
-}
-
-impl RunOptions {
-    /// The options set here, by key.
-    pub fn given(&self) -> Vec<String> {
-        let v = serde_json::to_value(self).expect("run options serialize");
-        v.as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()).map(|(k, _)| k.clone()).collect()
-    }
-
-    /// `self` over `base`: each option set here replaces `base`'s. A target
-    /// (`episodes` or `steps`) replaces `base`'s target of either kind.
-    pub fn over(&self, base: RunOptions) -> RunOptions {
-        let mut base = base;
-        if self.episodes.is_some() || self.steps.is_some() {
-            (base.episodes, base.steps) = (None, None);
-        }
-        let mut merged = serde_json::to_value(base).expect("run options serialize");
-        let top = serde_json::to_value(self).expect("run options serialize");
-        for (k, v) in top.as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()) {
-            merged[k] = v.clone();
-        }
-        serde_json::from_value(merged).expect("merged run options deserialize")
-    }
-
-    /// How a message names option `key` on the command line (`filters` is `--filter`).
-    pub fn flag(key: &str) -> Option<String> {
-        let cmd = <Self as Args>::augment_args(clap::Command::new("run"));
-        let long = cmd.get_arguments().find(|a| a.get_id() == key)?.get_long()?.to_string();
-        Some(format!("--{long}"))
     }
 }
 
@@ -553,8 +376,16 @@ impl RunOptions {
 mod tests {
     use super::*;
 
+    /// How clap names option `key` on the command line.
+    fn clap_flag(key: &str) -> Option<String> {
+        let cmd = <RunOptions as Args>::augment_args(clap::Command::new("run"));
+        let long = cmd.get_arguments().find(|a| a.get_id() == key)?.get_long()?.to_string();
+        Some(format!("--{long}"))
+    }
+
     /// Declared once: every config key is the flag of the same name (with `-`),
-    /// but for the file's tables and the `filters` list.
+    /// but for the file's tables and the `filters` list; and messages name flags
+    /// as clap does.
     #[test]
     fn every_config_key_is_a_flag_of_the_same_name() {
         let all = RunOptions {
@@ -571,6 +402,7 @@ mod tests {
                 k => Some(format!("--{}", k.replace('_', "-"))),
             };
             assert_eq!(RunOptions::flag(&key), want, "{key}");
+            assert_eq!(clap_flag(&key), want, "{key}");
         }
     }
 
@@ -594,17 +426,6 @@ mod tests {
             set.insert(k.clone(), value);
         }
         serde_json::Value::Object(set).to_string()
-    }
-
-    #[test]
-    fn flags_override_the_file_and_a_target_flag_replaces_either_target() {
-        let file = RunOptions { workers: Some(4), seed: Some(7), episodes: Some(10), ..Default::default() };
-        let flags = RunOptions { workers: Some(2), steps: Some(1000), ..Default::default() };
-        let o = flags.over(file.clone());
-        assert_eq!((o.workers, o.seed, o.episodes, o.steps), (Some(2), Some(7), None, Some(1000)));
-        assert_eq!(flags.given(), ["steps", "workers"]);
-        let o = RunOptions::default().over(file);
-        assert_eq!((o.workers, o.episodes), (Some(4), Some(10)));
     }
 
     #[test]

@@ -1,42 +1,27 @@
 //! `inspect`, `verify`, `relabel`: dataset commands, flags → `rollway_store` calls.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use rollway_core::{EpisodeResult, Space, Status};
-use rollway_runner::filter;
+use rollway_core::{Space, Status};
 use rollway_store::{Dataset, IndexEntry, OpenOptions};
 
 use crate::args::{DataArgs, LoadArgs, RelabelArgs, VerifyArgs};
-use crate::input;
-
-/// `rollway-data/<env>-NNN`, the first that does not exist yet.
-pub fn fresh_dir(env: &str) -> PathBuf {
-    let base = Path::new("rollway-data");
-    (0..).map(|i| base.join(format!("{env}-{i:03}"))).find(|p| !p.exists()).expect("some name is free")
-}
+use rollway_engine::dataset::{relabel_dataset, write_report};
+use rollway_engine::input;
 
 /// Writes the dataset's HTML report (`rollway report`) to `out` (default beside
 /// the dataset) and prints where.
 pub fn report(dir: &Path, out: Option<&Path>) -> Result<()> {
     let (path, bytes) = write_report(dir, out)?;
-    println!("  {:<18} {} ({:.0} kB; open it in a browser)", "report", path.display(), bytes as f64 / 1e3);
+    print_report(&path, bytes);
     Ok(())
 }
 
-/// Writes the dataset's HTML report; returns where and its size. A dataset that
-/// cannot be read is an input error (exit 2); a codec failing is ours (exit 1).
-pub fn write_report(dir: &Path, out: Option<&Path>) -> Result<(PathBuf, usize)> {
-    let path = out.map_or_else(|| rollway_report::default_path(dir), Path::to_path_buf);
-    let what = || format!("reporting on {}", dir.display());
-    let html = match rollway_report::render(dir, &rollway_report::ReportMedia::default()) {
-        Ok(html) => html,
-        Err(e @ rollway_report::Error::Store(_)) => return input(Err(anyhow::Error::new(e).context(what()))),
-        Err(e) => return Err(anyhow::Error::new(e).context(what())),
-    };
-    input(rollway_report::write(&path, &html).map_err(anyhow::Error::new))?;
-    Ok((path, html.len()))
+/// The line saying where a report was written.
+pub fn print_report(path: &Path, bytes: usize) {
+    println!("  {:<18} {} ({:.0} kB; open it in a browser)", "report", path.display(), bytes as f64 / 1e3);
 }
 
 /// Opens a dataset for reading; with `skip_damaged`, shards whose index is damaged
@@ -180,40 +165,6 @@ pub fn relabel(a: &RelabelArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// Runs `filters` again over the committed episodes of `dir` and rewrites only the
-/// index (labels); returns how many episodes changed labels.
-pub fn relabel_dataset(dir: &Path, filters: &[String]) -> Result<u64> {
-    let filters = input(filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
-    let changed = rollway_store::rewrite_index(dir, |e| {
-        if e.status == Status::GivenUp {
-            return false;
-        }
-        // Filters look at what the index keeps of an episode: final info, return, length.
-        let mut ep = EpisodeResult {
-            index: e.run_index,
-            seed: e.seed,
-            length: e.length,
-            ret: e.ret,
-            status: e.status,
-            labels: vec![],
-            info: e.info.clone(),
-            worker: e.worker,
-            attempt: e.attempt,
-            wall_ms: e.wall_ms,
-            error: None,
-            trajectory: None,
-        };
-        filter::apply(&filters, &mut ep);
-        let changed = ep.labels != e.labels;
-        e.labels = ep.labels;
-        changed
-    });
-    changed.map_err(|e| match e {
-        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => crate::InputError(e.into()).into(),
-        other => anyhow::Error::from(other),
-    })
-}
-
 /// `rollway load`'s replay-buffer flags: a capacity and a staleness bound (any
 /// dataset), and follow mode (a dataset a rollout keeps filling).
 #[derive(clap::Args)]
@@ -300,7 +251,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
     let started = std::time::Instant::now();
     let (mut windows, mut bytes, mut batches) = (0u64, 0u64, 0u64);
     let total = a.epochs * loader.batches_per_epoch();
-    let bar = crate::progress::Bar::new(a.json, "loading", "batches");
+    let bar = rollway_engine::progress::Bar::new(a.json, "loading", "batches");
     let follow = a.replay.follow;
     // Following, one pass: `next` counts the rounds.
     for _ in 0..if follow { 1 } else { a.epochs } {
@@ -312,7 +263,10 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
             if batches % 256 == 0 {
                 // A following loader's rounds change size: the current one's stands for all.
                 bar.update(batches, if follow { (a.epochs * loader.batches_per_epoch()).max(batches) } else { total });
-                bar.message(format!("{}/s windows", crate::progress::human(windows as f64 / started.elapsed().as_secs_f64().max(1e-9))));
+                bar.message(format!(
+                    "{}/s windows",
+                    rollway_engine::progress::human(windows as f64 / started.elapsed().as_secs_f64().max(1e-9))
+                ));
             }
         }
     }
@@ -331,7 +285,7 @@ pub fn load(a: &LoadArgs) -> Result<bool> {
             "  loaded {windows} windows of {} steps in {batches} batches over {} epoch(s): {}/s windows, {:.0} MB/s ({:.2} s, setup {:.2} s)",
             loader.clip_len(),
             a.epochs,
-            crate::progress::human(windows as f64 / secs),
+            rollway_engine::progress::human(windows as f64 / secs),
             bytes as f64 / 1e6 / secs,
             secs,
             setup

@@ -6,8 +6,8 @@ use anyhow::Result;
 use rollway_interop::{lerobot, minari};
 
 use crate::args::{ExportArgs, ExportFormat, ImportArgs, ImportFormat};
-use crate::progress::Bar;
-use crate::InputError;
+use rollway_engine::progress::Bar;
+use rollway_engine::InputError;
 
 /// Input problems (bad paths, ids, malformed files) exit 2; failures while writing exit 1.
 fn classify(e: rollway_interop::Error) -> anyhow::Error {

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::args::RunArgs;
-use crate::{input, job, InputError};
+use rollway_engine::{input, InputError};
 
 /// Runs `a` on Ray; Ok(false) when the run gave up or left episodes untried.
 pub(crate) fn run(a: &RunArgs) -> Result<bool> {
@@ -47,7 +47,7 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
     }
     if let Some(dir) = &a.resume {
         // Options beside --resume must equal the stored config: checked here, as a local resume does.
-        job::resume_from(dir, a, None)?;
+        rollway_engine::resume_from(dir, &a.request())?;
         cmd.arg("--resume").arg(dir);
         if let Some(n) = a.opts.episodes {
             cmd.arg("--episodes").arg(n.to_string());
@@ -57,7 +57,7 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
         }
     } else {
         let out = a.out.as_ref().context("--backend ray records into --out DIR, on storage every node of the cluster sees")?;
-        let job = a.resolve()?;
+        let job = a.request().resolve()?;
         let mut settings = job.to_file_config();
         if job.calibrate {
             // Left to the driver, which measures them as a local run would.

@@ -5,7 +5,7 @@ use std::path::Path;
 use rollway_core::Layout;
 use rollway_runner::Summary;
 
-use crate::progress::human;
+use rollway_engine::progress::human;
 
 pub fn summary_table(s: &Summary) -> String {
     let mut out = String::new();

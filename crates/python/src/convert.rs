@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use rollway_cli::progress::Bar;
+use rollway_engine::progress::Bar;
 use rollway_interop::{lerobot, minari};
 use rollway_store::{Dataset, OpenOptions};
 use serde_json::json;
@@ -27,7 +27,7 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (path, out=None))]
 pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<PathBuf> {
-    py.detach(|| rollway_cli::data::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
+    py.detach(|| rollway_engine::dataset::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
 }
 
 /// `rollway verify --repair`: publishes, cleans up and quarantines (never deletes data).
@@ -40,7 +40,7 @@ pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// `rollway relabel`: runs filters over the committed episodes; returns how many changed.
 #[pyfunction]
 pub fn relabel(py: Python<'_>, path: PathBuf, filters: Vec<String>) -> PyResult<u64> {
-    py.detach(|| rollway_cli::data::relabel_dataset(&path, &filters)).py()
+    py.detach(|| rollway_engine::dataset::relabel_dataset(&path, &filters)).py()
 }
 
 /// `rollway export --to minari`.

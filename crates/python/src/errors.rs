@@ -35,7 +35,7 @@ enum Kind {
 }
 
 fn kind(e: &anyhow::Error) -> Kind {
-    if e.chain().any(|c| c.is::<rollway_cli::run::Interrupted>()) {
+    if e.chain().any(|c| c.is::<rollway_engine::Interrupted>()) {
         return Kind::Interrupted;
     }
     let missing = e.chain().any(|c| {
@@ -48,7 +48,7 @@ fn kind(e: &anyhow::Error) -> Kind {
         Kind::NotFound
     } else if locked {
         Kind::Locked
-    } else if e.is::<rollway_cli::InputError>() || e.chain().any(is_input) {
+    } else if e.is::<rollway_engine::InputError>() || e.chain().any(is_input) {
         Kind::Input
     } else {
         Kind::Failed
@@ -59,7 +59,7 @@ fn kind(e: &anyhow::Error) -> Kind {
 /// wrap a chain of their own, out of `chain()`'s sight).
 fn causes(e: &anyhow::Error) -> Box<dyn Iterator<Item = &(dyn std::error::Error + 'static)> + '_> {
     Box::new(e.chain().flat_map(|c| {
-        let inner = c.downcast_ref::<rollway_cli::InputError>().map(|i| causes(&i.0));
+        let inner = c.downcast_ref::<rollway_engine::InputError>().map(|i| causes(&i.0));
         std::iter::once(c).chain(inner.into_iter().flatten())
     }))
 }
@@ -94,7 +94,7 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
 
 /// The Python exception for `e`.
 pub fn to_py(e: anyhow::Error) -> PyErr {
-    let msg = rollway_cli::chain_text(&e);
+    let msg = rollway_engine::chain_text(&e);
     Python::attach(|py| {
         let class = match kind(&e) {
             Kind::Interrupted => return PyKeyboardInterrupt::new_err(msg),
@@ -124,7 +124,7 @@ impl<T, E: Into<anyhow::Error>> ToPy<T> for Result<T, E> {
 
 /// An `InputError` with this message (for checks made in the bindings).
 pub fn input_error(msg: impl Into<String>) -> PyErr {
-    to_py(rollway_cli::InputError(anyhow::anyhow!(msg.into())).into())
+    to_py(rollway_engine::InputError(anyhow::anyhow!(msg.into())).into())
 }
 
 /// Makes the classes and adds them to the module.

@@ -79,7 +79,7 @@ fn layout(space_json: &str) -> PyResult<(Vec<LeafInfo>, usize)> {
 
 #[pymodule]
 fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    rollway_cli::quiet_worker_panics();
+    rollway_engine::quiet_worker_panics();
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", rollway_store::FORMAT_VERSION)?;
@@ -87,7 +87,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(run::close_run, m)?)?;
-    m.add_function(wrap_pyfunction!(run::shortfall, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run_summary, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add_function(wrap_pyfunction!(host::host_serve, m)?)?;
     m.add_class::<arrays::Keeper>()?;

@@ -1,8 +1,9 @@
 //! `rollway.run`: the CLI's `run`, with the config given as the TOML file's keys.
 //!
 //! The package turns keyword arguments into the config file's table (the same keys,
-//! the same defaults, the same checks and messages) and calls [`run`] with it; the
-//! run itself is `rollway_cli::run::execute`, the one the CLI uses. The GIL is
+//! the same defaults, the same checks and messages; durations as numbers of
+//! seconds) and calls [`run`] with it, which makes the engine's typed request; the
+//! run itself is `rollway_engine::execute`, the one the CLI uses. The GIL is
 //! released for the whole run; about ten times a second the progress tick takes it
 //! back to let Python handle signals, so Ctrl-C stops the run, its finished
 //! episodes are committed, and `KeyboardInterrupt` is raised.
@@ -11,9 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use rollway_cli::args::{Part, RunArgs, RunOptions};
-use rollway_cli::run::{execute, Outcome, RunHooks, Sources};
 use rollway_core::AgentFactory;
+use rollway_engine::{execute, Outcome, Part, RunHooks, RunOptions, RunRequest, Sources};
 use serde_json::json;
 
 use crate::errors::{input_error, ToPy};
@@ -51,19 +51,20 @@ pub fn run(
     if append && out.is_none() {
         return Err(input_error("append=True needs out="));
     }
-    let opts = RunOptions { episodes, steps, ..RunOptions::default() };
+    let settings = RunOptions { episodes, steps, ..RunOptions::default() };
     // A distributed run's parts (rollway.ray): `prepare` records the run, `join=(dir, "RUN:START:END:ID")` runs a part.
-    let (join, part) = match join {
-        Some((dir, part)) => (Some(dir), Some(part.parse::<Part>().map_err(input_error)?)),
-        None => (None, None),
+    let join = match join {
+        Some((dir, part)) => Some((dir, part.parse::<Part>().map_err(input_error)?)),
+        None => None,
     };
-    let args = RunArgs { out, resume, append, no_record: !record, quiet: !progress, opts, prepare, join, part, ..RunArgs::default() };
+    let request =
+        RunRequest { file, settings, out, resume, append, no_record: !record, quiet: !progress, prepare, join, ..RunRequest::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
         // A callable env: pickled by the package, unpickled in each env process.
         let sources = Sources { envs: None, env_pickle, agents, python };
-        execute(&args, file, RunHooks { stop: Some(stop), sources })
+        execute(&request, RunHooks { stop: Some(stop), sources })
     });
     Ok(report(&outcome.py()?).to_string())
 }
@@ -81,11 +82,16 @@ fn report(o: &Outcome) -> serde_json::Value {
     })
 }
 
-/// What a run left undone (`Summary::shortfall`), for a summary made in Python (Ray's).
+/// The summary of run `run` of a dataset many writers wrote (`rollway.ray`), as JSON
+/// text: counted from the committed index as a local run counts its episodes, plus
+/// what the parts reported (`parts`: their summaries, JSON text of a list).
 #[pyfunction]
-#[pyo3(signature = (given_up, untried, error=None))]
-pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<String> {
-    rollway_runner::shortfall(given_up, untried, error)
+#[pyo3(signature = (out, run, parts, untried, seconds))]
+pub fn run_summary(py: Python<'_>, out: PathBuf, run: u32, parts: &str, untried: u64, seconds: f64) -> PyResult<String> {
+    let parts: Vec<rollway_engine::dataset::PartReport> =
+        serde_json::from_str(parts).map_err(|e| input_error(format!("part summaries: {e}")))?;
+    let s = py.detach(|| rollway_engine::dataset::run_summary(&out, run, &parts, untried, seconds)).py()?;
+    Ok(json!({"summary": s, "shortfall": s.shortfall()}).to_string())
 }
 
 /// Ends run `run` of a dataset many writers wrote (`rollway.ray`): records its summary

@@ -313,7 +313,7 @@ impl<'a> Central<'a> {
             target: self.g.cfg.target,
             elapsed: self.started.elapsed(),
             restarts: self.restarts,
-            given_up: c.summary.given_up,
+            given_up: c.summary().given_up,
             acted: self.acted,
         };
         c.progress(&p);

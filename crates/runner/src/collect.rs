@@ -146,6 +146,72 @@ pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<Str
     (!parts.is_empty()).then(|| parts.join("; ") + &why)
 }
 
+/// The summary's books: episodes counted as they are released, in index order.
+/// A run keeps them as it goes ([`Collector`]); [`Summary::tally`] keeps them for
+/// episodes already recorded (a Ray run's, from its dataset's index).
+#[derive(Default)]
+struct Books {
+    summary: Summary,
+    ret: Running,
+    len: Running,
+}
+
+impl Books {
+    /// Counts a labelled episode.
+    fn count(&mut self, ep: &EpisodeResult) {
+        let s = &mut self.summary;
+        if ep.status == Status::GivenUp {
+            s.given_up += 1;
+            s.given_up_episodes.push(ep.index);
+            return;
+        }
+        s.episodes += 1;
+        s.steps += ep.length;
+        match ep.status {
+            Status::Terminated => s.terminated += 1,
+            _ => s.truncated += 1,
+        }
+        for l in &ep.labels {
+            *s.labels.entry(l.label.clone()).or_default() += 1;
+        }
+        self.ret.push(ep.ret);
+        self.len.push(ep.length as f64);
+    }
+
+    /// The summary of what was counted, over `seconds` of wall time.
+    fn close(mut self, seconds: f64) -> Summary {
+        let s = &mut self.summary;
+        s.ret = self.ret.stat();
+        s.length = self.len.stat();
+        // Given-up episodes' attempts are all among the failed ones.
+        s.attempts = s.episodes + s.failed_attempts;
+        s.seconds = seconds;
+        s.steps_per_sec = s.steps as f64 / seconds.max(1e-9);
+        s.episodes_per_sec = s.episodes as f64 / seconds.max(1e-9);
+        let n = s.episodes.max(1) as f64;
+        s.label_rates = s.labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect();
+        self.summary
+    }
+}
+
+impl Summary {
+    /// The summary of episodes already labelled (in index order), over `seconds`
+    /// of wall time, as a run that made them would have counted them; `base`
+    /// carries what the episodes do not tell (names, failed attempts, faults,
+    /// restarts), and its counts of episodes are replaced.
+    pub fn tally<'e>(base: Summary, episodes: impl IntoIterator<Item = &'e EpisodeResult>, seconds: f64) -> Summary {
+        let mut books = Books { summary: base, ..Books::default() };
+        let s = &mut books.summary;
+        (s.episodes, s.steps, s.given_up, s.terminated, s.truncated) = (0, 0, 0, 0, 0);
+        s.given_up_episodes.clear();
+        s.labels.clear();
+        for ep in episodes {
+            books.count(ep);
+        }
+        books.close(seconds)
+    }
+}
+
 pub(crate) struct Collector<'a> {
     target: Target,
     filters: &'a [Box<dyn EpisodeFilter>],
@@ -157,11 +223,9 @@ pub(crate) struct Collector<'a> {
     prior_steps: u64,
     finished_steps: u64,
     complete: bool,
-    ret: Running,
-    len: Running,
+    books: Books,
     /// The first error the observer returned; the run stops on it.
     pub sink_error: Option<crate::SinkError>,
-    pub summary: Summary,
 }
 
 impl<'a> Collector<'a> {
@@ -181,10 +245,8 @@ impl<'a> Collector<'a> {
             prior_steps,
             finished_steps: prior_steps,
             complete: false,
-            ret: Running::default(),
-            len: Running::default(),
+            books: Books::default(),
             sink_error: None,
-            summary: Summary::default(),
         }
     }
 
@@ -193,7 +255,7 @@ impl<'a> Collector<'a> {
     pub fn add(&mut self, ep: EpisodeResult) -> bool {
         self.finished_steps += ep.length;
         if self.complete {
-            self.summary.discarded += 1;
+            self.books.summary.discarded += 1;
             return true;
         }
         let k = (ep.index - self.next) as usize;
@@ -202,13 +264,23 @@ impl<'a> Collector<'a> {
         }
         self.pending[k] = Some(ep);
         while let Some(Some(_)) = self.pending.front() {
-            let ep = self.pending.pop_front().flatten().expect("front is Some");
+            let mut ep = self.pending.pop_front().flatten().expect("front is Some");
             self.next += 1;
-            self.fold(ep);
+            // Three stages, in order: the filters label the episode, the books
+            // count it, the observer (the caller's sinks) takes it.
+            if ep.status != Status::GivenUp {
+                filter::apply(self.filters, &mut ep);
+            }
+            self.books.count(&ep);
+            if self.sink_error.is_none() {
+                if let Err(e) = self.observer.on_episode(ep) {
+                    self.sink_error = Some(e);
+                }
+            }
             if let Target::Steps(n) = self.target {
-                if self.prior_steps + self.summary.steps >= n {
+                if self.prior_steps + self.books.summary.steps >= n {
                     self.complete = true;
-                    self.summary.discarded += self.pending.iter().flatten().count() as u64;
+                    self.books.summary.discarded += self.pending.iter().flatten().count() as u64;
                     self.pending.clear();
                     break;
                 }
@@ -224,8 +296,8 @@ impl<'a> Collector<'a> {
         }
         b.restarts = 0;
         for w in b.warnings.drain(..) {
-            if self.summary.warnings.len() < 100 && !self.summary.warnings.contains(&w) {
-                self.summary.warnings.push(w);
+            if self.books.summary.warnings.len() < 100 && !self.books.summary.warnings.contains(&w) {
+                self.books.summary.warnings.push(w);
             }
         }
         let mut covered = false;
@@ -236,35 +308,9 @@ impl<'a> Collector<'a> {
     }
 
     pub fn fault(&mut self, f: Fault) {
-        self.summary.failed_attempts += 1;
-        if self.summary.faults.len() < 1000 {
-            self.summary.faults.push(f);
-        }
-    }
-
-    fn fold(&mut self, mut ep: EpisodeResult) {
-        let s = &mut self.summary;
-        if ep.status == Status::GivenUp {
-            s.given_up += 1;
-            s.given_up_episodes.push(ep.index);
-        } else {
-            filter::apply(self.filters, &mut ep);
-            s.episodes += 1;
-            s.steps += ep.length;
-            match ep.status {
-                Status::Terminated => s.terminated += 1,
-                _ => s.truncated += 1,
-            }
-            for l in &ep.labels {
-                *s.labels.entry(l.label.clone()).or_default() += 1;
-            }
-            self.ret.push(ep.ret);
-            self.len.push(ep.length as f64);
-        }
-        if self.sink_error.is_none() {
-            if let Err(e) = self.observer.on_episode(ep) {
-                self.sink_error = Some(e);
-            }
+        self.books.summary.failed_attempts += 1;
+        if self.books.summary.faults.len() < 1000 {
+            self.books.summary.faults.push(f);
         }
     }
 
@@ -274,9 +320,14 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// The books so far.
+    pub fn summary(&self) -> &Summary {
+        &self.books.summary
+    }
+
     /// Steps folded so far, counting resumed ones.
     pub fn steps_so_far(&self) -> u64 {
-        self.prior_steps + self.summary.steps
+        self.prior_steps + self.books.summary.steps
     }
 
     /// Episodes folded so far (completed or given up), counting resumed ones.
@@ -289,17 +340,36 @@ impl<'a> Collector<'a> {
         // Episodes still buffered wait behind one that never finished: reporting
         // them would leave a gap in the index order, so they are left to a later run.
         self.pending.clear();
-        self.summary.untried = if self.complete { 0 } else { end.saturating_sub(self.next) };
-        let s = &mut self.summary;
-        s.ret = self.ret.stat();
-        s.length = self.len.stat();
-        // Given-up episodes' attempts are all among the failed ones.
-        s.attempts = s.episodes + s.failed_attempts;
-        s.seconds = seconds;
-        s.steps_per_sec = s.steps as f64 / seconds.max(1e-9);
-        s.episodes_per_sec = s.episodes as f64 / seconds.max(1e-9);
-        let n = s.episodes.max(1) as f64;
-        s.label_rates = s.labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect();
-        self.summary
+        self.books.summary.untried = if self.complete { 0 } else { end.saturating_sub(self.next) };
+        self.books.close(seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{filter, Generator, RunConfig};
+
+    /// A run many writers ran is summed up from its recorded episodes: the same
+    /// books as the run's own, so the same numbers.
+    #[test]
+    fn tallied_episodes_give_the_run_summary() {
+        let cfg = RunConfig { env: "CartPole-v1".into(), agent: "random".into(), target: Target::Episodes(40), ..Default::default() };
+        let envs = Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone()));
+        let agents = Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone()));
+        let filters = vec![filter::parse("kind=length,min=20,label=long").unwrap()];
+        let mut episodes: Vec<EpisodeResult> = Vec::new();
+        let run = Generator::new(cfg, envs, agents, filters).unwrap().run(&mut episodes).unwrap();
+        let base = Summary { env: run.env.clone(), failed_attempts: run.failed_attempts, ..Summary::default() };
+        let t = Summary::tally(base, &episodes, run.seconds);
+        assert_eq!(
+            (t.episodes, t.steps, t.given_up, t.terminated, t.truncated),
+            (run.episodes, run.steps, run.given_up, run.terminated, run.truncated)
+        );
+        assert_eq!((&t.labels, &t.label_rates, t.ret, t.length), (&run.labels, &run.label_rates, run.ret, run.length));
+        assert_eq!((t.attempts, t.steps_per_sec), (run.attempts, run.steps_per_sec));
+        assert!(run.labels["long"] > 0 && run.labels["long"] < run.episodes, "{:?}", run.labels);
     }
 }

@@ -2,13 +2,13 @@
 //! and writer settings (flags win over the file, the file wins over defaults).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
 
-use crate::args::{ModeArg, RunArgs, RunOptions};
+use crate::request::RunRequest;
+use crate::settings::{DurationSetting, ModeArg, RunOptions};
 
 /// The default job's filter: MineStudio's diamond filter.
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
@@ -67,11 +67,11 @@ impl Job {
             seed: Some(c.seed),
             mode: Some(if c.mode == Mode::Async { ModeArg::Async } else { ModeArg::Sync }),
             batch: Some(format!("{}:{}", c.min_batch, c.max_batch)),
-            max_wait: Some(format!("{}us", c.max_wait.as_micros())),
+            max_wait: Some(DurationSetting::stored(c.max_wait)),
             max_restarts: Some(c.max_restarts),
             max_attempts: Some(c.max_attempts),
             check: Some(c.check),
-            step_timeout: c.step_timeout.map(|t| format!("{}us", t.as_micros())),
+            step_timeout: c.step_timeout.map(DurationSetting::stored),
             filters: Some(self.filters.clone()),
             summary_json: None,
             episodes_json: None,
@@ -94,7 +94,7 @@ impl Job {
 /// Resolves a stored config (from a dataset) as if it were a config file with no flags.
 pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
     let file: RunOptions = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
-    RunArgs::default().resolve_with(file)
+    RunRequest::default().resolve_with(file)
 }
 
 /// What `--resume` takes beside it whatever its value: output files and a larger
@@ -102,9 +102,8 @@ pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
 const RESUME_TAKES: [&str; 4] = ["episodes", "steps", "summary_json", "episodes_json"];
 
 /// The job `--resume DIR` continues: the last run stored in the dataset at `dir`
-/// (see [`resume_job`]); `file` is the config given beside it (`--config`, or
-/// Python's settings), if any.
-pub fn resume_from(dir: &std::path::Path, a: &RunArgs, file: Option<RunOptions>) -> Result<Job> {
+/// (see [`resume_job`]), with the request's config (file) beside it, if any.
+pub fn resume_from(dir: &std::path::Path, a: &RunRequest) -> Result<Job> {
     if let Some(out) = &a.out {
         let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
         if same(out) != same(dir) {
@@ -113,8 +112,8 @@ pub fn resume_from(dir: &std::path::Path, a: &RunArgs, file: Option<RunOptions>)
     }
     let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
     let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
-    let file = match (file, &a.config) {
-        (Some(f), _) => Some(f),
+    let file = match (&a.file, &a.config) {
+        (Some(f), _) => Some(f.clone()),
         (None, Some(path)) => Some(read_config(path)?),
         (None, None) => None,
     };
@@ -126,12 +125,12 @@ pub fn resume_from(dir: &std::path::Path, a: &RunArgs, file: Option<RunOptions>)
 /// given (flags, or `file`'s keys) must resolve to the stored value: a user may
 /// re-run their command with `--resume` added; an option that differs is refused,
 /// each named with the stored value beside the given one.
-pub fn resume_job(stored: &serde_json::Value, a: &RunArgs, file: Option<RunOptions>) -> Result<Job> {
+pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOptions>) -> Result<Job> {
     let stored_opts: RunOptions = serde_json::from_value(stored.clone()).context("the dataset's stored run config")?;
-    let mut job = RunArgs::default().resolve_with(stored_opts.clone())?;
+    let mut job = RunRequest::default().resolve_with(stored_opts.clone())?;
     // The given options over the stored ones, targets and output files aside.
     let strip = |o: &RunOptions| RunOptions { episodes: None, steps: None, summary_json: None, episodes_json: None, ..o.clone() };
-    let given = RunArgs { opts: strip(&a.opts), ..RunArgs::default() };
+    let given = RunRequest { settings: strip(&a.settings), ..RunRequest::default() };
     let file = file.unwrap_or_default();
     let merged = strip(&file).over(stored_opts);
     let differ = differences(&job.to_file_config(), &given.resolve_with(merged)?.to_file_config());
@@ -144,7 +143,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunArgs, file: Option<RunOptio
             takes.join(", ")
         );
     }
-    let target = (a.opts.episodes.or(file.episodes), a.opts.steps.or(file.steps));
+    let target = (a.settings.episodes.or(file.episodes), a.settings.steps.or(file.steps));
     job.cfg.target = match (job.cfg.target, target.0, target.1) {
         (t, None, None) => t,
         (Target::Episodes(n), Some(e), None) if e >= n => Target::Episodes(e),
@@ -158,9 +157,9 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunArgs, file: Option<RunOptio
             bail!("{given}: the resumed run's target is {stored}; with --resume a target can only be raised, in the same unit");
         }
     };
-    job.origin.given = a.opts.given();
-    job.summary_json = a.opts.summary_json.clone().or(file.summary_json).or(job.summary_json);
-    job.episodes_json = a.opts.episodes_json.clone().or(file.episodes_json).or(job.episodes_json);
+    job.origin.given = a.settings.given();
+    job.summary_json = a.settings.summary_json.clone().or(file.summary_json).or(job.summary_json);
+    job.episodes_json = a.settings.episodes_json.clone().or(file.episodes_json).or(job.episodes_json);
     Ok(job)
 }
 
@@ -224,25 +223,6 @@ fn opt_params(base: Params, opts: &[String], flag: &str) -> Result<Params> {
     Ok(p)
 }
 
-/// Parses `500us`, `2ms`, `1.5s` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num.trim().parse().with_context(|| format!("`{s}` is not a duration (try 500us, 2ms, 1s)"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        bail!("`{s}`: a duration must be a non-negative number");
-    }
-    Duration::try_from_secs_f64(v * scale).map_err(|_| anyhow!("`{s}` is too long a duration"))
-}
-
 fn parse_batch(s: &str) -> Result<(usize, usize)> {
     let (a, b) = s.split_once(':').with_context(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
     Ok((
@@ -251,22 +231,27 @@ fn parse_batch(s: &str) -> Result<(usize, usize)> {
     ))
 }
 
-impl RunArgs {
-    /// Reads the config file (if any) and applies the flags on top.
+impl RunRequest {
+    /// Reads the config (the request's `file`, else its TOML file, if any) and
+    /// applies the settings on top.
     pub fn resolve(&self) -> Result<Job> {
-        let file: RunOptions = match &self.config {
-            None => RunOptions::default(),
-            Some(path) => read_config(path)?,
+        let file: RunOptions = match (&self.file, &self.config) {
+            (Some(f), _) => f.clone(),
+            (None, Some(path)) => read_config(path)?,
+            (None, None) => RunOptions::default(),
         };
         self.resolve_with(file)
     }
 
     /// Applies the flags on top of an already parsed config.
     pub fn resolve_with(&self, file: RunOptions) -> Result<Job> {
-        let is_default =
-            self.config.is_none() && file.env.is_none() && file.agent.is_none() && self.opts.env.is_none() && self.opts.agent.is_none();
-        let origin = Origin { given: self.opts.given() };
-        let o = self.opts.over(file);
+        let is_default = self.config.is_none()
+            && file.env.is_none()
+            && file.agent.is_none()
+            && self.settings.env.is_none()
+            && self.settings.agent.is_none();
+        let origin = Origin { given: self.settings.given() };
+        let o = self.settings.over(file);
         let mut writer = writer_config(&o, &origin)?;
         let mut cfg = self.run_config(&o, &origin)?;
         if is_default && o.episodes.is_none() && o.steps.is_none() {
@@ -322,17 +307,17 @@ impl RunArgs {
             None => (d.min_batch, d.max_batch),
         };
         let max_wait = match &o.max_wait {
-            Some(w) => parse_duration(w).with_context(|| origin.name("max_wait"))?,
+            Some(w) => w.duration().with_context(|| origin.name("max_wait"))?,
             None => d.max_wait,
         };
         let step_timeout = match &o.step_timeout {
-            Some(t) => Some(parse_duration(t).with_context(|| origin.name("step_timeout"))?),
+            Some(t) => Some(t.duration().with_context(|| origin.name("step_timeout"))?),
             None => d.step_timeout,
         };
         Ok(RunConfig {
             step_timeout,
-            env_params: opt_params(table_params(o.env_params.clone()), &self.opts.env_opt, "--env-opt")?,
-            agent_params: opt_params(table_params(o.agent_params.clone()), &self.opts.agent_opt, "--agent-opt")?,
+            env_params: opt_params(table_params(o.env_params.clone()), &self.settings.env_opt, "--env-opt")?,
+            agent_params: opt_params(table_params(o.agent_params.clone()), &self.settings.agent_opt, "--agent-opt")?,
             env: o.env.clone().unwrap_or(d.env.clone()),
             agent: o.agent.clone().unwrap_or(d.agent.clone()),
             workers: o.workers.unwrap_or(d.workers),

@@ -1,10 +1,12 @@
-//! Live progress: an indicatif bar on a terminal, plain log lines otherwise.
+//! Live progress: an indicatif bar on a terminal, plain log lines otherwise, for a
+//! run ([`Display`], a stage of [`crate::Sinks`]) and for the dataset commands
+//! ([`Bar`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rollway_runner::{EpisodeResult, Observer, Progress, SinkError, Target};
+use rollway_runner::{Progress, SinkError, Target};
 
 /// A run stopped because its caller asked (Ctrl-C in Python).
 #[derive(Debug)]
@@ -21,15 +23,11 @@ impl std::error::Error for Interrupted {}
 /// How often progress is logged when stderr is not a terminal.
 pub const LOG_EVERY: Duration = Duration::from_secs(30);
 
-/// Shows progress and optionally streams episodes as JSON lines.
+/// Shows a run's progress, asks its caller whether to stop, and keeps its timeline.
 pub struct Display<'a> {
     bar: Option<ProgressBar>,
     log_every: Option<Duration>,
     last_log: Instant,
-    episodes_out: Option<std::io::BufWriter<std::fs::File>>,
-    pub write_error: Option<std::io::Error>,
-    /// Where recorded episodes go, if the run records.
-    pub writer: Option<rollway_store::DatasetWriter>,
     /// Asked at every progress tick; `true` stops the run.
     pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
     /// Progress over time, stored with the run's summary for `rollway report`.
@@ -75,7 +73,7 @@ impl Timeline {
 }
 
 impl Display<'_> {
-    pub fn new(target: Target, quiet: bool, episodes_out: Option<std::fs::File>) -> Self {
+    pub fn new(target: Target, quiet: bool) -> Self {
         let tty = std::io::stderr().is_terminal();
         let bar = (!quiet && tty).then(|| {
             let (len, unit) = match target {
@@ -90,43 +88,18 @@ impl Display<'_> {
         // Off a terminal (a log file, CI) a line now and then says how far the run is
         // and how long it still needs; often enough to see it move, rare enough to read.
         let log_every = (!quiet && !tty).then_some(LOG_EVERY);
-        Display {
-            bar,
-            log_every,
-            last_log: Instant::now(),
-            episodes_out: episodes_out.map(std::io::BufWriter::new),
-            write_error: None,
-            writer: None,
-            stop: None,
-            timeline: Timeline::default(),
-        }
+        Display { bar, log_every, last_log: Instant::now(), stop: None, timeline: Timeline::default() }
     }
 
+    /// Clears the bar.
     pub fn finish(&mut self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
-        if let Some(w) = &mut self.episodes_out {
-            if let Err(e) = w.flush() {
-                self.write_error.get_or_insert(e);
-            }
-        }
-    }
-}
-
-impl Observer for Display<'_> {
-    fn on_episode(&mut self, episode: EpisodeResult) -> Result<(), SinkError> {
-        if let Some(w) = &mut self.episodes_out {
-            let line = serde_json::to_string(&episode).expect("episode results serialize");
-            writeln!(w, "{line}").map_err(|e| format!("writing --episodes-json: {e}"))?;
-        }
-        if let Some(w) = &self.writer {
-            w.write(episode)?;
-        }
-        Ok(())
     }
 
-    fn on_progress(&mut self, p: &Progress) -> Result<(), SinkError> {
+    /// A progress tick: stops the run when the caller asks, else records and shows it.
+    pub fn tick(&mut self, p: &Progress) -> Result<(), SinkError> {
         if self.stop.as_mut().is_some_and(|stop| stop()) {
             return Err(Box::new(Interrupted));
         }

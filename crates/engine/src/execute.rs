@@ -1,0 +1,260 @@
+//! A run: a request planned into a job, run with live progress, its episodes
+//! committed as they finish.
+//!
+//! [`execute`] is the one place a run happens, for every front.
+//! Whatever way a run ends (done, failed, interrupted), the episodes it finished are
+//! committed before `execute` returns, so the dataset is always resumable.
+//!
+//! The generator knows envs and agents only as factories; [`generator`] is where a
+//! job's env and agent names are resolved to them: the built-in registries, Python
+//! envs hosted in worker processes (`gym:ID`, `module:callable`), or factories the
+//! caller brings ([`Sources`]).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use rollway_core::{AgentFactory, EnvFactory};
+use rollway_runner::tune::Calibration;
+use rollway_runner::{filter, Generator, RunConfig, Summary};
+use rollway_store::{ResumePoint, WriteStats};
+
+use crate::job::{self, Job};
+use crate::progress::{Display, Interrupted};
+use crate::request::RunRequest;
+use crate::settings::Part;
+use crate::sinks::{JsonLines, Sinks};
+use crate::{dataset, input};
+
+/// What a caller adds to a run besides its settings.
+#[derive(Default)]
+pub struct RunHooks<'a> {
+    /// Asked about ten times a second; `true` stops the run ([`Interrupted`]).
+    pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
+    /// Where the env and agent come from when not from their names.
+    pub sources: Sources,
+}
+
+/// Env and agent factories a caller brings itself (a Python callable, say), and
+/// the Python that hosts `gym:`/`module:` envs. Each factory's name must be the
+/// run's `env`/`agent` setting, which is what the dataset records.
+#[derive(Default)]
+pub struct Sources {
+    /// The run's envs, instead of resolving `env`.
+    pub envs: Option<Arc<dyn EnvFactory>>,
+    /// A Python env factory pickled with cloudpickle (`rollway.run(env=callable)`):
+    /// hosted in Python processes, called with `env_params`; `env` names it.
+    pub env_pickle: Option<Vec<u8>>,
+    /// The run's agent, instead of resolving `agent`.
+    pub agents: Option<Arc<dyn AgentFactory>>,
+    /// The interpreter for hosted envs (default: `$ROLLWAY_PYTHON`, else `python3`).
+    pub python: Option<PathBuf>,
+}
+
+/// How a run went.
+pub struct Outcome {
+    /// The run's summary.
+    pub summary: Summary,
+    /// The dataset it recorded into, if it recorded.
+    pub out: Option<PathBuf>,
+    /// What this run added to the dataset.
+    pub written: Option<WriteStats>,
+    /// Where a resumed run started.
+    pub resumed: Option<ResumePoint>,
+    /// How long committing the last episodes took after the run ended (frames
+    /// still being encoded, the last shard's fsyncs).
+    pub commit_wait: Duration,
+    /// The HTML report written when asked (`RunRequest::report`): its path and size in bytes.
+    pub report: Option<(PathBuf, usize)>,
+}
+
+/// Plans and runs the job `a` asks for. Input errors are [`crate::InputError`]s;
+/// a run its caller stopped is [`Interrupted`].
+pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
+    let (mut job, out, start) = input(plan(a))?;
+    if a.report && out.is_none() {
+        return input(Err(anyhow!("--report writes the report of the dataset the run records: add --out DIR")));
+    }
+    if out.is_some() {
+        job.cfg.record_steps = true;
+        job.cfg.record_infos = job.writer.record_infos;
+    }
+    let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let (envs, agents) = factories(&job.cfg, hooks.sources);
+    let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
+    let (writer, resumed) = open_writer(&mut job, out.as_deref(), &start, a.quiet)?;
+    let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
+    let writer = match (&out, writer) {
+        (Some(dir), None) => {
+            let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
+            let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
+            Some(input(w.with_context(|| format!("--out {}", dir.display())))?)
+        }
+        (_, w) => w,
+    };
+    if a.prepare {
+        return prepared(&job, out, writer);
+    }
+    // Both output files are created before the run, so a bad path costs no work.
+    let lines = input(create(job.episodes_json.as_deref(), "--episodes-json"))?.map(JsonLines::new);
+    let summary_out = input(create(job.summary_json.as_deref(), "--summary-json"))?;
+    let mut progress = Display::new(generator.config().target, a.quiet);
+    progress.stop = hooks.stop;
+    let mut sinks = Sinks { lines, record: writer, progress };
+    let summary = generator.run(&mut sinks);
+    sinks.progress.finish();
+    if let (Ok(s), Some(w)) = (&summary, &sinks.record) {
+        let samples = sinks.progress.timeline.finish(s.seconds, s.episodes);
+        let mut stored = serde_json::to_value(s).expect("summaries serialize");
+        stored["timeline"] = serde_json::json!(samples);
+        stored["calibration"] = serde_json::json!(calibration);
+        // A writer that failed says so from `finish` below, with its own error.
+        let _ = w.set_summary(stored);
+    }
+    // Commit what the run produced even when it failed part-way: it is all valid.
+    let t = Instant::now();
+    let written = sinks.record.take().map(|w| w.finish()).transpose();
+    let commit_wait = t.elapsed();
+    let summary = summary.map(|s| Summary { calibration, ..s }).map_err(|e| match e {
+        rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => anyhow!(Interrupted),
+        e => e.into(),
+    })?;
+    let written = written.context("committing the dataset")?;
+    if let Some(lines) = sinks.lines.take() {
+        lines.finish().context("writing --episodes-json")?;
+    }
+    if let Some(mut f) = summary_out {
+        let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
+        writeln!(f, "{text}").context("writing --summary-json")?;
+    }
+    let report = match (&out, a.report) {
+        (Some(dir), true) => Some(dataset::write_report(dir, None)?),
+        _ => None,
+    };
+    Ok(Outcome { summary, out, written, resumed, commit_wait, report })
+}
+
+/// The writer of a run that joins or resumes a dataset (a new dataset's is made
+/// once the generator knows the env's spec); a resume starts the job where the
+/// dataset's last run stopped.
+fn open_writer(
+    job: &mut Job,
+    out: Option<&Path>,
+    start: &Start,
+    quiet: bool,
+) -> Result<(Option<rollway_store::DatasetWriter>, Option<ResumePoint>)> {
+    let Some(dir) = out else { return Ok((None, None)) };
+    match start {
+        Start::Join(p) => {
+            let w = rollway_store::DatasetWriter::join(dir, p.run, &p.id, job.writer.clone());
+            Ok((Some(input(w.with_context(|| format!("--join {}", dir.display())))?), None))
+        }
+        Start::Resume => {
+            // The stored config with the target this resume runs to (raised, or as it was).
+            let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
+            let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored)).map_err(Into::into))?;
+            job.cfg.start_index = point.next_index;
+            job.cfg.start_steps = point.steps;
+            if !quiet {
+                let (run, d) = (point.run.run, dir.display());
+                eprintln!("rollway: resuming run {run} in {d}: {} episodes ({} steps) already committed", point.episodes, point.steps);
+            }
+            Ok((Some(w), Some(point)))
+        }
+        Start::New => Ok((None, None)),
+    }
+}
+
+/// Measures the envs per worker a job did not give (`rollway_runner::tune`), and
+/// its mode when not given either, when there is a choice to make: envs in this
+/// process (a probe of Python envs would time their processes starting) and a
+/// target that keeps more than the smallest size busy.
+fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFactory>, quiet: bool) -> Option<Calibration> {
+    if !job.calibrate || rollway_host::is_hosted(&job.cfg.env) || !rollway_runner::tune::has_choice(&job.cfg) {
+        return None;
+    }
+    if !quiet {
+        let what = if job.calibrate_mode { "envs per worker and mode" } else { "envs per worker" };
+        eprintln!("rollway: measuring {what} (--envs-per-worker skips this)");
+    }
+    // A probe that fails (an agent that gives up, say) leaves the run its default
+    // size: the run then meets the same failure and reports it as its own.
+    let Ok(c) = rollway_runner::tune::calibrate(&job.cfg, envs.clone(), agents.clone(), job.calibrate_mode) else { return None };
+    job.cfg.envs_per_worker = c.envs_per_worker;
+    job.cfg.mode = c.mode;
+    Some(c)
+}
+
+/// A generator for `cfg`: its env and agent from `sources` where given, else by
+/// name (with their parameters): `gym:ID` and `module:callable` envs hosted in
+/// Python processes, the rest from the built-in registries.
+pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, sources: Sources) -> rollway_runner::Result<Generator> {
+    let (envs, agents) = factories(&cfg, sources);
+    Generator::new(cfg, envs, agents, filters)
+}
+
+/// The env and agent factories of `cfg`, from `sources` where given.
+fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn AgentFactory>) {
+    let envs: Arc<dyn EnvFactory> = match sources.envs {
+        Some(f) => f,
+        None if sources.env_pickle.is_some() => {
+            let pickle = sources.env_pickle.unwrap_or_default();
+            Arc::new(rollway_host::PythonEnvs::pickled(&cfg.env, &cfg.env_params, sources.python, pickle))
+        }
+        None if rollway_host::is_hosted(&cfg.env) => Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python)),
+        None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
+    };
+    let agents = sources.agents.unwrap_or_else(|| Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone())));
+    (envs, agents)
+}
+
+/// How a run starts writing.
+enum Start {
+    /// A new dataset, or a new run appended to one.
+    New,
+    /// Continuing the dataset's last run (`--resume`).
+    Resume,
+    /// Part of a prepared run, as one of its many writers (`--join`).
+    Join(Part),
+}
+
+/// The job, where it records, and how it starts writing there.
+fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
+    if let Some((dir, part)) = &a.join {
+        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--join {}", dir.display()))?;
+        let run =
+            ds.metadata().runs.get(part.run as usize).cloned().with_context(|| format!("--join {}: no run {}", dir.display(), part.run))?;
+        let mut job = job::resolve_stored(&run.config)?;
+        job.cfg.start_index = part.start;
+        job.cfg.target = rollway_runner::Target::Episodes(part.end);
+        return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
+    }
+    if let Some(dir) = &a.resume {
+        return Ok((job::resume_from(dir, a)?, Some(dir.clone()), Start::Resume));
+    }
+    let job = a.resolve()?;
+    if let Some(dir) = &a.out {
+        // A second `run --out D` after a crash would otherwise record a duplicate run.
+        if !a.append && rollway_store::format::holds_dataset(dir) {
+            let d = dir.display();
+            return Err(anyhow!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it"));
+        }
+    }
+    let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));
+    Ok((job, out, Start::New))
+}
+
+/// `--prepare`: the dataset was created and the run recorded with its config (the
+/// generator was built only to learn the env's spaces); members run its episodes.
+fn prepared(job: &Job, out: Option<PathBuf>, writer: Option<rollway_store::DatasetWriter>) -> Result<Outcome> {
+    let written = writer.context("--prepare needs --out")?.finish().context("committing the dataset")?;
+    let summary = Summary { env: job.cfg.env.clone(), agent: job.cfg.agent.clone(), ..Summary::default() };
+    Ok(Outcome { summary, out, written: Some(written), resumed: None, commit_wait: Duration::ZERO, report: None })
+}
+
+fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {
+    path.map(|p| File::create(p).with_context(|| format!("{flag} {}", p.display()))).transpose()
+}

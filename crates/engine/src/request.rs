@@ -1,0 +1,38 @@
+//! What a caller asks of a run, typed: the settings (once, as [`RunOptions`]) and
+//! where the episodes go. The CLI builds a [`RunRequest`] from its flags, the
+//! Python package from keyword arguments, the Ray driver from the dataset it
+//! prepared; [`RunRequest::resolve`] (in `job.rs`) turns it into the checked
+//! [`crate::Job`] that [`crate::execute`] runs.
+
+use std::path::PathBuf;
+
+use crate::settings::{Part, RunOptions};
+
+/// A run, as asked for. `Default` is the default job (no settings), recording
+/// into a fresh `./rollway-data/` directory.
+#[derive(Default, Clone)]
+pub struct RunRequest {
+    /// A TOML config file whose keys the settings override.
+    pub config: Option<PathBuf>,
+    /// The config, already read (Python's keyword arguments): used instead of `config`.
+    pub file: Option<RunOptions>,
+    /// Settings given directly (flags): each one set wins over the config's.
+    pub settings: RunOptions,
+    /// Record into this new dataset directory (or, with `append`, after its runs).
+    pub out: Option<PathBuf>,
+    /// With `out` holding a dataset: record a new run after the ones there.
+    pub append: bool,
+    /// Continue the last run recorded in this dataset to its target.
+    pub resume: Option<PathBuf>,
+    /// Do not record, not even the default job.
+    pub no_record: bool,
+    /// When the run ends, write the dataset's HTML report beside it (needs a dataset).
+    pub report: bool,
+    /// No progress output.
+    pub quiet: bool,
+    /// Create the dataset and record the run's config, then stop: members of a
+    /// distributed run run its episodes (`join`).
+    pub prepare: bool,
+    /// Run one part of a prepared run, as one of many writers of the dataset.
+    pub join: Option<(PathBuf, Part)>,
+}
