@@ -6,7 +6,10 @@
 #   make fmt                                              rustfmt the workspace, ruff's fixes on the Python
 #   make lint                                             checks only: rustfmt, clippy -D warnings, ruff, and
 #                                                         the stubs against the installed extension (stubtest)
-.PHONY: run test deps test-deps fmt lint
+#   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
+#                                                         (default run_all: CartPole throughput; bench/README.md
+#                                                         lists them); its markdown report goes to stdout
+.PHONY: run test deps test-deps fmt lint bench
 
 deps:
 	@bash scripts/deps.sh
@@ -27,6 +30,11 @@ PY_SOURCES = python tests/python bench examples
 RUFF = ruff==0.17.6
 # The mypy whose stubtest checks the extension's stubs (scripts/stubtest.sh reads this line).
 MYPY = mypy==2.4.1
+
+BENCH ?= run_all
+bench: deps
+	cargo build --release --locked --bin rollway
+	bash bench/$(BENCH).sh $(BENCH_ARGS)
 
 fmt:
 	cargo fmt --all

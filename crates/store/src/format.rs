@@ -432,3 +432,13 @@ pub(crate) fn expected_files(paths: &Paths, meta: &Metadata, n: u32) -> Vec<Path
 pub(crate) fn frame_ext(meta: &Metadata, key: &str) -> &'static str {
     frames::media(frames::media_name_for(&meta.frame_media, key)).map_or("raw", |m| m.ext())
 }
+
+/// Refuses a `dir` without `rollway.json` before anything is created in it (relabelling
+/// or closing a typo must not make a dataset).
+pub(crate) fn require_dataset(dir: &Path) -> Result<()> {
+    if Paths::new(dir).metadata().is_file() {
+        Ok(())
+    } else {
+        Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", METADATA) })
+    }
+}

@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use crate::error::IoContext;
 use crate::format::frame_ext;
 use crate::format::{create_dir_durable, require_real_dir, shard_number, sync_dir, Metadata, Paths, ShardIndex};
-use crate::reader::{load_shard_indexes, read_metadata, shard_files, Damaged};
-use crate::{Error, Result};
+use crate::reader::{shard_files, Damaged};
+use crate::Result;
 
 /// The result of [`scan`]: every file that is not a published file of a committed shard.
 #[derive(Debug, Default)]
@@ -48,11 +48,6 @@ pub(crate) struct Scan {
     /// The highest shard number found anywhere, so a new shard never takes the name
     /// of an orphan.
     pub highest: Option<u32>,
-}
-
-/// Takes the writer lock of a dataset directory (which must exist).
-pub(crate) fn lock(paths: &Paths) -> Result<std::fs::File> {
-    crate::shared::try_lock(&paths.lock(), false, true)?.ok_or_else(|| Error::Locked { path: paths.root.clone() })
 }
 
 fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, std::fs::FileType)>> {
@@ -203,30 +198,4 @@ pub(crate) fn quarantine(paths: &Paths, files: &[PathBuf]) -> Result<Vec<(PathBu
         moved.push((f.clone(), dest));
     }
     Ok(moved)
-}
-
-/// What [`repair`] did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct RepairReport {
-    /// Files moved to `.quarantine/`, `(from, to)`.
-    pub quarantined: Vec<(PathBuf, PathBuf)>,
-    /// Committed shards' files published into place.
-    pub published: usize,
-    /// Shards whose index is damaged: left as they are (nothing can rebuild an index).
-    pub damaged: Vec<u32>,
-}
-
-/// The explicit repair (`rollway verify --repair`): under the writer lock, does what a
-/// writer does on open, and also moves files rollway does not write out of its
-/// folders into `.quarantine/`. Nothing is deleted but crash debris.
-pub fn repair(dir: &Path) -> Result<RepairReport> {
-    let paths = Paths::new(dir);
-    crate::writer::require_dataset(dir)?;
-    let _lock = lock(&paths)?;
-    let meta = read_metadata(&paths)?;
-    let (shards, damaged) = load_shard_indexes(&paths, &meta)?;
-    let s = recover(&paths, &meta, &shards, &damaged)?;
-    let mut quarantined = s.quarantined;
-    quarantined.extend(quarantine(&paths, &s.strangers)?);
-    Ok(RepairReport { quarantined, published: s.published, damaged: damaged.iter().map(|d| d.shard).collect() })
 }

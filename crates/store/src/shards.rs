@@ -31,12 +31,12 @@ use rollway_core::{EpisodeResult, Status};
 use rollway_media::pool::Pool;
 
 use crate::columns::{traj, Columns};
+use crate::config::{WriteStats, WriterConfig, MAX_SHARD_EPISODES};
 use crate::error::IoContext;
 use crate::format::{self, write_atomic, FileSum, FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex};
 use crate::frames::{Encoded, FrameMedia, Geom};
 use crate::reader::load_shard_indexes;
 use crate::recover;
-use crate::writer::{WriteStats, WriterConfig, MAX_SHARD_EPISODES};
 use crate::{Error, Result};
 
 /// About what one index entry costs in memory and on disk, counted toward the byte limit.
@@ -113,7 +113,7 @@ impl Numbers {
 }
 
 /// The writer thread's state: the open dataset, the encoders, what it committed.
-pub(crate) struct Shards {
+pub(crate) struct WriterThread {
     pub(crate) paths: Paths,
     pub(crate) columns: Columns,
     pub(crate) frame_leaves: Vec<FrameLeaf>,
@@ -126,7 +126,7 @@ pub(crate) struct Shards {
     pub(crate) failed: Arc<Mutex<Option<String>>>,
 }
 
-impl Shards {
+impl WriterThread {
     pub(crate) fn serve(&mut self, rx: &crossbeam_channel::Receiver<Msg>, cfg: &WriterConfig) -> Result<()> {
         let mut buf: Vec<Pending> = Vec::new();
         let (mut steps, mut bytes) = (0usize, 0usize);

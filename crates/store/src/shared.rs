@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::IoContext;
 use crate::format::{create_dir_durable, require_real_dir, Metadata, Paths};
+use crate::lock::try_lock;
 use crate::reader::load_shard_indexes;
 use crate::{recover, Error, Result};
 
@@ -88,22 +89,6 @@ pub(crate) struct Member {
     /// `.tmp/writers/<id>.claim`: the file every claim of this member links to.
     claim: PathBuf,
     next: u32,
-}
-
-/// Takes `path`'s flock (shared or exclusive) without waiting: `Ok(None)` when another
-/// holder is in the way (or, unless `create`, when `path` does not exist).
-pub(crate) fn try_lock(path: &Path, shared: bool, create: bool) -> Result<Option<File>> {
-    let f = match std::fs::OpenOptions::new().create(create).truncate(false).write(true).open(path) {
-        Ok(f) => f,
-        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::Io { op: "opening", path: path.to_path_buf(), source: e }),
-    };
-    let r = if shared { f.try_lock_shared() } else { f.try_lock() };
-    match r {
-        Ok(()) => Ok(Some(f)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io { op: "locking", path: path.to_path_buf(), source: e }),
-    }
 }
 
 impl Member {

@@ -9,73 +9,21 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use crossbeam_channel::{bounded, Sender};
 use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
 use rollway_media::pool::Pool;
 
 use crate::columns::{traj, Columns};
+pub use crate::config::{WriteStats, WriterConfig};
 use crate::error::IoContext;
-use crate::format::{
-    self, create_dir_durable, is_frame_leaf, require_real_dir, write_atomic, EnvInfo, IndexEntry, Metadata, Paths, RunInfo,
-};
-use crate::frames::{self, FrameOptions, Geom};
+use crate::format::require_dataset;
+use crate::format::{self, create_dir_durable, is_frame_leaf, require_real_dir, EnvInfo, IndexEntry, Metadata, Paths, RunInfo};
+use crate::frames::{self, Geom};
 use crate::reader::load_shard_indexes;
 use crate::recover;
-use crate::shards::{write_counts, write_metadata, FrameLeaf, Msg, Numbers, Shards};
+use crate::shards::{write_metadata, FrameLeaf, Msg, Numbers, WriterThread};
 use crate::{Error, Result};
-
-/// How much the writer holds in memory and how it queues.
-#[derive(Clone, Debug)]
-pub struct WriterConfig {
-    /// Commit once this many steps are buffered.
-    pub max_buffer_steps: Option<usize>,
-    /// Commit once this many episodes are buffered.
-    pub max_buffer_episodes: Option<usize>,
-    /// Commit once this many bytes of step data are buffered.
-    pub max_buffer_bytes: usize,
-    /// Commit at least this often while episodes arrive, so a slow run still commits.
-    pub max_buffer_age: Duration,
-    /// Episodes that may wait in the queue before `write` blocks (backpressure).
-    pub queue: usize,
-    /// Store per-step infos (a JSON column).
-    pub record_infos: bool,
-    /// Frame media for a new dataset: `lz4`, `raw`, `jpeg`, `h264` for every image key, or
-    /// per key (`lz4,observations/rgb=h264`); an existing dataset keeps its own.
-    pub frame_media: String,
-    /// Encoder settings for `jpeg` and `h264`.
-    pub frame_options: FrameOptions,
-    /// Threads encoding frames (episodes in parallel); 0 = one per core.
-    pub encode_threads: usize,
-    /// Whether the writer thread, having emptied the queue, sleeps between looks at it
-    /// for ~1 ms before it blocks, so that sending does not have to wake it (see
-    /// `shards::receive`). For a producer that sends an episode at a time from a thread
-    /// it must not stall (a Python `DataCollector`); the generator's recording ran ~5%
-    /// slower with it, so it is off by default.
-    pub linger: bool,
-}
-
-impl Default for WriterConfig {
-    fn default() -> Self {
-        WriterConfig {
-            max_buffer_steps: Some(262_144),
-            max_buffer_episodes: None,
-            max_buffer_bytes: 256 << 20,
-            max_buffer_age: Duration::from_secs(5),
-            queue: 256,
-            record_infos: false,
-            frame_media: "lz4".into(),
-            frame_options: FrameOptions::default(),
-            encode_threads: 0,
-            linger: false,
-        }
-    }
-}
-
-/// The most episodes in one shard, whatever the config says: it bounds the index file
-/// (a few hundred bytes an entry) and what a reader holds per shard.
-pub const MAX_SHARD_EPISODES: usize = 16_384;
 
 /// What a run needs to know to continue a killed run.
 #[derive(Clone, Debug)]
@@ -90,19 +38,6 @@ pub struct ResumePoint {
     pub steps: u64,
 }
 
-/// Totals of a writer's session.
-#[derive(Clone, Debug, Default)]
-pub struct WriteStats {
-    /// Shards committed.
-    pub shards: u64,
-    /// Episodes committed.
-    pub episodes: u64,
-    /// Steps committed.
-    pub steps: u64,
-    /// Bytes written (Parquet + frames).
-    pub bytes: u64,
-}
-
 /// Writes episodes into a dataset directory from any thread.
 pub struct DatasetWriter {
     tx: Option<Sender<Msg>>,
@@ -113,17 +48,17 @@ pub struct DatasetWriter {
 }
 
 /// The open, locked dataset a writer works on.
-struct Opened {
-    paths: Paths,
-    meta: Option<Metadata>,
+pub(crate) struct Opened {
+    pub(crate) paths: Paths,
+    pub(crate) meta: Option<Metadata>,
     numbers: Numbers,
-    entries: Vec<IndexEntry>,
+    pub(crate) entries: Vec<IndexEntry>,
 }
 
-fn open_locked(dir: &Path) -> Result<Opened> {
+pub(crate) fn open_locked(dir: &Path) -> Result<Opened> {
     create_dir_durable(dir)?;
     let paths = Paths::new(dir);
-    let lock = recover::lock(&paths)?;
+    let lock = crate::lock::lock(&paths)?;
     let meta = if paths.metadata().exists() {
         Some(crate::reader::read_metadata(&paths)?)
     } else {
@@ -289,7 +224,7 @@ impl DatasetWriter {
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
-        let mut shard = Shards {
+        let mut thread = WriterThread {
             paths: o.paths.clone(),
             columns,
             frame_leaves,
@@ -304,14 +239,14 @@ impl DatasetWriter {
         let handle = std::thread::Builder::new()
             .name("rollway-writer".into())
             .spawn(move || {
-                let res = shard.serve(&rx, &cfg);
+                let res = thread.serve(&rx, &cfg);
                 if let Err(e) = &res {
                     *flag.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                 }
                 // Only now may senders see the channel close: the cause is recorded, so
                 // they report it instead of a bare "writer thread ended".
                 drop(rx);
-                res.map(|()| shard.stats)
+                res.map(|()| thread.stats)
             })
             .io("starting writer thread", &root)?;
         Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root })
@@ -381,64 +316,10 @@ impl Drop for DatasetWriter {
     }
 }
 
-/// Refuses a `dir` without `rollway.json` before anything is created in it (relabelling
-/// or closing a typo must not make a dataset).
-pub(crate) fn require_dataset(dir: &Path) -> Result<()> {
-    if Paths::new(dir).metadata().is_file() {
-        Ok(())
-    } else {
-        Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })
-    }
-}
-
-/// Opens an existing dataset as its one writer ([`open_locked`]), with its metadata.
-fn open_existing(dir: &Path) -> Result<(Opened, Metadata)> {
-    require_dataset(dir)?;
-    let o = open_locked(dir)?;
-    let meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: format!("no {}", format::METADATA) })?;
-    Ok((o, meta))
-}
-
 /// Run `run` of the dataset, for `what` (`join`, `close`) to act on.
-fn run_info(dir: &Path, meta: &Metadata, run: u32, what: &str) -> Result<RunInfo> {
+pub(crate) fn run_info(dir: &Path, meta: &Metadata, run: u32, what: &str) -> Result<RunInfo> {
     meta.runs.get(run as usize).cloned().ok_or_else(|| Error::Mismatch {
         path: dir.to_path_buf(),
         message: format!("it records {} runs, so no run {run} to {what}", meta.runs.len()),
     })
-}
-
-/// Ends run `run` of the dataset at `dir`, written by many writers ([`DatasetWriter::join`]):
-/// under the writer lock (so only once all of them are gone), cleans up as a writer
-/// does on open, then records the run's `summary` (when given) and the dataset's counts.
-pub fn close_run(dir: &Path, run: u32, summary: Option<serde_json::Value>) -> Result<WriteStats> {
-    let (o, meta) = open_existing(dir)?;
-    let mut info = run_info(dir, &meta, run, "close")?;
-    info.summary = summary.or(info.summary);
-    let mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run).collect();
-    let stats = WriteStats {
-        shards: mine.iter().map(|e| e.shard).collect::<std::collections::BTreeSet<_>>().len() as u64,
-        episodes: mine.len() as u64,
-        steps: mine.iter().filter(|e| e.status != Status::GivenUp).map(|e| e.length).sum(),
-        bytes: 0,
-    };
-    write_counts(&o.paths, run, info.summary.as_ref())?;
-    Ok(stats)
-}
-
-/// Rewrites the index under the writer lock, letting `edit` change each entry's
-/// labels (or other index-only fields); each index file is replaced atomically.
-/// Returns how many entries `edit` reported as changed.
-pub fn rewrite_index(dir: &Path, mut edit: impl FnMut(&mut IndexEntry) -> bool) -> Result<u64> {
-    let (o, meta) = open_existing(dir)?;
-    let mut changed = 0;
-    for mut shard in load_shard_indexes(&o.paths, &meta)?.0 {
-        let before = changed;
-        for e in &mut shard.episodes {
-            changed += u64::from(edit(e));
-        }
-        if changed != before {
-            write_atomic(&o.paths.shard_index(shard.shard), &o.paths.tmp(), &serde_json::to_vec(&shard).expect("index serializes"))?;
-        }
-    }
-    Ok(changed)
 }

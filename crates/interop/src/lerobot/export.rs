@@ -98,14 +98,6 @@ struct Exporter<'a> {
     frames: u64,
 }
 
-pub(super) fn next(at: (u64, u64), chunks: u64) -> (u64, u64) {
-    if at.1 + 1 >= chunks {
-        (at.0 + 1, 0)
-    } else {
-        (at.0, at.1 + 1)
-    }
-}
-
 impl<'a> Exporter<'a> {
     fn new(
         ds: &'a Dataset,
@@ -319,7 +311,7 @@ impl<'a> Exporter<'a> {
             let est = d.w.bytes() + d.w.bytes() / d.frames.max(1) * batch.num_rows() as u64;
             if est >= limit || self.opts.episodes_per_file.is_some_and(|m| d.episodes >= m) {
                 self.close_data()?;
-                self.data_at = next(self.data_at, self.opts.chunks_size);
+                self.data_at = meta::next_file(self.data_at, self.opts.chunks_size);
             }
         }
         if self.data.is_none() {

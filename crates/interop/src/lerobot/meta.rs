@@ -233,6 +233,16 @@ pub(crate) fn read_rollway(root: &Root) -> Result<Option<RollwayMeta>, String> {
     }
 }
 
+/// The `(chunk, file)` after `at`, with `chunks` files a chunk (LeRobot's
+/// `chunks_size`): where the next data or video file goes.
+pub(super) fn next_file(at: (u64, u64), chunks: u64) -> (u64, u64) {
+    if at.1 + 1 >= chunks {
+        (at.0 + 1, 0)
+    } else {
+        (at.0, at.1 + 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -214,7 +214,7 @@ impl Videos {
         if !f.pending.is_empty() && full {
             self.flush(v)?;
             let f = &mut self.files[v];
-            f.at = super::export::next(f.at, self.chunks_size);
+            f.at = meta::next_file(f.at, self.chunks_size);
         }
         let f = &mut self.files[v];
         let fps = f64::from(self.settings.fps);

@@ -28,8 +28,8 @@ use arrow_schema::DataType;
 use rollway_core::{EpisodeResult, Info, Layout, LeafKind, Trajectory};
 use serde_json::Value as Json;
 
-use super::import::{is_image_leaf, jpeg_leaf_rows, scatter_leaf, text_rows, Source};
 use super::infos::{insert, nest};
+use super::leaves::{is_image_leaf, jpeg_leaf_rows, scatter_leaf, text_rows, Source};
 use super::DataFormat;
 use crate::arrowx;
 use crate::{Error, Result};

@@ -26,6 +26,7 @@ mod h5;
 mod h5raw;
 mod import;
 mod infos;
+mod leaves;
 
 use std::path::{Path, PathBuf};
 
