@@ -165,34 +165,6 @@ pub fn relabel(a: &RelabelArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// `rollway load`'s replay-buffer flags: a capacity and a staleness bound (any
-/// dataset), and follow mode (a dataset a rollout keeps filling).
-#[derive(clap::Args)]
-pub struct ReplayArgs {
-    /// Only the newest this many episodes (a replay buffer's capacity).
-    #[arg(long)]
-    pub last_episodes: Option<usize>,
-    /// Only the newest episodes holding this many steps.
-    #[arg(long)]
-    pub last_steps: Option<u64>,
-    /// Only episodes every action of which a policy of at least this version chose
-    /// (the `policy_version` column of a training rollout's dataset).
-    #[arg(long)]
-    pub min_policy_version: Option<u64>,
-    /// Follow a dataset that is still being written (`rollway.Rollout(out=...)`):
-    /// `--epochs` counts rounds, each reading the commits again and shuffling what the
-    /// selection keeps; waits while no window is eligible.
-    #[arg(long)]
-    pub follow: bool,
-    /// Following: rounds a window may come in.
-    #[arg(long, requires = "follow")]
-    pub max_reuse: Option<u32>,
-    /// Following: the most windows in a round (a random subset), so that new commits
-    /// are sampled sooner.
-    #[arg(long, requires = "follow")]
-    pub round_windows: Option<usize>,
-}
-
 fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
     let r = &a.replay;
     rollway_loader::LoaderConfig {
