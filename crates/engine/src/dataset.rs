@@ -9,7 +9,7 @@ use rollway_runner::{filter, Summary};
 use rollway_store::IndexEntry;
 use serde::Deserialize;
 
-use crate::{input, InputError};
+use crate::{input, parse_filters, InputError};
 
 /// `rollway-data/<env>-NNN`, the first that does not exist yet.
 pub fn fresh_dir(env: &str) -> PathBuf {
@@ -34,7 +34,7 @@ pub fn write_report(dir: &Path, out: Option<&Path>) -> Result<(PathBuf, usize)> 
 /// Runs `filters` again over the committed episodes of `dir` and rewrites only the
 /// index (labels); returns how many episodes changed labels.
 pub fn relabel_dataset(dir: &Path, filters: &[String]) -> Result<u64> {
-    let filters = input(filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let filters = parse_filters(filters)?;
     let changed = rollway_store::rewrite_index(dir, |e| {
         if e.status == Status::GivenUp {
             return false;
@@ -109,12 +109,8 @@ pub fn run_summary(dir: &Path, run: u32, parts: &[PartReport], untried: u64, sec
     for p in parts {
         base.restarts += p.restarts;
         base.failed_attempts += p.failed_attempts;
-        base.faults.extend(p.faults.iter().take(1000 - base.faults.len().min(1000)).cloned());
-        for w in &p.warnings {
-            if base.warnings.len() < 100 && !base.warnings.contains(w) {
-                base.warnings.push(w.clone());
-            }
-        }
+        p.faults.iter().cloned().for_each(|f| base.keep_fault(f));
+        p.warnings.iter().cloned().for_each(|w| base.keep_warning(w));
     }
     let mut entries: Vec<&IndexEntry> = ds.episodes().filter(|e| e.run == run).collect();
     entries.sort_by_key(|e| e.run_index);

@@ -5,7 +5,7 @@
 //! Whatever way a run ends (done, failed, interrupted), the episodes it finished are
 //! committed before `execute` returns, so the dataset is always resumable.
 //!
-//! The generator knows envs and agents only as factories; [`generator`] is where a
+//! The generator knows envs and agents only as factories; [`factories`] is where a
 //! job's env and agent names are resolved to them: the built-in registries, Python
 //! envs hosted in worker processes (`gym:ID`, `module:callable`), or factories the
 //! caller brings ([`Sources`]).
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use rollway_core::{AgentFactory, EnvFactory};
 use rollway_runner::tune::Calibration;
-use rollway_runner::{filter, Generator, RunConfig, Summary};
+use rollway_runner::{Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
 use crate::job::{self, Job};
@@ -27,7 +27,7 @@ use crate::progress::{Display, Interrupted};
 use crate::request::RunRequest;
 use crate::settings::Part;
 use crate::sinks::{JsonLines, Sinks};
-use crate::{dataset, input};
+use crate::{dataset, input, parse_filters};
 
 /// What a caller adds to a run besides its settings.
 #[derive(Default)]
@@ -82,14 +82,15 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
         job.cfg.record_steps = true;
         job.cfg.record_infos = job.writer.record_infos;
     }
-    let filters = input(job.filters.iter().map(|f| filter::parse(f).map_err(Into::into)).collect::<Result<Vec<_>>>())?;
+    let filters = parse_filters(&job.filters)?;
     let (envs, agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
-    let (writer, resumed) = open_writer(&mut job, out.as_deref(), &start, a.quiet)?;
+    // The resolved config, as the dataset stores it (a resume stores the target it runs to).
+    let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
+    let (writer, resumed) = open_writer(&mut job, out.as_deref(), &start, &stored, a.quiet)?;
     let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
-            let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
             Some(input(w.with_context(|| format!("--out {}", dir.display())))?)
         }
@@ -144,6 +145,7 @@ fn open_writer(
     job: &mut Job,
     out: Option<&Path>,
     start: &Start,
+    stored: &serde_json::Value,
     quiet: bool,
 ) -> Result<(Option<rollway_store::DatasetWriter>, Option<ResumePoint>)> {
     let Some(dir) = out else { return Ok((None, None)) };
@@ -153,9 +155,8 @@ fn open_writer(
             Ok((Some(input(w.with_context(|| format!("--join {}", dir.display())))?), None))
         }
         Start::Resume => {
-            // The stored config with the target this resume runs to (raised, or as it was).
-            let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
-            let (w, point) = input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored)).map_err(Into::into))?;
+            let (w, point) =
+                input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored.clone())).map_err(Into::into))?;
             job.cfg.start_index = point.next_index;
             job.cfg.start_steps = point.steps;
             if !quiet {
@@ -186,14 +187,6 @@ fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFa
     job.cfg.envs_per_worker = c.envs_per_worker;
     job.cfg.mode = c.mode;
     Some(c)
-}
-
-/// A generator for `cfg`: its env and agent from `sources` where given, else by
-/// name (with their parameters): `gym:ID` and `module:callable` envs hosted in
-/// Python processes, the rest from the built-in registries.
-pub fn generator(cfg: RunConfig, filters: Vec<Box<dyn filter::EpisodeFilter>>, sources: Sources) -> rollway_runner::Result<Generator> {
-    let (envs, agents) = factories(&cfg, sources);
-    Generator::new(cfg, envs, agents, filters)
 }
 
 /// The env and agent factories of `cfg`, from `sources` where given.

@@ -23,7 +23,7 @@ mod request;
 pub mod settings;
 mod sinks;
 
-pub use execute::{execute, generator, Outcome, RunHooks, Sources};
+pub use execute::{execute, Outcome, RunHooks, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
 pub use request::RunRequest;
@@ -46,6 +46,11 @@ impl std::error::Error for InputError {}
 /// Marks an error as the user's input error.
 pub fn input<T>(r: anyhow::Result<T>) -> anyhow::Result<T> {
     r.map_err(|e| InputError(e).into())
+}
+
+/// The run's filter specs parsed (`rollway_runner::filter::parse`); a bad spec is an input error.
+pub fn parse_filters(specs: &[String]) -> anyhow::Result<Vec<Box<dyn rollway_runner::filter::EpisodeFilter>>> {
+    input(specs.iter().map(|f| rollway_runner::filter::parse(f).map_err(Into::into)).collect())
 }
 
 /// `context: cause: cause…`, each message once: some errors (e.g. the store's I/O

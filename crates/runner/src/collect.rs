@@ -195,16 +195,32 @@ impl Books {
 }
 
 impl Summary {
+    /// The most failed attempts a summary lists ([`Summary::faults`]); all are counted.
+    pub const MAX_FAULTS: usize = 1000;
+    /// The most distinct warnings a summary lists.
+    pub const MAX_WARNINGS: usize = 100;
+
+    /// Lists a failed attempt, if fewer than [`Summary::MAX_FAULTS`] are listed
+    /// (counting it is the caller's: `failed_attempts`).
+    pub fn keep_fault(&mut self, f: Fault) {
+        if self.faults.len() < Self::MAX_FAULTS {
+            self.faults.push(f);
+        }
+    }
+
+    /// Lists a warning once, if fewer than [`Summary::MAX_WARNINGS`] are listed.
+    pub fn keep_warning(&mut self, w: String) {
+        if self.warnings.len() < Self::MAX_WARNINGS && !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
     /// The summary of episodes already labelled (in index order), over `seconds`
     /// of wall time, as a run that made them would have counted them; `base`
     /// carries what the episodes do not tell (names, failed attempts, faults,
-    /// restarts), and its counts of episodes are replaced.
+    /// restarts) and no episodes of its own.
     pub fn tally<'e>(base: Summary, episodes: impl IntoIterator<Item = &'e EpisodeResult>, seconds: f64) -> Summary {
         let mut books = Books { summary: base, ..Books::default() };
-        let s = &mut books.summary;
-        (s.episodes, s.steps, s.given_up, s.terminated, s.truncated) = (0, 0, 0, 0, 0);
-        s.given_up_episodes.clear();
-        s.labels.clear();
         for ep in episodes {
             books.count(ep);
         }
@@ -296,9 +312,7 @@ impl<'a> Collector<'a> {
         }
         b.restarts = 0;
         for w in b.warnings.drain(..) {
-            if self.books.summary.warnings.len() < 100 && !self.books.summary.warnings.contains(&w) {
-                self.books.summary.warnings.push(w);
-            }
+            self.books.summary.keep_warning(w);
         }
         let mut covered = false;
         for ep in b.finished.drain(..) {
@@ -309,9 +323,7 @@ impl<'a> Collector<'a> {
 
     pub fn fault(&mut self, f: Fault) {
         self.books.summary.failed_attempts += 1;
-        if self.books.summary.faults.len() < 1000 {
-            self.books.summary.faults.push(f);
-        }
+        self.books.summary.keep_fault(f);
     }
 
     pub fn progress(&mut self, p: &crate::Progress) {
