@@ -8,8 +8,8 @@ use rollway_core::{Space, Status};
 use rollway_store::{Dataset, IndexEntry, OpenOptions};
 
 use crate::args::{DataArgs, LoadArgs, RelabelArgs, VerifyArgs};
+use crate::input;
 use rollway_engine::dataset::{relabel_dataset, write_report};
-use rollway_engine::input;
 
 /// Writes the dataset's HTML report (`rollway report`) to `out` (default beside
 /// the dataset) and prints where.

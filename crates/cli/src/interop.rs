@@ -7,12 +7,11 @@ use rollway_interop::{lerobot, minari};
 
 use crate::args::{ExportArgs, ExportFormat, ImportArgs, ImportFormat};
 use rollway_engine::progress::Bar;
-use rollway_engine::InputError;
 
 /// Input problems (bad paths, ids, malformed files) exit 2; failures while writing exit 1.
 fn classify(e: rollway_interop::Error) -> anyhow::Error {
     if e.is_input() {
-        InputError(e.into()).into()
+        rollway_engine::Error::input_from(e).into()
     } else {
         anyhow::Error::from(e)
     }
@@ -92,7 +91,7 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
 /// Refuses flags that belong to another format instead of ignoring them.
 fn only_for(format: &str, flags: &[(&str, bool)]) -> Result<()> {
     match flags.iter().find(|f| f.1) {
-        Some((flag, _)) => Err(InputError(anyhow::anyhow!("{flag} does not apply to --to {format}")).into()),
+        Some((flag, _)) => Err(rollway_engine::Error::input(format!("{flag} does not apply to --to {format}")).into()),
         None => Ok(()),
     }
 }

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
-use rollway_engine::{chain_text, quiet_worker_panics, InputError};
+use rollway_engine::{chain_text, quiet_worker_panics};
 
 /// The `rollway` command line: parses the arguments, runs the command, prints
 /// errors, and returns the exit code.
@@ -46,13 +46,23 @@ pub fn cli_main() -> ExitCode {
     match res {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
-        Err(e) if e.is::<InputError>() => {
-            eprintln!("rollway: error: {e}");
+        Err(e) if is_input(&e) => {
+            eprintln!("rollway: error: {}", chain_text(&*e));
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("rollway: failed: {}", chain_text(&e));
+            eprintln!("rollway: failed: {}", chain_text(&*e));
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether `e` is the user's input error (exit 2) rather than a failed run.
+fn is_input(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<rollway_engine::Error>().is_some_and(rollway_engine::Error::is_input)
+}
+
+/// Marks an error as the user's input error (exit 2).
+pub(crate) fn input<T>(r: anyhow::Result<T>) -> anyhow::Result<T> {
+    r.map_err(|e| rollway_engine::Error::input_from(e).into())
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::args::RunArgs;
-use rollway_engine::{input, InputError};
+use crate::input;
 
 /// Runs `a` on Ray; Ok(false) when the run gave up or left episodes untried.
 pub(crate) fn run(a: &RunArgs) -> Result<bool> {
@@ -30,7 +30,7 @@ pub(crate) fn run(a: &RunArgs) -> Result<bool> {
     match status.code() {
         Some(0) => Ok(true),
         Some(1) => Ok(false),
-        Some(2) => Err(InputError(anyhow!("the Ray driver refused the run (its message is above)")).into()),
+        Some(2) => Err(rollway_engine::Error::input("the Ray driver refused the run (its message is above)").into()),
         _ => bail!("the Ray driver ended with {status}"),
     }
 }

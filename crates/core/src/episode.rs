@@ -92,8 +92,10 @@ impl Trajectory {
 /// One finished (or given-up) episode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EpisodeResult {
-    /// Episode index in the run (`0..`).
-    pub index: u64,
+    /// Episode index in the run (`0..`), the index's `run_index`; `index` in
+    /// JSON (`--episodes-json`), as it always was.
+    #[serde(rename = "index")]
+    pub run_index: u64,
     /// The env seed it was reset with.
     pub seed: u64,
     /// Steps taken.
@@ -127,7 +129,7 @@ impl EpisodeResult {
     /// step says so (else it was truncated), and its final info is the last info.
     pub fn from_trajectory(index: u64, seed: u64, t: Trajectory) -> EpisodeResult {
         EpisodeResult {
-            index,
+            run_index: index,
             seed,
             length: t.rewards.len() as u64,
             ret: t.rewards.iter().sum(),
@@ -146,7 +148,7 @@ impl EpisodeResult {
     /// scheduling), as one JSON line: what determinism checks compare.
     pub fn outcome_json(&self) -> String {
         serde_json::json!({
-            "index": self.index,
+            "index": self.run_index,
             "seed": self.seed,
             "length": self.length,
             "return": self.ret,

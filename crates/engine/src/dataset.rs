@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use rollway_core::{EpisodeResult, Fault, Status};
 use rollway_runner::{filter, Summary};
 use rollway_store::IndexEntry;
 use serde::Deserialize;
 
-use crate::{input, parse_filters, InputError};
+use crate::error::{Error, InputContext, Result};
+use crate::parse_filters;
 
 /// `rollway-data/<env>-NNN`, the first that does not exist yet.
 pub fn fresh_dir(env: &str) -> PathBuf {
@@ -21,13 +21,12 @@ pub fn fresh_dir(env: &str) -> PathBuf {
 /// cannot be read is an input error (exit 2); a codec failing is ours (exit 1).
 pub fn write_report(dir: &Path, out: Option<&Path>) -> Result<(PathBuf, usize)> {
     let path = out.map_or_else(|| rollway_report::default_path(dir), Path::to_path_buf);
-    let what = || format!("reporting on {}", dir.display());
     let html = match rollway_report::render(dir, &rollway_report::ReportMedia::default()) {
         Ok(html) => html,
-        Err(e @ rollway_report::Error::Store(_)) => return input(Err(anyhow::Error::new(e).context(what()))),
-        Err(e) => return Err(anyhow::Error::new(e).context(what())),
+        Err(e @ rollway_report::Error::Store(_)) => return Err(e).input(|| format!("reporting on {}", dir.display())),
+        Err(source) => return Err(Error::Report { path: dir.to_path_buf(), source }),
     };
-    input(rollway_report::write(&path, &html).map_err(anyhow::Error::new))?;
+    rollway_report::write(&path, &html).map_err(Error::input_from)?;
     Ok((path, html.len()))
 }
 
@@ -47,15 +46,15 @@ pub fn relabel_dataset(dir: &Path, filters: &[String]) -> Result<u64> {
         changed
     });
     changed.map_err(|e| match e {
-        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => InputError(e.into()).into(),
-        other => anyhow::Error::from(other),
+        rollway_store::Error::NotADataset { .. } | rollway_store::Error::Locked { .. } => Error::input_from(e),
+        source => Error::Store { op: "relabelling", source },
     })
 }
 
 /// An episode as its dataset's index keeps it: no trajectory.
 fn indexed(e: &IndexEntry) -> EpisodeResult {
     EpisodeResult {
-        index: e.run_index,
+        run_index: e.run_index,
         seed: e.seed,
         length: e.length,
         ret: e.ret,
@@ -97,9 +96,8 @@ pub struct PartReport {
 /// of a part that was run again counts once; the parts' reports add their failed
 /// attempts, faults, warnings and restarts; `untried` is what no part finished.
 pub fn run_summary(dir: &Path, run: u32, parts: &[PartReport], untried: u64, seconds: f64) -> Result<Summary> {
-    let ds = input(rollway_store::Dataset::open(dir).with_context(|| format!("summing up run {run} of {}", dir.display())))?;
-    let stored = ds.metadata().runs.get(run as usize).with_context(|| format!("{}: no run {run}", dir.display()));
-    let config = &input(stored)?.config;
+    let ds = rollway_store::Dataset::open(dir).input(|| format!("summing up run {run} of {}", dir.display()))?;
+    let config = &ds.metadata().runs.get(run as usize).input(|| format!("{}: no run {run}", dir.display()))?.config;
     let text = |k: &str| config.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let mut base = Summary { env: ds.metadata().env.id.clone(), agent: text("agent"), untried, ..Summary::default() };
     base.seed = config.get("seed").and_then(|v| v.as_u64()).unwrap_or_default();

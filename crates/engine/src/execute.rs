@@ -16,18 +16,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
 use rollway_core::{AgentFactory, EnvFactory};
 use rollway_runner::tune::Calibration;
 use rollway_runner::{Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
 
+use crate::error::{Error, InputContext, Result};
 use crate::job::{self, Job};
 use crate::progress::{Display, Interrupted};
 use crate::request::RunRequest;
 use crate::settings::Part;
 use crate::sinks::{JsonLines, Sinks};
-use crate::{dataset, input, parse_filters};
+use crate::{dataset, parse_filters};
 
 /// What a caller adds to a run besides its settings.
 #[derive(Default)]
@@ -71,12 +71,12 @@ pub struct Outcome {
     pub report: Option<(PathBuf, usize)>,
 }
 
-/// Plans and runs the job `a` asks for. Input errors are [`crate::InputError`]s;
-/// a run its caller stopped is [`Interrupted`].
+/// Plans and runs the job `a` asks for. What the user gave wrong is an
+/// [`Error::Input`]; a run its caller stopped is [`Error::Interrupted`].
 pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
-    let (mut job, out, start) = input(plan(a))?;
+    let (mut job, out, start) = plan(a)?;
     if a.report && out.is_none() {
-        return input(Err(anyhow!("--report writes the report of the dataset the run records: add --out DIR")));
+        bad!("--report writes the report of the dataset the run records: add --out DIR");
     }
     if out.is_some() {
         job.cfg.record_steps = true;
@@ -88,11 +88,11 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     // The resolved config, as the dataset stores it (a resume stores the target it runs to).
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
     let (writer, resumed) = open_writer(&mut job, out.as_deref(), &start, &stored, a.quiet)?;
-    let generator = input(Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e)))?;
+    let generator = Generator::new(job.cfg.clone(), envs, agents, filters).map_err(|e| job.explain(e))?;
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
-            Some(input(w.with_context(|| format!("--out {}", dir.display())))?)
+            Some(w.input(|| format!("--out {}", dir.display()))?)
         }
         (_, w) => w,
     };
@@ -100,8 +100,8 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
         return prepared(&job, out, writer);
     }
     // Both output files are created before the run, so a bad path costs no work.
-    let lines = input(create(job.episodes_json.as_deref(), "--episodes-json"))?.map(JsonLines::new);
-    let summary_out = input(create(job.summary_json.as_deref(), "--summary-json"))?;
+    let lines = create(job.episodes_json.as_deref(), "--episodes-json")?.map(JsonLines::new);
+    let summary_out = create(job.summary_json.as_deref(), "--summary-json")?;
     let mut progress = Display::new(generator.config().target, a.quiet);
     progress.stop = hooks.stop;
     let mut sinks = Sinks { lines, record: writer, progress };
@@ -120,16 +120,20 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     let written = sinks.record.take().map(|w| w.finish()).transpose();
     let commit_wait = t.elapsed();
     let summary = summary.map(|s| Summary { calibration, ..s }).map_err(|e| match e {
-        rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => anyhow!(Interrupted),
-        e => e.into(),
+        rollway_runner::Error::Sink(s) if s.is::<Interrupted>() => Error::Interrupted(Interrupted),
+        e => Error::Run(e),
     })?;
-    let written = written.context("committing the dataset")?;
+    let written = written.map_err(|source| Error::Store { op: "committing the dataset", source })?;
+    let io = |op, path: &Option<PathBuf>| {
+        let path = path.clone().unwrap_or_default();
+        move |source| Error::Io { op, path, source }
+    };
     if let Some(lines) = sinks.lines.take() {
-        lines.finish().context("writing --episodes-json")?;
+        lines.finish().map_err(io("writing --episodes-json", &job.episodes_json))?;
     }
     if let Some(mut f) = summary_out {
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize");
-        writeln!(f, "{text}").context("writing --summary-json")?;
+        writeln!(f, "{text}").map_err(io("writing --summary-json", &job.summary_json))?;
     }
     let report = match (&out, a.report) {
         (Some(dir), true) => Some(dataset::write_report(dir, None)?),
@@ -152,11 +156,11 @@ fn open_writer(
     match start {
         Start::Join(p) => {
             let w = rollway_store::DatasetWriter::join(dir, p.run, &p.id, job.writer.clone());
-            Ok((Some(input(w.with_context(|| format!("--join {}", dir.display())))?), None))
+            Ok((Some(w.input(|| format!("--join {}", dir.display()))?), None))
         }
         Start::Resume => {
             let (w, point) =
-                input(rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored.clone())).map_err(Into::into))?;
+                rollway_store::DatasetWriter::resume(dir, job.writer.clone(), Some(stored.clone())).map_err(Error::input_from)?;
             job.cfg.start_index = point.next_index;
             job.cfg.start_steps = point.steps;
             if !quiet {
@@ -217,9 +221,8 @@ enum Start {
 /// The job, where it records, and how it starts writing there.
 fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
     if let Some((dir, part)) = &a.join {
-        let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--join {}", dir.display()))?;
-        let run =
-            ds.metadata().runs.get(part.run as usize).cloned().with_context(|| format!("--join {}: no run {}", dir.display(), part.run))?;
+        let ds = rollway_store::Dataset::open(dir).input(|| format!("--join {}", dir.display()))?;
+        let run = ds.metadata().runs.get(part.run as usize).cloned().input(|| format!("--join {}: no run {}", dir.display(), part.run))?;
         let mut job = job::resolve_stored(&run.config)?;
         job.cfg.start_index = part.start;
         job.cfg.target = rollway_runner::Target::Episodes(part.end);
@@ -233,7 +236,7 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
         // A second `run --out D` after a crash would otherwise record a duplicate run.
         if !a.append && rollway_store::format::holds_dataset(dir) {
             let d = dir.display();
-            return Err(anyhow!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it"));
+            bad!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it");
         }
     }
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));
@@ -243,11 +246,12 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
 /// `--prepare`: the dataset was created and the run recorded with its config (the
 /// generator was built only to learn the env's spaces); members run its episodes.
 fn prepared(job: &Job, out: Option<PathBuf>, writer: Option<rollway_store::DatasetWriter>) -> Result<Outcome> {
-    let written = writer.context("--prepare needs --out")?.finish().context("committing the dataset")?;
+    let writer = writer.input(|| "--prepare needs --out".into())?;
+    let written = writer.finish().map_err(|source| Error::Store { op: "committing the dataset", source })?;
     let summary = Summary { env: job.cfg.env.clone(), agent: job.cfg.agent.clone(), ..Summary::default() };
     Ok(Outcome { summary, out, written: Some(written), resumed: None, commit_wait: Duration::ZERO, report: None })
 }
 
 fn create(path: Option<&Path>, flag: &str) -> Result<Option<File>> {
-    path.map(|p| File::create(p).with_context(|| format!("{flag} {}", p.display()))).transpose()
+    path.map(|p| File::create(p).input(|| format!("{flag} {}", p.display()))).transpose()
 }

@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
 
+use crate::error::{Error, InputContext, Result};
 use crate::request::RunRequest;
 use crate::settings::{DurationSetting, ModeArg, RunOptions};
 
@@ -39,10 +39,10 @@ pub struct Job {
 impl Job {
     /// A runner error about this job's settings, naming the flag or config key
     /// each setting came from.
-    pub fn explain(&self, e: rollway_runner::Error) -> anyhow::Error {
+    pub fn explain(&self, e: rollway_runner::Error) -> Error {
         match e {
-            rollway_runner::Error::Config { field, message } => anyhow!("{}: {message}", self.origin.name(field)),
-            e => e.into(),
+            rollway_runner::Error::Config { field, message } => Error::input(format!("{}: {message}", self.origin.name(field))),
+            e => Error::input_from(e),
         }
     }
 
@@ -93,7 +93,7 @@ impl Job {
 
 /// Resolves a stored config (from a dataset) as if it were a config file with no flags.
 pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
-    let file: RunOptions = serde_json::from_value(json.clone()).context("the dataset's stored run config")?;
+    let file: RunOptions = serde_json::from_value(json.clone()).input(|| "the dataset's stored run config".into())?;
     RunRequest::default().resolve_with(file)
 }
 
@@ -107,11 +107,11 @@ pub fn resume_from(dir: &std::path::Path, a: &RunRequest) -> Result<Job> {
     if let Some(out) = &a.out {
         let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
         if same(out) != same(dir) {
-            bail!("--out {}: a resumed run records into the dataset it resumes (--resume {})", out.display(), dir.display());
+            bad!("--out {}: a resumed run records into the dataset it resumes (--resume {})", out.display(), dir.display());
         }
     }
-    let ds = rollway_store::Dataset::open(dir).with_context(|| format!("--resume {}", dir.display()))?;
-    let run = ds.metadata().runs.last().cloned().context("the dataset has no run to resume")?;
+    let ds = rollway_store::Dataset::open(dir).input(|| format!("--resume {}", dir.display()))?;
+    let run = ds.metadata().runs.last().cloned().input(|| "the dataset has no run to resume".into())?;
     let file = match (&a.file, &a.config) {
         (Some(f), _) => Some(f.clone()),
         (None, Some(path)) => Some(read_config(path)?),
@@ -126,7 +126,7 @@ pub fn resume_from(dir: &std::path::Path, a: &RunRequest) -> Result<Job> {
 /// re-run their command with `--resume` added; an option that differs is refused,
 /// each named with the stored value beside the given one.
 pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOptions>) -> Result<Job> {
-    let stored_opts: RunOptions = serde_json::from_value(stored.clone()).context("the dataset's stored run config")?;
+    let stored_opts: RunOptions = serde_json::from_value(stored.clone()).input(|| "the dataset's stored run config".into())?;
     let mut job = RunRequest::default().resolve_with(stored_opts.clone())?;
     // The given options over the stored ones, targets and output files aside.
     let strip = |o: &RunOptions| RunOptions { episodes: None, steps: None, summary_json: None, episodes_json: None, ..o.clone() };
@@ -136,7 +136,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
     let differ = differences(&job.to_file_config(), &given.resolve_with(merged)?.to_file_config());
     if !differ.is_empty() {
         let takes: Vec<String> = RESUME_TAKES.iter().map(|k| RunOptions::flag(k).unwrap_or_else(|| k.to_string())).collect();
-        bail!(
+        bad!(
             "a resumed run keeps the config stored in its dataset; these differ from it: {}. Leave them out or give the stored values \
              (beside --resume, {} may change)",
             differ.join("; "),
@@ -154,7 +154,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
                 Target::Episodes(n) => format!("--episodes {n}"),
                 Target::Steps(n) => format!("--steps {n}"),
             };
-            bail!("{given}: the resumed run's target is {stored}; with --resume a target can only be raised, in the same unit");
+            bad!("{given}: the resumed run's target is {stored}; with --resume a target can only be raised, in the same unit");
         }
     };
     job.origin.given = a.settings.given();
@@ -180,8 +180,8 @@ fn differences(stored: &RunOptions, given: &RunOptions) -> Vec<String> {
 
 /// A TOML config file.
 fn read_config(path: &std::path::Path) -> Result<RunOptions> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("config {}", path.display()))
+    let text = std::fs::read_to_string(path).input(|| format!("reading config {}", path.display()))?;
+    toml::from_str(&text).input(|| format!("config {}", path.display()))
 }
 
 /// Which settings came from flags, so errors name `--max-wait` rather than the
@@ -217,18 +217,15 @@ fn opt_params(base: Params, opts: &[String], flag: &str) -> Result<Params> {
     let mut p = base;
     for o in opts {
         // Each flag takes `k=v` or several as `k=v,k=v`.
-        let more = Params::parse(o).with_context(|| format!("{flag} `{o}`: expected KEY=VALUE[,KEY=VALUE…]"))?;
+        let more = Params::parse(o).input(|| format!("{flag} `{o}`: expected KEY=VALUE[,KEY=VALUE…]"))?;
         p.0.extend(more.0);
     }
     Ok(p)
 }
 
 fn parse_batch(s: &str) -> Result<(usize, usize)> {
-    let (a, b) = s.split_once(':').with_context(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
-    Ok((
-        a.trim().parse().with_context(|| format!("`{a}` is not a count"))?,
-        b.trim().parse().with_context(|| format!("`{b}` is not a count"))?,
-    ))
+    let (a, b) = s.split_once(':').input(|| format!("`{s}`: expected MIN:MAX, e.g. 1:256 (MAX 0 = all envs)"))?;
+    Ok((a.trim().parse().input(|| format!("`{a}` is not a count"))?, b.trim().parse().input(|| format!("`{b}` is not a count"))?))
 }
 
 impl RunRequest {
@@ -297,21 +294,21 @@ impl RunRequest {
     fn run_config(&self, o: &RunOptions, origin: &Origin) -> Result<RunConfig> {
         let d = RunConfig::default();
         let target = match (o.episodes, o.steps) {
-            (Some(_), Some(_)) => bail!("config fields `episodes` and `steps`: give one target, not both"),
+            (Some(_), Some(_)) => bad!("config fields `episodes` and `steps`: give one target, not both"),
             (Some(e), None) => Target::Episodes(e),
             (None, Some(s)) => Target::Steps(s),
             (None, None) => d.target,
         };
         let (min_batch, max_batch) = match &o.batch {
-            Some(b) => parse_batch(b).with_context(|| origin.name("batch"))?,
+            Some(b) => parse_batch(b).input(|| origin.name("batch"))?,
             None => (d.min_batch, d.max_batch),
         };
         let max_wait = match &o.max_wait {
-            Some(w) => w.duration().with_context(|| origin.name("max_wait"))?,
+            Some(w) => w.duration().input(|| origin.name("max_wait"))?,
             None => d.max_wait,
         };
         let step_timeout = match &o.step_timeout {
-            Some(t) => Some(t.duration().with_context(|| origin.name("step_timeout"))?),
+            Some(t) => Some(t.duration().input(|| origin.name("step_timeout"))?),
             None => d.step_timeout,
         };
         Ok(RunConfig {
@@ -365,25 +362,25 @@ fn check_writer(w: &rollway_store::WriterConfig, o: &Origin) -> Result<()> {
     // Keys are checked against the env's frame keys when the dataset is created.
     let names: Vec<String> = w.frame_media.split(',').filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_string())).collect();
     if let Err(m) = rollway_store::frames::check_setting(&w.frame_media, &names) {
-        bail!("{}: {m}", o.name("frame_media"));
+        bad!("{}: {m}", o.name("frame_media"));
     }
     let h = &w.frame_options.h264;
     if !(0.0..=51.0).contains(&h.crf) {
-        bail!("{}: {} is outside 0–51", o.name("crf"), h.crf);
+        bad!("{}: {} is outside 0–51", o.name("crf"), h.crf);
     }
     if h.keyint == 0 {
-        bail!("{}: must be at least 1", o.name("keyint"));
+        bad!("{}: must be at least 1", o.name("keyint"));
     }
     // x264 refuses frame rates far above this, and only after a shard is encoded.
     if !(1..=1000).contains(&h.fps) {
-        bail!("{}: {} is outside 1–1000", o.name("fps"), h.fps);
+        bad!("{}: {} is outside 1–1000", o.name("fps"), h.fps);
     }
     const PRESETS: [&str; 10] = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"];
     if !PRESETS.contains(&h.preset.as_str()) {
-        bail!("{}: `{}` is not one of {}", o.name("preset"), h.preset, PRESETS.join(", "));
+        bad!("{}: `{}` is not one of {}", o.name("preset"), h.preset, PRESETS.join(", "));
     }
     if !(1..=100).contains(&w.frame_options.jpeg_quality) {
-        bail!("{}: {} is outside 1–100", o.name("jpeg_quality"), w.frame_options.jpeg_quality);
+        bad!("{}: {} is outside 1–100", o.name("jpeg_quality"), w.frame_options.jpeg_quality);
     }
     Ok(())
 }

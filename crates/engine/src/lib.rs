@@ -10,12 +10,20 @@
 //! resolves its settings, names its errors and commits its dataset the same way
 //! from every front.
 //!
-//! Errors: what the user gave wrong is an [`InputError`] in the chain (the CLI's
-//! exit 2, Python's `InputError`); a caller's stop is [`Interrupted`]; anything
-//! else is a failed run (exit 1).
+//! Errors are one [`Error`] enum: what the user gave wrong is [`Error::Input`]
+//! (the CLI's exit 2, Python's `InputError`), a caller's stop is
+//! [`Error::Interrupted`], anything else a failed run (exit 1).
 #![forbid(unsafe_code)]
 
+/// Returns an input error ([`Error::Input`]) with a `format!`ted message.
+macro_rules! bad {
+    ($($arg:tt)*) => {
+        return Err($crate::Error::input(format!($($arg)*)))
+    };
+}
+
 pub mod dataset;
+mod error;
 mod execute;
 mod job;
 pub mod progress;
@@ -23,6 +31,7 @@ mod request;
 pub mod settings;
 mod sinks;
 
+pub use error::{chain_text, Cause, Error, Result};
 pub use execute::{execute, Outcome, RunHooks, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
@@ -30,44 +39,9 @@ pub use request::RunRequest;
 pub use settings::{DurationSetting, ModeArg, Part, RunOptions};
 pub use sinks::{JsonLines, Sinks};
 
-/// An error in what the user gave us (exit 2, `InputError` in Python), as opposed
-/// to a failed run (exit 1).
-#[derive(Debug)]
-pub struct InputError(pub anyhow::Error);
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&chain_text(&self.0))
-    }
-}
-
-impl std::error::Error for InputError {}
-
-/// Marks an error as the user's input error.
-pub fn input<T>(r: anyhow::Result<T>) -> anyhow::Result<T> {
-    r.map_err(|e| InputError(e).into())
-}
-
 /// The run's filter specs parsed (`rollway_runner::filter::parse`); a bad spec is an input error.
-pub fn parse_filters(specs: &[String]) -> anyhow::Result<Vec<Box<dyn rollway_runner::filter::EpisodeFilter>>> {
-    input(specs.iter().map(|f| rollway_runner::filter::parse(f).map_err(Into::into)).collect())
-}
-
-/// `context: cause: cause…`, each message once: some errors (e.g. the store's I/O
-/// errors) print their source themselves and also return it as `source()`.
-pub fn chain_text(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if out.ends_with(&text) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&text);
-    }
-    out
+pub fn parse_filters(specs: &[String]) -> Result<Vec<Box<dyn rollway_runner::filter::EpisodeLabeler>>> {
+    specs.iter().map(|f| rollway_runner::filter::parse(f).map_err(Error::input_from)).collect()
 }
 
 /// Env and agent panics are caught, counted and listed in the summary; a full

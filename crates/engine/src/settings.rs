@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-
 #[cfg(feature = "clap")]
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, InputContext, Result};
 
 #[derive(Clone, Copy, Deserialize, Serialize, Debug, PartialEq)]
 #[cfg_attr(feature = "clap", derive(ValueEnum))]
@@ -265,15 +265,15 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     } else {
         (s, 1.0)
     };
-    let v: f64 = num.trim().parse().with_context(|| format!("`{s}` is not a duration (try 500us, 2ms, 1s)"))?;
+    let v: f64 = num.trim().parse().input(|| format!("`{s}` is not a duration (try 500us, 2ms, 1s)"))?;
     seconds(v * scale, s)
 }
 
 fn seconds(v: f64, text: &str) -> Result<Duration> {
     if !(v >= 0.0 && v.is_finite()) {
-        bail!("`{text}`: a duration must be a non-negative number");
+        return Err(Error::input(format!("`{text}`: a duration must be a non-negative number")));
     }
-    Duration::try_from_secs_f64(v).map_err(|_| anyhow!("`{text}` is too long a duration"))
+    Duration::try_from_secs_f64(v).map_err(|_| Error::input(format!("`{text}` is too long a duration")))
 }
 
 #[cfg(test)]

@@ -40,11 +40,11 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod arrowx;
+mod columns;
 mod error;
-mod fsx;
 pub mod lerobot;
 mod limits;
 pub mod minari;
+mod staging;
 
 pub use error::{Error, Result};

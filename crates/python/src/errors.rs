@@ -35,7 +35,7 @@ enum Kind {
 }
 
 fn kind(e: &anyhow::Error) -> Kind {
-    if e.chain().any(|c| c.is::<rollway_engine::Interrupted>()) {
+    if e.chain().any(|c| c.downcast_ref::<rollway_engine::Error>().is_some_and(rollway_engine::Error::is_interrupted)) {
         return Kind::Interrupted;
     }
     let missing = e.chain().any(|c| {
@@ -43,29 +43,23 @@ fn kind(e: &anyhow::Error) -> Kind {
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::NotADataset { .. }))
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound)
     });
-    let locked = causes(e).any(|c| matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Locked { .. })));
+    let locked = e.chain().any(|c| matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Locked { .. })));
     if missing {
         Kind::NotFound
     } else if locked {
         Kind::Locked
-    } else if e.is::<rollway_engine::InputError>() || e.chain().any(is_input) {
+    } else if e.chain().any(is_input) {
         Kind::Input
     } else {
         Kind::Failed
     }
 }
 
-/// Every error in `e`'s chain, and in the chains of the `InputError`s in it (which
-/// wrap a chain of their own, out of `chain()`'s sight).
-fn causes(e: &anyhow::Error) -> Box<dyn Iterator<Item = &(dyn std::error::Error + 'static)> + '_> {
-    Box::new(e.chain().flat_map(|c| {
-        let inner = c.downcast_ref::<rollway_engine::InputError>().map(|i| causes(&i.0));
-        std::iter::once(c).chain(inner.into_iter().flatten())
-    }))
-}
-
 /// Errors of the library crates that mean "what you gave is wrong".
 fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(e) = c.downcast_ref::<rollway_engine::Error>() {
+        return e.is_input();
+    }
     if let Some(e) = c.downcast_ref::<rollway_interop::Error>() {
         return e.is_input();
     }
@@ -94,7 +88,7 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
 
 /// The Python exception for `e`.
 pub fn to_py(e: anyhow::Error) -> PyErr {
-    let msg = rollway_engine::chain_text(&e);
+    let msg = rollway_engine::chain_text(&*e);
     Python::attach(|py| {
         let class = match kind(&e) {
             Kind::Interrupted => return PyKeyboardInterrupt::new_err(msg),
@@ -124,7 +118,7 @@ impl<T, E: Into<anyhow::Error>> ToPy<T> for Result<T, E> {
 
 /// An `InputError` with this message (for checks made in the bindings).
 pub fn input_error(msg: impl Into<String>) -> PyErr {
-    to_py(rollway_engine::InputError(anyhow::anyhow!(msg.into())).into())
+    to_py(rollway_engine::Error::input(msg).into())
 }
 
 /// Makes the classes and adds them to the module.

@@ -20,7 +20,7 @@ use crossbeam_channel::RecvTimeoutError;
 use rollway_core::check::{Role, RowCheck};
 use rollway_core::{ActBatch, Agent, Layout, Segment};
 
-use crate::collect::{Collector, Summary};
+use crate::collect::{Delivery, Summary};
 use crate::pool::Pool;
 use crate::schedule::Schedule;
 use crate::worker::{AgentBlock, Down, Up};
@@ -70,7 +70,7 @@ pub(crate) struct Central<'a> {
     restarts: u64,
     /// Rows acted on (`Progress::acted`).
     acted: u64,
-    collector: Collector<'a>,
+    delivery: Delivery<'a>,
     at: Vec<Where>,
     // Boxed like every block in flight: blocks move through the channels by pointer.
     #[allow(clippy::vec_box)]
@@ -123,7 +123,7 @@ impl<'a> Central<'a> {
             act_check,
             restarts: 0,
             acted: 0,
-            collector: Collector::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
+            delivery: Delivery::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
             at: vec![Where::Worker; cfg.workers * per_worker],
             queued: Vec::new(),
             idle: Vec::new(),
@@ -136,7 +136,7 @@ impl<'a> Central<'a> {
     /// Takes turns until the run stops; `Ok` when it ran out of work.
     pub fn drive(&mut self) -> Result<()> {
         loop {
-            if let Some(e) = self.collector.sink_error.take() {
+            if let Some(e) = self.delivery.sink_error.take() {
                 return Err(Error::Sink(e));
             }
             match self.turn() {
@@ -162,13 +162,13 @@ impl<'a> Central<'a> {
             Target::Episodes(n) => n,
             Target::Steps(_) => self.sched.issued_end(),
         };
-        let Central { pool, mut collector, restarts, started, .. } = self;
+        let Central { pool, mut delivery, restarts, started, .. } = self;
         drop(pool);
         outcome?;
-        if let Some(e) = collector.sink_error.take() {
+        if let Some(e) = delivery.sink_error.take() {
             return Err(Error::Sink(e));
         }
-        let mut s = collector.finish(started.elapsed().as_secs_f64(), end);
+        let mut s = delivery.finish(started.elapsed().as_secs_f64(), end);
         s.restarts = restarts;
         Ok(s)
     }
@@ -252,7 +252,7 @@ impl<'a> Central<'a> {
     /// Books first: what a block carries happened before its state changed.
     fn books(&mut self, b: &mut AgentBlock) {
         self.restarts += b.restarts;
-        if self.collector.take_from(b) {
+        if self.delivery.take_from(b) {
             self.sched.stop();
         }
     }
@@ -306,7 +306,7 @@ impl<'a> Central<'a> {
             return;
         }
         self.last_progress = Instant::now();
-        let c = &mut self.collector;
+        let c = &mut self.delivery;
         let p = Progress {
             episodes: c.folded(),
             steps: c.steps_so_far(),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use crate::filter::{self, EpisodeFilter};
+use crate::filter::{self, EpisodeLabeler};
 use crate::{Observer, Target};
 use rollway_core::episode::{EpisodeResult, Fault, Status};
 
@@ -147,7 +147,7 @@ pub fn shortfall(given_up: u64, untried: u64, error: Option<&str>) -> Option<Str
 }
 
 /// The summary's books: episodes counted as they are released, in index order.
-/// A run keeps them as it goes ([`Collector`]); [`Summary::tally`] keeps them for
+/// A run keeps them as it goes ([`Delivery`]); [`Summary::tally`] keeps them for
 /// episodes already recorded (a Ray run's, from its dataset's index).
 #[derive(Default)]
 struct Books {
@@ -162,7 +162,7 @@ impl Books {
         let s = &mut self.summary;
         if ep.status == Status::GivenUp {
             s.given_up += 1;
-            s.given_up_episodes.push(ep.index);
+            s.given_up_episodes.push(ep.run_index);
             return;
         }
         s.episodes += 1;
@@ -228,9 +228,12 @@ impl Summary {
     }
 }
 
-pub(crate) struct Collector<'a> {
+/// Hands a run's finished episodes on in index order, each through three
+/// stages: the filters label it, the books count it, the caller's observer
+/// takes it.
+pub(crate) struct Delivery<'a> {
     target: Target,
-    filters: &'a [Box<dyn EpisodeFilter>],
+    filters: &'a [Box<dyn EpisodeLabeler>],
     observer: &'a mut dyn Observer,
     /// Reorder buffer: slot `k` holds episode `next + k` once it has finished.
     pending: VecDeque<Option<EpisodeResult>>,
@@ -244,15 +247,15 @@ pub(crate) struct Collector<'a> {
     pub sink_error: Option<crate::SinkError>,
 }
 
-impl<'a> Collector<'a> {
+impl<'a> Delivery<'a> {
     pub fn new(
         target: Target,
         start: u64,
         prior_steps: u64,
-        filters: &'a [Box<dyn EpisodeFilter>],
+        filters: &'a [Box<dyn EpisodeLabeler>],
         observer: &'a mut dyn Observer,
     ) -> Self {
-        Collector {
+        Delivery {
             target,
             filters,
             observer,
@@ -274,7 +277,7 @@ impl<'a> Collector<'a> {
             self.books.summary.discarded += 1;
             return true;
         }
-        let k = (ep.index - self.next) as usize;
+        let k = (ep.run_index - self.next) as usize;
         if self.pending.len() <= k {
             self.pending.resize_with(k + 1, || None);
         }
@@ -305,7 +308,7 @@ impl<'a> Collector<'a> {
         matches!(self.target, Target::Steps(n) if self.finished_steps >= n)
     }
 
-    /// Takes the episodes and faults a block carries; true as for [`Collector::add`].
+    /// Takes the episodes and faults a block carries; true as for [`Delivery::add`].
     pub fn take_from(&mut self, b: &mut crate::worker::AgentBlock) -> bool {
         for f in b.faults.drain(..) {
             self.fault(f);

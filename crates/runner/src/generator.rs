@@ -11,7 +11,7 @@ use rollway_core::{AgentFactory, EnvFactory, EnvSpec};
 
 use crate::central::Central;
 use crate::collect::Summary;
-use crate::filter::EpisodeFilter;
+use crate::filter::EpisodeLabeler;
 use crate::{Error, Observer, Result, RunConfig};
 
 /// A configured run: env and agent checked, ready to go.
@@ -20,7 +20,7 @@ pub struct Generator {
     pub(crate) spec: EnvSpec,
     pub(crate) envs: Arc<dyn EnvFactory>,
     pub(crate) agents: Arc<dyn AgentFactory>,
-    pub(crate) filters: Vec<Box<dyn EpisodeFilter>>,
+    pub(crate) filters: Vec<Box<dyn EpisodeLabeler>>,
 }
 
 impl Generator {
@@ -35,7 +35,7 @@ impl Generator {
         cfg: RunConfig,
         envs: Arc<dyn EnvFactory>,
         agents: Arc<dyn AgentFactory>,
-        filters: Vec<Box<dyn EpisodeFilter>>,
+        filters: Vec<Box<dyn EpisodeLabeler>>,
     ) -> Result<Generator> {
         cfg.validate()?;
         for (field, configured, built) in [("env", &cfg.env, envs.name()), ("agent", &cfg.agent, agents.name())] {

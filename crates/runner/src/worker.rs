@@ -399,7 +399,7 @@ impl Worker {
         let r = self.slots[l][j].take().expect("slot is running");
         let info = self.envs[l].info(j);
         let ep = EpisodeResult {
-            index: r.p.index,
+            run_index: r.p.index,
             seed: r.seed,
             length: r.length,
             ret: r.ret,
@@ -419,7 +419,7 @@ impl Worker {
 /// The record of an episode that will not be run again.
 fn given_up(run_seed: u64, index: u64, attempts: u32, worker: usize, error: String) -> EpisodeResult {
     EpisodeResult {
-        index,
+        run_index: index,
         seed: seed::episode_seed(run_seed, index),
         length: 0,
         ret: 0.0,

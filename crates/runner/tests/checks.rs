@@ -26,7 +26,7 @@ fn outcomes(eps: &[EpisodeResult]) -> Vec<String> {
 /// Every index of the target reported once, in order, and nothing left short.
 fn assert_complete(s: &Summary, eps: &[EpisodeResult], n: u64) {
     assert_eq!((s.episodes, s.given_up, s.untried), (n, 0, 0), "{:?}", s.shortfall());
-    assert!(eps.iter().map(|e| e.index).eq(0..n), "each episode reported once, in order");
+    assert!(eps.iter().map(|e| e.run_index).eq(0..n), "each episode reported once, in order");
     assert_eq!(s.shortfall(), None);
 }
 

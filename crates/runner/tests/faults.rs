@@ -21,11 +21,11 @@ fn run(cfg: RunConfig) -> (Summary, Vec<EpisodeResult>) {
 /// Every index 0..N exactly once (reported, or left untried past the reported
 /// prefix), and attempts add up.
 fn assert_accounted(s: &Summary, eps: &[EpisodeResult]) {
-    let idx: Vec<u64> = eps.iter().map(|e| e.index).collect();
+    let idx: Vec<u64> = eps.iter().map(|e| e.run_index).collect();
     assert_eq!(idx, (0..N - s.untried).collect::<Vec<_>>(), "each episode reported once, in order");
     assert_eq!(s.episodes + s.given_up + s.untried, N);
     assert_eq!(s.attempts, s.episodes + s.failed_attempts, "attempts = completed + failed attempts");
-    let given_up: Vec<u64> = eps.iter().filter(|e| e.status == Status::GivenUp).map(|e| e.index).collect();
+    let given_up: Vec<u64> = eps.iter().filter(|e| e.status == Status::GivenUp).map(|e| e.run_index).collect();
     assert_eq!(given_up, s.given_up_episodes);
 }
 

@@ -159,7 +159,7 @@ impl Columns {
         step_columns(&trajs, &valid, &mut fields, &mut cols)?;
         let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         RecordBatch::try_new(schema, cols)
-            .map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.index), message: e.to_string() })
+            .map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.run_index), message: e.to_string() })
     }
 }
 
@@ -252,23 +252,23 @@ pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
     let t = e
         .trajectory
         .as_deref()
-        .ok_or_else(|| Error::BadEpisode { episode: e.index, message: "no per-step data (run with record_steps)".into() })?;
+        .ok_or_else(|| Error::BadEpisode { episode: e.run_index, message: "no per-step data (run with record_steps)".into() })?;
     let n = e.length as usize;
     if t.rewards.len() != n || t.terminations.len() != n || t.truncations.len() != n {
-        return Err(Error::BadEpisode { episode: e.index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
+        return Err(Error::BadEpisode { episode: e.run_index, message: format!("{} rewards for {n} steps", t.rewards.len()) });
     }
     if let Some(x) = t.extras.iter().find(|x| x.values.len() != n * x.width()) {
         return Err(Error::BadEpisode {
-            episode: e.index,
+            episode: e.run_index,
             message: format!("extra `{}` has {} floats for {n} steps of {:?}", x.name, x.values.len(), x.shape),
         });
     }
     if !t.versions.is_empty() && t.versions.len() != n {
-        return Err(Error::BadEpisode { episode: e.index, message: format!("{} policy versions for {n} steps", t.versions.len()) });
+        return Err(Error::BadEpisode { episode: e.run_index, message: format!("{} policy versions for {n} steps", t.versions.len()) });
     }
     if t.states.len() != n * t.state_width {
         return Err(Error::BadEpisode {
-            episode: e.index,
+            episode: e.run_index,
             message: format!("{} state floats for {n} steps of {}", t.states.len(), t.state_width),
         });
     }

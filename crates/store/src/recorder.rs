@@ -55,7 +55,7 @@ impl Recorder {
         self.check(&self.ol, obs, "reset observation", 0)?;
         let traj = Trajectory { obs: obs.to_vec(), infos: info.into_iter().collect(), ..Default::default() };
         self.cur = Some(EpisodeResult {
-            index: self.next_index,
+            run_index: self.next_index,
             seed,
             length: 0,
             ret: 0.0,

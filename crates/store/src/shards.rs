@@ -245,7 +245,7 @@ impl WriterThread {
     /// their folders too, and returns each with its size and hash as committed.
     fn stage(&mut self, n: u32, buf: &[Pending]) -> Result<Vec<FileSum>> {
         let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
-        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.index).collect();
+        let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.run_index).collect();
         let batch = self.columns.batch(&with_data, &ids)?;
         let pq_final = self.paths.shard(n);
         let pq = self.paths.staged(&pq_final);
@@ -285,9 +285,9 @@ impl WriterThread {
         let versions = e.trajectory.as_ref().map_or(&[][..], |t| &t.versions[..]);
         let policy_version = versions.iter().min().zip(versions.iter().max()).map(|(&a, &b)| [a, b]);
         IndexEntry {
-            episode_id: self.run.first_episode_id + e.index,
+            episode_id: self.run.first_episode_id + e.run_index,
             run: self.run.run,
-            run_index: e.index,
+            run_index: e.run_index,
             seed: e.seed,
             shard: n,
             row_start: row,

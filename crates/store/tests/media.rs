@@ -26,7 +26,7 @@ fn lossy_round_trip(media: &str) {
     let rgb = ol.leaves().iter().position(|l| l.path == "rgb").unwrap();
     let inv = ol.leaves().iter().position(|l| l.path == "inventory").unwrap();
     for e in &eps {
-        let got = ds.read_episode(e.index).unwrap();
+        let got = ds.read_episode(e.run_index).unwrap();
         let t = e.trajectory.as_ref().unwrap();
         let leaf = &ol.leaves()[inv];
         let want: Vec<u8> = t.obs.chunks_exact(ol.row_bytes()).flat_map(|r| r[leaf.offset..leaf.offset + leaf.bytes()].to_vec()).collect();
@@ -38,16 +38,16 @@ fn lossy_round_trip(media: &str) {
         for (k, row) in t.obs.chunks_exact(ol.row_bytes()).enumerate() {
             let p =
                 rollway_media::psnr(&frames.data[k * leaf.bytes()..(k + 1) * leaf.bytes()], &row[leaf.offset..leaf.offset + leaf.bytes()]);
-            assert!(p >= MIN_FRAME_PSNR, "{media}: episode {} frame {k}: {p:.1} dB", e.index);
+            assert!(p >= MIN_FRAME_PSNR, "{media}: episode {} frame {k}: {p:.1} dB", e.run_index);
             sum += p.min(99.0);
         }
         let mean = sum / (e.length + 1) as f64;
-        assert!(mean >= MIN_MEAN_PSNR, "{media}: episode {} mean {mean:.1} dB", e.index);
+        assert!(mean >= MIN_MEAN_PSNR, "{media}: episode {} mean {mean:.1} dB", e.run_index);
         // Random access through the shard equals the sequential read.
-        let entry = ds.entry(e.index).unwrap().clone();
+        let entry = ds.entry(e.run_index).unwrap().clone();
         let fr = &entry.frames["observations/rgb"];
         let shard = ds.open_frames("observations/rgb", entry.shard).unwrap();
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(e.index);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(e.run_index);
         for _ in 0..5 {
             let a = rng.random_range(0..fr.count);
             let n = rng.random_range(1..=(fr.count - a).min(16));

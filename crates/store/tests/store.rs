@@ -23,7 +23,7 @@ fn assert_round_trip(env: &str, params: &str, media: &str) {
     let ol = Layout::of(&spec.observation_space);
     let al = Layout::of(&spec.action_space);
     for e in &eps {
-        let got = ds.read_episode(e.index).unwrap();
+        let got = ds.read_episode(e.run_index).unwrap();
         let t = e.trajectory.as_ref().unwrap();
         assert_eq!(got.rewards, t.rewards);
         assert_eq!(got.terminations, t.terminations);
@@ -270,7 +270,7 @@ fn issue10_a_shard_of_given_up_episodes_only_commits_as_index_only() {
     (gone.status, gone.error, gone.trajectory) = (Status::GivenUp, Some("env panicked".into()), None);
     w.write(gone).unwrap();
     let mut ok = eps[1].clone();
-    ok.index = 1;
+    ok.run_index = 1;
     w.write(ok).unwrap();
     w.finish().unwrap();
     let ds = Dataset::open(dir.path()).unwrap();

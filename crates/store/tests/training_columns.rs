@@ -30,7 +30,7 @@ fn extras_and_policy_versions_round_trip_and_verify() {
     write_all(dir.path(), &spec, &eps, WriterConfig { max_buffer_episodes: Some(2), ..Default::default() });
     let ds = Dataset::open(dir.path()).unwrap();
     for e in &eps {
-        let got = ds.read_episode(e.index).unwrap();
+        let got = ds.read_episode(e.run_index).unwrap();
         let t = e.trajectory.as_ref().unwrap();
         assert_eq!(got.policy_version.as_deref(), Some(&t.versions[..]));
         assert_eq!(got.entry.policy_version, Some([*t.versions.iter().min().unwrap(), *t.versions.iter().max().unwrap()]));

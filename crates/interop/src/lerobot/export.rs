@@ -16,9 +16,9 @@ use super::plan::Plan;
 use super::stats::{self, Stats};
 use super::videos::{Settings, Videos};
 use super::{ExportOptions, ExportReport, AGENT_STATE, CODEBASE_VERSION, FINAL_OBSERVATION};
-use crate::arrowx::{self, Writer};
+use crate::columns::{self, Writer};
 use crate::error::IoContext;
-use crate::fsx::{self, Staging};
+use crate::staging::{self, Staging};
 use crate::{Error, Result};
 
 /// Exports the rollway dataset at `src` as the LeRobot v3.0 dataset directory `out`.
@@ -40,15 +40,15 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
     }
     let settings = Settings::of(opts).map_err(|message| Error::Unsupported { path: out.to_path_buf(), message })?;
     let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
-    fsx::refuse_overlap(src, out)?;
-    fsx::check_replaceable(out, opts.force, "LeRobot", "meta/info.json with a codebase_version", is_export)?;
+    staging::refuse_overlap(src, out)?;
+    staging::check_replaceable(out, opts.force, "LeRobot", "meta/info.json with a codebase_version", is_export)?;
     let (obs, act) = (ds.obs_layout().clone(), ds.act_layout().clone());
     let plan = Plan::new(&obs, &act, None).map_err(|message| Error::Unsupported { path: src.to_path_buf(), message })?;
     let (staging, out_abs) = Staging::beside(out, "export into a named directory")?;
     let mut report = Exporter::new(&ds, src, staging.path(), opts, plan, settings)?.run(progress)?;
     report.out = out.to_path_buf();
-    report.bytes = fsx::dir_bytes(staging.path());
-    fsx::replace_dir(staging, &out_abs)?;
+    report.bytes = staging::dir_bytes(staging.path());
+    staging::replace_dir(staging, &out_abs)?;
     Ok(report)
 }
 
@@ -132,7 +132,7 @@ impl<'a> Exporter<'a> {
         let mut fields: Vec<Field> = Vec::new();
         let mut stat_names = Vec::new();
         for c in plan.obs.iter().filter(|c| c.video.is_none()).chain(&plan.act) {
-            fields.push(Field::new(&c.name, arrowx::feature_type(c.dtype, c.len), false));
+            fields.push(Field::new(&c.name, columns::feature_type(c.dtype, c.len), false));
         }
         fields.push(Field::new("next.reward", rollway_store::arrow_type(reward), false));
         for f in ["next.done", "next.terminated", "next.truncated", FINAL_OBSERVATION] {
@@ -143,7 +143,7 @@ impl<'a> Exporter<'a> {
             fields.push(Field::new("rollway.info", DataType::Utf8, true));
         }
         if state_width > 0 {
-            fields.push(Field::new(AGENT_STATE, arrowx::feature_type(DType::F32, state_width), false));
+            fields.push(Field::new(AGENT_STATE, columns::feature_type(DType::F32, state_width), false));
             stat_names.push(AGENT_STATE.to_string());
         }
         for (name, dtype) in meta::DEFAULTS {
@@ -225,7 +225,7 @@ impl<'a> Exporter<'a> {
         let mut stats: Vec<Stats> = Vec::new();
         let mut add = |cols: &mut Vec<ArrayRef>, dtype: DType, len: usize, bytes: &[u8]| {
             stats.push(Stats::of_rows(n, len, |r, j| dtype.read_f64(&bytes[r * len * dtype.size()..], j)));
-            cols.push(arrowx::column(dtype, len, bytes));
+            cols.push(columns::column(dtype, len, bytes));
         };
         for c in self.plan.obs.iter().filter(|c| c.video.is_none()) {
             add(&mut cols, c.dtype, c.len, &ep.observations[c.leaf].1.data);
@@ -345,7 +345,7 @@ impl<'a> Exporter<'a> {
     fn write_parquet(&self, rel: &str, batch: &RecordBatch) -> Result<()> {
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().expect("meta/")).io("creating", &p)?;
-        arrowx::write_file(&p, batch).map(|_| ()).map_err(|message| Error::Parquet { path: p, message })
+        columns::write_file(&p, batch).map(|_| ()).map_err(|message| Error::Parquet { path: p, message })
     }
 
     fn write_meta(&self, episodes: Vec<EpisodeMeta>) -> Result<()> {
@@ -437,7 +437,7 @@ impl<'a> Exporter<'a> {
             let shape = rows[0].stats[i].shape.clone();
             for stat in stats::NAMES {
                 let vals: Vec<Vec<f64>> = rows.iter().map(|r| r.stats[i].get(stat)).collect();
-                cols.push((format!("stats/{name}/{stat}"), arrowx::f64_lists(&vals, &shape)));
+                cols.push((format!("stats/{name}/{stat}"), columns::f64_lists(&vals, &shape)));
             }
             let counts = Int64Array::from_iter_values(rows.iter().map(|r| r.stats[i].count as i64));
             let item = Arc::new(Field::new("item", DataType::Int64, true));

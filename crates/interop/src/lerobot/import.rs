@@ -19,7 +19,7 @@ use super::plan::Col;
 use super::source::{self, EpisodeRef, Mapping};
 use super::{ImportReport, AGENT_STATE, FINAL_OBSERVATION};
 use crate::error::IoContext;
-use crate::fsx::{self, Staging};
+use crate::staging::{self, Staging};
 use crate::{Error, Result};
 
 /// Imports the LeRobot v3.x or v2.x dataset at `src` (its root, holding `meta/info.json`)
@@ -72,7 +72,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             message: format!("{} episodes listed, info.json says {t}", eps.len()),
         });
     }
-    fsx::require_new(out)?;
+    staging::require_new(out)?;
     let (staging, out_abs) = Staging::beside(out, "import into a new directory")?;
     let config = json!({"imported_from": {"format": "lerobot", "path": std::path::absolute(src).unwrap_or(src.to_path_buf()), "codebase_version": info.version}});
     let store_err = |source| Error::Store { path: out.to_path_buf(), source };
@@ -83,7 +83,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let mut steps = 0;
     for (k, e) in eps.iter().enumerate() {
         let mut ep = r.episode(e)?;
-        ep.index = k as u64;
+        ep.run_index = k as u64;
         // Per-episode fields only when the table still lists the episodes exported.
         if let Some(m) = rw.as_ref().filter(|rw| rw.episodes.len() == eps.len()).map(|rw| &rw.episodes[k]).filter(|m| m.steps == ep.length)
         {
@@ -94,7 +94,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         progress(k as u64 + 1, n);
     }
     writer.finish().map_err(store_err)?;
-    let bytes = fsx::dir_bytes(staging.path());
+    let bytes = staging::dir_bytes(staging.path());
     staging.commit(&out_abs)?;
     Ok(ImportReport {
         env: map.spec.id.clone(),
@@ -152,9 +152,9 @@ impl Reader<'_> {
             if !path.is_file() {
                 return Err(malformed(&path, "/", "missing (the episodes table points here)"));
             }
-            let batch = crate::arrowx::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
-            let ids = crate::arrowx::col(&batch, "episode_index")
-                .and_then(|c| crate::arrowx::i64s(c.as_ref()))
+            let batch = crate::columns::read_file(&path).map_err(|m| malformed(&path, "/", m))?;
+            let ids = crate::columns::col(&batch, "episode_index")
+                .and_then(|c| crate::columns::i64s(c.as_ref()))
                 .map_err(|m| malformed(&path, "episode_index", m))?;
             let mut spans: Vec<(i64, usize, usize)> = Vec::new();
             for (i, &id) in ids.iter().enumerate() {
@@ -294,11 +294,11 @@ impl Cols<'_> {
     /// `count` rows of a declared column of `len` values of `dtype` each, as bytes.
     fn rows(&self, name: &str, dtype: DType, len: usize, count: usize) -> Result<Vec<u8>> {
         let c = self.column(name).ok_or_else(|| self.bad(name, "missing column"))?;
-        crate::arrowx::rows(c.as_ref(), dtype, len, self.start, count).map_err(|m| self.bad(name, m))
+        crate::columns::rows(c.as_ref(), dtype, len, self.start, count).map_err(|m| self.bad(name, m))
     }
 
     fn flags(&self, name: &str, count: usize) -> Result<Option<Vec<bool>>> {
-        self.column(name).map(|c| crate::arrowx::bools(&c.slice(self.start, count)).map_err(|m| self.bad(name, m))).transpose()
+        self.column(name).map(|c| crate::columns::bools(&c.slice(self.start, count)).map_err(|m| self.bad(name, m))).transpose()
     }
 
     /// The episode's steps: its frames, less the final-observation frame that
@@ -328,7 +328,7 @@ impl Cols<'_> {
     /// Rewards, terminations and truncations of the `t` steps.
     fn outcomes(&self, final_frame: bool, t: usize) -> Result<(Vec<f64>, Vec<bool>, Vec<bool>)> {
         let rewards = match self.column("next.reward") {
-            Some(c) => crate::arrowx::f64s(&c.slice(self.start, t)).map_err(|m| self.bad("next.reward", m))?,
+            Some(c) => crate::columns::f64s(&c.slice(self.start, t)).map_err(|m| self.bad("next.reward", m))?,
             None => vec![0.0; t],
         };
         let mut terminations = match self.flags("next.terminated", t)? {
@@ -350,7 +350,7 @@ impl Cols<'_> {
         let Some(c) = self.column("rollway.info") else {
             return Ok(vec![]);
         };
-        let texts = crate::arrowx::strings(&c.slice(self.start, t + 1)).map_err(|m| self.bad("rollway.info", m))?;
+        let texts = crate::columns::strings(&c.slice(self.start, t + 1)).map_err(|m| self.bad("rollway.info", m))?;
         let parse = |(i, s): (usize, Option<String>)| {
             s.map_or(Ok(Info::new()), |s| {
                 serde_json::from_str(&s).map_err(|err| self.bad("rollway.info", format!("{} frame {i}: {err}", self.object)))
@@ -364,7 +364,7 @@ impl Cols<'_> {
         let Some(c) = self.column(AGENT_STATE) else {
             return Ok(vec![]);
         };
-        let bytes = crate::arrowx::rows(c.as_ref(), DType::F32, w, self.start, t).map_err(|m| self.bad(AGENT_STATE, m))?;
+        let bytes = crate::columns::rows(c.as_ref(), DType::F32, w, self.start, t).map_err(|m| self.bad(AGENT_STATE, m))?;
         Ok(bytes.chunks_exact(4).map(bytemuck::pod_read_unaligned::<f32>).collect())
     }
 }

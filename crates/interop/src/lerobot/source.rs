@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use super::meta::{self, InfoJson, RollwayMeta, Root};
 use super::plan::Plan;
 use super::{AGENT_STATE, FINAL_OBSERVATION};
-use crate::arrowx;
+use crate::columns;
 use crate::{Error, Result};
 
 /// One row of the episodes table.
@@ -53,21 +53,21 @@ pub(crate) fn episodes(root: &Root, video_keys: &[String]) -> Result<Vec<Episode
     let mut out = Vec::new();
     for path in episode_files(root)? {
         let bad = |object: &str, message: String| Error::Malformed { path: path.clone(), object: object.into(), message };
-        let b = arrowx::read_file(&path).map_err(|m| bad("/", m))?;
+        let b = columns::read_file(&path).map_err(|m| bad("/", m))?;
         let ints =
-            |name: &str| -> Result<Vec<i64>> { arrowx::col(&b, name).and_then(|c| arrowx::i64s(c.as_ref())).map_err(|m| bad(name, m)) };
+            |name: &str| -> Result<Vec<i64>> { columns::col(&b, name).and_then(|c| columns::i64s(c.as_ref())).map_err(|m| bad(name, m)) };
         let idx = ints("episode_index")?;
         let length = ints("length")?;
         let (dc, df) = (ints("data/chunk_index")?, ints("data/file_index")?);
         let tasks = match b.column_by_name("tasks") {
-            Some(c) => arrowx::string_lists(c.as_ref()).map_err(|m| bad("tasks", m))?,
+            Some(c) => columns::string_lists(c.as_ref()).map_err(|m| bad("tasks", m))?,
             None => vec![vec![]; b.num_rows()],
         };
         let mut videos = Vec::new();
         for k in video_keys {
             let (c, f) = (ints(&format!("videos/{k}/chunk_index"))?, ints(&format!("videos/{k}/file_index"))?);
             let name = format!("videos/{k}/from_timestamp");
-            let from = arrowx::col(&b, &name).and_then(|c| arrowx::f64s(c.as_ref())).map_err(|m| bad(&name, m))?;
+            let from = columns::col(&b, &name).and_then(|c| columns::f64s(c.as_ref())).map_err(|m| bad(&name, m))?;
             videos.push((c, f, from));
         }
         for r in 0..b.num_rows() {

@@ -31,7 +31,7 @@ use serde_json::Value as Json;
 use super::infos::{insert, nest};
 use super::leaves::{is_image_leaf, jpeg_leaf_rows, scatter_leaf, text_rows, Source};
 use super::DataFormat;
-use crate::arrowx;
+use crate::columns;
 use crate::{Error, Result};
 
 /// Reads episodes out of a Minari `arrow` or `parquet` data directory.
@@ -77,8 +77,8 @@ impl Reader {
         let mut batches = Vec::new();
         for f in self.files(k)? {
             let read = match self.format {
-                DataFormat::Arrow => arrowx::read_ipc_file(&f),
-                _ => arrowx::read_file(&f),
+                DataFormat::Arrow => columns::read_ipc_file(&f),
+                _ => columns::read_file(&f),
             };
             batches.push(read.map_err(|m| Error::Malformed { path: f.clone(), object: "/".into(), message: m })?);
         }
@@ -107,12 +107,12 @@ impl Reader {
             let object = format!("{ep}/{}", rollway_store::format::column_name(prefix, leaf));
             let arr = field_at(c, &leaf.path).map_err(|m| self.bad(&object, m))?;
             let bytes = if matches!(leaf.kind, LeafKind::Text { .. }) {
-                let strings = arrowx::strings(arr.as_ref()).map_err(|m| self.bad(&object, m))?;
+                let strings = columns::strings(arr.as_ref()).map_err(|m| self.bad(&object, m))?;
                 text_rows(strings, leaf, rows).map_err(|m| self.bad(&object, m))?
             } else if self.jpeg && is_image_leaf(leaf) && matches!(arr.data_type(), DataType::Binary | DataType::LargeBinary) {
                 jpeg_leaf_rows(blobs(&arr), leaf, rows).map_err(|m| self.bad(&object, m))?
             } else {
-                arrowx::rows(arr.as_ref(), leaf.dtype, leaf.len(), 0, rows).map_err(|m| self.bad(&object, m))?
+                columns::rows(arr.as_ref(), leaf.dtype, leaf.len(), 0, rows).map_err(|m| self.bad(&object, m))?
             };
             scatter_leaf(&mut out, rb, leaf, &bytes);
         }
@@ -136,7 +136,7 @@ impl Source for Reader {
     /// Whether the episode has an `infos` column: its first file's schema, not its rows.
     fn has_infos(&self, k: u64) -> Result<bool> {
         let f = &self.files(k)?[0];
-        let schema = arrowx::file_schema(f, self.format == DataFormat::Arrow).map_err(|m| Error::Malformed {
+        let schema = columns::file_schema(f, self.format == DataFormat::Arrow).map_err(|m| Error::Malformed {
             path: f.clone(),
             object: "/".into(),
             message: m,
@@ -147,15 +147,15 @@ impl Source for Reader {
     fn episode(&mut self, k: u64) -> Result<EpisodeResult> {
         let b = self.batch(k)?;
         let ep = k.to_string();
-        let col = |name: &str| arrowx::col(&b, name).map_err(|m| self.bad(&ep, m));
+        let col = |name: &str| columns::col(&b, name).map_err(|m| self.bad(&ep, m));
         let rows = b.num_rows();
         let t = rows.checked_sub(1).ok_or_else(|| self.bad(&ep, "no rows (an episode has its reset observation at least)"))?;
         let flags = |name: &str| -> Result<Vec<bool>> {
-            let mut v = arrowx::bools(col(name)?.as_ref()).map_err(|m| self.bad(format!("{ep}/{name}"), m))?;
+            let mut v = columns::bools(col(name)?.as_ref()).map_err(|m| self.bad(format!("{ep}/{name}"), m))?;
             v.truncate(t);
             Ok(v)
         };
-        let mut rewards = arrowx::f64s(col("rewards")?.as_ref()).map_err(|m| self.bad(format!("{ep}/rewards"), m))?;
+        let mut rewards = columns::f64s(col("rewards")?.as_ref()).map_err(|m| self.bad(format!("{ep}/rewards"), m))?;
         rewards.truncate(t);
         let (terminations, truncations) = (flags("terminations")?, flags("truncations")?);
         let obs = self.rows(col("observations")?, &ep, "observations", &self.ol, rows)?;
@@ -228,7 +228,7 @@ fn info_values(c: &dyn Array, shape: Option<&[usize]>) -> Option<Vec<Json>> {
     match c.data_type() {
         DataType::Boolean => Some(c.as_boolean().iter().map(|b| b.map_or(Json::Null, Json::from)).collect()),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            Some(arrowx::strings(c).ok()?.into_iter().map(|s| s.map_or(Json::Null, Json::from)).collect())
+            Some(columns::strings(c).ok()?.into_iter().map(|s| s.map_or(Json::Null, Json::from)).collect())
         }
         DataType::FixedSizeList(_, n) => {
             let n = *n as usize;
@@ -240,11 +240,11 @@ fn info_values(c: &dyn Array, shape: Option<&[usize]>) -> Option<Vec<Json>> {
             let l = c.as_fixed_size_list();
             Some((0..c.len()).map(|r| nest(&shape, &mut flat[l.value_offset_at(r)..].iter().cloned())).collect())
         }
-        d if d.is_integer() => Some(arrowx::i64s(c).ok().map(|v| v.into_iter().map(Json::from).collect()).unwrap_or_else(|| {
+        d if d.is_integer() => Some(columns::i64s(c).ok().map(|v| v.into_iter().map(Json::from).collect()).unwrap_or_else(|| {
             // Unsigned values beyond i64 (or nulls): as floats.
-            arrowx::f64s(c).unwrap_or_default().into_iter().map(Json::from).collect()
+            columns::f64s(c).unwrap_or_default().into_iter().map(Json::from).collect()
         })),
-        d if d.is_floating() => Some(arrowx::f64s(c).ok()?.into_iter().map(Json::from).collect()),
+        d if d.is_floating() => Some(columns::f64s(c).ok()?.into_iter().map(Json::from).collect()),
         _ => None,
     }
 }

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::h5::Kind;
 use super::{infos, DataFormat};
-use crate::arrowx;
+use crate::columns;
 
 /// Writes episode folders under `root` (the staging `data/` directory).
 pub(super) struct Writer {
@@ -66,7 +66,7 @@ impl Writer {
         match self.format {
             DataFormat::Arrow => write_ipc(&dir.join("part-0.arrow"), &batch)?,
             _ => {
-                arrowx::write_file(&dir.join("part-0.parquet"), &batch)?;
+                columns::write_file(&dir.join("part-0.parquet"), &batch)?;
             }
         }
         let text = serde_json::to_string(&Json::Object(metadata)).expect("metadata serializes");
@@ -104,8 +104,8 @@ fn encode(space: &Space, path: &str, leaves: &HashMap<&str, &Array>, rows: usize
             let len: usize = a.shape.iter().skip(1).product();
             bytes.resize(rows * len * a.dtype.size(), 0);
             return Ok(match space {
-                Space::Discrete { .. } => arrowx::flat(a.dtype, &bytes),
-                _ => fixed_list(len, arrowx::flat(a.dtype, &bytes)),
+                Space::Discrete { .. } => columns::flat(a.dtype, &bytes),
+                _ => fixed_list(len, columns::flat(a.dtype, &bytes)),
             });
         }
     };

@@ -14,7 +14,7 @@ use super::{
     DataFormat, ExportOptions, ExportReport, AGENT_STATE, MINARI_VERSION,
 };
 use crate::error::IoContext;
-use crate::fsx::{self, Staging};
+use crate::staging::{self, Staging};
 use crate::{Error, Result};
 
 /// Exports the rollway dataset at `src` as the Minari dataset directory `out`
@@ -26,7 +26,7 @@ use crate::{Error, Result};
 /// each episode.
 pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn FnMut(u64, u64)) -> Result<ExportReport> {
     let ds = Dataset::open(src).map_err(|source| Error::Store { path: src.to_path_buf(), source })?;
-    fsx::refuse_overlap(src, out)?;
+    staging::refuse_overlap(src, out)?;
     let dataset_id = match &opts.dataset_id {
         Some(id) => {
             check_dataset_id(id)?;
@@ -41,7 +41,7 @@ pub fn export(src: &Path, out: &Path, opts: &ExportOptions, progress: &mut dyn F
             hint: "it is a file; the output is the Minari dataset's directory".into(),
         });
     }
-    fsx::check_replaceable(&data, opts.force, "Minari", "main_data.hdf5 or metadata.json", is_export)?;
+    staging::check_replaceable(&data, opts.force, "Minari", "main_data.hdf5 or metadata.json", is_export)?;
     let created = !out.exists();
     std::fs::create_dir_all(out).io("creating", out)?;
     let res = write(&ds, src, out, &dataset_id, opts, progress);
@@ -118,7 +118,7 @@ impl Sink {
                 file.close().map_err(|source| Error::Hdf5 { path: path.clone(), context: "closing the file".into(), source })?;
                 Ok(std::fs::metadata(&path).io("reading size of", &path)?.len())
             }
-            Sink::Folders(_, dir) => Ok(fsx::dir_bytes(&dir)),
+            Sink::Folders(_, dir) => Ok(staging::dir_bytes(&dir)),
         }
     }
 }
@@ -151,7 +151,7 @@ fn write(
     let text = serde_json::to_string_pretty(&Json::Object(meta)).expect("metadata serializes");
     std::fs::write(&meta_path, &text).io("writing", &meta_path)?;
     let data = out.join("data");
-    fsx::replace_dir(staging, &data)?;
+    staging::replace_dir(staging, &data)?;
     Ok(ExportReport {
         dataset_id: dataset_id.to_string(),
         data_dir: data,

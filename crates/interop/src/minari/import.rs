@@ -12,7 +12,7 @@ use super::arrow;
 use super::leaves::{is_image_leaf, jpeg_leaf_rows, scatter_leaf, text_rows, Source};
 use super::{data_dir, h5, infos, DataFormat, ImportReport};
 use crate::error::IoContext;
-use crate::fsx::{self, Staging};
+use crate::staging::{self, Staging};
 use crate::{Error, Result};
 
 /// What an import needs from `metadata.json`.
@@ -101,7 +101,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         }
         f => Box::new(arrow::Reader::new(&data, f, ol, al, meta.jpeg)),
     };
-    fsx::require_new(out)?;
+    staging::require_new(out)?;
     let dataset_id = meta
         .dataset_id
         .clone()
@@ -136,7 +136,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         Some(done) => done,
         None => write_all(r.as_mut(), &job, true, progress)?.expect("an import recording infos takes every episode"),
     };
-    let bytes = fsx::dir_bytes(staging.path());
+    let bytes = staging::dir_bytes(staging.path());
     staging.commit(&out_abs)?;
     let mut skipped = std::mem::take(r.skipped());
     skipped.sort();

@@ -65,7 +65,7 @@ pub fn write_sampled(dir: &Path, spec: &EnvSpec, lengths: &[u64], seed: u64, giv
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let w = DatasetWriter::create(dir, spec, "sampler", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
     let episode = |index: u64, length: u64, status, trajectory: Option<Trajectory>, error: Option<String>| EpisodeResult {
-        index,
+        run_index: index,
         seed: 40 + index,
         length,
         ret: trajectory.as_ref().map_or(0.0, |t| t.rewards.iter().sum()),

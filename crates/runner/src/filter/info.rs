@@ -8,7 +8,7 @@
 use regex::Regex;
 use rollway_core::Params;
 
-use super::{EpisodeFilter, FilterEntry};
+use super::{EpisodeLabeler, FilterEntry};
 use rollway_core::episode::EpisodeResult;
 
 /// Registry entry.
@@ -19,7 +19,7 @@ pub static ENTRY: FilterEntry = FilterEntry {
     make,
 };
 
-fn make(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
+fn make(p: &Params, label: String) -> Result<Box<dyn EpisodeLabeler>, String> {
     let key = p.raw("key").ok_or("missing `key`")?.to_string();
     let val = p.raw("val").unwrap_or(".*");
     let re = Regex::new(&format!("^(?:{val})")).map_err(|e| format!("`val` is not a valid regex: {e}"))?;
@@ -42,7 +42,7 @@ impl InfoFilter {
     }
 }
 
-impl EpisodeFilter for InfoFilter {
+impl EpisodeLabeler for InfoFilter {
     fn label(&self) -> &str {
         &self.label
     }

@@ -1,5 +1,7 @@
-//! Episode filters (MineStudio's `EpisodeFilter`): each looks at a finished
-//! episode and may give it a label. One file per filter plus one line in [`REGISTRY`].
+//! Episode filters, named after MineStudio's (`InfoBaseFilter`, `--filter`), but
+//! rollway's only label: each looks at a finished episode and may give it a
+//! label; no episode is dropped (readers and loaders select by label), so the
+//! trait is an [`EpisodeLabeler`]. One file per filter plus one line in [`REGISTRY`].
 //!
 //! A filter is written `kind=info,key=mine_block,val=diamond.*,num=1,label=diamond`;
 //! `kind` may be left out when `key` is given (an info filter).
@@ -12,8 +14,8 @@ use rollway_core::episode::EpisodeResult;
 mod info;
 mod range;
 
-/// A rule that labels episodes.
-pub trait EpisodeFilter: Send + Sync {
+/// A rule that labels episodes (never drops one).
+pub trait EpisodeLabeler: Send + Sync {
     /// The label it gives.
     fn label(&self) -> &str;
     /// A short description, stored with each label it gives.
@@ -35,13 +37,13 @@ pub struct FilterEntry {
 }
 
 /// Builds a filter from its keys and label, or says what is wrong with them.
-pub type MakeFilter = fn(&Params, String) -> std::result::Result<Box<dyn EpisodeFilter>, String>;
+pub type MakeFilter = fn(&Params, String) -> std::result::Result<Box<dyn EpisodeLabeler>, String>;
 
 /// Every filter kind. Adding one: write its file, add its `ENTRY` here.
 pub static REGISTRY: &[&FilterEntry] = &[&info::ENTRY, &range::RETURN, &range::LENGTH];
 
 /// Parses one filter specification.
-pub fn parse(spec: &str) -> Result<Box<dyn EpisodeFilter>> {
+pub fn parse(spec: &str) -> Result<Box<dyn EpisodeLabeler>> {
     let err = |message: String| Error::Filter { spec: spec.into(), message };
     let params = Params::parse(spec).map_err(|e| err(e.to_string()))?;
     let kind = match params.raw("kind") {
@@ -64,7 +66,7 @@ pub fn parse(spec: &str) -> Result<Box<dyn EpisodeFilter>> {
 }
 
 /// Runs every filter on an episode and records the labels it earns.
-pub fn apply(filters: &[Box<dyn EpisodeFilter>], episode: &mut EpisodeResult) {
+pub fn apply(filters: &[Box<dyn EpisodeLabeler>], episode: &mut EpisodeResult) {
     episode.labels.clear();
     for f in filters {
         if f.check(episode) && !episode.labels.iter().any(|l| l.label == f.label()) {

@@ -3,7 +3,7 @@
 
 use rollway_core::Params;
 
-use super::{EpisodeFilter, FilterEntry};
+use super::{EpisodeLabeler, FilterEntry};
 use rollway_core::episode::EpisodeResult;
 
 /// Registry entry for `kind=return`.
@@ -14,11 +14,11 @@ pub static RETURN: FilterEntry =
 pub static LENGTH: FilterEntry =
     FilterEntry { kind: "length", summary: "episode length within [min, max]", keys: &["min", "max"], make: make_length };
 
-fn make_return(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
+fn make_return(p: &Params, label: String) -> Result<Box<dyn EpisodeLabeler>, String> {
     RangeFilter::boxed(p, label, "return", |ep| ep.ret)
 }
 
-fn make_length(p: &Params, label: String) -> Result<Box<dyn EpisodeFilter>, String> {
+fn make_length(p: &Params, label: String) -> Result<Box<dyn EpisodeLabeler>, String> {
     RangeFilter::boxed(p, label, "length", |ep| ep.length as f64)
 }
 
@@ -31,7 +31,7 @@ struct RangeFilter {
 }
 
 impl RangeFilter {
-    fn boxed(p: &Params, label: String, what: &'static str, measure: fn(&EpisodeResult) -> f64) -> Result<Box<dyn EpisodeFilter>, String> {
+    fn boxed(p: &Params, label: String, what: &'static str, measure: fn(&EpisodeResult) -> f64) -> Result<Box<dyn EpisodeLabeler>, String> {
         let bound = |key: &str| p.raw(key).map(|v| v.parse::<f64>().map_err(|e| format!("`{key}`: `{v}`: {e}"))).transpose();
         let (min, max) = (bound("min")?, bound("max")?);
         if min.is_none() && max.is_none() {
@@ -45,7 +45,7 @@ impl RangeFilter {
     }
 }
 
-impl EpisodeFilter for RangeFilter {
+impl EpisodeLabeler for RangeFilter {
     fn label(&self) -> &str {
         &self.label
     }

@@ -56,13 +56,13 @@ fn recorded_episodes_are_what_the_fragments_held_with_extras_versions_and_states
     drop(r);
     let eps = kept.0.lock().unwrap().clone();
     let finished: Vec<u64> = frags.iter().flat_map(|f| f.finished.iter().map(|e| e.episode)).collect();
-    assert_eq!(eps.iter().map(|e| e.index).collect::<Vec<_>>(), finished, "every ended episode, in the order they ended");
+    assert_eq!(eps.iter().map(|e| e.run_index).collect::<Vec<_>>(), finished, "every ended episode, in the order they ended");
     assert!(eps.len() >= 8, "{} episodes", eps.len());
     let (ob, ab) = (16, 8);
     for e in &eps {
         let t = e.trajectory.as_ref().unwrap();
-        let want = steps_of(&frags, e.index, ob, ab);
-        assert_eq!(want.len() as u64, e.length, "episode {}", e.index);
+        let want = steps_of(&frags, e.run_index, ob, ab);
+        assert_eq!(want.len() as u64, e.length, "episode {}", e.run_index);
         for (k, (obs, act, rew, ver, seen)) in want.into_iter().enumerate() {
             assert_eq!((&t.obs[k * ob..(k + 1) * ob], &t.actions[k * ab..(k + 1) * ab]), (&obs[..], &act[..]));
             assert_eq!((t.rewards[k], t.versions[k]), (f64::from(rew), ver));

@@ -1,4 +1,5 @@
-//! Issue 10 (data safety), the runner's part.
+//! A worker that fails costs its own episodes only, and what no worker could run
+//! stays untried (the runner's data-safety regressions of issue 10).
 
 use rollway_core::Params;
 use rollway_runner::{EpisodeResult, RunConfig, Summary, Target};
@@ -89,14 +90,14 @@ fn issue10_finished_episodes_past_an_untried_one_are_not_reported() {
     };
     let mut eps: Vec<EpisodeResult> = Vec::new();
     let s = common::registered(cfg.clone()).unwrap().run(&mut eps).unwrap();
-    let idx: Vec<u64> = eps.iter().map(|e| e.index).collect();
+    let idx: Vec<u64> = eps.iter().map(|e| e.run_index).collect();
     assert_eq!(idx, [0, 1]);
     assert_eq!(s.untried, 48);
     // A resumed run starts at the first untried index.
     let resumed = RunConfig { start_index: 2, ..cfg };
     let mut more: Vec<EpisodeResult> = Vec::new();
     let s = common::registered(resumed).unwrap().run(&mut more).unwrap();
-    assert_eq!(more.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(more.iter().map(|e| e.run_index).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(s.untried, 46);
 }
 

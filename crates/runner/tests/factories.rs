@@ -1,4 +1,4 @@
-//! The design seam of issue 12: the generator runs any env and agent factory, not
+//! The generator runs any env and agent factory (the design seam of issue 12), not
 //! just the built-in registries, and however a run ends, its worker threads have
 //! ended when `run` returns.
 //!
@@ -308,7 +308,7 @@ fn an_info_that_panics_costs_only_that_info() {
         let infos = &ep.trajectory.as_ref().expect("recorded").infos;
         assert_eq!(infos.len() as u64, ep.length + 1);
         let empty = infos.iter().filter(|i| i.get("pos").is_none()).count() as u64;
-        if ep.index == 9 {
+        if ep.run_index == 9 {
             // Reset and the first two steps have theirs; the final info is empty too.
             assert_eq!((empty, ep.info.get("pos")), (ep.length - 2, None));
         } else {

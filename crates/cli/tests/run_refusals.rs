@@ -1,4 +1,4 @@
-//! Issue 10 (data safety): what `rollway run` records, refuses and reports.
+//! What `rollway run` records, refuses and reports (the data-safety regressions of issue 10).
 
 use std::path::Path;
 use std::process::{Command, Output};
