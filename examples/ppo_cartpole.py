@@ -71,7 +71,9 @@ class Acting:
     @torch.no_grad()
     def __call__(self, obs: np.ndarray, first: np.ndarray, state: Any) -> Dict[str, Any]:
         t0 = time.perf_counter()
-        out = self.agent.act(torch.from_numpy(obs), first, state)
+        # A Dict space's observation comes as one array per leaf.
+        x = {k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.from_numpy(obs)
+        out = self.agent.act(x, first, state)
         self.forward_s += time.perf_counter() - t0
         return {k: v.numpy() for k, v in out.items()}
 
@@ -103,11 +105,13 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
           lr: float = 2.5e-4, epochs: int = 4, minibatches: int = 4, target: float = 475.0,
           stop_when_solved: bool = True, log: bool = True, source: Callable[..., Any] = rollway_source,
           make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
-          env_params: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went."""
+          env_params: Optional[Dict[str, Any]] = None, threads: int = 1) -> Dict[str, Any]:
+    """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went.
+    ``threads`` sets torch's threads (0 leaves torch's choice)."""
     torch.manual_seed(seed)
     np.random.seed(seed)
-    torch.set_num_threads(1)
+    if threads:
+        torch.set_num_threads(threads)
     agent = make_agent()
     update_fn = update or learn
     acting = Acting(agent if lag == 0 else copy.deepcopy(agent))

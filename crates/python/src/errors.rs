@@ -38,7 +38,7 @@ fn kind(e: &anyhow::Error) -> Kind {
     if e.chain().any(|c| c.downcast_ref::<rollway_engine::Error>().is_some_and(rollway_engine::Error::is_interrupted)) {
         return Kind::Interrupted;
     }
-    let missing = e.chain().any(|c| {
+    let missing = outer(e).any(|c| {
         c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == ErrorKind::NotFound)
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::NotADataset { .. }))
             || matches!(c.downcast_ref::<rollway_store::Error>(), Some(rollway_store::Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound)
@@ -48,11 +48,24 @@ fn kind(e: &anyhow::Error) -> Kind {
         Kind::NotFound
     } else if locked {
         Kind::Locked
-    } else if e.chain().any(is_input) {
+    } else if outer(e).any(is_input) {
         Kind::Input
     } else {
         Kind::Failed
     }
+}
+
+/// `e`'s chain down to its first input error, included. What an input error wraps
+/// says why the input is wrong, not what kind of failure this is: a report written
+/// into a missing directory is an `InputError`, though an OS "not found" is its
+/// cause. (A held lock is looked for in the whole chain.)
+fn outer(e: &anyhow::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    let mut past_input = false;
+    e.chain().take_while(move |c| {
+        let keep = !past_input;
+        past_input |= c.downcast_ref::<rollway_engine::Error>().is_some_and(rollway_engine::Error::is_input);
+        keep
+    })
 }
 
 /// Errors of the library crates that mean "what you gave is wrong".
