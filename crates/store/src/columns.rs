@@ -180,7 +180,8 @@ fn step_columns(trajs: &[&rollway_core::Trajectory], valid: &NullBuffer, fields:
             let Some(col) = col else {
                 return Err(Error::BadEpisode { episode: 0, message: format!("an episode without extra `{}` beside one with it", x.name) });
             };
-            bytes.extend(col.values.iter().flat_map(|v| v.to_le_bytes()));
+            // Native bytes, as every leaf's rows: `leaf_array` takes the row layout's byte order.
+            bytes.extend(col.values.iter().flat_map(|v| v.to_ne_bytes()));
             bytes.resize(bytes.len() + leaf.bytes(), 0);
         }
         fields.push(leaf_field(format!("{EXTRAS}{}", x.name), &leaf, true));

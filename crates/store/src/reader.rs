@@ -383,7 +383,8 @@ fn step_columns(batch: &RecordBatch, out: &mut ShardColumns) -> std::result::Res
         let leaf = Leaf { path: name.to_string(), dtype: rollway_core::DType::F32, shape: shape.clone(), offset: 0, kind };
         let mut bytes = Vec::new();
         leaf_bytes(col.as_ref(), &leaf, &mut bytes).map_err(|e| format!("column `{}`: {e}", field.name()))?;
-        let values = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        // `leaf_bytes` gives native bytes, as for every leaf (the writer's byte path reversed).
+        let values = bytes.chunks_exact(4).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])).collect();
         out.extras.push(rollway_core::StepColumn { name: name.to_string(), shape, values });
     }
     if let Some(c) = batch.column_by_name(POLICY_VERSION) {
