@@ -11,7 +11,8 @@ import os
 import statistics
 import tempfile
 
-from benchlib import common_parser, fmt_rate, load_summary, log, machine_note, resolve_binary, run_proc, write_report
+from benchlib import (common_parser, fmt_rate, load_summary, log, machine_note, md_table, resolve_binary, run_proc,
+                      write_report)
 
 CARTPOLE = ["run", "--env", "CartPole-v1", "--agent", "random", "--workers", "2", "--envs-per-worker", "1024",
             "--mode", "async", "--steps", "30000000", "--no-record", "-q"]
@@ -47,15 +48,13 @@ def main() -> None:
             log(f"{name}: {got}")
             med = {k: statistics.median(v) for k, v in got.items()}
             cell = {k: f"{show(med[k])} ({show(min(v))} – {show(max(v))})" for k, v in got.items()}
-            rows.append(f"| {name} | {cell[bin_a]} | {cell[bin_b]} | {med[bin_b] / med[bin_a]:.3f} |")
+            rows.append([name, cell[bin_a], cell[bin_b], f"{med[bin_b] / med[bin_a]:.3f}"])
     lines = [
         f"### `bench/ab_binaries.py --reps {a.reps}`: A `{bin_a}`, B `{bin_b}`, runs alternating, medians (min – max)",
         "",
         *machine_note(bin_b, load0, os.getloadavg(), packages="no Python peers"),
         "",
-        "| measure | A | B | B / A |",
-        "|---|---:|---:|---:|",
-        *rows,
+        *md_table(["measure", "A", "B", "B / A"], rows, "-rrr"),
         "",
     ]
     write_report("\n".join(lines), a.out)

@@ -1,9 +1,9 @@
-"""Helpers shared by the bench scripts (cartpole_throughput.py, record_throughput.py,
-load_throughput.py).
+"""Helpers shared by the bench scripts (one script per comparison of rollway with its peers,
+run as ``python bench/X.py``, which puts bench/ on ``sys.path``).
 
-Formatting of rates/ratios for the markdown reports, the common command-line options,
-running the rollway CLI as a timed subprocess and reading its ``--summary-json``, the
-machine note at the top of each report, and writing the report out.
+Formatting of rates/ratios and the markdown table of the reports, the common command-line
+options, running the rollway CLI as a timed subprocess and reading its ``--summary-json``,
+the machine note at the top of each report, and writing the report out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 ENV_ID = "CartPole-v1"
 
@@ -56,6 +56,31 @@ def fmt_ratio(num: Optional[float], den: Optional[float], *,
 def fmt_spread(vals: list[float]) -> str:
     """"min – max" of some rates; "n/a" when there are none."""
     return f"{fmt_rate(min(vals))} – {fmt_rate(max(vals))}" if vals else "n/a"
+
+
+_SEPARATORS = {"r": "---:", "l": ":---", "c": ":---:"}
+
+
+def md_row(cells: Sequence[object]) -> str:
+    """One markdown table line: ``| a | b |``; an empty cell is written ``| |``."""
+    return "|" + "".join(f" {c} |" if str(c) else " |" for c in cells)
+
+
+def md_table(headers: Sequence[object], rows: Iterable[Sequence[object]],
+             align: Optional[str] = None) -> list[str]:
+    """A markdown table as lines: the header row, the separator row, then one line per row.
+
+    Cells are written with ``str()`` as ``| a | b |`` (an empty cell as ``| |``); rows are
+    not checked against the header's width. `align` gives one character per column:
+    ``r`` for ``---:`` (right), ``l`` for ``:---``, ``c`` for ``:---:``, anything else
+    (``-`` by convention) for a plain ``---``; None makes every column plain.
+    """
+    if align is None:
+        align = "-" * len(headers)
+    if len(align) != len(headers):
+        raise ValueError(f"align {align!r} has {len(align)} columns, the headers {len(headers)}")
+    sep = "|" + "".join(_SEPARATORS.get(ch, "---") + "|" for ch in align)
+    return [md_row(headers), sep, *(md_row(r) for r in rows)]
 
 
 # --------------------------------------------------------------------------- command line

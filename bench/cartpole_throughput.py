@@ -40,8 +40,8 @@ from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
 from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
-                      fmt_spread, load_summary, log, machine_note, module_versions, parse_list,
-                      resolve_binary, run_proc, write_report)
+                      fmt_spread, load_summary, log, machine_note, md_table, module_versions,
+                      parse_list, resolve_binary, run_proc, write_report)
 
 
 # --------------------------------------------------------------------------- results
@@ -252,7 +252,8 @@ def cartpole_machine_note(binary: Optional[str], load_start: tuple, load_end: tu
 # --------------------------------------------------------------------------- report
 
 
-def render(results: list[Result], rw: list[Result], note: list[str], a, elapsed: float) -> str:
+def render_summary(results: list[Result], rw: list[Result]) -> list[str]:
+    """The best config of each peer against rollway's best, in-process and whole-process."""
     best_rw = max(rw, key=lambda r: r.median) if rw else None
     best_rw_rate = best_rw.median if best_rw else None
     best_rw_whole = max((statistics.median(r.extra["whole_rates"]) for r in rw), default=None)
@@ -261,11 +262,56 @@ def render(results: list[Result], rw: list[Result], note: list[str], a, elapsed:
         c = [r for r in results if pred(r)]
         return max(c, key=lambda r: r.median) if c else None
 
-    ep_best = best_of(lambda r: r.peer.startswith("EnvPool"))
-    gs_best = best_of(lambda r: r.peer == "Gymnasium SyncVectorEnv")
-    ga_best = best_of(lambda r: r.peer == "Gymnasium AsyncVectorEnv")
-    gv_best = best_of(lambda r: r.peer.startswith("Gymnasium CartPoleVectorEnv"))
+    if best_rw:
+        rows = [[f"**rollway best** ({best_rw.config}), in-process", f"**{fmt_rate(best_rw_rate)}**",
+                 "1.00×", "—"],
+                ["rollway best, whole-process (incl. process start)", fmt_rate(best_rw_whole), "—", "1.00×"]]
+    else:
+        rows = [["rollway", "skipped (binary not found or all runs failed)", "n/a", "n/a"]]
+    for name, r in (("EnvPool best", best_of(lambda r: r.peer.startswith("EnvPool"))),
+                    ("Gymnasium SyncVectorEnv best", best_of(lambda r: r.peer == "Gymnasium SyncVectorEnv")),
+                    ("Gymnasium AsyncVectorEnv best", best_of(lambda r: r.peer == "Gymnasium AsyncVectorEnv")),
+                    ("Gymnasium CartPoleVectorEnv (numpy) best",
+                     best_of(lambda r: r.peer.startswith("Gymnasium CartPoleVectorEnv")))):
+        if r:
+            mode = r.peer.split("(")[-1].rstrip(")") + ", " if name.startswith("EnvPool") else ""
+            rows.append([f"{name} ({mode}{r.config})", fmt_rate(r.median),
+                         fmt_ratio(best_rw_rate, r.median), fmt_ratio(best_rw_whole, r.median)])
+    return ["### Summary", "",
+            *md_table(["", "steps/s", "rollway best / this (in-process)", "rollway best / this (whole-process)"],
+                      rows, "-rrr"),
+            ""]
 
+
+def render_all(results: list[Result], rw: list[Result]) -> list[str]:
+    """Every config of every peer, with rollway's best over it."""
+    best_rw_rate = max(r.median for r in rw) if rw else None
+    rows = [[r.peer, r.config, fmt_rate(r.median), r.spread, fmt_ratio(best_rw_rate, r.median)]
+            for r in results + rw]
+    return ["### All configurations", "",
+            *md_table(["peer", "config", "steps/s (median)", "min – max", "rollway best / this"], rows, "--rrr"),
+            "",
+            "N = num_envs, B = EnvPool batch_size, T = EnvPool num_threads; "
+            "W = rollway workers, E = envs per worker.",
+            ""]
+
+
+def render_rollway(rw: list[Result]) -> list[str]:
+    """rollway's own rate next to the rate of its whole process, per config."""
+    if not rw:
+        return []
+    rows = [[r.config, f"{r.steps_per_rep:,}", fmt_rate(r.median),
+             fmt_rate(statistics.median(r.extra["whole_rates"])), f"{r.extra['overhead'] * 1000:.0f} ms"]
+            for r in rw]
+    return ["### rollway: in-process vs whole-process", "",
+            *md_table(["config", "steps per run", "in-process steps/s (median)",
+                       "whole-process steps/s (median)", "wall − `seconds` (median)"], rows, "-rrrr"),
+            "", "In-process = the summary JSON's `steps_per_sec` (`steps` / `seconds`, as measured "
+            "by rollway itself); whole-process = `steps` / wall time of the subprocess as seen "
+            "by this script (includes process start, env construction and writing the summary).", ""]
+
+
+def render(results: list[Result], rw: list[Result], note: list[str], a, elapsed: float) -> str:
     L = [f"## CartPole-v1 random-action stepping throughput{' (quick run)' if a.quick else ''}", ""]
     L += note
     L += [f"- Method: median of {a.reps} timed repetitions per config (peers: after warm-up, "
@@ -273,56 +319,17 @@ def render(results: list[Result], rw: list[Result], note: list[str], a, elapsed:
           f"per config, " + (f"S={a.rollway_steps:,} steps each" if a.rollway_steps else
                              f"S sized per config from a pilot run to last ~{a.rollway_s:g}s") + "). Steps = env transitions summed over all envs. Script wall time "
           f"{elapsed:.0f}s.", ""]
-
-    L += ["### Summary", "",
-          "| | steps/s | rollway best / this (in-process) | rollway best / this (whole-process) |",
-          "|---|---:|---:|---:|"]
-    if best_rw:
-        L.append(f"| **rollway best** ({best_rw.config}), in-process | **{fmt_rate(best_rw_rate)}** | "
-                 "1.00× | — |")
-        L.append(f"| rollway best, whole-process (incl. process start) | {fmt_rate(best_rw_whole)} | "
-                 "— | 1.00× |")
-    else:
-        L.append("| rollway | skipped (binary not found or all runs failed) | n/a | n/a |")
-    for name, r in (("EnvPool best", ep_best), ("Gymnasium SyncVectorEnv best", gs_best),
-                    ("Gymnasium AsyncVectorEnv best", ga_best),
-                    ("Gymnasium CartPoleVectorEnv (numpy) best", gv_best)):
-        if r:
-            mode = r.peer.split("(")[-1].rstrip(")") + ", " if name.startswith("EnvPool") else ""
-            L.append(f"| {name} ({mode}{r.config}) | {fmt_rate(r.median)} | "
-                     f"{fmt_ratio(best_rw_rate, r.median)} | {fmt_ratio(best_rw_whole, r.median)} |")
-    L.append("")
-
-    L += ["### All configurations", "",
-          "| peer | config | steps/s (median) | min – max | rollway best / this |",
-          "|---|---|---:|---:|---:|"]
-    for r in results + rw:
-        L.append(f"| {r.peer} | {r.config} | {fmt_rate(r.median)} | {r.spread} | "
-                 f"{fmt_ratio(best_rw_rate, r.median)} |")
-    L.append("")
-    L.append("N = num_envs, B = EnvPool batch_size, T = EnvPool num_threads; "
-             "W = rollway workers, E = envs per worker.")
-    L.append("")
-
-    if rw:
-        L += ["### rollway: in-process vs whole-process", "",
-              "| config | steps per run | in-process steps/s (median) | whole-process steps/s (median) "
-              "| wall − `seconds` (median) |",
-              "|---|---:|---:|---:|---:|"]
-        for r in rw:
-            L.append(f"| {r.config} | {r.steps_per_rep:,} | {fmt_rate(r.median)} | "
-                     f"{fmt_rate(statistics.median(r.extra['whole_rates']))} | "
-                     f"{r.extra['overhead'] * 1000:.0f} ms |")
-        L += ["", "In-process = the summary JSON's `steps_per_sec` (`steps` / `seconds`, as measured "
-              "by rollway itself); whole-process = `steps` / wall time of the subprocess as seen "
-              "by this script (includes process start, env construction and writing the summary).", ""]
+    L += render_summary(results, rw)
+    L += render_all(results, rw)
+    L += render_rollway(rw)
     return "\n".join(L)
 
 
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def parse_args(argv: Optional[list[str]]):
+    """The command line, with the defaults that depend on --quick filled in."""
     p = common_parser(__doc__, quick_help="fewer configs and shorter repetitions (~1 min)",
                       reps_help="timed repetitions per config (median is reported)")
     p.add_argument("--skip", default="", help="comma list of peers to skip: gym-sync,gym-async,gym-numpy,envpool,rollway")
@@ -362,9 +369,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     a.rep_s = 0.3 if q else 1.0
     if q:
         a.rollway_pilot_steps = min(a.rollway_pilot_steps, 1_000_000)
-    skip = set(parse_list(a.skip, str))
+    return a
 
-    warnings.filterwarnings("ignore")
+
+def unavailable_peers() -> set[str]:
+    """The Python peers whose package does not import (logged)."""
+    skip = set()
     try:
         import gymnasium as gym
         gym.logger.min_level = 40  # errors only
@@ -376,9 +386,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ImportError as exc:
         log(f"envpool not importable ({exc}); skipping EnvPool")
         skip.add("envpool")
+    return skip
 
-    load_start = os.getloadavg()
-    t_start = time.perf_counter()
+
+def run_python_peers(a, skip: set[str]) -> list[Result]:
+    """Every config of the Gymnasium and EnvPool peers not in `skip`; a failed config is
+    logged and left out."""
     results: list[Result] = []
 
     def record(fn, *args):
@@ -410,20 +423,34 @@ def main(argv: Optional[list[str]] = None) -> int:
                 record(bench_envpool, n, n, t, a)  # sync: batch_size == num_envs
                 if n >= 2:
                     record(bench_envpool, n, n // 2, t, a)  # async: batch_size = num_envs / 2
+    return results
 
-    rw: list[Result] = []
-    binary = None
-    if "rollway" not in skip:
-        binary = resolve_binary(a.rollway)
-        if binary is None:
-            log(f"rollway binary not found at {a.rollway!r}; skipping rollway "
-                f"(build it with `cargo build --release` and pass --rollway PATH)")
-        else:
-            log(f"rollway ({binary})")
-            configs = [(w, e, m) for w in a.rollway_workers for e in a.rollway_envs
-                       for m in a.rollway_modes]
-            rw = bench_rollway(binary, configs, a)
 
+def run_rollway(a, skip: set[str]) -> tuple[Optional[str], list[Result]]:
+    """(the binary, or None when skipped or missing; its results, one per config)."""
+    if "rollway" in skip:
+        return None, []
+    binary = resolve_binary(a.rollway)
+    if binary is None:
+        log(f"rollway binary not found at {a.rollway!r}; skipping rollway "
+            f"(build it with `cargo build --release` and pass --rollway PATH)")
+        return None, []
+    log(f"rollway ({binary})")
+    configs = [(w, e, m) for w in a.rollway_workers for e in a.rollway_envs
+               for m in a.rollway_modes]
+    return binary, bench_rollway(binary, configs, a)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    a = parse_args(argv)
+    skip = set(parse_list(a.skip, str))
+    warnings.filterwarnings("ignore")
+    skip |= unavailable_peers()
+
+    load_start = os.getloadavg()
+    t_start = time.perf_counter()
+    results = run_python_peers(a, skip)
+    binary, rw = run_rollway(a, skip)
     elapsed = time.perf_counter() - t_start
     note = cartpole_machine_note(binary, load_start, os.getloadavg())
     write_report(render(results, rw, note, a, elapsed) + "\n", a.out)

@@ -18,8 +18,8 @@ import os
 import statistics
 import tempfile
 
-from benchlib import (common_parser, fmt_rate, fmt_spread, load_summary, log, machine_note, resolve_binary,
-                      run_proc, write_report)
+from benchlib import (common_parser, fmt_rate, fmt_spread, load_summary, log, machine_note, md_table,
+                      resolve_binary, run_proc, write_report)
 
 CONFIGS = [
     ("CartPole-v1", ["--env", "CartPole-v1", "--agent", "random"]),
@@ -56,17 +56,15 @@ def main() -> None:
                 rates[check].append(rate)
                 log(f"{name} check={check} rep {r + 1}: {rate:,.0f} steps/s")
         on, off = statistics.median(rates[True]), statistics.median(rates[False])
-        rows.append(f"| {name} | {fmt_rate(on)} ({fmt_spread(rates[True])}) | {fmt_rate(off)} ({fmt_spread(rates[False])}) "
-                    f"| {on / off:.3f} | {100 * (off - on) / off:+.1f}% |")
+        rows.append([name, f"{fmt_rate(on)} ({fmt_spread(rates[True])})", f"{fmt_rate(off)} ({fmt_spread(rates[False])})",
+                     f"{on / off:.3f}", f"{100 * (off - on) / off:+.1f}%"])
     lines = [
         f"### Checks on vs off: `bench/checks_cost.py --reps {a.reps} --steps {steps}` "
         f"({a.workers} workers × {a.envs_per_worker} envs, sync, random agent, no dataset)",
         "",
         *machine_note(binary, load0, os.getloadavg(), packages="no Python peers"),
         "",
-        "| env | `--check true` steps/s (median, spread) | `--check false` | on / off | cost |",
-        "|---|---|---|---|---|",
-        *rows,
+        *md_table(["env", "`--check true` steps/s (median, spread)", "`--check false`", "on / off", "cost"], rows),
         "",
     ]
     write_report("\n".join(lines), a.out)

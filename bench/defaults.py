@@ -21,7 +21,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import common_parser, fmt_rate, load_summary, log, machine_note, resolve_binary, run_proc, write_report  # noqa: E402
+from benchlib import (common_parser, fmt_rate, load_summary, log, machine_note, md_table,  # noqa: E402
+                      resolve_binary, run_proc, write_report)
 
 WORKLOADS = {
     "CartPole-v1": (["--env", "CartPole-v1", "--agent", "random", "--steps", "100000000"], [64, 256, 1024, 4096]),
@@ -66,12 +67,12 @@ def main() -> None:
                 grid[(e, mode)] = median_of(binary, args, ["--workers", "2", "--envs-per-worker", str(e), "--mode", mode], reps)
         best_key = max(grid, key=lambda k: grid[k]["whole"])
         best = grid[best_key]
-        rows.append(f"| {name} | default: {', '.join(d['configs'])} | {fmt_rate(d['run'])} | {fmt_rate(d['whole'])} | "
-                    f"{d['whole'] / best['whole']:.0%} |")
+        rows.append([name, f"default: {', '.join(d['configs'])}", fmt_rate(d['run']), fmt_rate(d['whole']),
+                     f"{d['whole'] / best['whole']:.0%}"])
         for (e, mode), r in grid.items():
             mark = " **(best)**" if (e, mode) == best_key else ""
-            rows.append(f"| {name} | W=2 E={e} {mode}{mark} | {fmt_rate(r['run'])} | {fmt_rate(r['whole'])} | "
-                        f"{r['whole'] / best['whole']:.0%} |")
+            rows.append([name, f"W=2 E={e} {mode}{mark}", fmt_rate(r['run']), fmt_rate(r['whole']),
+                         f"{r['whole'] / best['whole']:.0%}"])
         probes = [", ".join(f"{p['envs_per_worker']} {p.get('mode', '')} → {fmt_rate(p['steps_per_s'])}" for p in c["probes"])
                   + f" ({c['seconds']:.2f} s; chose {c['envs_per_worker']} {c.get('mode', '')})"
                   for c in d["calibration"] if c]
@@ -82,8 +83,9 @@ def main() -> None:
     lines += [f"- Method: each configuration a fresh process, median of {reps}; target steps as in the table's "
               "workloads (CartPole 100M, PixelMine 300k), `--no-record`. \"whole process\" = target steps / wall time "
               "(calibration included); \"run\" = the summary's steps / seconds.", "",
-              "| workload | flags | steps/s (run) | steps/s (whole process) | of best (whole process) |",
-              "|---|---|---:|---:|---:|", *rows, "", *verdicts, ""]
+              *md_table(["workload", "flags", "steps/s (run)", "steps/s (whole process)", "of best (whole process)"],
+                        rows, "--rrr"),
+              "", *verdicts, ""]
     write_report("\n".join(lines), a.out)
 
 

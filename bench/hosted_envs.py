@@ -35,7 +35,7 @@ from typing import Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 os.environ["PYTHONPATH"] = HERE + os.pathsep + os.environ.get("PYTHONPATH", "")
-from benchlib import log, machine_note, module_versions, write_report  # noqa: E402
+from benchlib import log, machine_note, md_table, module_versions, write_report  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
@@ -156,6 +156,14 @@ def policy_run(steps: int, workers: int) -> Dict[str, float]:
     return {"calls": inside[1] / wall, "outside": 1 - inside[0] / wall}
 
 
+def cartpole_row(n: int, m: Dict[str, float]) -> List[object]:
+    """One N's medians: rates, ratios and the µs per step that hosting adds."""
+    us1 = 1e6 / m["rw1"]
+    return [n, f"{m['rw']:,.0f}", f"{m['rw_async']:,.0f}", f"{m['sync']:,.0f}", f"{m['async']:,.0f}",
+            f"{m['rw'] / m['sync']:.2f}×", f"{m['rw_async'] / m['sync']:.2f}×", f"{m['rw'] / m['async']:.1f}×",
+            f"{us1:.2f}", f"{m['bare']:.2f}", f"{us1 - m['bare']:.2f}"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ns", default="8,64,256", help="env counts (default 8,64,256)")
@@ -199,12 +207,9 @@ def main() -> None:
     lines = ["# Python envs and policies (issue 12)", ""]
     lines += machine_note(None, load0, os.getloadavg(), packages=", ".join(f"{k} {v}" for k, v in module_versions(["gymnasium", "numpy", "torch", "av"]).items()))
     lines += ["", f"CartPole-v1, random actions, steps/s (medians of {a.reps}):", "",
-              "| N | rollway 2 workers sync | rollway 2 workers async | SyncVectorEnv | AsyncVectorEnv (shm) | sync/SyncVec | async/SyncVec | sync/AsyncVec | µs/step hosted (1 worker) | µs/step bare loop | added µs/step |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for n, m in rows:
-        us1 = 1e6 / m["rw1"]
-        lines.append(f"| {n} | {m['rw']:,.0f} | {m['rw_async']:,.0f} | {m['sync']:,.0f} | {m['async']:,.0f} | {m['rw'] / m['sync']:.2f}× | "
-                     f"{m['rw_async'] / m['sync']:.2f}× | {m['rw'] / m['async']:.1f}× | {us1:.2f} | {m['bare']:.2f} | {us1 - m['bare']:.2f} |")
+              *md_table(["N", "rollway 2 workers sync", "rollway 2 workers async", "SyncVectorEnv", "AsyncVectorEnv (shm)",
+                         "sync/SyncVec", "async/SyncVec", "sync/AsyncVec", "µs/step hosted (1 worker)", "µs/step bare loop",
+                         "added µs/step"], [cartpole_row(n, m) for n, m in rows])]
     pr, pp = (statistics.median(pix[k]) if pix[k] else float("nan") for k in ("rw", "peer"))
     lines += ["", f"Pixel env (128×128×3, {a.pixel_length} steps, 8 envs), H.264: rollway {pr:.2f} episodes/s, "
               f"AsyncVectorEnv + PyAV {pp:.2f} episodes/s: {pr / pp:.2f}×", ""]

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from benchlib import fmt_rate, log, machine_note, module_versions  # noqa: E402
+from benchlib import fmt_rate, log, machine_note, md_table, module_versions  # noqa: E402
 
 import rollway  # noqa: E402
 
@@ -220,11 +220,12 @@ def main():
     versions = ", ".join(f"{k} {v}" for k, v in module_versions(["numpy", "lerobot", "minari", "av", "torch"]).items())
     lines += machine_note(None, load0, os.getloadavg(), packages=versions)
     lines[-1] = "- rollway: the package installed from this checkout, in-process"
-    lines += ["", "| workload | rollway | peer | rollway episodes/s | peer episodes/s | rollway MB/s | peer MB/s | rollway / peer |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    for what, ours, peer, eps, mb, t_ours, t_theirs in rows:
-        lines.append(
-            f"| {what} | {ours} | {peer} | {fmt_rate(eps / t_ours)} | {fmt_rate(eps / t_theirs)} | {mb / t_ours:.1f} | {mb / t_theirs:.1f} | **{t_theirs / t_ours:.1f}×** |"
-        )
+    lines += ["", *md_table(["workload", "rollway", "peer", "rollway episodes/s", "peer episodes/s", "rollway MB/s",
+                             "peer MB/s", "rollway / peer"],
+                            [[what, ours, peer, fmt_rate(eps / t_ours), fmt_rate(eps / t_theirs), f"{mb / t_ours:.1f}",
+                              f"{mb / t_theirs:.1f}", f"**{t_theirs / t_ours:.1f}×**"]
+                             for what, ours, peer, eps, mb, t_ours, t_theirs in rows],
+                            "---rrrrr")]
     report = "\n".join(lines) + "\n"
     print(report)
     if a.out:

@@ -46,7 +46,7 @@ from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
 from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
-                      fmt_spread, log, machine_note, module_versions, parse_list,
+                      fmt_spread, log, machine_note, md_table, module_versions, parse_list,
                       resolve_binary, run_proc, write_report)
 
 ROLLWAY_KEYS = ("windows", "windows_per_sec", "mb_per_sec", "seconds")
@@ -548,74 +548,73 @@ def bench_rollway_and_numpy(binary: Optional[str], ds_dir: str, d: Data, starts,
 # --------------------------------------------------------------------------- report
 
 
-def render(results: list[Result], note: list[str], a, info: dict) -> str:
-    rw = next((r for r in results if r.key == "rollway"), None)
+def render_table(results: list[Result], rw: Optional[Result]) -> list[str]:
+    """One row per system: its rate, spread, windows and rollway's rate over it."""
     ref = rw.rate if rw and rw.rates else None
-    L = [f"## Training-loader throughput: shuffled {a.clip}-step windows, batch {a.batch}"
-         f"{' (quick run)' if a.quick else ''}", ""]
-    L += note
-    L += [f"- Data: {info['dataset']}; {info['episodes']:,} episodes, {info['steps']:,} steps "
-          f"({info['rows']:,} rows), {info['windows']:,} windows of {a.clip} steps per epoch "
-          f"(stride 1, never crossing an episode end; episodes shorter than {a.clip} steps give none).",
-          f"- Method: median of {a.reps} repetitions per system after a warm-up; rollway and "
-          f"numpy repetitions alternate (rollway, numpy, rollway, …). "
-          f"Script wall time {info['elapsed']:.0f}s.", ""]
-    L += ["| system | windows/s (median) | min – max | windows per rep | rollway / this |",
-          "|---|---:|---:|---:|---:|"]
+    rows = []
     for r in results:
         if r.error and not r.rates:
-            L.append(f"| {r.system} | skipped | {r.error.splitlines()[0]} | | |")
+            rows.append([r.system, "skipped", r.error.splitlines()[0], "", ""])
             continue
         ratio = "1.00× (reference)" if r is rw else fmt_ratio(ref, r.rate, whole_from=100)
-        L.append(f"| {r.system} | {fmt_rate(r.rate)} | {fmt_spread(r.rates)} | "
-                 f"{int(statistics.median(r.windows)):,} | {ratio} |")
-    L.append("")
+        rows.append([r.system, fmt_rate(r.rate), fmt_spread(r.rates),
+                     f"{int(statistics.median(r.windows)):,}", ratio])
+    return [*md_table(["system", "windows/s (median)", "min – max", "windows per rep", "rollway / this"],
+                      rows, "-rrrr"),
+            ""]
 
+
+def render_rollway_detail(rw: Result, a, info: dict) -> list[str]:
+    """rollway's bandwidth against memcpy, a window-count check and the details of its JSON."""
+    mc = info.get("memcpy")
+    L = []
+    mbs = med(rw.extra["mb_per_sec"])
+    share = f"{mbs / (mc * 1000) * 100:.1f}%" if mc else "n/a"
+    L.append(f"**Bandwidth:** rollway `mb_per_sec` {mbs:,.0f} MB/s vs `np.copyto` memcpy "
+             f"{mc:.2f} GB/s → {share} of memcpy (assuming MB = 10⁶ bytes)"
+             if mc else f"**Bandwidth:** rollway `mb_per_sec` {mbs:,.0f} MB/s (memcpy not measured)")
+    bpw = mbs * 1e6 / rw.rate if rw.rate else None
+    L.append("")
+    js = rw.extra.get("json", {})
+    per_epoch = int(statistics.median(rw.windows)) / max(a.epochs, 1)
+    if int(statistics.median(rw.windows)) not in (info["windows"], info["windows"] * a.epochs):
+        L.append(f"**Window count mismatch:** rollway reports {int(statistics.median(rw.windows)):,} "
+                 f"windows for {a.epochs} epoch(s) ({per_epoch:,.0f}/epoch); this script's definition "
+                 f"(a window = {a.clip} transitions, starts 0..T−{a.clip}) gives {info['windows']:,} "
+                 f"per epoch; counting {a.clip} *rows* of the T+1 (final observation included) "
+                 f"would give {info['windows_rows']:,}.")
+        L.append("")
+    L.append(f"rollway detail: in-process `windows_per_sec` from its JSON; whole-process rate "
+             f"(`windows` / wall time of the process, incl. start-up and reading the dataset) "
+             f"{fmt_rate(med(rw.extra['wall_rates']))} windows/s; JSON `windows` = "
+             f"{int(statistics.median(rw.windows)):,} for `--epochs {a.epochs}` "
+             f"(one epoch here = {info['windows']:,}); implied "
+             f"{'n/a' if bpw is None else f'{bpw:,.0f}'} bytes/window (numpy's five fields: "
+             f"{bytes_per_window_default(a.clip)}); JSON `setup_seconds` (not in its rate) "
+             f"{fmt_secs(js['setup_seconds']) if isinstance(js.get('setup_seconds'), (int, float)) else 'n/a'}; "
+             "rollway assembles batches on its default `--threads` (CPU cores − 1 background "
+             "threads, and the consuming thread assembles whenever the next batch is not ready: "
+             "every core here), the numpy and TorchRL loops run on one core. "
+             f"Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
+    return L
+
+
+def render_bandwidth(rw: Optional[Result], a, info: dict) -> list[str]:
+    """rollway's detail when it ran, else why not (with memcpy when measured)."""
     mc = info.get("memcpy")
     if rw and rw.rates:
-        mbs = med(rw.extra["mb_per_sec"])
-        share = f"{mbs / (mc * 1000) * 100:.1f}%" if mc else "n/a"
-        L.append(f"**Bandwidth:** rollway `mb_per_sec` {mbs:,.0f} MB/s vs `np.copyto` memcpy "
-                 f"{mc:.2f} GB/s → {share} of memcpy (assuming MB = 10⁶ bytes)"
-                 if mc else f"**Bandwidth:** rollway `mb_per_sec` {mbs:,.0f} MB/s (memcpy not measured)")
-        bpw = mbs * 1e6 / rw.rate if rw.rate else None
-        L.append("")
-        js = rw.extra.get("json", {})
-        per_epoch = int(statistics.median(rw.windows)) / max(a.epochs, 1)
-        if int(statistics.median(rw.windows)) not in (info["windows"], info["windows"] * a.epochs):
-            L.append(f"**Window count mismatch:** rollway reports {int(statistics.median(rw.windows)):,} "
-                     f"windows for {a.epochs} epoch(s) ({per_epoch:,.0f}/epoch); this script's definition "
-                     f"(a window = {a.clip} transitions, starts 0..T−{a.clip}) gives {info['windows']:,} "
-                     f"per epoch; counting {a.clip} *rows* of the T+1 (final observation included) "
-                     f"would give {info['windows_rows']:,}.")
-            L.append("")
-        L.append(f"rollway detail: in-process `windows_per_sec` from its JSON; whole-process rate "
-                 f"(`windows` / wall time of the process, incl. start-up and reading the dataset) "
-                 f"{fmt_rate(med(rw.extra['wall_rates']))} windows/s; JSON `windows` = "
-                 f"{int(statistics.median(rw.windows)):,} for `--epochs {a.epochs}` "
-                 f"(one epoch here = {info['windows']:,}); implied "
-                 f"{'n/a' if bpw is None else f'{bpw:,.0f}'} bytes/window (numpy's five fields: "
-                 f"{bytes_per_window_default(a.clip)}); JSON `setup_seconds` (not in its rate) "
-                 f"{fmt_secs(js['setup_seconds']) if isinstance(js.get('setup_seconds'), (int, float)) else 'n/a'}; "
-                 "rollway assembles batches on its default `--threads` (CPU cores − 1 background "
-                 "threads, and the consuming thread assembles whenever the next batch is not ready: "
-                 "every core here), the numpy and TorchRL loops run on one core. "
-                 f"Last JSON: `{json.dumps(js, separators=(',', ':'))}`")
+        L = render_rollway_detail(rw, a, info)
     else:
         why = rw.error.splitlines()[0] if rw and rw.error else "not run"
-        L.append(f"**Bandwidth:** rollway not measured ({why}); `np.copyto` memcpy "
-                 f"{mc:.2f} GB/s" if mc else f"**Bandwidth:** rollway not measured ({why})")
-    L.append("")
+        L = [f"**Bandwidth:** rollway not measured ({why}); `np.copyto` memcpy "
+             f"{mc:.2f} GB/s" if mc else f"**Bandwidth:** rollway not measured ({why})"]
+    return L + [""]
 
+
+def render_peer_notes(results: list[Result], a, info: dict) -> list[str]:
+    """A note on how each peer (numpy, TorchRL, Minari, memcpy) was measured."""
+    L = []
     np_r = next((r for r in results if r.key == "numpy" and r.rates), None)
-    pairs = rw.extra.get("paired_vs_numpy") if rw else None
-    if pairs:
-        L.append(f"**rollway / numpy, pair by pair:** median {statistics.median(pairs):.2f}× "
-                 f"(each rollway repetition over the numpy repetition that followed it; "
-                 f"{min(pairs):.2f}× – {max(pairs):.2f}×).")
-        L.append("")
-    L.append("Notes:")
-    L.append("")
     if np_r:
         bpw = np_r.extra["bytes_per_window"]
         L.append(f"- numpy gather: pyarrow read + numpy conversion of the shards took "
@@ -646,10 +645,35 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
                  f"sampled episode ({mna.extra['sampled_per_window']:.3f} episodes read per window) — "
                  "Minari's best case, as its cost is per episode read; batches are runs of "
                  "overlapping windows from a few episodes, so this is not a shuffled loader.")
-    if mc:
+    if info.get("memcpy"):
         L.append(f"- memcpy: `np.copyto` of a {a.memcpy_mb} MB float64 buffer, median of "
                  f"{len(info['memcpy_all'])} ({min(info['memcpy_all']):.2f} – {max(info['memcpy_all']):.2f} GB/s), "
                  "GB/s = bytes copied / s / 10⁹.")
+    return L
+
+
+def render(results: list[Result], note: list[str], a, info: dict) -> str:
+    rw = next((r for r in results if r.key == "rollway"), None)
+    L = [f"## Training-loader throughput: shuffled {a.clip}-step windows, batch {a.batch}"
+         f"{' (quick run)' if a.quick else ''}", ""]
+    L += note
+    L += [f"- Data: {info['dataset']}; {info['episodes']:,} episodes, {info['steps']:,} steps "
+          f"({info['rows']:,} rows), {info['windows']:,} windows of {a.clip} steps per epoch "
+          f"(stride 1, never crossing an episode end; episodes shorter than {a.clip} steps give none).",
+          f"- Method: median of {a.reps} repetitions per system after a warm-up; rollway and "
+          f"numpy repetitions alternate (rollway, numpy, rollway, …). "
+          f"Script wall time {info['elapsed']:.0f}s.", ""]
+    L += render_table(results, rw)
+    L += render_bandwidth(rw, a, info)
+
+    pairs = rw.extra.get("paired_vs_numpy") if rw else None
+    if pairs:
+        L.append(f"**rollway / numpy, pair by pair:** median {statistics.median(pairs):.2f}× "
+                 f"(each rollway repetition over the numpy repetition that followed it; "
+                 f"{min(pairs):.2f}× – {max(pairs):.2f}×).")
+        L.append("")
+    L += ["Notes:", ""]
+    L += render_peer_notes(results, a, info)
     for r in results:
         if r.error and r.rates:
             L.append(f"- {r.system}: error after some reps: `{r.error.splitlines()[0]}`")
@@ -659,7 +683,8 @@ def render(results: list[Result], note: list[str], a, info: dict) -> str:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def parse_args(argv: Optional[list[str]]):
+    """The command line, with the defaults that depend on --quick filled in."""
     p = common_parser(__doc__, quick_help="fast run (~1 min): same 300k-step data, 20k-step Minari "
                                           "dataset, 1 s Minari box, TorchRL capped at 2 s, 3 rollway epochs",
                       reps_help="repetitions per system (median is reported)")
@@ -690,6 +715,87 @@ def main(argv: Optional[list[str]] = None) -> int:
         a.torchrl_max_s = 2.0 if a.quick else 30.0
     if a.minari_s is None:
         a.minari_s = 1.0 if a.quick else 3.0
+    return a
+
+
+def dataset_dir(a, binary: Optional[str], rollway_state: str, info: dict, made: list[str]) -> str:
+    """--dataset, or a dataset made with `rollway run` in a temp dir (appended to `made`, for
+    the caller to remove); how it was made goes to info["dataset"]."""
+    if a.dataset:
+        ds_dir = os.path.abspath(a.dataset)
+        info["dataset"] = f"existing dataset `{ds_dir}`"
+        return ds_dir
+    if binary is None:
+        log(f"rollway {rollway_state}; cannot create the dataset (pass --dataset DIR)")
+        raise SystemExit(2)
+    tmp_parent = tempfile.mkdtemp(prefix="rollway-load-bench-")
+    made.append(tmp_parent)
+    ds_dir = os.path.join(tmp_parent, "dataset")
+    log(f"creating dataset: rollway run --env {ENV_ID} --agent random --steps {a.steps:,} "
+        f"--seed {a.seed} --out {ds_dir} -q")
+    gen_s = make_dataset(binary, a.steps, a.seed, ds_dir, a.rollway_timeout)
+    info["dataset"] = (f"`rollway run --env {ENV_ID} --agent random --steps {a.steps} "
+                       f"--seed {a.seed} --out DIR -q` ({gen_s:.1f}s)")
+    return ds_dir
+
+
+def load_data(ds_dir: str, a, info: dict) -> tuple[Data, "object"]:
+    """The dataset as numpy arrays and its window starts; its counts go to `info`."""
+    d = load_numpy(ds_dir)
+    starts = window_starts(d.ep_start, d.ep_len, a.clip, 1)
+    info.update(episodes=len(d.ep_len), steps=d.steps, rows=d.rows, windows=len(starts),
+                windows_rows=len(window_starts(d.ep_start, d.ep_len + 1, a.clip, 1)),
+                load_s=d.load_s)
+    log(f"data: {len(d.ep_len):,} episodes, {d.steps:,} steps, {d.rows:,} rows, "
+        f"{len(starts):,} windows/epoch; pyarrow→numpy {d.load_s:.3f}s")
+    return d, starts
+
+
+def rollway_entry(a, binary: Optional[str], rollway_state: str, skip: set[str]) -> tuple[Result, str]:
+    """rollway's result to fill, with its error set when it cannot run; and the rollway
+    state for the machine note."""
+    rw = Result(f"rollway `load --clip {a.clip} --stride 1 --batch {a.batch} --epochs {a.epochs}`",
+                "rollway")
+    if "rollway" in skip:
+        rw.error = "skipped (--skip rollway)"
+    elif binary is None:
+        rw.error = rollway_state
+    else:
+        ok, why = rollway_has_load(binary)
+        if not ok:
+            rw.error = why
+            rollway_state = "no `load` subcommand yet"
+            log(f"rollway: {why}; skipping rollway load")
+    return rw, rollway_state
+
+
+def run_systems(a, binary: Optional[str], rollway_state: str, skip: set[str], ds_dir: str,
+                d: Data, starts, info: dict) -> tuple[list[Result], str]:
+    """Every system not in `skip`, in report order; memcpy goes to `info`. Returns the
+    results and the rollway state for the machine note."""
+    rw, rollway_state = rollway_entry(a, binary, rollway_state, skip)
+    binary_for_rw = None if rw.error else binary
+    if binary_for_rw:
+        log(f"rollway load ({binary}) and numpy gather in turn, {a.epochs} epochs a rep")
+    results = [rw]
+    np_res = bench_rollway_and_numpy(binary_for_rw, ds_dir, d, starts, a, rw, "numpy" not in skip)
+    if np_res is not None:
+        results.append(np_res)
+    if "torchrl" not in skip:
+        log("TorchRL ReplayBuffer + SliceSampler")
+        results.append(bench_torchrl(d, len(starts), a))
+    if "minari" not in skip:
+        log("Minari loop")
+        results.extend(bench_minari(a))
+    if "memcpy" not in skip:
+        log(f"memcpy {a.memcpy_mb} MB")
+        info["memcpy"], info["memcpy_all"] = bench_memcpy(a.memcpy_mb, a.reps)
+        log(f"  memcpy: {info['memcpy']:.2f} GB/s (median)")
+    return results, rollway_state
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    a = parse_args(argv)
     if a.tmpdir:
         os.makedirs(a.tmpdir, exist_ok=True)
         tempfile.tempdir = a.tmpdir
@@ -700,65 +806,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     t_start = time.perf_counter()
     binary = resolve_binary(a.rollway)
     rollway_state = "" if binary else f"binary not found at {a.rollway!r}"
-    tmp_parent = None
-    results: list[Result] = []
+    made: list[str] = []
     info: dict = {}
     try:
-        # ---- data
-        if a.dataset:
-            ds_dir = os.path.abspath(a.dataset)
-            info["dataset"] = f"existing dataset `{ds_dir}`"
-        else:
-            if binary is None:
-                log(f"rollway {rollway_state}; cannot create the dataset (pass --dataset DIR)")
-                raise SystemExit(2)
-            tmp_parent = tempfile.mkdtemp(prefix="rollway-load-bench-")
-            ds_dir = os.path.join(tmp_parent, "dataset")
-            log(f"creating dataset: rollway run --env {ENV_ID} --agent random --steps {a.steps:,} "
-                f"--seed {a.seed} --out {ds_dir} -q")
-            gen_s = make_dataset(binary, a.steps, a.seed, ds_dir, a.rollway_timeout)
-            info["dataset"] = (f"`rollway run --env {ENV_ID} --agent random --steps {a.steps} "
-                               f"--seed {a.seed} --out DIR -q` ({gen_s:.1f}s)")
-        d = load_numpy(ds_dir)
-        starts = window_starts(d.ep_start, d.ep_len, a.clip, 1)
-        info.update(episodes=len(d.ep_len), steps=d.steps, rows=d.rows, windows=len(starts),
-                    windows_rows=len(window_starts(d.ep_start, d.ep_len + 1, a.clip, 1)),
-                    load_s=d.load_s)
-        log(f"data: {len(d.ep_len):,} episodes, {d.steps:,} steps, {d.rows:,} rows, "
-            f"{len(starts):,} windows/epoch; pyarrow→numpy {d.load_s:.3f}s")
-
-        # ---- rollway
-        rw = Result(f"rollway `load --clip {a.clip} --stride 1 --batch {a.batch} --epochs {a.epochs}`",
-                    "rollway")
-        if "rollway" in skip:
-            rw.error = "skipped (--skip rollway)"
-        elif binary is None:
-            rw.error = rollway_state
-        else:
-            ok, why = rollway_has_load(binary)
-            if not ok:
-                rw.error = why
-                rollway_state = "no `load` subcommand yet"
-                log(f"rollway: {why}; skipping rollway load")
-        binary_for_rw = None if rw.error else binary
-        if binary_for_rw:
-            log(f"rollway load ({binary}) and numpy gather in turn, {a.epochs} epochs a rep")
-        results.append(rw)
-        np_res = bench_rollway_and_numpy(binary_for_rw, ds_dir, d, starts, a, rw, "numpy" not in skip)
-        if np_res is not None:
-            results.append(np_res)
-        if "torchrl" not in skip:
-            log("TorchRL ReplayBuffer + SliceSampler")
-            results.append(bench_torchrl(d, len(starts), a))
-        if "minari" not in skip:
-            log("Minari loop")
-            results.extend(bench_minari(a))
-        if "memcpy" not in skip:
-            log(f"memcpy {a.memcpy_mb} MB")
-            info["memcpy"], info["memcpy_all"] = bench_memcpy(a.memcpy_mb, a.reps)
-            log(f"  memcpy: {info['memcpy']:.2f} GB/s (median)")
+        ds_dir = dataset_dir(a, binary, rollway_state, info, made)
+        d, starts = load_data(ds_dir, a, info)
+        results, rollway_state = run_systems(a, binary, rollway_state, skip, ds_dir, d, starts, info)
     finally:
-        if tmp_parent:
+        for tmp_parent in made:
             shutil.rmtree(tmp_parent, ignore_errors=True)
 
     info["elapsed"] = time.perf_counter() - t_start

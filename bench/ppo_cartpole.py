@@ -8,6 +8,9 @@ Systems:
 - ``gym-sync`` / ``gym-async``: CleanRL's loop (policy forward, ``envs.step``, buffers) on
   ``gymnasium.vector.SyncVectorEnv`` / ``AsyncVectorEnv``, same-step autoreset (CleanRL's
   gymnasium 0.29 semantics, which rollway's fragments follow too).
+- ``torchrl-sync`` / ``torchrl-multisync``: TorchRL's ``SyncDataCollector`` over a ``SerialEnv`` of N
+  ``GymEnv``s, and ``MultiSyncDataCollector`` with two worker processes of N/2 envs each, the same
+  network acting as a ``TensorDictModule`` (bench/torchrl_source.py; skipped if TorchRL is not installed).
 - ``envpool``: the same loop on ``envpool.make("CartPole-v1", env_type="gymnasium")`` (skipped if
   EnvPool is not installed). EnvPool resets an env on the step after its episode ended, so each
   episode adds one transition whose action is ignored; like CleanRL's EnvPool scripts, the loop
@@ -25,6 +28,7 @@ the learner's update, and peak RSS. Usage:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -38,9 +42,11 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
-from benchlib import write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
+from benchlib import md_table, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
-SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async", "envpool"]
+SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async", "envpool", "torchrl-sync", "torchrl-multisync"]
+# The peers that are only run when their package imports.
+OPTIONAL = {"envpool": "envpool", "torchrl-sync": "torchrl", "torchrl-multisync": "torchrl"}
 
 
 class GymSource:
@@ -106,6 +112,12 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
 
     if system.startswith("rollway-lag"):
         r = ppo_cartpole.train(total, envs, steps, int(system[len("rollway-lag"):]), seed, log=False)
+    elif system.startswith("torchrl-"):
+        from torchrl_source import TorchRLSource
+
+        kind = system.split("-")[-1]
+        r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
+                               source=lambda acting, e, s, sd, lag, **_: TorchRLSource(kind, acting, e, s, sd))
     else:
         kind = system.split("-")[-1]
         r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
@@ -124,9 +136,8 @@ def report(rows: List[Dict[str, Any]], args: argparse.Namespace) -> str:
     import platform
 
     out = [f"PPO on CartPole-v1, {args.envs} envs × {args.steps} steps, CleanRL's hyper-parameters; seeds {args.seeds}; "
-           f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python {platform.python_version()}.", "",
-           "| system | steps/s (median) | vs gym-sync | time to 475 (median, min–max) | solved | outside policy+update | peak RSS |",
-           "|---|---|---|---|---|---|---|"]
+           f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python {platform.python_version()}.", ""]
+    cells = []
     by = {s: [r for r in rows if r["system"] == s] for s in args.systems}
     base = med([r["steps_per_s"] for r in by.get("gym-sync", [])])
     for s, rs in by.items():
@@ -136,8 +147,10 @@ def report(rows: List[Dict[str, Any]], args: argparse.Namespace) -> str:
         outside = med([r["outside_share"] for r in rs])
         # Below zero, the forward (collecting thread) and the update (learner) overlapped: say how much they sum to.
         shown = f"{outside:.1%}" if outside >= 0 else f"overlapped (forward + update = {1 - outside:.0%} of wall)"
-        out.append(f"| {s} | {sps:,.0f} | {sps / base:.2f}× | {t} | {len(solved)}/{len(rs)} | {shown} | "
-                   f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB |")
+        cells.append([s, f"{sps:,.0f}", f"{sps / base:.2f}×", t, f"{len(solved)}/{len(rs)}", shown,
+                      f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
+    out += md_table(["system", "steps/s (median)", "vs gym-sync", "time to 475 (median, min–max)", "solved",
+                     "outside policy+update", "peak RSS"], cells)
     return "\n".join(out) + "\n"
 
 
@@ -156,12 +169,10 @@ def main() -> None:
         print(json.dumps(one(args.one, seeds[0], args.steps_total, args.envs, args.steps)))
         return
     args.systems = args.systems.split(",")
-    if "envpool" in args.systems:
-        try:
-            import envpool  # noqa: F401
-        except ImportError:
-            print("envpool is not installed: skipped", file=sys.stderr)
-            args.systems.remove("envpool")
+    for system, package in OPTIONAL.items():
+        if system in args.systems and importlib.util.find_spec(package) is None:
+            print(f"{package} is not installed: {system} skipped", file=sys.stderr)
+            args.systems.remove(system)
     rows = []
     for seed in seeds:
         for system in args.systems:

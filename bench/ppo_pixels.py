@@ -33,7 +33,7 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
-from benchlib import machine_note, module_versions, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
+from benchlib import machine_note, md_table, module_versions, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
 SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async"]
 
@@ -137,17 +137,18 @@ def med(xs: List[float]) -> float:
 
 def report(rows: List[Dict[str, Any]], args: argparse.Namespace, note: List[str]) -> str:
     out = [f"PPO with a CNN on PixelMine-v0 (64×64 frames + inventory), {args.envs} envs × {args.steps} steps, "
-           f"{args.steps_total} steps a run, CleanRL's Atari settings; seeds {args.seeds}.", "", *note, "",
-           "| system | steps/s (median) | vs gym-async | outside policy+update | mean return, first → last fifth | peak RSS |",
-           "|---|---|---|---|---|---|"]
+           f"{args.steps_total} steps a run, CleanRL's Atari settings; seeds {args.seeds}.", "", *note, ""]
     by = {s: [r for r in rows if r["system"] == s] for s in args.systems}
     base = med([r["steps_per_s"] for r in by.get("gym-async", [])])
+    cells = []
     for s, rs in by.items():
         sps = med([r["steps_per_s"] for r in rs])
         outside = med([r["outside_share"] for r in rs])
         shown = f"{outside:.1%}" if outside >= 0 else f"overlapped (forward + update = {1 - outside:.0%} of wall)"
         curve = f"{med([r['first_mean'] for r in rs]):.2f} → {med([r['last_mean'] for r in rs]):.2f}"
-        out.append(f"| {s} | {sps:,.0f} | {sps / base:.2f}× | {shown} | {curve} | {med([r['peak_rss_mb'] for r in rs]):.0f} MB |")
+        cells.append([s, f"{sps:,.0f}", f"{sps / base:.2f}×", shown, curve, f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
+    out += md_table(["system", "steps/s (median)", "vs gym-async", "outside policy+update", "mean return, first → last fifth",
+                     "peak RSS"], cells)
     return "\n".join(out) + "\n"
 
 

@@ -40,7 +40,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import fmt_rate, log, machine_note, module_versions, resolve_binary, write_report  # noqa: E402
+from benchlib import fmt_rate, log, machine_note, md_table, module_versions, resolve_binary, write_report  # noqa: E402
 import load_throughput as lt  # noqa: E402
 
 
@@ -231,15 +231,15 @@ def render_vec(vec: Dict[int, Dict[str, List[float]]], a) -> List[str]:
     names = {"rollway": "`rollway.make_vec`", "rollway2": "`rollway.make_vec(threads=2)`",
              "envpool": "EnvPool `make_gymnasium` (sync)", "gymvec": "Gymnasium `CartPoleVectorEnv`"}
     keys = [k for k in names if any(k in v for v in vec.values())]
-    L = ["", f"### make_vec: CartPole-v1 steps/s from a Python loop, median of {a.reps} × {a.vec_s:g} s", "",
-         "| N | " + " | ".join(names[k] for k in keys) + " | rollway best / EnvPool | rollway best / Gymnasium |",
-         "|---:|" + "---:|" * (len(keys) + 2)]
+    rows = []
     for n, rates in vec.items():
         m = {k: med(v) for k, v in rates.items()}
         best = max(m["rollway"], m["rollway2"])
         ep = f"{best / m['envpool']:.2f}×" if "envpool" in m else "n/a (envpool not installed)"
-        L.append(f"| {n} | " + " | ".join(fmt_rate(m[k]) for k in keys) + f" | {ep} | {best / m['gymvec']:.2f}× |")
-    return L
+        rows.append([n, *(fmt_rate(m[k]) for k in keys), ep, f"{best / m['gymvec']:.2f}×"])
+    headers = ["N", *(names[k] for k in keys), "rollway best / EnvPool", "rollway best / Gymnasium"]
+    return ["", f"### make_vec: CartPole-v1 steps/s from a Python loop, median of {a.reps} × {a.vec_s:g} s", "",
+            *md_table(headers, rows, "r" * len(headers))]
 
 
 def render_floor(m: Dict[str, float], batch: int) -> List[str]:
@@ -257,15 +257,14 @@ def render_floor(m: Dict[str, float], batch: int) -> List[str]:
 def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, note: List[str]) -> str:
     m = {k: med(v) for k, v in load.items() if v}
     L = ["## Python package: `rollway.Loader` and `rollway.DataCollector`", ""] + note + [""]
-    L += [f"### Loader: shuffled {a.clip}-step windows, batch {a.batch}, {a.epochs} epochs a repetition "
-          f"(CartPole, {a.steps:,} steps), median of {a.reps}", "",
-          "| loader | windows/s (median) | reps | vs `rollway load` |", "|---|---:|---|---:|"]
     names = {"cli": "`rollway load --json` (CLI, in-process rate)", "py": "`rollway.Loader` → numpy (zero-copy)",
              "torch": "`rollway.Loader(torch=True)` → tensors (`torch.from_numpy` of every field)", "numpy": "numpy `np.take` gather",
              "torchrl": "TorchRL `ReplayBuffer` + `SliceSampler`"}
-    for k, name in names.items():
-        if k in m:
-            L.append(f"| {name} | {fmt_rate(m[k])} | {', '.join(fmt_rate(x) for x in load[k])} | {m[k] / m['cli']:.2f}× |")
+    rows = [[name, fmt_rate(m[k]), ', '.join(fmt_rate(x) for x in load[k]), f"{m[k] / m['cli']:.2f}×"]
+            for k, name in names.items() if k in m]
+    L += [f"### Loader: shuffled {a.clip}-step windows, batch {a.batch}, {a.epochs} epochs a repetition "
+          f"(CartPole, {a.steps:,} steps), median of {a.reps}", "",
+          *md_table(["loader", "windows/s (median)", "reps", "vs `rollway load`"], rows, "-r-r")]
     for k in ("py", "torch"):
         if k in m:
             for peer in ("numpy", "torchrl"):
@@ -276,12 +275,13 @@ def render(load: Dict[str, List[float]], coll: Dict[str, List[float]], vec, a, n
     c = {k: med(v) for k, v in coll.items()}
     us = {k: 1e6 / c[k] - 1e6 / c["bare"] for k in ("rollway", "minari")}
     L += ["", f"### DataCollector: `gym.make(\"CartPole-v1\")`, random actions, {a.collect_steps:,} steps, "
-          f"median of {a.reps}", "", "| recorder | steps/s (median) | reps | µs/step added over the bare env |",
-          "|---|---:|---|---:|"]
+          f"median of {a.reps}", ""]
+    rows = []
     for k, name in (("bare", "bare env loop (no recording)"), ("rollway", "`rollway.DataCollector` + `close()`"),
                     ("minari", "`minari.DataCollector(hdf5)` + `create_dataset`")):
         add = "—" if k == "bare" else f"{us[k]:.2f}"
-        L.append(f"| {name} | {fmt_rate(c[k])} | {', '.join(fmt_rate(x) for x in coll[k])} | {add} |")
+        rows.append([name, fmt_rate(c[k]), ', '.join(fmt_rate(x) for x in coll[k]), add])
+    L += md_table(["recorder", "steps/s (median)", "reps", "µs/step added over the bare env"], rows, "-r-r")
     L += ["", f"- rollway / Minari: **{c['rollway'] / c['minari']:.1f}×** steps/s"]
     L += render_vec(vec, a)
     return "\n".join(L) + "\n"

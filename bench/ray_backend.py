@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import pixel_env  # noqa: E402
 import video_encode  # noqa: E402
-from benchlib import log, module_versions  # noqa: E402
+from benchlib import log, md_table, module_versions  # noqa: E402
 
 import rollway  # noqa: E402
 import rollway.ray  # noqa: E402
@@ -75,7 +75,7 @@ def overhead(tmp, episodes, reps):
         assert s.episodes == episodes
 
     def on_ray():
-        s = rollway.ray.run(**job, workers=1, num_workers=2, out=fresh(tmp, "ray"))
+        s = rollway.ray.run(**job, workers=1, num_actors=2, out=fresh(tmp, "ray"))
         assert s.episodes == episodes and s.complete
 
     loc, on = [], []
@@ -177,7 +177,7 @@ def minestudio(tmp, per_worker, reps):
 
     def on_ray():
         s = rollway.ray.run(env=make_env, agent="random", episodes=n, workers=1, envs_per_worker=4,
-                            frame_media="h264", filters=[FILTER], num_workers=2, out=fresh(tmp, "rw"), progress=False)
+                            frame_media="h264", filters=[FILTER], num_actors=2, out=fresh(tmp, "rw"), progress=False)
         assert s.complete and s.episodes == n
 
     # Interleaved, so the machine's drift falls on every system alike.
@@ -219,16 +219,17 @@ def main():
     eps = lambda xs: f"{med(xs):.2f} ({n / med(xs):.2f} episodes/s)"  # noqa: E731
     print(f"## Ray backend (issue 13): `bench/run_ray.sh --reps {a.reps} --episodes {a.episodes} --per-worker {a.per_worker}`\n")
     print(f"{os.cpu_count()} cores; {module_versions(['ray', 'av', 'numpy', 'gymnasium'])}\n")
-    print("| workload | run | median s | all s | ratio |\n|---|---|---|---|---|")
-    print(f"| PixelMine 64×64, {a.episodes} × 200 steps, H.264 | rollway local, 2 workers | {med(loc):.2f} | {runs(loc)} | |")
-    print(f"| | rollway.ray, 2 actors × 1 worker | {med(on):.2f} | {runs(on)} | "
-          f"overhead {100 * (med(on) / med(loc) - 1):+.1f}% |")
     shape = f"Python 128×128 env, {n} × {LENGTH} steps, H.264, info filter"
     ms, rs, rw = times["minestudio"], times["rollway"], times["rw"]
-    print(f"| {shape} | Ray actor pool + PyAV, MineStudio's writer (x264 defaults) | {eps(ms)} | {runs(ms)} | |")
-    print(f"| | the same pool with rollway's x264 settings | {eps(rs)} | {runs(rs)} | |")
-    print(f"| | rollway.ray, 2 actors | {eps(rw)} | {runs(rw)} | {med(ms) / med(rw):.2f}× MineStudio's; "
-          f"{med(rs) / med(rw):.2f}× same settings |")
+    print("\n".join(md_table(["workload", "run", "median s", "all s", "ratio"], [
+        [f"PixelMine 64×64, {a.episodes} × 200 steps, H.264", "rollway local, 2 workers", f"{med(loc):.2f}", runs(loc), ""],
+        ["", "rollway.ray, 2 actors × 1 worker", f"{med(on):.2f}", runs(on),
+         f"overhead {100 * (med(on) / med(loc) - 1):+.1f}%"],
+        [shape, "Ray actor pool + PyAV, MineStudio's writer (x264 defaults)", eps(ms), runs(ms), ""],
+        ["", "the same pool with rollway's x264 settings", eps(rs), runs(rs), ""],
+        ["", "rollway.ray, 2 actors", eps(rw), runs(rw),
+         f"{med(ms) / med(rw):.2f}× MineStudio's; {med(rs) / med(rw):.2f}× same settings"],
+    ])))
     print(f"\nThe floor of the MineStudio-shaped job on 2 cores (CPU seconds measured in the driver, halved): "
           f"stepping the env {floor['env']:.2f} s; encoding with MineStudio's x264 settings {floor['minestudio']:.2f} s, "
           f"with rollway's {floor['rollway']:.2f} s, with preset ultrafast {floor['ultrafast']:.2f} s "

@@ -50,8 +50,8 @@ from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
 from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
-                      fmt_spread, load_summary, log, machine_note, module_versions, parse_list,
-                      resolve_binary, run_proc, write_report)
+                      fmt_spread, load_summary, log, machine_note, md_table, module_versions,
+                      parse_list, resolve_binary, run_proc, write_report)
 
 # --------------------------------------------------------------------------- helpers
 
@@ -361,12 +361,85 @@ def record_machine_note(binary: Optional[str], rollway_state: str, load_start: t
 # --------------------------------------------------------------------------- report
 
 
-def render(cases: list[Case], note: list[str], a, elapsed: float,
-           skipped: list[tuple[str, str]]) -> str:
+def render_summary(cases: list[Case], a, skipped: list[tuple[str, str]]) -> list[str]:
+    """One row per system (and per skipped one), rollway's rate over each, and how to read it."""
     ref = next((c for c in cases if c.key == "rollway" and c.reps), None)
     ref_rate = ref.rate if ref else None
     ref_in = ref.inproc_rate if ref else None
+    rows = []
+    for c in cases:
+        if not c.reps:
+            rows.append([c.system, f"{c.target_steps:,}", "failed", "", "", "", "", ""])
+            continue
+        ratio = "1.00× (reference)" if c is ref else (
+            "—" if c.key.startswith("rollway") else fmt_ratio(ref_rate, c.rate, whole_from=100))
+        rows.append([c.system, f"{c.steps:,}", fmt_rate(c.rate), fmt_spread(c.rates), ratio,
+                     f"{c.bytes_per_step:.1f}", fmt_secs(c.read_s), fmt_rate(c.read_rate)])
+    for system, why in skipped:
+        rows.append([system, "—", f"skipped: {why}", "", "", "", "", ""])
+    others = [c for c in cases if c.reps and not c.key.startswith("rollway")]
+    return ["### Summary", "",
+            *md_table(["system", "steps recorded", "record steps/s (median)", "min – max", "rollway / this",
+                       "bytes/step", "read-back time", "read-back steps/s"], rows, "-rrrrrrr"),
+            "",
+            "rollway / this = rollway's whole-process record rate at "
+            f"{a.steps:,} steps ÷ that system's record rate"
+            + (f" (with rollway's in-process `steps_per_sec`, {fmt_rate(ref_in)}: "
+               + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate, whole_from=100)}" for c in others) + ")"
+               if ref_in and others else "") + ". "
+            "Read-back: Minari = `minari.load_dataset(id)` + `iterate_episodes()` touching "
+            "observations/actions/rewards; rollway = `pyarrow.parquet.read_table` of every "
+            "committed `steps/shard-*.parquet`, all columns materialised as numpy. Read-back "
+            "steps/s counts transitions.",
+            ""]
 
+
+def render_rollway_detail(cases: list[Case], a) -> list[str]:
+    """rollway's runs: in-process rate, episodes, files, pyarrow read and `rollway verify`."""
+    rw = [c for c in cases if c.key.startswith("rollway") and c.reps]
+    if not rw:
+        return []
+    rows = []
+    for c in rw:
+        eps = c.reps[0].episodes
+        rows.append([f"{c.steps:,}", fmt_rate(c.rate), fmt_rate(c.inproc_rate),
+                     f"{eps:,}" if isinstance(eps, int) else "?", c.reps[0].files,
+                     f"{c.bytes_per_step:.1f}", fmt_secs(c.read_s), fmt_secs(c.verify_s),
+                     fmt_rate(c.verify_rate)])
+    return ["### rollway detail", "",
+            *md_table(["steps", "whole-process steps/s", "in-process `steps_per_sec`", "episodes", "files",
+                       "bytes/step", "pyarrow read", "`rollway verify`", "verify steps/s"], rows, "r" * 9),
+            "", f"Command: `rollway run --env {ENV_ID} --agent random --workers "
+            f"{a.rollway_workers} --envs-per-worker {a.rollway_envs} --mode {a.rollway_mode} --steps S --seed {a.seed} "
+            "--out DIR --quiet --summary-json S.json`; whole-process = `steps` / wall time of "
+            "that process (process start, env construction, generating, writing and "
+            "committing shards); `rollway verify DIR` is timed as a whole process too.", ""]
+
+
+def render_minari_detail(cases: list[Case]) -> list[str]:
+    """Minari's runs by data format, and what its writers do."""
+    mn = [c for c in cases if c.key.startswith("minari") and c.reps]
+    if not mn:
+        return []
+    rows = [[c.key.split('-', 1)[1], f"{c.steps:,}", f"{c.reps[0].episodes:,}", c.reps[0].files,
+             fmt_secs(med([r.record_s for r in c.reps])), f"{c.bytes_per_step:.1f}", fmt_secs(c.read_s)]
+            for c in mn]
+    return ["### Minari detail", "",
+            *md_table(["format", "steps", "episodes", "files", "record time", "bytes/step", "read-back time"],
+                      rows, "-rrrrrr"),
+            "", "`DataCollector(gym.make(\"CartPole-v1\"), record_infos=False, data_format=F)`, "
+            "`env.action_space.seed(seed)`, `reset(seed=seed + episode)`, "
+            "`create_dataset(dataset_id=\"cartpole/bench-F-v0\", algorithm_name=\"random\", "
+            "description=...)` (no reference-score estimation: no `ref_max_score`/`expert_policy`). "
+            "Minari's hdf5 writer opens/closes the file for every episode and creates one group "
+            "with 5 chunked datasets (+ an empty `infos` group) per episode; the arrow writer "
+            "writes one directory per episode (`part-0.arrow` + `metadata.json`) and re-walks the "
+            "whole dataset directory after each one (`get_size`), which is why its rate falls as "
+            "the episode count grows.", ""]
+
+
+def render(cases: list[Case], note: list[str], a, elapsed: float,
+           skipped: list[tuple[str, str]]) -> str:
     L = [f"## CartPole-v1 episode recording throughput{' (quick run)' if a.quick else ''}", ""]
     L += note
     L += [f"- Method: median of {a.reps} repetitions per system, each into a fresh temp dir. "
@@ -374,71 +447,9 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
           "(Minari: in-process, imports excluded; rollway: whole `rollway run` process). "
           "Bytes/step = sum of the dataset directory's file sizes / steps. "
           f"Script wall time {elapsed:.0f}s.", ""]
-
-    L += ["### Summary", "",
-          "| system | steps recorded | record steps/s (median) | min – max | rollway / this "
-          "| bytes/step | read-back time | read-back steps/s |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for c in cases:
-        if not c.reps:
-            L.append(f"| {c.system} | {c.target_steps:,} | failed | | | | | |")
-            continue
-        ratio = "1.00× (reference)" if c is ref else (
-            "—" if c.key.startswith("rollway") else fmt_ratio(ref_rate, c.rate, whole_from=100))
-        L.append(f"| {c.system} | {c.steps:,} | {fmt_rate(c.rate)} | {fmt_spread(c.rates)} | "
-                 f"{ratio} | {c.bytes_per_step:.1f} | {fmt_secs(c.read_s)} | "
-                 f"{fmt_rate(c.read_rate)} |")
-    for system, why in skipped:
-        L.append(f"| {system} | — | skipped: {why} | | | | | |")
-    L.append("")
-    others = [c for c in cases if c.reps and not c.key.startswith("rollway")]
-    L.append("rollway / this = rollway's whole-process record rate at "
-             f"{a.steps:,} steps ÷ that system's record rate"
-             + (f" (with rollway's in-process `steps_per_sec`, {fmt_rate(ref_in)}: "
-                + ", ".join(f"{c.system} {fmt_ratio(ref_in, c.rate, whole_from=100)}" for c in others) + ")"
-                if ref_in and others else "") + ". "
-             "Read-back: Minari = `minari.load_dataset(id)` + `iterate_episodes()` touching "
-             "observations/actions/rewards; rollway = `pyarrow.parquet.read_table` of every "
-             "committed `steps/shard-*.parquet`, all columns materialised as numpy. Read-back "
-             "steps/s counts transitions.")
-    L.append("")
-
-    rw = [c for c in cases if c.key.startswith("rollway") and c.reps]
-    if rw:
-        L += ["### rollway detail", "",
-              "| steps | whole-process steps/s | in-process `steps_per_sec` | episodes | files "
-              "| bytes/step | pyarrow read | `rollway verify` | verify steps/s |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for c in rw:
-            eps = c.reps[0].episodes
-            L.append(f"| {c.steps:,} | {fmt_rate(c.rate)} | {fmt_rate(c.inproc_rate)} | "
-                     f"{f'{eps:,}' if isinstance(eps, int) else '?'} | {c.reps[0].files} | "
-                     f"{c.bytes_per_step:.1f} | {fmt_secs(c.read_s)} | {fmt_secs(c.verify_s)} | "
-                     f"{fmt_rate(c.verify_rate)} |")
-        L += ["", f"Command: `rollway run --env {ENV_ID} --agent random --workers "
-              f"{a.rollway_workers} --envs-per-worker {a.rollway_envs} --mode {a.rollway_mode} --steps S --seed {a.seed} "
-              "--out DIR --quiet --summary-json S.json`; whole-process = `steps` / wall time of "
-              "that process (process start, env construction, generating, writing and "
-              "committing shards); `rollway verify DIR` is timed as a whole process too.", ""]
-
-    mn = [c for c in cases if c.key.startswith("minari") and c.reps]
-    if mn:
-        L += ["### Minari detail", "",
-              "| format | steps | episodes | files | record time | bytes/step | read-back time |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-        for c in mn:
-            L.append(f"| {c.key.split('-', 1)[1]} | {c.steps:,} | {c.reps[0].episodes:,} | "
-                     f"{c.reps[0].files} | {fmt_secs(med([r.record_s for r in c.reps]))} | "
-                     f"{c.bytes_per_step:.1f} | {fmt_secs(c.read_s)} |")
-        L += ["", "`DataCollector(gym.make(\"CartPole-v1\"), record_infos=False, data_format=F)`, "
-              "`env.action_space.seed(seed)`, `reset(seed=seed + episode)`, "
-              "`create_dataset(dataset_id=\"cartpole/bench-F-v0\", algorithm_name=\"random\", "
-              "description=...)` (no reference-score estimation: no `ref_max_score`/`expert_policy`). "
-              "Minari's hdf5 writer opens/closes the file for every episode and creates one group "
-              "with 5 chunked datasets (+ an empty `infos` group) per episode; the arrow writer "
-              "writes one directory per episode (`part-0.arrow` + `metadata.json`) and re-walks the "
-              "whole dataset directory after each one (`get_size`), which is why its rate falls as "
-              "the episode count grows.", ""]
+    L += render_summary(cases, a, skipped)
+    L += render_rollway_detail(cases, a)
+    L += render_minari_detail(cases)
     for c in cases:
         if c.error:
             L.append(f"- {c.system} at {c.target_steps:,} steps failed: `{c.error.splitlines()[0]}`")
@@ -448,7 +459,8 @@ def render(cases: list[Case], note: list[str], a, elapsed: float,
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def parse_args(argv: Optional[list[str]]):
+    """The command line, with the defaults that depend on --quick filled in."""
     p = common_parser(__doc__, quick_help="fast run (~1 min): 10k steps (hdf5, rollway), 2k arrow "
                                           "steps, 1M big rollway steps",
                       reps_help="repetitions per system (median is reported)")
@@ -477,6 +489,63 @@ def main(argv: Optional[list[str]] = None) -> int:
         a.arrow_steps = 2_000 if q else 10_000
     if a.rollway_big_steps is None:
         a.rollway_big_steps = 1_000_000 if q else 10_000_000
+    return a
+
+
+def check_minari(skip: set[str], skipped: list[tuple[str, str]]) -> None:
+    """Unless skipped already: when Minari (or what its `DataCollector` needs) does not
+    import, add it to `skip` and say why in `skipped`."""
+    if "minari" in skip:
+        return
+    try:
+        import gymnasium as gym
+        gym.logger.min_level = 40
+        import minari  # noqa: F401
+        import jax  # noqa: F401  (DataCollector's EpisodeBuffer needs jax.tree_util)
+    except ImportError as exc:
+        log(f"minari not importable ({exc}); skipping Minari "
+            "(pip install 'minari[create,hdf5,arrow]')")
+        skip.add("minari")
+        skipped.append(("Minari `DataCollector`", str(exc)))
+
+
+def run_rollway(a, skip: set[str], skipped: list[tuple[str, str]]) -> tuple[Optional[str], str, list[Case]]:
+    """(the binary or None, the rollway state for the machine note, its cases); a reason to
+    skip goes to `skipped`."""
+    if "rollway" in skip:
+        return None, "", []
+    binary = resolve_binary(a.rollway)
+    if binary is None:
+        rollway_state = f"binary not found at {a.rollway!r}"
+        log(f"rollway {rollway_state}; skipping rollway "
+            "(build it with `cargo build --release` and pass --rollway PATH)")
+        skipped.append(("rollway `run --out`", rollway_state))
+        return None, rollway_state, []
+    ok, why = rollway_supports_out(binary)
+    if not ok:
+        log(f"rollway: {why}; skipping rollway")
+        skipped.append(("rollway `run --out`", why))
+        return binary, why, []
+    log(f"rollway ({binary}), {a.steps:,} steps")
+    cases = [bench_rollway(binary, a.steps, "rollway", a)]
+    if a.rollway_big_steps and "rollway-big" not in skip and cases[-1].reps:
+        log(f"rollway, {a.rollway_big_steps:,} steps")
+        cases.append(bench_rollway(binary, a.rollway_big_steps, "rollway-big", a))
+    return binary, "", cases
+
+
+def run_minari(a, formats: list[str]) -> list[Case]:
+    """One case per Minari data format."""
+    cases = []
+    for fmt in formats:
+        steps = a.steps if fmt == "hdf5" else a.arrow_steps
+        log(f"Minari DataCollector, data_format={fmt!r}, {steps:,} steps")
+        cases.append(bench_minari(fmt, steps, a))
+    return cases
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    a = parse_args(argv)
     if a.tmpdir:
         os.makedirs(a.tmpdir, exist_ok=True)
         tempfile.tempdir = a.tmpdir
@@ -485,48 +554,13 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     warnings.filterwarnings("ignore")  # Minari warns about missing author/permalink/eval_env
     skipped: list[tuple[str, str]] = []
-    if "minari" not in skip:
-        try:
-            import gymnasium as gym
-            gym.logger.min_level = 40
-            import minari  # noqa: F401
-            import jax  # noqa: F401  (DataCollector's EpisodeBuffer needs jax.tree_util)
-        except ImportError as exc:
-            log(f"minari not importable ({exc}); skipping Minari "
-                "(pip install 'minari[create,hdf5,arrow]')")
-            skip.add("minari")
-            skipped.append(("Minari `DataCollector`", str(exc)))
+    check_minari(skip, skipped)
 
     load_start = os.getloadavg()
     t_start = time.perf_counter()
-    cases: list[Case] = []
-
-    binary, rollway_state = None, ""
-    if "rollway" not in skip:
-        binary = resolve_binary(a.rollway)
-        if binary is None:
-            rollway_state = f"binary not found at {a.rollway!r}"
-            log(f"rollway {rollway_state}; skipping rollway "
-                "(build it with `cargo build --release` and pass --rollway PATH)")
-            skipped.append(("rollway `run --out`", rollway_state))
-        else:
-            ok, why = rollway_supports_out(binary)
-            if not ok:
-                rollway_state = why
-                log(f"rollway: {why}; skipping rollway")
-                skipped.append(("rollway `run --out`", why))
-            else:
-                log(f"rollway ({binary}), {a.steps:,} steps")
-                cases.append(bench_rollway(binary, a.steps, "rollway", a))
-                if a.rollway_big_steps and "rollway-big" not in skip and cases[-1].reps:
-                    log(f"rollway, {a.rollway_big_steps:,} steps")
-                    cases.append(bench_rollway(binary, a.rollway_big_steps, "rollway-big", a))
-
+    binary, rollway_state, cases = run_rollway(a, skip, skipped)
     if "minari" not in skip:
-        for fmt in formats:
-            steps = a.steps if fmt == "hdf5" else a.arrow_steps
-            log(f"Minari DataCollector, data_format={fmt!r}, {steps:,} steps")
-            cases.append(bench_minari(fmt, steps, a))
+        cases += run_minari(a, formats)
 
     # Report order: Minari first, then rollway.
     cases.sort(key=lambda c: (c.key.startswith("rollway"), c.key == "rollway-big"))

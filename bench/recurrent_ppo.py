@@ -18,16 +18,16 @@ import os
 import statistics
 import sys
 
-from benchlib import common_parser, log, machine_note, parse_list, resolve_binary, write_report
+from benchlib import common_parser, log, machine_note, md_table, parse_list, resolve_binary, write_report
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
 
-def row(name: str, r: dict) -> str:
+def row(name: str, r: dict) -> list:
+    """One run's cells for the report's table."""
     best = max(m for _, m in r["curve"])
     solved = f"{r['steps']:,} steps, {r['solved_s']:.0f} s" if r["solved_s"] is not None else "not solved"
-    return (f"| {name} | {r['seed']} | {solved} | {best:.0f} | {r['steps_per_s']:,.0f} | "
-            f"{100 * r['outside_share']:.1f}% |")
+    return [name, r["seed"], solved, f"{best:.0f}", f"{r['steps_per_s']:,.0f}", f"{100 * r['outside_share']:.1f}%"]
 
 
 def main() -> None:
@@ -56,9 +56,8 @@ def main() -> None:
         "",
         *machine_note(resolve_binary(a.rollway), load0, os.getloadavg(), packages="torch (CPU, 1 thread); the rollway package from this checkout"),
         "",
-        "| agent | seed | to mean return 475 | best mean return (20 episodes) | steps/s | outside forward + update |",
-        "|---|---|---|---|---|---|",
-        *rows,
+        *md_table(["agent", "seed", "to mean return 475", "best mean return (20 episodes)", "steps/s",
+                   "outside forward + update"], rows),
         "",
         f"GRU PPO solved {len(solved)} of {len(parse_list(a.seeds))} seeds"
         + (f", median {statistics.median(solved):.0f} s." if solved else "."),

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from benchlib import common_parser, log, machine_note, resolve_binary, write_report
+from benchlib import common_parser, log, machine_note, md_table, resolve_binary, write_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = 128
@@ -112,7 +112,7 @@ def main() -> None:
               "rw16384": "`rollway.Loader(follow=True)`, a round every 16384 windows (128 batches)"}
     for k, v in times.items():
         med = statistics.median(v)
-        rows.append(f"| {labels[k]} | {med * 1e6:.1f} | {min(v) * 1e6:.1f} – {max(v) * 1e6:.1f} | {med / ring:.2f} |")
+        rows.append([labels[k], f"{med * 1e6:.1f}", f"{min(v) * 1e6:.1f} – {max(v) * 1e6:.1f}", f"{med / ring:.2f}"])
     if a.dqn_steps:
         log(f"DQN, {a.dqn_steps} steps")
         d = dqn_split(a.dqn_steps, 1)
@@ -128,9 +128,7 @@ def main() -> None:
         "",
         *machine_note(resolve_binary(a.rollway), load0, os.getloadavg(), packages=f"numpy {np.__version__}; the rollway package from this checkout"),
         "",
-        "| sampler | µs a batch (median) | spread | × ring buffer |",
-        "|---|---|---|---|",
-        *rows,
+        *md_table(["sampler", "µs a batch (median)", "spread", "× ring buffer"], rows),
         "",
         *notes,
         "",

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 import rollway
-from benchlib import write_report
+from benchlib import md_table, write_report
 
 T = 256
 
@@ -85,10 +85,10 @@ def main() -> None:
         med = {s: statistics.median(v) for s, v in rates.items()}
         base = med["SyncVectorEnv loop"]
         print(f"N={n}: " + ", ".join(f"{s} {m:,.0f}/s" for s, m in med.items()), file=sys.stderr, flush=True)
-        rows.append(f"| {n} | " + " | ".join(f"{med[s]:,.0f} ({med[s] / base:.2f}×)" for s in systems) + " |")
+        rows.append([n, *(f"{med[s]:,.0f} ({med[s] / base:.2f}×)" for s in systems)])
     text = "\n".join([
         f"Rollout of hosted CartPole, T = {T}, zero-cost policy; env steps/s, median of {a.reps} (ratio to the SyncVectorEnv loop).", "",
-        "| N | " + " | ".join(systems) + " |", "|---" * (len(systems) + 1) + "|", *rows]) + "\n"
+        *md_table(["N", *systems], rows)]) + "\n"
     write_report(text, a.out)
 
 

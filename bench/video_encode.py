@@ -126,6 +126,15 @@ def mean_psnr(decoded: list[np.ndarray], ref: np.ndarray) -> float:
     return statistics.fmean(psnr(a, b) for a, b in zip(decoded, ref))
 
 
+def render_table(rows: list[tuple]) -> list[str]:
+    """One line per system: (name, frames/s, frames/s of each rep, bytes/frame, mean PSNR), the
+    first row the base of the last column."""
+    base = rows[0][1]
+    return bl.md_table(["system", "frames/s (median)", "min – max", "bytes/frame", "mean PSNR (dB)", "vs PyAV h264 frames/s"],
+                       [[name, bl.fmt_rate(fps), bl.fmt_spread(all_fps), f"{bpf:,.0f}", f"{q:.2f}", f"{fps / base:.2f}×"]
+                        for name, fps, all_fps, bpf, q in rows], "-rrrrr")
+
+
 def main() -> None:
     p = bl.common_parser(__doc__, quick_help="fewer, shorter episodes", reps_help="timed repetitions per system")
     p.add_argument("--episodes", type=int, default=8)
@@ -181,11 +190,7 @@ def main() -> None:
     lines += [f"- Data: {len(eps)} PixelMine-v0 episodes (random agent, seed {a.seed}, max_steps {a.steps}), {nframes} frames; "
               f"recording them with `--frame-media raw` took {raw_wall:.2f}s whole-process (the stepping + writing share of rollway's times below).",
               f"- Method: median of {a.reps} repetitions; script wall time {time.perf_counter() - t_script:.0f}s.", "",
-              "| system | frames/s (median) | min – max | bytes/frame | mean PSNR (dB) | vs PyAV h264 frames/s |",
-              "|---|---:|---:|---:|---:|---:|"]
-    base = rows[0][1]
-    for name, fps, all_fps, bpf, q in rows:
-        lines.append(f"| {name} | {bl.fmt_rate(fps)} | {bl.fmt_spread(all_fps)} | {bpf:,.0f} | {q:.2f} | {fps / base:.2f}× |")
+              *render_table(rows)]
     bl.write_report("\n".join(lines) + "\n", a.out)
 
 

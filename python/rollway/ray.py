@@ -5,12 +5,12 @@
     import rollway.ray
 
     summary = rollway.ray.run(env="gym:CartPole-v1", agent="random", episodes=10_000,
-                              out="/shared/cp", num_workers=8, num_gpus_per_worker=0.5)
+                              out="/shared/cp", num_actors=8, num_gpus_per_actor=0.5)
     ds = rollway.ray.read_dataset("/shared/cp")      # a ray.data.Dataset of committed steps
 
 **How it works.** The driver (this process) records the run in the dataset — its
 config, exactly as ``rollway.run`` would store it — and hands out episode index ranges
-to ``num_workers`` Ray actors. Each actor hosts a whole rollway engine (Rust envs on
+to ``num_actors`` Ray actors. Each actor hosts a whole rollway engine (Rust envs on
 threads, or Python envs in its own worker processes, with its own batched policy,
 loaded once per actor on its GPU share) and commits its episodes into the same
 dataset directory, as one of many writers (FORMAT.md, "Many writers"): the directory
@@ -64,15 +64,27 @@ def _ray() -> Any:
     return ray
 
 
+# MineStudio's names for the actor options: here `workers` sizes each actor's engine.
+_ACTOR_OPTIONS = {"num_workers": "num_actors", "num_cpus_per_worker": "num_cpus_per_actor",
+                  "num_gpus_per_worker": "num_gpus_per_actor", "resources_per_worker": "resources_per_actor"}
+
+
+def _refuse_worker_names(settings: Mapping[str, Any]) -> None:
+    """A MineStudio-style ``num_workers=`` is refused with the name to use, not taken as a run setting."""
+    for old, new in _ACTOR_OPTIONS.items():
+        if old in settings:
+            raise _rollway.InputError(f"{old}=: Ray actors are {new}= (workers= is the threads of each actor's engine)")
+
+
 def run(
     env: Union[str, Callable[[], Any], None] = None,
     agent: Union[str, Callable[..., Any], None] = None,
     *,
     out: Optional[PathLike] = None,
-    num_workers: int = 2,
-    num_cpus_per_worker: float = 1.0,
-    num_gpus_per_worker: float = 0.0,
-    resources_per_worker: Optional[Mapping[str, float]] = None,
+    num_actors: int = 2,
+    num_cpus_per_actor: float = 1.0,
+    num_gpus_per_actor: float = 0.0,
+    resources_per_actor: Optional[Mapping[str, float]] = None,
     max_restarts: Optional[int] = None,
     address: Optional[str] = None,
     part_episodes: Optional[int] = None,
@@ -84,15 +96,16 @@ def run(
     config: Optional[PathLike] = None,
     **settings: Any,
 ) -> Summary:
-    """Runs ``env`` and ``agent`` on ``num_workers`` Ray actors into ``out``; returns a :class:`rollway.Summary`.
+    """Runs ``env`` and ``agent`` on ``num_actors`` Ray actors into ``out``; returns a :class:`rollway.Summary`.
 
     ``env``, ``agent`` and the other keyword arguments are ``rollway.run``'s (the config
     file's keys: ``workers`` and ``envs_per_worker`` size each actor's engine, ``seed``,
     ``filters``, ``frame_media``…); the target is a number of ``episodes``. Ray options:
 
-    - ``num_workers``: actors; each asks Ray for ``num_cpus_per_worker`` CPUs,
-      ``num_gpus_per_worker`` GPUs (fractions share a GPU: 0.5 puts two actors on one)
-      and ``resources_per_worker`` (custom resources).
+    - ``num_actors``: actors (MineStudio's ``num_workers``; here ``workers`` are the
+      threads of each actor's engine, as in a local run); each asks Ray for
+      ``num_cpus_per_actor`` CPUs, ``num_gpus_per_actor`` GPUs (fractions share a GPU:
+      0.5 puts two actors on one) and ``resources_per_actor`` (custom resources).
     - ``max_restarts``: how often Ray restarts a dead actor (default: the run's
       ``max_restarts``, 3); the run's own key also bounds env rebuilds in each actor.
     - ``address``: the cluster (``"auto"``, ``"HOST:PORT"``); left out, this process's
@@ -111,8 +124,9 @@ def run(
     and steps per second. Actors are killed when the call returns, fails or is
     interrupted (Ctrl-C); committed episodes stay.
     """
-    if num_workers < 1:
-        raise _rollway.InputError(f"num_workers={num_workers}: a Ray run needs at least one actor")
+    _refuse_worker_names(settings)
+    if num_actors < 1:
+        raise _rollway.InputError(f"num_actors={num_actors}: a Ray run needs at least one actor")
     if part_episodes is not None and part_episodes < 1:
         raise _rollway.InputError(f"part_episodes={part_episodes}: a part has at least one episode")
     ray = _ray()
@@ -129,9 +143,9 @@ def run(
                 given = {**_read_config(config), **given}
             root, run_no, target, stored = _prepare(given, _path(out), append, pickle, policy)
         restarts = stored.get("max_restarts", 3) if max_restarts is None else max_restarts
-        opts = dict(num_cpus=num_cpus_per_worker, num_gpus=num_gpus_per_worker, resources=dict(resources_per_worker or {}),
+        opts = dict(num_cpus=num_cpus_per_actor, num_gpus=num_gpus_per_actor, resources=dict(resources_per_actor or {}),
                     max_restarts=restarts)
-        driver = _Driver(ray, root, run_no, target, opts, num_workers, pickle, policy, part_episodes, progress)
+        driver = _Driver(ray, root, run_no, target, opts, num_actors, pickle, policy, part_episodes, progress)
         report = driver.drive()
         return _finish(report, root, run_no, summary_json)
     finally:
@@ -387,7 +401,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--summary-json")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
-    common = dict(address=a.address, num_workers=a.actors, progress=not a.quiet, summary_json=a.summary_json)
+    common = dict(address=a.address, num_actors=a.actors, progress=not a.quiet, summary_json=a.summary_json)
     try:
         if a.resume is not None:
             s = run(resume=a.resume, episodes=a.episodes, **common)

@@ -93,7 +93,7 @@ def when_committed(out, n, action):
 
 def test_ray_run_across_two_nodes_equals_the_local_run(cluster, local, tmp_path):
     out = tmp_path / "ray"
-    s = rollway.ray.run(**JOB, out=out, num_workers=2, progress=False)
+    s = rollway.ray.run(**JOB, out=out, num_actors=2, progress=False)
     assert fingerprints(out) == local
     assert s.complete and s.episodes == 48 and s.backend == "ray" and s.actor_failures == 0
     assert len(s.nodes) == 2, f"one actor per one-CPU node: {s.nodes}"
@@ -119,7 +119,7 @@ def test_ray_actor_sigkilled_mid_run_loses_nothing_and_duplicates_nothing(cluste
             time.sleep(0 if killed else 0.005)
 
     watcher = when_committed(out, 6, kill)
-    s = rollway.ray.run(**JOB, out=out, num_workers=2, max_restarts=2, part_episodes=12, progress=False)
+    s = rollway.ray.run(**JOB, out=out, num_actors=2, max_restarts=2, part_episodes=12, progress=False)
     watcher.join()
     assert killed, "the kill landed"
     assert fingerprints(out) == local
@@ -137,8 +137,8 @@ def test_ray_run_survives_a_removed_node(cluster, local, tmp_path):
     out, result = tmp_path / "ray", {}
 
     def go():
-        result["summary"] = rollway.ray.run(**JOB, out=out, num_workers=2, num_cpus_per_worker=1,
-                                            resources_per_worker={"slot": 1}, max_restarts=3, part_episodes=12,
+        result["summary"] = rollway.ray.run(**JOB, out=out, num_actors=2, num_cpus_per_actor=1,
+                                            resources_per_actor={"slot": 1}, max_restarts=3, part_episodes=12,
                                             progress=False)
 
     t = threading.Thread(target=go)
@@ -160,20 +160,20 @@ def test_ray_every_actor_gone_leaves_episodes_untried_and_resume_finishes(cluste
     out, before = tmp_path / "ray", set(all_member_pids())
     watcher = when_committed(out, 4, lambda: [os.kill(p, signal.SIGKILL) for p in member_pids(before)])
     with pytest.raises(rollway.IncompleteRunError) as e:
-        rollway.ray.run(**JOB, out=out, num_workers=1, max_restarts=0, part_episodes=48, progress=False)
+        rollway.ray.run(**JOB, out=out, num_actors=1, max_restarts=0, part_episodes=48, progress=False)
     watcher.join()
     s = e.value.summary
     assert not s.complete and s.untried > 0 and s.actor_failures == 1
     assert "episode(s) untried: every worker used up its max_restarts" in str(e.value)
     assert set(fingerprints(out)) < set(local)
-    s = rollway.ray.run(resume=out, num_workers=2, progress=False)
+    s = rollway.ray.run(resume=out, num_actors=2, progress=False)
     assert s.complete
     assert fingerprints(out) == local
 
 
 def test_ray_fractional_gpus_are_asked_of_ray(cluster, tmp_path):
-    s = rollway.ray.run(env="CartPole-v1", agent="random", episodes=8, out=tmp_path / "g", num_workers=2,
-                        num_cpus_per_worker=0, num_gpus_per_worker=0.5, progress=False)
+    s = rollway.ray.run(env="CartPole-v1", agent="random", episodes=8, out=tmp_path / "g", num_actors=2,
+                        num_cpus_per_actor=0, num_gpus_per_actor=0.5, progress=False)
     assert s.complete
     (node,) = s.nodes.values()  # both halves of the one fake GPU
     assert node["resources"].get("GPU") == 0.5
@@ -215,6 +215,10 @@ def test_ray_errors_are_clear(tmp_path):
     assert not (tmp_path / "p").exists(), "refused before anything is written"
     with pytest.raises(rollway.InputError, match="episodes"):
         rollway.ray.run(env="CartPole-v1", steps=100, out=tmp_path / "s", progress=False)
+    # MineStudio's `num_workers` would read as the engine's `workers` setting: refused with the name to use.
+    with pytest.raises(rollway.InputError, match=r"num_workers=: Ray actors are num_actors="):
+        rollway.ray.run(env="CartPole-v1", episodes=4, num_workers=2, out=tmp_path / "w", progress=False)
+    assert not (tmp_path / "w").exists()
 
 
 def test_ray_driver_interrupted_leaves_no_actor_and_resume_finishes(cluster, local, tmp_path):
@@ -223,7 +227,7 @@ def test_ray_driver_interrupted_leaves_no_actor_and_resume_finishes(cluster, loc
     out, before = tmp_path / "ray", set(all_member_pids())
     code = ("import sys, rollway.ray\n"
             f"job = {JOB!r}\n"
-            "rollway.ray.run(**job, out=sys.argv[1], address=sys.argv[2], num_workers=2, progress=False)\n")
+            "rollway.ray.run(**job, out=sys.argv[1], address=sys.argv[2], num_actors=2, progress=False)\n")
     p = subprocess.Popen([sys.executable, "-c", code, str(out), cluster.address], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and p.poll() is None:
@@ -242,5 +246,5 @@ def test_ray_driver_interrupted_leaves_no_actor_and_resume_finishes(cluster, loc
     assert not member_pids(before, running=b"ray::_Member"), "the driver's actors outlived it"
     assert rollway.Dataset(out).verify()["problems"] == []
     assert set(fingerprints(out).items()) <= set(local.items())
-    s = rollway.ray.run(resume=out, num_workers=2, progress=False)
+    s = rollway.ray.run(resume=out, num_actors=2, progress=False)
     assert s.complete and fingerprints(out) == local
