@@ -83,6 +83,46 @@ def md_table(headers: Sequence[object], rows: Iterable[Sequence[object]],
     return [md_row(headers), sep, *(md_row(r) for r in rows)]
 
 
+# --------------------------------------------------------------------------- training benches
+
+
+def fmt_outside(share: float) -> str:
+    """The share of wall time outside the policy's forward and the learner's update. Below
+    zero the two overlapped (a forward on the collecting thread during an update): then
+    how much of the wall time they sum to."""
+    return f"{share:.1%}" if share >= 0 else f"overlapped (forward + update = {1 - share:.0%} of wall)"
+
+
+def training_parser(doc: str, systems: Sequence[str], seeds: str, steps_total: int) -> argparse.ArgumentParser:
+    """The training benches' flags; ``--one SYSTEM`` (hidden) trains one (system, first seed) in
+    this process and prints its result as a JSON line."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", default=seeds)
+    p.add_argument("--systems", default=",".join(systems))
+    p.add_argument("--steps-total", type=int, default=steps_total)
+    p.add_argument("--envs", type=int, default=8)
+    p.add_argument("--steps", type=int, default=128)
+    p.add_argument("--out", help="also write the report here")
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    return p
+
+
+def train_each(script: str, args: argparse.Namespace, seeds: Sequence[int], line) -> list[dict]:
+    """Each (seed, system) of ``args.systems`` as ``script --one`` in a process of its own (its peak
+    memory is its own), in turn per seed, so slow drifts of the machine spread over every system
+    alike; ``line(seed, result, seconds)`` is logged after each."""
+    rows = []
+    for seed in seeds:
+        for system in args.systems:
+            cmd = [sys.executable, script, "--one", system, "--seeds", str(seed), "--steps-total", str(args.steps_total),
+                   "--envs", str(args.envs), "--steps", str(args.steps)]
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            rows.append(json.loads(out.strip().splitlines()[-1]))
+            log(line(seed, rows[-1], time.perf_counter() - t0))
+    return rows
+
+
 # --------------------------------------------------------------------------- command line
 
 

@@ -71,14 +71,27 @@ class Acting:
     @torch.no_grad()
     def __call__(self, obs: np.ndarray, first: np.ndarray, state: Any) -> Dict[str, Any]:
         t0 = time.perf_counter()
-        # A Dict space's observation comes as one array per leaf.
-        x = {k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.from_numpy(obs)
-        out = self.agent.act(x, first, state)
+        out = self.agent.act(tensors(obs), first, state)
         self.forward_s += time.perf_counter() - t0
         return {k: v.numpy() for k, v in out.items()}
 
     def load(self, weights: Dict[str, torch.Tensor]) -> None:
         self.agent.load_state_dict(weights)
+
+
+def tensors(obs: Any) -> Any:
+    """Observations as tensors without a copy: a Dict space's come as one array per leaf."""
+    return {k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.from_numpy(obs)
+
+
+def at(x: Any, index: Any) -> Any:
+    """``x[index]``, of each leaf for a dict."""
+    return {k: v[index] for k, v in x.items()} if isinstance(x, dict) else x[index]
+
+
+def flat(x: Any) -> Any:
+    """``[T, N, ...]`` as ``[T * N, ...]``, of each leaf for a dict."""
+    return {k: flat(v) for k, v in x.items()} if isinstance(x, dict) else x.reshape(-1, *x.shape[2:])
 
 
 def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, lam: float):
@@ -152,22 +165,24 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
 def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
           gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
           vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
-    """CleanRL's PPO update (clipped objective, clipped value loss, normalised advantages)."""
+    """CleanRL's PPO update (clipped objective, clipped value loss, normalised advantages), for
+    an observation of one array or a dict of them (a Dict space's leaves)."""
+    obs = tensors(frag.obs)
     with torch.no_grad():
-        next_value = agent.get_value(torch.from_numpy(frag.obs[-1])).flatten()
+        next_value = agent.get_value(at(obs, -1)).flatten()
     adv, ret = advantages(frag, next_value, gamma, lam)
-    b_obs = torch.from_numpy(frag.obs[:-1]).reshape(-1, frag.obs.shape[-1])
+    b_obs = flat(at(obs, slice(None, -1)))
     b_act = torch.from_numpy(frag.actions).reshape(-1)
     b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
     b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)
     b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
-    n = b_obs.shape[0]
+    n = b_act.shape[0]
     size = n // minibatches
     for _ in range(epochs):
         order = np.random.permutation(n)
         for s in range(0, n, size):
             mb = torch.from_numpy(order[s:s + size])
-            _, logp, entropy, value = agent.get_action_and_value(b_obs[mb], b_act[mb])
+            _, logp, entropy, value = agent.get_action_and_value(at(b_obs, mb), b_act[mb])
             ratio = (logp - b_logp[mb]).exp()
             a = b_adv[mb]
             a = (a - a.mean()) / (a.std() + 1e-8)

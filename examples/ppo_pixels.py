@@ -21,6 +21,7 @@ time inside the policy's forward and the learner's update).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import Any, Dict, Optional
 
@@ -30,7 +31,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
-from ppo_cartpole import advantages, layer, train
+from ppo_cartpole import layer, learn, train
 
 ENV = "PixelMine-v0"
 PARAMS = {"size": 64, "world": 32, "max_steps": 200}
@@ -79,45 +80,12 @@ def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, **env_
                            env_params={**PARAMS, **env_params})
 
 
-def learn(agent: PixelAgent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
-          gamma: float = 0.99, lam: float = 0.95, clip: float = 0.1, ent_coef: float = 0.01,
-          vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
-    """CleanRL's PPO update (``ppo_atari.py``) over a fragment of Dict observations."""
-    obs = {k: torch.from_numpy(v) for k, v in frag.obs.items()}
-    with torch.no_grad():
-        next_value = agent.get_value({k: v[-1] for k, v in obs.items()}).flatten()
-    adv, ret = advantages(frag, next_value, gamma, lam)
-    b_obs = {k: v[:-1].reshape(-1, *v.shape[2:]) for k, v in obs.items()}
-    b_act = torch.from_numpy(frag.actions).reshape(-1)
-    b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
-    b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)
-    b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
-    n = b_act.shape[0]
-    size = n // minibatches
-    for _ in range(epochs):
-        order = np.random.permutation(n)
-        for s in range(0, n, size):
-            mb = torch.from_numpy(order[s:s + size])
-            _, logp, entropy, value = agent.get_action_and_value({k: v[mb] for k, v in b_obs.items()}, b_act[mb])
-            ratio = (logp - b_logp[mb]).exp()
-            a = b_adv[mb]
-            a = (a - a.mean()) / (a.std() + 1e-8)
-            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
-            value = value.view(-1)
-            v_clipped = b_val[mb] + (value - b_val[mb]).clamp(-clip, clip)
-            v_loss = 0.5 * torch.max((value - b_ret[mb]) ** 2, (v_clipped - b_ret[mb]) ** 2).mean()
-            loss = pg - ent_coef * entropy.mean() + vf_coef * v_loss
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
-            opt.step()
-
-
 def train_pixels(total_steps: int = 300_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
                  lr: float = 2.5e-4, threads: int = 0, log: bool = True, source: Any = pixel_source) -> Dict[str, Any]:
     """Trains for ``total_steps``; returns what ``ppo_cartpole.train`` does (with the curve)."""
+    # CleanRL's Atari PPO clips at 0.1 (its CartPole PPO at 0.2); the update is the same.
     return train(total_steps, envs, steps, lag, seed, lr=lr, target=float("inf"), stop_when_solved=False, log=log,
-                 source=source, make_agent=PixelAgent, update=learn, threads=threads)
+                 source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1), threads=threads)
 
 
 def curve_ends(curve: list, share: float = 0.2) -> tuple:
