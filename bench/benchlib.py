@@ -123,6 +123,33 @@ def train_each(script: str, args: argparse.Namespace, seeds: Sequence[int], line
     return rows
 
 
+# --------------------------------------------------------------------------- Minari
+
+
+def minari_random(steps: int, seed: int, dataset_id: str, data_format: str) -> tuple:
+    """Random-action CartPole-v1 recorded by Minari's own ``DataCollector`` into ``dataset_id``
+    (under ``$MINARI_DATASETS_PATH``): ``steps`` steps, the first reset seeded ``seed`` and each
+    later one ``seed + episode`` (Minari would otherwise draw a random seed). Returns the
+    collector (the caller closes it, which removes its temp dir), the dataset, and how many
+    episodes ended."""
+    import gymnasium as gym
+    import minari
+
+    env = minari.DataCollector(gym.make(ENV_ID), record_infos=False, data_format=data_format)
+    env.action_space.seed(seed)
+    episode = 0
+    env.reset(seed=seed)
+    sample, step = env.action_space.sample, env.step
+    for _ in range(steps):
+        _obs, _rew, terminated, truncated, _info = step(sample())
+        if terminated or truncated:
+            episode += 1
+            env.reset(seed=seed + episode)
+    ds = env.create_dataset(dataset_id=dataset_id, algorithm_name="random",
+                            description="rollway bench: random-action CartPole-v1")
+    return env, ds, episode
+
+
 # --------------------------------------------------------------------------- command line
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from benchlib import ENV_ID, fmt_rate, log
+from benchlib import fmt_rate, log, minari_random
 
 
 def med(xs: list[float]) -> Optional[float]:
@@ -111,22 +111,8 @@ def bench_torchrl(d: Any, n_windows: int, a) -> Result:
 
 
 def build_minari(steps: int, seed: int, root: str, dataset_id: str) -> tuple[object, float, int]:
-    import gymnasium as gym
-    import minari
-
     t = time.perf_counter()
-    env = minari.DataCollector(gym.make(ENV_ID), record_infos=False, data_format="hdf5")
-    env.action_space.seed(seed)
-    episode = 0
-    env.reset(seed=seed)
-    sample, step = env.action_space.sample, env.step
-    for _ in range(steps):
-        _o, _r, terminated, truncated, _i = step(sample())
-        if terminated or truncated:
-            episode += 1
-            env.reset(seed=seed + episode)
-    ds = env.create_dataset(dataset_id=dataset_id, algorithm_name="random",
-                            description="rollway bench: random-action CartPole-v1")
+    env, ds, episode = minari_random(steps, seed, dataset_id, "hdf5")
     env.close()
     return ds, time.perf_counter() - t, episode
 

@@ -50,7 +50,7 @@ from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # benchlib, from any cwd
 from benchlib import (ENV_ID, RollwayError, common_parser, fmt_rate, fmt_ratio,  # noqa: E402
-                      fmt_spread, load_summary, log, machine_note, md_table, module_versions,
+                      fmt_spread, load_summary, log, machine_note, md_table, minari_random, module_versions,
                       parse_list, resolve_binary, run_proc, write_report)
 
 # --------------------------------------------------------------------------- helpers
@@ -141,7 +141,6 @@ class Case:
 
 
 def minari_once(fmt: str, steps: int, seed: int, tmp_root: Optional[str]) -> Rep:
-    import gymnasium as gym
     import minari
     import numpy as np
 
@@ -151,18 +150,7 @@ def minari_once(fmt: str, steps: int, seed: int, tmp_root: Optional[str]) -> Rep
     dataset_id = f"cartpole/bench-{fmt}-v0"
     try:
         t0 = time.perf_counter()
-        env = minari.DataCollector(gym.make(ENV_ID), record_infos=False, data_format=fmt)
-        env.action_space.seed(seed)
-        episode = 0
-        env.reset(seed=seed)  # later resets get seed+episode (Minari would otherwise draw a random seed)
-        sample, step = env.action_space.sample, env.step
-        for _ in range(steps):
-            _obs, _rew, terminated, truncated, _info = step(sample())
-            if terminated or truncated:
-                episode += 1
-                env.reset(seed=seed + episode)
-        ds = env.create_dataset(dataset_id=dataset_id, algorithm_name="random",
-                                description="rollway bench: random-action CartPole-v1")
+        env, ds, _episodes = minari_random(steps, seed, dataset_id, fmt)
         record_s = time.perf_counter() - t0
         n_steps, n_eps = int(ds.total_steps), int(ds.total_episodes)
         env.close()  # removes the collector's (now empty) temp dir
