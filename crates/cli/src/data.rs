@@ -34,17 +34,6 @@ fn open(dir: &Path, skip_damaged: bool) -> Result<Dataset> {
     Ok(ds)
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).map_or(0, |rd| {
-        rd.flatten()
-            .map(|e| match e.file_type() {
-                Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-                _ => e.metadata().map_or(0, |m| m.len()),
-            })
-            .sum()
-    })
-}
-
 pub fn inspect(a: &DataArgs) -> Result<bool> {
     let ds = open(&a.dir, a.skip_damaged)?;
     let m = ds.metadata();
@@ -57,7 +46,7 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
             *labels.entry(l.label.clone()).or_default() += 1;
         }
     }
-    let bytes = dir_bytes(&a.dir);
+    let bytes = rollway_store::format::dir_bytes(&a.dir);
     let shards: Vec<serde_json::Value> = ds
         .shards()
         .iter()

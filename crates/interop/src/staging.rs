@@ -7,6 +7,9 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+// What the exports and imports report they wrote.
+pub(crate) use rollway_store::format::dir_bytes;
+
 use crate::error::IoContext;
 use crate::{Error, Result};
 
@@ -96,18 +99,6 @@ fn sync_tree(dir: &Path) -> Result<()> {
         }
     }
     sync_dir(dir)
-}
-
-/// Total bytes of the files under `dir`.
-pub(crate) fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).map_or(0, |rd| {
-        rd.flatten()
-            .map(|e| match e.file_type() {
-                Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-                _ => e.metadata().map_or(0, |m| m.len()),
-            })
-            .sum()
-    })
 }
 
 /// Moves `staging` to `dest`, replacing a directory there (an overwrite). The

@@ -31,6 +31,19 @@ pub fn holds_dataset(dir: &std::path::Path) -> bool {
     dir.join(METADATA).exists()
 }
 
+/// Total bytes of the files under `dir`, subfolders included (0 for what cannot be
+/// read): what a dataset, an export or an import takes on disk.
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten()
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+                _ => e.metadata().map_or(0, |m| m.len()),
+            })
+            .sum()
+    })
+}
+
 /// The env a dataset was recorded from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnvInfo {
