@@ -6,6 +6,11 @@ the built-in ``CartPole-v1`` as the floor of an engine with no Python env at all
 The policy costs nothing (zeros), so what is measured is each engine's own cost per
 step. Side by side in one run, alternating, median of reps.
 
+Seeding as Gymnasium's vector envs do it (each env seeded at its first reset only,
+``seed_each_episode=False``) is the equal setting; rollway's default, every episode
+reset with its own seed, is measured beside it: a Python env's ``reset(seed=...)``
+builds a numpy Generator, and a zero-action CartPole episode lasts ~10 steps.
+
     bench/run_hosted_rollout.sh [--envs 1,4,8,16,64] [--reps 5] [--out FILE.md]
 """
 
@@ -29,8 +34,8 @@ def zeros(obs, first, state):
     return np.zeros(len(first), dtype=np.int64)
 
 
-def rollway_rate(env: str, n: int, host: str, steps: int) -> float:
-    with rollway.Rollout(env, zeros, num_envs=n, steps=T, host=host, seed=1) as r:
+def rollway_rate(env: str, n: int, host: str, steps: int, each: bool = False) -> float:
+    with rollway.Rollout(env, zeros, num_envs=n, steps=T, host=host, seed=1, seed_each_episode=each) as r:
         r.collect()
         k = max(1, steps // (T * n))
         t0 = time.perf_counter()
@@ -73,6 +78,7 @@ def main() -> None:
     systems = {
         "SyncVectorEnv loop": lambda n: gym_rate(n, a.steps),
         "rollway inline": lambda n: rollway_rate("gym:CartPole-v1", n, "inline", a.steps),
+        "rollway inline, each episode seeded": lambda n: rollway_rate("gym:CartPole-v1", n, "inline", a.steps, each=True),
         "rollway process": lambda n: rollway_rate("gym:CartPole-v1", n, "process", a.steps),
         "rollway built-in env": lambda n: rollway_rate("CartPole-v1", n, "auto", a.steps),
     }

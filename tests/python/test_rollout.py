@@ -180,6 +180,28 @@ def test_hosted_gymnasium_cartpole_gives_the_built_in_fragments_bit_for_bit(host
             np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
 
 
+@pytest.mark.parametrize("host", ["inline", "process"])
+def test_issue32_without_seed_each_episode_gymnasium_envs_continue_their_stream(host):
+    # Gymnasium's convention: seeded at the first reset only. The built-in CartPole's
+    # stream is numpy's, so the hosted env reset without a seed still matches it bit for bit.
+    frags = {}
+    for env, each in (("CartPole-v1", False), ("gym:CartPole-v1", False), ("gym:CartPole-v1", True)):
+        with rollway.Rollout(env, "random", num_envs=3, steps=200, seed=11, host=host, seed_each_episode=each) as r:
+            frags[env, each] = [r.collect() for _ in range(2)]
+    for a, b in zip(frags["CartPole-v1", False], frags["gym:CartPole-v1", False]):
+        for k in ("obs", "actions", "rewards", "terminated", "first", "episode"):
+            np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+    continued, seeded = frags["gym:CartPole-v1", False][0], frags["gym:CartPole-v1", True][0]
+    np.testing.assert_array_equal(continued.obs[0], seeded.obs[0])
+    assert not np.array_equal(continued.obs, seeded.obs), "later episodes continue the env's own stream"
+
+
+def test_issue32_recording_needs_seed_each_episode(tmp_path):
+    with pytest.raises(rollway.InputError, match="seed_each_episode"):
+        rollway.Rollout("CartPole-v1", "random", out=tmp_path / "replay", seed_each_episode=False)
+    assert not (tmp_path / "replay").exists(), "a refused rollout makes no dataset"
+
+
 def test_dict_spaces_come_back_by_leaf():
     def policy(obs, first, state):
         n = len(first)

@@ -24,7 +24,10 @@ pub enum Op {
     /// Step with the slot's action row.
     Step,
     /// Start an episode: `reset(seed)`, building the env first if it has none.
-    Reset(u64),
+    /// `None` is `reset()` without a seed: the env's own random stream goes on, as
+    /// Gymnasium's vector envs do after an env's first reset. It is only sent to a
+    /// slot whose env is live (a slot without one fails it: nothing would seed it).
+    Reset(Option<u64>),
 }
 
 /// Why a slot's op failed.

@@ -66,10 +66,11 @@ impl EnvBlock for Hosted {
                     region.ops_mut()[slot] = shm::STEP;
                     region.act_mut(slot).copy_from_slice(act.row(slot));
                 }
-                Op::Reset(seed) => {
+                Op::Reset(Some(seed)) => {
                     region.ops_mut()[slot] = shm::RESET;
                     region.set_seed(slot, seed);
                 }
+                Op::Reset(None) => region.ops_mut()[slot] = shm::RESET_UNSEEDED,
             }
         }
         let reply = process.send(&[proto::ROUND]).and_then(|()| process.recv(self.timeout));

@@ -29,6 +29,8 @@ pub const IDLE: u8 = 0;
 pub const STEP: u8 = 1;
 /// Op code: reset with the seed.
 pub const RESET: u8 = 2;
+/// Op code: reset without a seed (the env's random stream goes on).
+pub const RESET_UNSEEDED: u8 = 3;
 /// Flag: the step terminated the episode.
 pub const TERMINATED: u8 = 1;
 /// Flag: the step truncated the episode.

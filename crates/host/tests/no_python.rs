@@ -26,7 +26,7 @@ fn a_block_whose_process_never_starts_fails_its_ops_once() {
     let mut block = envs.block(3, BlockOptions::default()).expect("hosted envs come in blocks");
     let (act, mut obs) = (Rows::new(8, 3), Rows::new(16, 3));
     let mut out = Vec::new();
-    let ops = [(0, Op::Reset(1)), (2, Op::Reset(2))];
+    let ops = [(0, Op::Reset(Some(1))), (2, Op::Reset(Some(2)))];
     block.run(&ops, &act, &mut obs, &mut out);
     assert_eq!(out.len(), 2);
     let (a, b) = (out[0].as_ref().unwrap_err(), out[1].as_ref().unwrap_err());

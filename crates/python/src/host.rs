@@ -99,8 +99,9 @@ impl Host {
                 }
                 shm::RESET => {
                     let seed = self.region.seed(slot);
-                    self.envs.reset(py, slot, seed, self.region.obs_mut(slot)).map(|info| (0, 0.0, info))
+                    self.envs.reset(py, slot, Some(seed), self.region.obs_mut(slot)).map(|info| (0, 0.0, info))
                 }
+                shm::RESET_UNSEEDED => self.envs.reset(py, slot, None, self.region.obs_mut(slot)).map(|info| (0, 0.0, info)),
                 op => Err(format!("unknown op {op}")),
             };
             match res {

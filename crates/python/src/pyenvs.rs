@@ -78,19 +78,31 @@ impl PyEnvs {
         Ok((StepOutcome { reward, terminated, truncated }, info))
     }
 
-    /// Resets slot `slot` with `seed` (making its env first if it has none). Errors name the env.
-    pub fn reset(&mut self, py: Python<'_>, slot: usize, seed: u64, obs: &mut [u8]) -> Result<Option<Info>, String> {
+    /// Resets slot `slot` with `seed` (making its env first if it has none), or
+    /// without one (`None`: the env's random stream goes on). Errors name the env.
+    pub fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
         self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
     }
 
-    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: u64, obs: &mut [u8]) -> Result<Option<Info>, String> {
-        if self.envs[slot].is_none() {
-            self.envs[slot] = Some(self.make.bind(py).call0().map_err(|e| format!("making the env: {e}"))?.unbind());
+    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        match (&self.envs[slot], seed) {
+            (None, None) => return Err("a reset without a seed reached a slot with no env (nothing would seed it)".into()),
+            (None, Some(_)) => {
+                self.envs[slot] = Some(self.make.bind(py).call0().map_err(|e| format!("making the env: {e}"))?.unbind());
+            }
+            (Some(_), _) => {}
         }
         let env = self.envs[slot].as_ref().expect("just made").bind(py).clone();
-        let kwargs = PyDict::new(py);
-        kwargs.set_item(pyo3::intern!(py, "seed"), seed).map_err(|e| e.to_string())?;
-        let out = env.call_method(pyo3::intern!(py, "reset"), (), Some(&kwargs)).map_err(|e| e.to_string())?;
+        // Unseeded, no keyword at all: `reset(seed=...)` builds a new numpy Generator (~13 µs for CartPole).
+        let out = match seed {
+            Some(seed) => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(pyo3::intern!(py, "seed"), seed).map_err(|e| e.to_string())?;
+                env.call_method(pyo3::intern!(py, "reset"), (), Some(&kwargs))
+            }
+            None => env.call_method0(pyo3::intern!(py, "reset")),
+        }
+        .map_err(|e| e.to_string())?;
         let t = out.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or("env.reset must return (obs, info)")?;
         self.write_obs(&t.get_item(0).map_err(|e| e.to_string())?, obs)?;
         if self.infos == InfoNeed::All {

@@ -131,7 +131,7 @@ impl rollway_runner::Observer for Recorder {
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -152,6 +152,7 @@ impl RolloutHandle {
         check: bool,
         out: Option<PathBuf>,
         commit_every: f64,
+        seed_each_episode: bool,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
@@ -183,9 +184,11 @@ impl RolloutHandle {
         };
         let step_timeout =
             step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
-        let cfg = RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout, check };
+        let cfg =
+            RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout, check, seed_each_episode };
         let writer = match out {
-            Some(dir) => Some(Arc::new(recorder(&dir, &spec, &env, &cfg, commit_every)?)),
+            // Refused before the dataset is made: a refusal leaves nothing behind.
+            Some(dir) => Some(Arc::new(cfg.validate_recording().py().and_then(|()| recorder(&dir, &spec, &env, &cfg, commit_every))?)),
             None => None,
         };
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);

@@ -24,6 +24,9 @@ impl Serial {
     fn one(&mut self, slot: usize, op: Op, act: &Rows, obs: &mut Rows) -> Result<StepOutcome, String> {
         let (ol, al) = (&*self.ol, &*self.al);
         let env = &mut self.envs[slot];
+        if env.is_none() && op == Op::Reset(None) {
+            return Err(NO_ENV_TO_CONTINUE.into());
+        }
         if env.is_none() {
             let factory = &self.factory;
             *env = Some(guarded(|| factory.make())?);
@@ -31,7 +34,7 @@ impl Serial {
         let env = env.as_mut().expect("just built");
         match op {
             Op::Step => guarded(|| env.step(RowRef::new(al, act.row(slot)), RowMut::new(ol, obs.row_mut(slot)))),
-            Op::Reset(seed) => guarded(|| env.reset(Some(seed), None, RowMut::new(ol, obs.row_mut(slot)))).map(|()| StepOutcome::default()),
+            Op::Reset(seed) => guarded(|| env.reset(seed, None, RowMut::new(ol, obs.row_mut(slot)))).map(|()| StepOutcome::default()),
         }
     }
 }
@@ -52,6 +55,9 @@ impl EnvBlock for Serial {
         self.envs[slot].as_ref().map(|e| guarded(|| Ok(e.info())).unwrap_or_default()).unwrap_or_default()
     }
 }
+
+/// Why a `Reset(None)` of a slot without an env fails.
+pub(crate) const NO_ENV_TO_CONTINUE: &str = "a reset without a seed reached a slot with no env (nothing would seed it)";
 
 /// What a panic said, when it said it with a string.
 pub(crate) fn panic_text(e: Box<dyn std::any::Any + Send>) -> String {

@@ -287,7 +287,7 @@ impl Worker {
                     continue;
                 }
                 let Some(p) = next.or_else(|| self.ctx.sched.take()) else { continue };
-                ops.push((j, Op::Reset(seed::episode_seed(self.ctx.cfg.seed, p.index))));
+                ops.push((j, Op::Reset(Some(seed::episode_seed(self.ctx.cfg.seed, p.index)))));
                 pending.push(p);
             }
             let mut results = std::mem::take(&mut self.results);
@@ -296,7 +296,7 @@ impl Worker {
             }
             let obs_ok = self.obs_ok(b);
             for ((&(j, op), res), p) in ops.iter().zip(results.drain(..)).zip(pending.drain(..)) {
-                let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
+                let Op::Reset(Some(episode_seed)) = op else { unreachable!("only seeded resets here") };
                 match res.and_then(|_| self.check_env(b, j, None, obs_ok)) {
                     Ok(_) => self.started(b, j, p, episode_seed),
                     Err(f) => {

@@ -82,6 +82,12 @@ pub struct RolloutConfig {
     /// outside the space is the policy's error; a NaN observation or reward is the
     /// env's fault, costing its episode.
     pub check: bool,
+    /// Every episode starts with `reset(seed)` of its own seed, so it can be replayed
+    /// from that seed alone (a recorded rollout needs it). False: Gymnasium's vector-env
+    /// convention, each env seeded at its first reset (and after a failure) and its
+    /// later episodes continuing its random stream; as deterministic for a given seed,
+    /// and cheaper for Python envs, whose `reset(seed=...)` builds a numpy Generator.
+    pub seed_each_episode: bool,
 }
 
 impl Default for RolloutConfig {
@@ -96,6 +102,7 @@ impl Default for RolloutConfig {
             max_steps: None,
             step_timeout: None,
             check: true,
+            seed_each_episode: true,
         }
     }
 }
@@ -115,6 +122,16 @@ impl RolloutConfig {
         }
         if self.max_steps == Some(0) {
             return bad("max_steps", "must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Checks what recording the episodes needs: each episode's own seed, which the
+    /// dataset keeps to reproduce it.
+    pub fn validate_recording(&self) -> Result<()> {
+        if !self.seed_each_episode {
+            let message = "must be true when episodes are recorded (out=): a recorded episode's seed must reproduce it".into();
+            return Err(Error::Config { field: "seed_each_episode", message });
         }
         Ok(())
     }

@@ -51,6 +51,9 @@ struct Slots {
     started: Vec<u64>,
     /// Failures in a row.
     fails: Vec<u32>,
+    /// The slot's env was seeded and has not failed since, so without
+    /// `seed_each_episode` its next episode continues the env's random stream.
+    live: Vec<bool>,
 }
 
 pub(crate) struct Sampler {
@@ -118,6 +121,9 @@ impl Sampler {
         policy: Box<dyn Policy>,
         record: Option<Box<dyn crate::Observer + Send>>,
     ) -> Result<Sampler> {
+        if record.is_some() {
+            cfg.validate_recording()?;
+        }
         let (ol, al) = (Arc::new(Layout::of(&spec.observation_space)), Arc::new(Layout::of(&spec.action_space)));
         let options = BlockOptions { infos: Default::default(), step_timeout: cfg.step_timeout };
         let envs = Envs::new(factory, cfg.envs, cfg.workers, &ol, &al, options)?;
@@ -129,6 +135,7 @@ impl Sampler {
             track: vec![Track::default(); n],
             started: vec![0; n],
             fails: vec![0; n],
+            live: vec![false; n],
         };
         let checks = Checks::new(cfg.check, spec, &ol, &al);
         let record = record.map(|o| Recording::new(o, n, ol.row_bytes(), al.row_bytes()));
@@ -312,7 +319,7 @@ impl Sampler {
                         }
                         f.truncated[at] = true;
                         f.stats.env_faults += 1;
-                        s.fails[g] += 1;
+                        (s.fails[g], s.live[g]) = (s.fails[g] + 1, false);
                         check_fails(s.fails[g], self.cfg.max_restarts, g, &fault.error)?;
                         ended.push(g);
                     }
@@ -336,7 +343,8 @@ impl Sampler {
                 s.started[g] += 1;
                 s.track[g] = Track { id, ret: 0.0, len: 0 };
                 let p = self.envs.parts.iter_mut().rfind(|p| p.offset <= g).expect("a part holds every slot");
-                p.ops.push((g - p.offset, Op::Reset(seed::episode_seed(self.cfg.seed, id))));
+                let continues = s.live[g] && !self.cfg.seed_each_episode;
+                p.ops.push((g - p.offset, Op::Reset((!continues).then(|| seed::episode_seed(self.cfg.seed, id)))));
             }
             todo.clear();
             self.envs.round()?;
@@ -344,10 +352,12 @@ impl Sampler {
                 let obs_ok = self.checks.obs_ok(&p.obs);
                 for (&(j, op), res) in p.ops.iter().zip(p.results.drain(..)) {
                     let (g, s) = (p.offset + j, &mut self.slots);
-                    let Op::Reset(episode_seed) = op else { unreachable!("only resets here") };
+                    debug_assert!(matches!(op, Op::Reset(_)), "only resets here");
+                    // The agent's stream is the episode's either way; the env's is its own when it continues.
+                    let episode_seed = seed::episode_seed(self.cfg.seed, s.track[g].id);
                     match res.and_then(|_| self.checks.env(p.obs.row(j), None, obs_ok, &mut f.warnings)) {
                         Ok(_) => {
-                            (s.first[g], s.rng[g]) = (true, seed::agent_rng(episode_seed));
+                            (s.first[g], s.rng[g], s.live[g]) = (true, seed::agent_rng(episode_seed), true);
                             s.memory[g].clear();
                             if let Some(r) = self.record.as_mut() {
                                 r.begin(g, episode_seed, p.obs.row(j));
@@ -355,7 +365,7 @@ impl Sampler {
                         }
                         Err(fault) => {
                             f.stats.env_faults += 1;
-                            s.fails[g] += 1;
+                            (s.fails[g], s.live[g]) = (s.fails[g] + 1, false);
                             check_fails(s.fails[g], self.cfg.max_restarts, g, &fault.error)?;
                             todo.push(g);
                         }

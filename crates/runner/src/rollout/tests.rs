@@ -336,3 +336,45 @@ fn nan_observations_are_env_faults_and_values_outside_the_space_are_warned_once(
     let f = start(unchecked, &env, agent("random", &env)).collect().unwrap();
     assert_eq!((f.stats.env_faults, f.warnings.len()), (0, 0));
 }
+
+/// Issue 32: Gymnasium's seeding convention as an option. An env seeded at its first
+/// reset goes on with its own stream: slot 0's second episode starts where the same
+/// env reset without a seed starts, and the same seed still gives the same fragments.
+#[test]
+fn issue32_without_seed_each_episode_envs_continue_their_stream() {
+    let env = envs("CartPole-v1", &[]);
+    let cfg = |each| RolloutConfig { envs: 3, steps: 200, seed: 4, seed_each_episode: each, ..Default::default() };
+    let run = |each| {
+        let mut r = start(cfg(each), &env, agent("random", &env));
+        r.collect().unwrap()
+    };
+    let (a, b, seeded) = (run(false), run(false), run(true));
+    assert_eq!((&a.obs, &a.actions, &a.rewards), (&b.obs, &b.actions, &b.rewards), "deterministic for a seed");
+    assert_eq!(a.obs[..3 * 16], seeded.obs[..3 * 16], "the first episodes are seeded alike");
+    assert_ne!(a.obs, seeded.obs, "later episodes differ: they continue the env's stream");
+    // Slot 0's second episode: its first row, against the env reset without a seed.
+    let n = 3;
+    let t = (1..a.steps).find(|&t| a.first[t * n]).expect("slot 0 ends an episode within 200 random steps");
+    let mut one = env.make().unwrap();
+    let ol = rollway_core::Layout::of(&env.spec().unwrap().observation_space);
+    let mut row = vec![0u8; ol.row_bytes()];
+    one.reset(Some(rollway_core::seed::episode_seed(4, 0)), None, rollway_core::RowMut::new(&ol, &mut row)).unwrap();
+    assert_eq!(row, a.obs[..16], "slot 0's first episode starts at its seed");
+    one.reset(None, None, rollway_core::RowMut::new(&ol, &mut row)).unwrap();
+    assert_eq!(row, a.obs[t * n * 16..t * n * 16 + 16], "slot 0's second episode continues the env's stream");
+}
+
+/// Issue 32: after a fault the slot's env is a new one, so its next reset is seeded
+/// again (a reset without a seed there would be one more fault each time).
+#[test]
+fn issue32_a_failed_env_is_seeded_again_without_seed_each_episode() {
+    let env = envs("Faulty-v0", &[("length", "5"), ("error_every", "13")]);
+    let faults = |each| {
+        let cfg = RolloutConfig { envs: 4, steps: 50, seed_each_episode: each, ..Default::default() };
+        let mut r = start(cfg, &env, agent("random", &env));
+        (0..4).map(|_| r.collect().unwrap().stats.env_faults).sum::<u64>()
+    };
+    let (seeded, continued) = (faults(true), faults(false));
+    assert!(seeded >= 12, "{seeded} faults");
+    assert_eq!(continued, seeded, "the same injected faults, and no more");
+}

@@ -108,3 +108,14 @@ fn a_recorder_that_fails_ends_the_rollout_with_its_error() {
     let e = r.collect().err().unwrap().to_string();
     assert!(e.contains("disk full"), "{e}");
 }
+
+/// Issue 32: a recorded episode's seed must reproduce it, so recording needs every
+/// episode seeded; the refusal names the field.
+#[test]
+fn issue32_recording_needs_seed_each_episode() {
+    let env = envs("CartPole-v1", &[]);
+    let cfg = RolloutConfig { envs: 2, steps: 8, seed_each_episode: false, ..Default::default() };
+    let record: Box<dyn Observer + Send> = Box::new(Kept::default());
+    let err = Rollout::recording(cfg, env.clone(), agent("random", &env), Some(record)).err().expect("refused");
+    assert!(err.to_string().contains("seed_each_episode"), "{err}");
+}
