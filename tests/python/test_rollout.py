@@ -114,6 +114,25 @@ def test_lag_k_overlaps_training_loads_weights_between_batches_and_bounds_the_la
         assert len(versions) >= 3 and f.stats["dropped_steps"] == 0
 
 
+def test_issue32_at_lag_zero_the_policy_runs_on_the_learners_thread():
+    # One thread for the forward and the update: torch's OpenMP pool is one team per
+    # calling thread, and two teams spin against each other on the same cores.
+    import threading
+
+    for lag, same in ((0, True), (1, False)):
+        seen = set()
+
+        def policy(obs, first, state):
+            seen.add(threading.get_ident())
+            return np.zeros(len(first), dtype=np.int64)
+
+        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=4, max_policy_lag=lag) as r:
+            for _ in range(3):
+                r.collect()
+                r.publish()
+        assert (seen == {threading.get_ident()}) is same, (lag, seen)
+
+
 def test_stale_fragments_are_dropped_and_counted():
     with rollway.Rollout("CartPole-v1", Weighted(), num_envs=2, steps=8, max_policy_lag=2) as r:
         r.collect()

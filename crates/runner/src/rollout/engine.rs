@@ -1,5 +1,14 @@
 //! [`Rollout`]: the learner's handle on the collecting thread (see the module docs
 //! of [`super`] for permits, versions and delivery).
+//!
+//! At `max_policy_lag = 0` there is no such thread: nothing may be collected while
+//! the learner trains, so the thread that calls `collect` makes the fragment itself.
+//! Besides two hand-offs per fragment, that saves what a second thread costs a
+//! policy with thread-local runtime state. torch's intra-op OpenMP pool is one team
+//! per calling thread: a forward on the collecting thread and an update on the
+//! learner's made two teams of spinning workers on the same cores, and the pixel
+//! PPO's forward and update measured up to 20% slower than under a plain loop
+//! (bench/RESULTS.md, issue 32).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -44,15 +53,22 @@ impl Shared {
     }
 }
 
-/// A running rollout: envs and policy kept up in a collecting thread, fragments on
-/// request. Dropping it stops the thread (within one step) and closes every env,
-/// hosted processes included.
+/// Who makes the fragments.
+enum Driver {
+    /// `max_policy_lag = 0`: the thread calling `collect`; `since` the last fragment's end.
+    Caller { sampler: Box<Sampler>, since: Instant },
+    /// `max_policy_lag ≥ 1`: a collecting thread, running ahead on permits.
+    Thread { fragments: Receiver<Result<Fragment>>, thread: Option<JoinHandle<()>> },
+}
+
+/// A running rollout: envs and policy kept up between fragments, made on request
+/// (ahead of it, in a collecting thread, when `max_policy_lag ≥ 1`). Dropping it
+/// stops that thread (within one step) and closes every env, hosted processes included.
 pub struct Rollout {
     cfg: Arc<RolloutConfig>,
     spec: EnvSpec,
     shared: Arc<Shared>,
-    fragments: Receiver<Result<Fragment>>,
-    thread: Option<JoinHandle<()>>,
+    driver: Driver,
     /// A permit was granted for the fragment the learner is waiting for.
     asked: bool,
     dropped: u64,
@@ -60,7 +76,7 @@ pub struct Rollout {
 }
 
 impl Rollout {
-    /// Checks `cfg`, reads the env spec, starts the envs and the collecting thread.
+    /// Checks `cfg`, reads the env spec, starts the envs (and, at lag ≥ 1, the collecting thread).
     /// With `max_policy_lag = k ≥ 1` the first `k` fragments start at once.
     pub fn start(cfg: RolloutConfig, envs: Arc<dyn EnvFactory>, policy: Box<dyn Policy>) -> Result<Rollout> {
         Rollout::recording(cfg, envs, policy, None)
@@ -81,6 +97,10 @@ impl Rollout {
         let cfg = Arc::new(cfg);
         let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy, record)?;
         let shared = Arc::new(Shared::default());
+        if cfg.max_policy_lag == 0 {
+            let driver = Driver::Caller { sampler: Box::new(sampler), since: Instant::now() };
+            return Ok(Rollout { cfg, spec, shared, driver, asked: false, dropped: 0, ended: false });
+        }
         *shared.permits.lock().unwrap_or_else(|p| p.into_inner()) = cfg.max_policy_lag;
         let (tx, fragments) = unbounded();
         let sh = shared.clone();
@@ -104,7 +124,8 @@ impl Rollout {
                 }
             })
             .map_err(|e| Error::Worker { worker: 0, message: e.to_string() })?;
-        Ok(Rollout { cfg, spec, shared, fragments, thread: Some(thread), asked: false, dropped: 0, ended: false })
+        let driver = Driver::Thread { fragments, thread: Some(thread) };
+        Ok(Rollout { cfg, spec, shared, driver, asked: false, dropped: 0, ended: false })
     }
 
     /// The next fragment, waiting for it as long as it takes.
@@ -119,17 +140,29 @@ impl Rollout {
     /// The next fragment, or `None` if it is not ready within `timeout` (a host can
     /// then look for signals and ask again: the request stands). An error ends the
     /// rollout: the policy failed, or an env failed more than `max_restarts` times in a row.
+    /// At lag 0 the fragment is made here, in this thread, whatever `timeout` says.
     pub fn collect_timeout(&mut self, timeout: Duration) -> Result<Option<Fragment>> {
         if self.ended {
             return Err(Error::Worker { worker: 0, message: "the rollout has ended after an error".into() });
         }
+        let fragments = match &mut self.driver {
+            Driver::Caller { sampler, since } => {
+                let waited = since.elapsed().as_secs_f64();
+                let made = sampler.fragment(&self.shared.versions, &self.shared.stop);
+                *since = Instant::now();
+                let mut f = made.inspect_err(|_| self.ended = true)?;
+                f.stats.waited_s = waited;
+                return Ok(Some(self.deliver(f)));
+            }
+            Driver::Thread { fragments, .. } => fragments,
+        };
         if !self.asked {
             self.shared.grant();
             self.asked = true;
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let mut f = match self.fragments.recv_deadline(deadline) {
+            let f = match fragments.recv_deadline(deadline) {
                 Ok(Ok(f)) => f,
                 Ok(Err(e)) => {
                     self.ended = true;
@@ -149,10 +182,14 @@ impl Rollout {
                 continue;
             }
             self.asked = false;
-            f.measure_lag(current);
-            f.stats.dropped_steps = self.dropped;
-            return Ok(Some(f));
+            return Ok(Some(self.deliver(f)));
         }
+    }
+
+    fn deliver(&self, mut f: Fragment) -> Fragment {
+        f.measure_lag(self.shared.versions.current());
+        f.stats.dropped_steps = self.dropped;
+        f
     }
 
     /// Makes the next policy version (returned): steps acted on from the next batch
@@ -191,8 +228,10 @@ impl Drop for Rollout {
             self.shared.stop.store(true, Ordering::Release);
         }
         self.shared.wake.notify_all();
-        if let Some(h) = self.thread.take() {
-            let _ = h.join();
+        if let Driver::Thread { thread, .. } = &mut self.driver {
+            if let Some(h) = thread.take() {
+                let _ = h.join();
+            }
         }
     }
 }

@@ -39,8 +39,8 @@ pub struct FragmentStats {
     pub policy_s: f64,
     /// Time stepping and resetting envs.
     pub env_s: f64,
-    /// Time the collecting thread waited for the learner before starting this fragment
-    /// (asked for, or allowed by the lag bound).
+    /// Time the rollout waited for the learner before starting this fragment (asked
+    /// for, or allowed by the lag bound): at lag 0, the time since the last one ended.
     pub waited_s: f64,
     /// The learner's version minus each step's version at delivery: smallest, mean, largest.
     pub lag_min: u64,

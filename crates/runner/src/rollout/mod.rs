@@ -38,8 +38,14 @@
 //!   ([`FragmentStats::dropped_steps`]), never mixed in silently. Publishing once
 //!   per update keeps every fragment within the bound, so nothing is dropped.
 //!
-//! The cost per fragment is two channel hand-offs and a condition variable; per
-//! step, a policy call, an env round per part and a row copy into the fragment.
+//! At `k = 0` nothing overlaps, and the thread that calls `collect` makes the
+//! fragment itself: no collecting thread, no hand-off, and a policy that keeps
+//! per-thread state (torch's thread pool) runs on the learner's own thread
+//! ([`engine`] says what that saved). Permits and delivery are then trivially met.
+//!
+//! The cost per fragment is two channel hand-offs and a condition variable (none
+//! at `k = 0`); per step, a policy call, an env round per part and a row copy into
+//! the fragment.
 
 mod engine;
 mod envs;
