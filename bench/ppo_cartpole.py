@@ -15,6 +15,13 @@ Systems:
   EnvPool is not installed). EnvPool resets an env on the step after its episode ended, so each
   episode adds one transition whose action is ignored; like CleanRL's EnvPool scripts, the loop
   keeps it (``first`` marks the step after an end).
+- ``rollway-ray``: ``rollway.ray.Rollout`` on a local two-node Ray cluster (loopback), the N envs
+  split over two actors (one per node), one synchronous round per update at lag 0, the weights
+  sent out after each (bench/ray_source.py); its startup (the actors' imports) counts.
+- ``sf-serial`` / ``sf-async``: Sample Factory 2.1.1's own PPO, set as close to CleanRL's as its
+  options allow (bench/sf_cartpole.py says what differs), synchronous or with its worker
+  processes, in its own venv (``bash bench/sf_venv.sh`` makes it; skipped without it). Its
+  forward and update run inside its processes, so "outside" is not measured for it.
 
 Each (system, seed) runs in a process of its own (peak memory is that process's), in turn
 per seed, so slow drifts of the machine spread over every system alike. Reports, per
@@ -33,6 +40,7 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 from typing import Any, Dict, List
 
@@ -42,15 +50,28 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from gym_source import GymSource  # noqa: E402
 from benchlib import fmt_outside, log, md_table, train_each, training_parser, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
-SYSTEMS = ["rollway-lag0", "rollway-lag1", "gym-sync", "gym-async", "envpool", "torchrl-sync", "torchrl-multisync"]
+SYSTEMS = ["rollway-lag0", "rollway-lag1", "rollway-ray", "gym-sync", "gym-async", "envpool", "torchrl-sync", "torchrl-multisync",
+           "sf-serial", "sf-async"]
+SF_PYTHON = os.environ.get("SF_PYTHON", os.path.join(HERE, ".venv-sf", "bin", "python"))
 # The peers that are only run when their package imports.
-OPTIONAL = {"envpool": "envpool", "torchrl-sync": "torchrl", "torchrl-multisync": "torchrl"}
+OPTIONAL = {"envpool": "envpool", "torchrl-sync": "torchrl", "torchrl-multisync": "torchrl", "rollway-ray": "ray"}
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
     import ppo_cartpole
 
-    if system.startswith("rollway-lag"):
+    if system.startswith("sf-"):
+        cmd = [SF_PYTHON, os.path.join(HERE, "sf_cartpole.py"), "--mode", system[3:], "--workers", "2", "--seed", str(seed),
+               "--steps-total", str(total), "--envs", str(envs), "--steps", str(steps)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    if system == "rollway-ray":
+        from ray_source import RaySource, two_nodes
+
+        with two_nodes():
+            r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
+                                   source=lambda acting, e, s, sd, lag, **_: RaySource(acting, e, s, sd))
+    elif system.startswith("rollway-lag"):
         r = ppo_cartpole.train(total, envs, steps, int(system[len("rollway-lag"):]), seed, log=False)
     elif system.startswith("torchrl-"):
         from torchrl_source import TorchRLSource
@@ -84,8 +105,8 @@ def report(rows: List[Dict[str, Any]], args: argparse.Namespace) -> str:
         sps = med([r["steps_per_s"] for r in rs])
         solved = [r["solved_s"] for r in rs if r["solved_s"] is not None]
         t = f"{med(solved):.1f} s ({min(solved):.1f}–{max(solved):.1f})" if solved else "n/a"
-        outside = med([r["outside_share"] for r in rs])
-        shown = fmt_outside(outside)
+        measured = [r["outside_share"] for r in rs if r["outside_share"] is not None]
+        shown = fmt_outside(med(measured)) if measured else "n/a (its own processes)"
         cells.append([s, f"{sps:,.0f}", f"{sps / base:.2f}×", t, f"{len(solved)}/{len(rs)}", shown,
                       f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
     out += md_table(["system", "steps/s (median)", "vs gym-sync", "time to 475 (median, min–max)", "solved",
@@ -104,9 +125,14 @@ def main() -> None:
         if system in args.systems and importlib.util.find_spec(package) is None:
             log(f"{package} is not installed: {system} skipped")
             args.systems.remove(system)
+    for system in [s for s in args.systems if s.startswith("sf-")]:
+        if not os.access(SF_PYTHON, os.X_OK):
+            log(f"no Sample Factory venv at {SF_PYTHON} (bash bench/sf_venv.sh makes it): {system} skipped")
+            args.systems.remove(system)
 
     def line(seed: int, r: Dict[str, Any], secs: float) -> str:
-        return f"seed {seed} {r['system']:17} {r['steps_per_s']:7.0f} steps/s  solved {r['solved_s']}  outside {r['outside_share']:.1%}"
+        outside = "n/a" if r["outside_share"] is None else f"{r['outside_share']:.1%}"
+        return f"seed {seed} {r['system']:17} {r['steps_per_s']:7.0f} steps/s  solved {r['solved_s']}  outside {outside}"
 
     write_report(report(train_each(__file__, args, seeds, line), args), args.out)
 

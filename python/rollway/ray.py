@@ -1,4 +1,5 @@
-"""rollway on Ray: one run spread over the actors of a Ray cluster, one dataset.
+"""rollway on Ray: one run spread over the actors of a Ray cluster, one dataset; and, for
+training, :class:`Rollout` (``rollway.ray_rollout``): rollout actors feeding one learner.
 
 ::
 
@@ -45,6 +46,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from rollway import _rollway
 from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources, finished
 from rollway.dataset import Dataset
+from rollway.ray_rollout import RayFragment, Rollout  # noqa: F401  (rollway.ray.Rollout: training on Ray)
 
 Range = Tuple[int, int]
 

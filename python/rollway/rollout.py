@@ -18,7 +18,9 @@ as float32 arrays ``[T, N, ...]`` in ``frag.extras``.
 **Versions and lag.** Every step carries the version of the policy that chose its
 action (``frag.version``); :meth:`Rollout.publish` makes the next one. With
 ``max_policy_lag=0`` (the default) nothing is collected while the learner trains:
-strictly on-policy, CleanRL's loop. With ``max_policy_lag=k`` collection runs up to
+strictly on-policy, CleanRL's loop; the fragment is made inside ``collect``, on the
+learner's own thread (so a torch policy's forward and the update share one thread
+pool). With ``max_policy_lag=k`` collection runs up to
 ``k`` fragments ahead on a thread of its own while the learner trains (IMPALA, Sample
 Factory); it then acts with a copy of the network, and ``publish(weights)`` hands
 the new weights to the policy's ``load(weights)`` method, which the rollout calls
@@ -40,7 +42,9 @@ episode: the step ends it as truncated with reward 0, the env restarts with
 ``first`` set, and ``frag.stats["env_faults"]`` counts it; an env that fails more
 than ``max_restarts`` times in a row ends the rollout. A policy that raises ends
 the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
-``collect`` raises ``KeyboardInterrupt``; the rollout stays usable.
+``collect`` raises ``KeyboardInterrupt``: at ``max_policy_lag=0`` it lands in the policy
+(or a Python env) and ends the rollout as any exception there does; at lag ≥ 1 it
+interrupts the wait and the rollout stays usable.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -78,7 +82,7 @@ class Fragment:
     - ``finished``: dict of arrays over the episodes that ended inside the fragment:
       ``env``, ``episode``, ``return``, ``length``, ``terminated``
     - ``stats``: how it was made: ``steps_per_s``, ``wall_s``, ``policy_s``, ``env_s``,
-      ``waited_s`` (the collecting thread waiting for the learner), ``lag_min``,
+      ``waited_s`` (the rollout waiting for the learner), ``lag_min``,
       ``lag_mean``, ``lag_max``, ``dropped_steps`` (so far), ``env_faults``, ``mean_batch``
     """
 
@@ -135,6 +139,11 @@ class Rollout:
     deterministic for a given ``seed`` either way; ``False`` saves what a Python env's
     ``reset(seed=...)`` costs (a new numpy ``Generator``: ~13 µs for CartPole, a tenth
     of the engine's time on random-policy CartPole, whose episodes last ~10 steps).
+    ``episode_ids=(base, offset, slots)``: env slot ``i``'s ``j``-th episode is episode
+    ``(base + j) * slots + offset + i`` (and seeded as ``rollway.run``'s episode of that
+    index), instead of ``j * num_envs + i``; with ``join=(run, writer_id)``, ``out`` is an
+    existing dataset whose run ``run`` this rollout writes as one of many writers. Both
+    are how :class:`rollway.ray.Rollout`'s actors share one run.
     """
 
     def __init__(
@@ -156,6 +165,8 @@ class Rollout:
         out: Optional[Union[str, "os.PathLike[str]"]] = None,
         commit_every: float = 1.0,
         seed_each_episode: bool = True,
+        episode_ids: Optional[Tuple[int, int, int]] = None,
+        join: Optional[Tuple[int, str]] = None,
     ):
         pickle = None
         if callable(env):
@@ -169,7 +180,7 @@ class Rollout:
         self._h = _rollway.RolloutHandle(
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
             int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check),
-            None if out is None else os.fspath(out), float(commit_every), bool(seed_each_episode))
+            None if out is None else os.fspath(out), float(commit_every), bool(seed_each_episode), episode_ids, join)
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)

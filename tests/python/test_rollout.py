@@ -119,14 +119,15 @@ def test_issue32_at_lag_zero_the_policy_runs_on_the_learners_thread():
     # calling thread, and two teams spin against each other on the same cores.
     import threading
 
-    for lag, same in ((0, True), (1, False)):
-        seen = set()
-
+    def noting(seen):
         def policy(obs, first, state):
             seen.add(threading.get_ident())
             return np.zeros(len(first), dtype=np.int64)
+        return policy
 
-        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=4, max_policy_lag=lag) as r:
+    for lag, same in ((0, True), (1, False)):
+        seen = set()
+        with rollway.Rollout("CartPole-v1", noting(seen), num_envs=2, steps=4, max_policy_lag=lag) as r:
             for _ in range(3):
                 r.collect()
                 r.publish()

@@ -1,7 +1,8 @@
 //! `rollway.Rollout`: the rollout engine of `rollway_runner::rollout` for a Python
-//! learner. The collecting thread calls a Python policy with the GIL taken for the
-//! call only; `collect` waits with the GIL released (checking for Ctrl-C ten times
-//! a second), and hands the fragment over as numpy arrays that take over the
+//! learner. The engine calls a Python policy with the GIL taken for the call only;
+//! `collect` runs with the GIL released (at lag ≥ 1 waiting for the collecting
+//! thread, checking for Ctrl-C ten times a second; at lag 0 making the fragment
+//! itself), and hands the fragment over as numpy arrays that take over the
 //! fragment's vectors without a copy (`torch.from_numpy` takes them as they are).
 //!
 //! A policy that raises ends the rollout, and `collect` raises that very exception
@@ -14,7 +15,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rollway_core::{ActBatch, AgentFactory, DType, EnvFactory, Error, Params};
-use rollway_runner::rollout::{AgentPolicy, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
+use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
 
 use rollway_store::{DatasetWriter, WriterConfig};
 
@@ -131,7 +132,7 @@ impl rollway_runner::Observer for Recorder {
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true, episode_ids=None, join=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -153,6 +154,8 @@ impl RolloutHandle {
         out: Option<PathBuf>,
         commit_every: f64,
         seed_each_episode: bool,
+        episode_ids: Option<(u64, u64, u64)>,
+        join: Option<(u32, String)>,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
@@ -184,11 +187,25 @@ impl RolloutHandle {
         };
         let step_timeout =
             step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
-        let cfg =
-            RolloutConfig { seed, envs, workers, steps, max_policy_lag, max_restarts, max_steps, step_timeout, check, seed_each_episode };
+        let episode_ids = episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots });
+        let cfg = RolloutConfig {
+            seed,
+            envs,
+            workers,
+            steps,
+            max_policy_lag,
+            max_restarts,
+            max_steps,
+            step_timeout,
+            check,
+            seed_each_episode,
+            episode_ids,
+        };
         let writer = match out {
             // Refused before the dataset is made: a refusal leaves nothing behind.
-            Some(dir) => Some(Arc::new(cfg.validate_recording().py().and_then(|()| recorder(&dir, &spec, &env, &cfg, commit_every))?)),
+            Some(dir) => {
+                Some(Arc::new(cfg.validate_recording().py().and_then(|()| recorder(&dir, &spec, &env, &cfg, commit_every, join))?))
+            }
             None => None,
         };
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
@@ -272,18 +289,26 @@ impl Drop for RolloutHandle {
 }
 
 /// The dataset writer of `Rollout(out=dir)`: a new dataset in `dir`, committing at
-/// least every `commit_every` seconds so that a follow-mode loader sees episodes soon.
+/// least every `commit_every` seconds so that a follow-mode loader sees episodes soon;
+/// or, with `join = (run, id)`, writer `id` of run `run` of the dataset already there,
+/// one of many (rollway.ray's rollout actors, which number their episodes apart).
 fn recorder(
     dir: &std::path::Path,
     spec: &rollway_core::EnvSpec,
     env: &str,
     cfg: &RolloutConfig,
     commit_every: f64,
+    join: Option<(u32, String)>,
 ) -> PyResult<DatasetWriter> {
     let age = Duration::try_from_secs_f64(commit_every)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| input_error(format!("commit_every must be a positive number of seconds, got {commit_every}")))?;
+    let at = |e: rollway_store::Error| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display())));
+    if let Some((run, id)) = join {
+        let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
+        return DatasetWriter::join(dir, run, &id, wc).map_err(at);
+    }
     // Appending would restart the versions at 0 beside the last run's: a staleness
     // bound counted from the new learner's version would keep the old run's data.
     if rollway_store::format::holds_dataset(dir) {
@@ -294,8 +319,7 @@ fn recorder(
         "env": env, "seed": cfg.seed, "envs": cfg.envs, "workers": cfg.workers, "steps": cfg.steps,
         "max_policy_lag": cfg.max_policy_lag, "max_restarts": cfg.max_restarts, "max_steps": cfg.max_steps, "check": cfg.check,
     }});
-    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc)
-        .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display()))))
+    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc).map_err(at)
 }
 
 /// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.

@@ -94,6 +94,23 @@ pub struct RolloutConfig {
     /// later episodes continuing its random stream; as deterministic for a given seed,
     /// and cheaper for Python envs, whose `reset(seed=...)` builds a numpy Generator.
     pub seed_each_episode: bool,
+    /// How episodes are numbered, and so seeded; `None` is `j × N + i` for slot `i`'s
+    /// `j`-th episode.
+    pub episode_ids: Option<EpisodeIds>,
+}
+
+/// Slot `i`'s `j`-th episode is episode `(base + j) × slots + offset + i`, seeded as
+/// `rollway.run`'s episode of that index. Rollouts that share a run (the actors of
+/// `rollway.ray.Rollout`) each take their own `offset` of `slots` = N × actors, and a
+/// restarted one a new `base`, so no two of them number (or seed) an episode alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpisodeIds {
+    /// Added to each slot's episode count: a restarted rollout's fresh numbers.
+    pub base: u64,
+    /// This rollout's first slot among all rollouts' slots.
+    pub offset: u64,
+    /// Slots of all the rollouts that share the numbering (at least `offset + envs`).
+    pub slots: u64,
 }
 
 impl Default for RolloutConfig {
@@ -109,6 +126,7 @@ impl Default for RolloutConfig {
             step_timeout: None,
             check: true,
             seed_each_episode: true,
+            episode_ids: None,
         }
     }
 }
@@ -128,6 +146,9 @@ impl RolloutConfig {
         }
         if self.max_steps == Some(0) {
             return bad("max_steps", "must be at least 1".into());
+        }
+        if let Some(ids) = self.episode_ids.filter(|ids| ids.offset.saturating_add(self.envs as u64) > ids.slots) {
+            return bad("episode_ids", format!("offset {} + envs {} must be at most slots {}", ids.offset, self.envs, ids.slots));
         }
         Ok(())
     }

@@ -30,7 +30,7 @@ use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, 
 use super::envs::Envs;
 use super::fragment::{Finished, Fragment};
 use super::record::Recording;
-use super::{Extra, Policy, RolloutConfig, Versions};
+use super::{EpisodeIds, Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
 
 /// The episode a slot is running.
@@ -47,7 +47,7 @@ struct Slots {
     memory: Vec<Memory>,
     rng: Vec<AgentRng>,
     track: Vec<Track>,
-    /// How many episodes each slot has started (its next episode is `started * N + slot`).
+    /// How many episodes each slot has started (its next episode number: `RolloutConfig::episode_ids`).
     started: Vec<u64>,
     /// Failures in a row.
     fails: Vec<u32>,
@@ -339,7 +339,8 @@ impl Sampler {
             }
             for &g in &todo {
                 let s = &mut self.slots;
-                let id = s.started[g] * n as u64 + g as u64;
+                let ids = self.cfg.episode_ids.unwrap_or(EpisodeIds { base: 0, offset: 0, slots: n as u64 });
+                let id = (ids.base + s.started[g]) * ids.slots + ids.offset + g as u64;
                 s.started[g] += 1;
                 s.track[g] = Track { id, ret: 0.0, len: 0 };
                 let p = self.envs.parts.iter_mut().rfind(|p| p.offset <= g).expect("a part holds every slot");

@@ -125,15 +125,22 @@ fn same_seed_same_fragments_whatever_the_workers() {
     assert_eq!(one, run(3));
 }
 
+/// `rollway.run`'s first `episodes` random-agent episodes of `env` with `seed`.
+fn generated(env: &Arc<dyn EnvFactory>, seed: u64, episodes: u64) -> Vec<rollway_core::EpisodeResult> {
+    let cfg =
+        RunConfig { env: "CartPole-v1".into(), agent: "random".into(), seed, target: Target::Episodes(episodes), ..Default::default() };
+    let agents = Arc::new(rollway_agents::Registered::new("random", Params::default()));
+    let mut eps = Vec::new();
+    Generator::new(cfg, env.clone(), agents, vec![]).unwrap().run(&mut eps).unwrap();
+    eps
+}
+
 #[test]
 fn rollout_episode_k_is_the_generators_episode_k() {
     let env = envs("CartPole-v1", &[]);
     let mut r = start(RolloutConfig { envs: 4, steps: 500, seed: 5, ..Default::default() }, &env, agent("random", &env));
     let finished: Vec<Finished> = (0..2).flat_map(|_| r.collect().unwrap().finished).collect();
-    let cfg = RunConfig { env: "CartPole-v1".into(), agent: "random".into(), seed: 5, target: Target::Episodes(40), ..Default::default() };
-    let agents = Arc::new(rollway_agents::Registered::new("random", Params::default()));
-    let mut eps = Vec::new();
-    Generator::new(cfg, env.clone(), agents, vec![]).unwrap().run(&mut eps).unwrap();
+    let eps = generated(&env, 5, 40);
     let mut checked = 0;
     for fin in finished.iter().filter(|f| f.episode < 40) {
         let g = &eps[fin.episode as usize];
@@ -377,4 +384,26 @@ fn issue32_a_failed_env_is_seeded_again_without_seed_each_episode() {
     let (seeded, continued) = (faults(true), faults(false));
     assert!(seeded >= 12, "{seeded} faults");
     assert_eq!(continued, seeded, "the same injected faults, and no more");
+}
+
+/// Issue 34: rollouts that share a run number their episodes apart, each seeded as the
+/// generator's episode of its number; numbers that could collide are refused.
+#[test]
+fn issue34_episode_ids_number_and_seed_episodes_apart() {
+    let env = envs("CartPole-v1", &[]);
+    let ids = EpisodeIds { base: 2, offset: 3, slots: 10 };
+    let cfg = RolloutConfig { envs: 3, steps: 300, seed: 5, episode_ids: Some(ids), ..Default::default() };
+    let f = start(cfg, &env, agent("random", &env)).collect().unwrap();
+    assert_eq!(&f.episode[..3], &[23, 24, 25], "slot i's first episode is (2 + 0) × 10 + 3 + i");
+    let later: Vec<u64> = f.finished.iter().map(|e| e.episode).filter(|&e| e >= 30).collect();
+    assert!(!later.is_empty() && later.iter().all(|e| (3..6).contains(&(e % 10))), "{later:?}");
+    let eps = generated(&env, 5, 60);
+    let mine: Vec<&Finished> = f.finished.iter().filter(|e| e.episode < 60).collect();
+    assert!(mine.len() >= 3, "{} episodes to compare", mine.len());
+    for fin in mine {
+        let g = &eps[fin.episode as usize];
+        assert_eq!((fin.length, fin.ret), (g.length, g.ret), "episode {} is the generator's", fin.episode);
+    }
+    let clash = RolloutConfig { envs: 8, episode_ids: Some(EpisodeIds { base: 0, offset: 4, slots: 8 }), ..Default::default() };
+    assert!(Rollout::start(clash, env.clone(), agent("random", &env)).err().unwrap().to_string().contains("episode_ids"));
 }

@@ -1,0 +1,349 @@
+"""``rollway.ray.Rollout``: the rollout engine of a training loop spread over Ray actors,
+feeding one learner (this process). Same fragments, versions and lag as
+:class:`rollway.Rollout`; what changes is where the envs run::
+
+    import rollway.ray
+
+    rollout = rollway.ray.Rollout("gym:CartPole-v1", policy, num_actors=4, num_envs=8, steps=128,
+                                  max_policy_lag=2, num_gpus_per_actor=0.25)
+    for update in range(1000):
+        frag = rollout.collect()            # from whichever actor finished first
+        ...                                 # train on it
+        rollout.publish(model.state_dict()) # every actor loads these before its next fragment
+
+**Actors.** Each of ``num_actors`` Ray actors hosts a local :class:`rollway.Rollout`
+(its own envs, env processes and batched policy, on its ``num_gpus_per_actor`` share)
+and makes one fragment per request. Fragments travel through Ray's object store: the
+learner's arrays are views of it (read-only, no copy on this side).
+
+**Weights out, versions back.** :meth:`Rollout.publish` makes the next version; its
+weights are put in the object store once and every later request carries them, so an
+actor loads them (its policy's ``load(weights)``, between fragments) before the first
+fragment it starts after the publish. Every step of a fragment carries the version it
+was acted with (``frag.version``). A policy in an actor is a copy: publish weights, or
+the actors keep acting with the ones they were built with.
+
+**Lag.** Steps older than the learner's version − ``max_policy_lag`` are never
+delivered. ``stale="wait"`` (the default) starts fragments only as a local rollout
+does: ``max_policy_lag`` ahead of the learner's requests, plus one per ``collect``, so a
+learner that publishes once per collected fragment never sees a stale one; at lag 0
+nothing is collected while the learner trains, and ``collect(n)`` asks ``n`` actors at
+once (a synchronous PPO round over the cluster). ``stale="drop"`` keeps every actor
+busy (IMPALA); a fragment too old on arrival is dropped and counted. Either way a
+stale fragment is dropped, counted, and never mixed in.
+
+**Faults.** An actor that dies mid-fragment (SIGKILL, ``ray.kill``, its node gone)
+loses that fragment whole (counted in ``lost_fragments``); Ray restarts it up to
+``max_restarts`` times and it starts afresh (new episode ids, new seeds), while the
+learner goes on with the others. Inside each actor, env faults cost an episode as
+locally. When no actor is left, ``collect`` raises. Actors are owned by this process:
+if it dies, Ray ends them.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import time
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+import rollway
+from rollway import _rollway
+from rollway.rollout import Fragment
+from rollway.spaces import RowViews
+
+# An actor restarted by Ray numbers its episodes from base `incarnation << 32` on
+# (rollway.Rollout's episode_ids), so a restart never repeats an episode id or seed.
+_INCARNATION_SHIFT = 32
+
+
+class _RolloutActor:
+    """A Ray actor: a local rollway.Rollout at lag 0, one fragment per request. Actor ``a``
+    of ``A`` numbers slot ``i``'s ``j``-th episode ``(base + j) × A·N + a·N + i``: unique
+    across actors, and seeded as ``rollway.run``'s episode of that index."""
+
+    def __init__(self, index: int, actors: int, env: Any, policy: Any, kwargs: Dict[str, Any],
+                 record: Optional[Tuple[str, int]]):
+        self.index, self.actors, self.env, self.policy, self.kwargs, self.record = index, actors, env, policy, kwargs, record
+        self.r: Any = None
+        self.incarnation, self.version = -1, 0
+
+    def _rollout(self, incarnation: int) -> Any:
+        import uuid
+
+        import rollway
+
+        if self.r is None or incarnation != self.incarnation:
+            if self.r is not None:
+                self.r.close()
+            n = int(self.kwargs["num_envs"])
+            ids = (incarnation << _INCARNATION_SHIFT, self.index * n, self.actors * n)
+            kw = dict(self.kwargs, episode_ids=ids)
+            if self.record is not None:
+                out, run = self.record
+                kw.update(out=out, join=(run, f"rollout{run}-a{self.index}-i{incarnation}-{uuid.uuid4().hex[:8]}"))
+            self.r = rollway.Rollout(self.env, self.policy, max_policy_lag=0, **kw)
+            self.incarnation, self.version = incarnation, 0
+        return self.r
+
+    def spec(self, incarnation: int) -> Tuple[Tuple[str, str], Optional[int], int]:
+        import os
+
+        r = self._rollout(incarnation)
+        return r._spaces, r.max_episode_steps, os.getpid()
+
+    def collect(self, incarnation: int, version: int, weights: Any) -> Dict[str, Any]:
+        import ray
+
+        r = self._rollout(incarnation)
+        if version != self.version:
+            r.publish(weights)
+            self.version = version
+        t = time.monotonic()
+        raw = r._h.collect()
+        raw["version"] = np.full_like(raw["version"], version)
+        ctx = ray.get_runtime_context()
+        raw["ray"] = {"actor": self.index, "node": ctx.get_node_id(), "seconds": time.monotonic() - t,
+                      "resources": ctx.get_assigned_resources()}
+        return raw
+
+    def close(self) -> None:
+        if self.r is not None:
+            self.r.close()
+            self.r = None
+
+
+class RayFragment(Fragment):
+    """A :class:`rollway.rollout.Fragment` from an actor: ``actor`` (its index) and
+    ``node`` (its Ray node id) besides. The arrays are read-only views of Ray's object
+    store; episode ids are unique across actors (see ``_RolloutActor``)."""
+
+    __slots__ = ("actor", "node")
+
+
+class Rollout:
+    """Rollout actors on Ray feeding this process (see the module docs).
+
+    ``env``, ``policy``, ``num_envs``, ``steps``, ``seed`` and the keyword arguments
+    (``workers``, ``host``, ``env_params``, ``max_episode_steps``, ``step_timeout``,
+    ``check``, ``seed_each_episode``) are :class:`rollway.Rollout`'s, for each actor.
+    ``num_actors``: actors, each asking Ray for ``num_cpus_per_actor`` CPUs,
+    ``num_gpus_per_actor`` GPUs (fractions share one) and ``resources_per_actor``;
+    ``max_restarts``: how often Ray restarts each actor; ``max_policy_lag`` and
+    ``stale`` (``"wait"`` or ``"drop"``): see the module docs; ``address``: the Ray
+    cluster (left out: this process's Ray, or a new local one, shut down at ``close``).
+    ``out``: a new dataset directory, on storage every node sees, that every actor
+    records its finished episodes into, as one run of many writers (this process
+    creates it, reading the env's spaces from one env it makes); ``commit_every`` as
+    :class:`rollway.Rollout`'s. A follow-mode :class:`rollway.Loader` here sees every
+    actor's commits. Episodes an actor had not committed when it died are lost.
+    """
+
+    def __init__(self, env: Union[str, Callable[[], Any]], policy: Union[str, Callable[..., Any]], *,
+                 num_actors: int = 2, num_envs: int = 8, steps: int = 128, seed: int = 0, max_policy_lag: int = 1,
+                 stale: str = "wait", num_cpus_per_actor: float = 1.0, num_gpus_per_actor: float = 0.0,
+                 resources_per_actor: Optional[Mapping[str, float]] = None, max_restarts: int = 3,
+                 address: Optional[str] = None, out: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 **rollout_args: Any):
+        from rollway.ray import _connect, _ray, _refuse_worker_names
+
+        _refuse_worker_names(rollout_args)
+        for own in ("episode_ids", "join"):
+            if own in rollout_args:
+                raise _rollway.InputError(f"{own}=: rollway.ray.Rollout sets it for its actors")
+        if num_actors < 1:
+            raise _rollway.InputError(f"num_actors={num_actors}: a Ray rollout needs at least one actor")
+        if max_policy_lag < 0:
+            raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
+        if stale not in ("wait", "drop"):
+            raise _rollway.InputError(f"stale must be \"wait\" or \"drop\", got {stale!r}")
+        self._ray = ray = _ray()
+        self._started = _connect(ray, address)
+        self.num_actors, self.num_envs, self.steps = int(num_actors), int(num_envs), int(steps)
+        self.max_policy_lag, self.stale = int(max_policy_lag), stale
+        opts = dict(num_cpus=num_cpus_per_actor, num_gpus=num_gpus_per_actor, resources=dict(resources_per_actor or {}),
+                    max_restarts=max_restarts, max_task_retries=0)
+        kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
+        self._out = None if out is None else os.fspath(out)
+        if self._out is not None:
+            # The run every actor joins: made here, as a local recording rollout makes it, then left open.
+            rollway.Rollout(env, "random", out=self._out, **kwargs).close()
+        cls = ray.remote(_RolloutActor).options(**opts)
+        record = None if self._out is None else (self._out, 0)
+        self._actors = [cls.remote(a, num_actors, env, policy, kwargs, record) for a in range(num_actors)]
+        self._incarnation = [0] * num_actors
+        try:
+            spaces, self.max_episode_steps, _ = self._get(self._actors[0].spec.remote(0))
+        except BaseException:
+            self.close()
+            raise
+        self._obs, self._act = RowViews(spaces[0]), RowViews(spaces[1])
+        self._version, self._weights = 0, None
+        self._loads = callable(getattr(policy, "load", None))
+        self._idle: List[int] = list(range(num_actors))
+        self._busy: Dict[Any, Tuple[int, int]] = {}
+        self._probing: Dict[Any, int] = {}
+        self._ready: Deque[RayFragment] = collections.deque()
+        self._permits = self.max_policy_lag
+        self._stats: Dict[str, Any] = dict(fragments=0, dropped_fragments=0, dropped_steps=0, lost_fragments=0,
+                                           actor_failures=0, lags=collections.Counter(),
+                                           actors={a: dict(fragments=0, steps=0, seconds=0.0) for a in range(num_actors)})
+        self._t0 = time.monotonic()
+        self._dispatch()
+
+    def _get(self, ref: Any) -> Any:
+        try:
+            return self._ray.get(ref)
+        except Exception as e:  # noqa: BLE001 - the policy's or env's own exception, as locally
+            cause = getattr(e, "cause", None)
+            raise (cause if isinstance(cause, BaseException) else e) from None
+
+    @property
+    def version(self) -> int:
+        """The latest published version (0 before any)."""
+        return self._version
+
+    def publish(self, weights: Any = None) -> int:
+        """Makes the next version; ``weights`` go to every actor's ``policy.load`` before its
+        next fragment (put in the object store once). Returns the version."""
+        if weights is not None and not self._loads:
+            raise _rollway.InputError("publish(weights) needs a policy with a load(weights) method")
+        self._version += 1
+        if weights is not None:
+            self._weights = self._ray.put(weights)
+        return self._version
+
+    def collect(self, n: Optional[int] = None) -> Any:
+        """The next fragment (``n`` left out), or a list of the next ``n``."""
+        if n is None:
+            return self._next(1)[0]
+        return self._next(int(n))
+
+    def _next(self, n: int) -> List[RayFragment]:
+        self._permits += n
+        out: List[RayFragment] = []
+        while len(out) < n:
+            self._dispatch()
+            while self._ready and len(out) < n:
+                f = self._ready.popleft()
+                if self._fresh(f):
+                    out.append(f)
+            if len(out) < n:
+                self._wait()
+        self._dispatch()  # what may run ahead starts now, while the learner trains
+        return out
+
+    def _dispatch(self) -> None:
+        while self._idle and (self.stale == "drop" or self._permits > 0):
+            a = self._idle.pop(0)
+            ref = self._actors[a].collect.remote(self._incarnation[a], self._version, self._weights)
+            self._busy[ref] = (a, self._version)
+            self._permits -= 1
+
+    def _fresh(self, f: RayFragment) -> bool:
+        lag = self._version - int(f.version.min())
+        if lag > self.max_policy_lag:
+            self._stats["dropped_fragments"] += 1
+            self._stats["dropped_steps"] += f.version.size
+            self._permits += 1
+            return False
+        self._stats["lags"][lag] += 1
+        self._stats["fragments"] += 1
+        f.stats.update(lag_min=lag, lag_mean=float(lag), lag_max=lag, dropped_steps=self._stats["dropped_steps"])
+        return True
+
+    def _wait(self) -> None:
+        from rollway.ray import _GONE
+
+        if not self._busy and not self._probing:
+            raise _rollway.RollwayError(f"every one of the {self.num_actors} rollout actors is gone (max_restarts spent)")
+        done, _ = self._ray.wait(list(self._busy) + list(self._probing), num_returns=1, timeout=0.5)
+        for ref in done:
+            probing = ref in self._probing
+            a = self._probing.pop(ref) if probing else self._busy.pop(ref)[0]
+            try:
+                raw = self._ray.get(ref)
+            except Exception as e:  # noqa: BLE001 - sorted by Ray's error types
+                kinds = {c.__name__ for c in type(e).__mro__}
+                unavailable = "ActorUnavailableError" in kinds  # being restarted
+                if not unavailable and not kinds & set(_GONE):
+                    cause = getattr(e, "cause", None)  # the policy's or an env's own error
+                    raise (cause if isinstance(cause, BaseException) else e) from None
+                if not probing:
+                    self._lost(a)
+                elif unavailable:
+                    time.sleep(0.2)
+                    self._probing[self._actors[a].spec.remote(self._incarnation[a])] = a
+                # A probe that finds the actor gone: Ray will not bring it back (restarts spent).
+                continue
+            self._idle.append(a)
+            if not probing:
+                self._ready.append(self._fragment(raw))
+
+    def _lost(self, a: int) -> None:
+        """Actor ``a`` died during a fragment: the fragment is lost whole, and a probe asks
+        whether Ray brings the actor back (it answers once restarted, as a new incarnation)."""
+        self._stats["lost_fragments"] += 1
+        self._stats["actor_failures"] += 1
+        self._permits += 1
+        self._incarnation[a] += 1
+        self._probing[self._actors[a].spec.remote(self._incarnation[a])] = a
+
+    def _fragment(self, raw: Dict[str, Any]) -> RayFragment:
+        info = raw.pop("ray")
+        f = RayFragment.__new__(RayFragment)
+        Fragment.__init__(f, raw, self._obs, self._act)
+        f.actor, f.node = info["actor"], info["node"]
+        s = self._stats["actors"][info["actor"]]
+        s["fragments"] += 1
+        s["steps"] += f.steps * f.envs
+        s["seconds"] += info["seconds"]
+        s["node"], s["resources"] = info["node"], info["resources"]
+        return f
+
+    def summary(self) -> Dict[str, Any]:
+        """What the rollout did so far: fragments delivered, dropped (stale) and lost (actor
+        deaths), actor failures, the lag histogram (lag → fragments) and per actor its
+        fragments, steps, steps/s while collecting, node and Ray resources."""
+        s = {k: v for k, v in self._stats.items() if k not in ("lags", "actors")}
+        s["lag_histogram"] = dict(sorted(self._stats["lags"].items()))
+        s["seconds"] = time.monotonic() - self._t0
+        s["actors"] = {a: dict(v, steps_per_s=v["steps"] / v["seconds"] if v["seconds"] else 0.0)
+                       for a, v in self._stats["actors"].items()}
+        return s
+
+    def close(self) -> None:
+        """Ends the actors (their envs and env processes with them), each first committing
+        what its dataset writer holds (``out``); closes the run; shuts Ray down if this
+        rollout started it."""
+        actors, self._actors = getattr(self, "_actors", []), []
+        if actors and getattr(self, "_out", None) is not None:
+            self._ray.wait([h.close.remote() for h in actors], num_returns=len(actors), timeout=60)
+        for h in actors:
+            self._ray.kill(h, no_restart=True)
+        if actors and getattr(self, "_out", None) is not None:
+            self._close_run()
+        if getattr(self, "_started", False):
+            self._ray.shutdown()
+            self._started = False
+
+    def _close_run(self) -> None:
+        summary = json.dumps(self.summary(), default=str) if hasattr(self, "_stats") else None
+        # A killed actor's dataset lock goes with its process: moments after ray.kill.
+        for wait in (0.0, 0.1, 0.3, 1.0, 2.0, 4.0):
+            time.sleep(wait)
+            try:
+                _rollway.close_run(self._out, 0, summary)
+                return
+            except _rollway.DatasetLockedError:
+                if wait == 4.0:
+                    raise
+
+    def __enter__(self) -> "Rollout":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,198 @@
+"""Issue 34: rollway.ray.Rollout, rollout actors on Ray feeding one learner. A local
+multi-node Ray cluster (loopback, started and torn down here) runs the actors; every
+fragment must carry the version whose weights acted, the lag bound must hold, an actor
+SIGKILLed mid-fragment must cost that fragment only, fractional GPUs must reach Ray, and
+a killed driver must leave no actor behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+import rollway.ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+# The policy classes below travel to the actors by value (this module is not importable there).
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head that runs no actors, and two worker nodes of one CPU each, the second with a fake GPU."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    c.add_node(num_cpus=1)
+    c.add_node(num_cpus=1, num_gpus=1)
+    c.wait_for_nodes()
+    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+class Weighted:
+    """Acts 0 and reports, per step, the weight it acts with (what ``load`` was given last)."""
+
+    def __init__(self, sleep=0.0):
+        self.w, self.sleep = 0.0, sleep
+
+    def __call__(self, obs, first, state):
+        if self.sleep:
+            time.sleep(self.sleep)
+        n = len(first)
+        return {"actions": np.zeros(n, np.int64), "w": np.full(n, self.w, np.float32)}
+
+    def load(self, w):
+        self.w = float(w)
+
+
+def actor_pids():
+    def title(pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(b"ray::_RolloutActor")]
+
+
+def gone_within(seconds):
+    deadline = time.monotonic() + seconds
+    while actor_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return actor_pids() == []
+
+
+def check_exact_versions(f, lag_bound, version):
+    assert (f.extras["w"] == f.version.astype(np.float32)).all(), "every step acted with its version's weights"
+    assert version - f.version.min() <= lag_bound
+    assert f.obs.shape == (f.steps + 1, f.envs, 4) and f.actions.shape == (f.steps, f.envs)
+    # Actor a of 2 numbers slot i's j-th episode (base + j) × 2N + a·N + i: apart from the other's.
+    assert (f.episode % (2 * f.envs) // f.envs == f.actor).all(), "episode ids are unique across actors"
+
+
+def test_issue34_fragments_from_every_actor_carry_the_version_that_acted(cluster):
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.001), num_actors=2, num_envs=4, steps=16,
+                             max_policy_lag=1, stale="drop") as r:
+        seen = set()
+        for _ in range(16):
+            f = r.collect()
+            check_exact_versions(f, 1, r.version)
+            seen.add(f.actor)
+            r.publish(r.version + 1.0)
+        s = r.summary()
+    assert seen == {0, 1}, "both actors delivered"
+    assert s["fragments"] == 16 and set(s["lag_histogram"]) <= {0, 1} and sum(s["lag_histogram"].values()) == 16
+    assert s["dropped_steps"] == s["dropped_fragments"] * 16 * 4
+    assert gone_within(30), "close ends the actors"
+
+
+def test_issue34_a_weight_update_reaches_every_actor_within_one_fragment(cluster):
+    # Lag 0: collect(2) is a synchronous round over both actors, nothing runs while the learner trains.
+    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps=8, max_policy_lag=0) as r:
+        for v in range(4):
+            frags = r.collect(2)
+            assert sorted(f.actor for f in frags) == [0, 1]
+            for f in frags:
+                assert (f.version == v).all() and (f.extras["w"] == v).all()
+            r.publish(float(v + 1))
+        assert r.summary()["dropped_fragments"] == 0
+
+
+def test_issue34_stale_fragments_are_dropped_and_counted_never_delivered(cluster):
+    # Lag 0 with every actor kept busy: what was started before a publish arrives stale.
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.002), num_actors=2, num_envs=2, steps=8, max_policy_lag=0,
+                             stale="drop") as r:
+        for _ in range(6):
+            f = r.collect()
+            check_exact_versions(f, 0, r.version)
+            assert (f.version == r.version).all()
+            r.publish(r.version + 1.0)
+        s = r.summary()
+    assert s["dropped_fragments"] > 0 and s["dropped_steps"] == s["dropped_fragments"] * 16
+    assert s["lag_histogram"] == {0: 6}
+
+
+def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_on(cluster):
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps=40, max_policy_lag=2,
+                             stale="drop", max_restarts=2) as r:
+        r.collect()
+        victims = actor_pids()
+        assert len(victims) == 2
+        os.kill(victims[0], signal.SIGKILL)
+        after = []
+        for _ in range(10):
+            f = r.collect()
+            check_exact_versions(f, 2, r.version)
+            after.append(f)
+            r.publish(r.version + 1.0)
+        s = r.summary()
+    assert s["actor_failures"] == 1 and s["lost_fragments"] == 1
+    assert {f.actor for f in after} == {0, 1}, "the restarted actor delivers again"
+    restarted = [f for f in after if f.episode.min() >= (1 << 32) * 2 * f.envs]  # base 1 << 32 after a restart
+    assert restarted, "a restarted actor's episodes get new ids"
+    assert gone_within(30)
+
+
+def test_issue34_fractional_gpus_are_asked_of_ray(cluster):
+    gpu_node = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU")]
+    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=4, max_policy_lag=0,
+                             num_cpus_per_actor=0.5, num_gpus_per_actor=0.5) as r:
+        r.collect(2)
+        actors = r.summary()["actors"]
+        with pytest.raises(rollway.InputError, match="load"):
+            r.publish({"w": 1.0})  # a built-in agent has no weights to load
+    for a in actors.values():
+        assert a["resources"].get("GPU") == 0.5 and a["node"] in gpu_node, a
+
+
+def test_issue34_a_killed_driver_leaves_no_actor_running(cluster, tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal, ray, rollway.ray
+        ray.init(address={cluster.address!r}, logging_level="ERROR", log_to_driver=False)
+        r = rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=4, max_policy_lag=1)
+        r.collect()
+        print("collecting", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == -signal.SIGKILL and "collecting" in p.stdout, p.stderr[-2000:]
+    assert gone_within(60), "the actors of a dead driver end with it"
+
+
+def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_reads(cluster, tmp_path):
+    out = tmp_path / "replay"
+    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps=50, max_policy_lag=1,
+                             out=out, commit_every=0.05) as r:
+        replay = rollway.Loader(out, clip=4, batch=8, follow=True)
+        batch, frags = None, []
+        for _ in range(40):
+            frags.append(r.collect())
+            r.publish(r.version + 1.0)
+            batch = batch if batch is not None else replay.next_batch()
+            if batch is not None and len(frags) >= 6:
+                break
+        assert batch is not None, "the learner's loader saw the actors' commits while they ran"
+    finished = {int(e) for f in frags for e in f.finished["episode"]}
+    eps = rollway.Dataset(out).episodes
+    ids = [e["run_index"] for e in eps]
+    assert len(ids) == len(set(ids)), "no episode recorded twice"
+    assert finished <= set(ids), "every episode the learner saw end was recorded (the actors commit at close)"
+    assert {i % 6 // 3 for i in ids} == {0, 1}, "both actors recorded (actor a's slots are a*3 .. a*3+2 of 6)"
+    ds = rollway.Dataset(out)
+    versions = {int(v) for k in range(len(ds)) for v in ds[k].policy_version}
+    assert len(versions) > 1, "the acting versions are recorded"
+
+
+def test_issue34_bad_settings_are_input_errors(cluster):
+    for kwargs, match in ((dict(num_actors=0), "num_actors"), (dict(stale="never"), "stale"),
+                          (dict(max_policy_lag=-1), "max_policy_lag"), (dict(num_workers=2), "num_actors"),
+                          (dict(episode_ids=(0, 0, 8)), "episode_ids")):
+        with pytest.raises(rollway.InputError, match=match):
+            rollway.ray.Rollout("CartPole-v1", "random", **kwargs)
