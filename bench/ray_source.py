@@ -9,7 +9,6 @@ with every publish (``state_dict``, put in Ray's object store once).
 from __future__ import annotations
 
 import contextlib
-import sys
 from types import SimpleNamespace
 from typing import Any, Iterator, List
 
@@ -52,12 +51,9 @@ class RaySource:
     """``actors`` rollout actors on the running Ray (``ray.init`` first), each ``envs / actors`` envs."""
 
     def __init__(self, acting: Any, envs: int, steps: int, seed: int, actors: int = 2):
-        import ray
-
         import rollway.ray
 
-        # The policy's class lives in examples/, which the actors cannot import: it travels by value.
-        ray.cloudpickle.register_pickle_by_value(sys.modules[type(acting).__module__])
+        # The policy's class lives in examples/, which the actors cannot import: rollway.ray ships it by value.
         if envs % actors:
             raise ValueError(f"{envs} envs do not split over {actors} actors")
         self.acting, self.actors = acting, actors

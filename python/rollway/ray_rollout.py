@@ -32,6 +32,11 @@ once (a synchronous PPO round over the cluster). ``stale="drop"`` keeps every ac
 busy (IMPALA); a fragment too old on arrival is dropped and counted. Either way a
 stale fragment is dropped, counted, and never mixed in.
 
+**Your code on the actors.** The env callable and the policy are pickled to each actor;
+a module of theirs that is not an installed package (a script's folder, a notebook)
+travels with them by value, so what runs locally runs here. Installed packages, rollway
+with them, must be on every node.
+
 **Faults.** An actor that dies mid-fragment (SIGKILL, ``ray.kill``, its node gone)
 loses that fragment whole (counted in ``lost_fragments``); Ray restarts it up to
 ``max_restarts`` times and it starts afresh (new episode ids, new seeds), while the
@@ -45,6 +50,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 import time
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -58,6 +64,23 @@ from rollway.spaces import RowViews
 # An actor restarted by Ray numbers its episodes from base `incarnation << 32` on
 # (rollway.Rollout's episode_ids), so a restart never repeats an episode id or seed.
 _INCARNATION_SHIFT = 32
+
+
+def _ship_by_value(ray: Any, *objs: Any) -> None:
+    """The modules of ``objs`` (an env callable, a policy) travel to the actors by value when
+    they are not installed packages: a script's folder, ``examples/`` on this process's
+    ``sys.path``, a notebook. Installed packages (site-packages, like rollway itself) must be
+    on every node anyway and go by reference, as Ray sends them."""
+    import sysconfig
+
+    installed = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib"))
+    for obj in objs:
+        mod = sys.modules.get(getattr(obj, "__module__", None) or "")
+        path = getattr(mod, "__file__", None)
+        if mod is None or path is None or mod.__name__.split(".")[0] in ("rollway", "builtins"):
+            continue  # __main__ without a file goes by value anyway
+        if not os.path.realpath(path).startswith(installed):
+            ray.cloudpickle.register_pickle_by_value(mod)
 
 
 class _RolloutActor:
@@ -171,6 +194,7 @@ class Rollout:
         if self._out is not None:
             # The run every actor joins: made here, as a local recording rollout makes it, then left open.
             rollway.Rollout(env, "random", out=self._out, **kwargs).close()
+        _ship_by_value(ray, env, policy)
         cls = ray.remote(_RolloutActor).options(**opts)
         record = None if self._out is None else (self._out, 0)
         self._actors = [cls.remote(a, num_actors, env, policy, kwargs, record) for a in range(num_actors)]

@@ -40,3 +40,33 @@ def rollway_cli():
     if not os.path.exists(path):
         pytest.skip("the rollway binary is not built (cargo build --release)")
     return [path]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local multi-node Ray cluster on loopback, for the tests of one module: a head that runs
+    no actors, and two worker nodes of one CPU each, the second with a fake GPU."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    c.add_node(num_cpus=1)
+    c.add_node(num_cpus=1, num_gpus=1)
+    c.wait_for_nodes()
+    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+def titled_pids(prefix):
+    """Processes whose command line starts with ``prefix`` (Ray titles an actor's process
+    ``ray::Class`` while idle, ``ray::Class.method`` while running one)."""
+    def title(pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(prefix)]

@@ -18,26 +18,12 @@ import rollway
 
 ray = pytest.importorskip("ray")
 import rollway.ray  # noqa: E402
-from ray.cluster_utils import Cluster  # noqa: E402
 
-from conftest import rollway_cli  # noqa: E402
+from conftest import rollway_cli, titled_pids  # noqa: E402
 
 # PixelMine with lz4 frames: a few seconds of work, several files per shard.
 JOB = dict(env="PixelMine-v0", agent="random", env_params={"size": 32, "max_steps": 60}, episodes=48, seed=21,
            workers=1, envs_per_worker=4, mode="sync", max_buffer_episodes=2)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A head that runs no actors, and two worker nodes of one CPU each, the second with a fake GPU."""
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    c.add_node(num_cpus=1)
-    c.add_node(num_cpus=1, num_gpus=1)
-    c.wait_for_nodes()
-    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +41,10 @@ def fingerprints(out):
     return {e["run_index"]: (e["id"], e["seed"], e["length"], e["return"], e["status"], tuple(e["labels"])) for e in eps}
 
 
-def _title(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
 def member_pids(besides=(), running=b"ray::_Member.part"):
     """Processes of rollway.ray's actors running a part (Ray titles them after the actor's
     class and method), other than ``besides`` (an earlier test's actors may still be exiting)."""
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in besides and _title(d).startswith(running)]
+    return [pid for pid in titled_pids(running) if pid not in besides]
 
 
 def all_member_pids():

@@ -16,23 +16,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 import rollway.ray  # noqa: E402
-from ray.cluster_utils import Cluster  # noqa: E402
+from conftest import titled_pids  # noqa: E402
 
-# The policy classes below travel to the actors by value (this module is not importable there).
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A head that runs no actors, and two worker nodes of one CPU each, the second with a fake GPU."""
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    c.add_node(num_cpus=1)
-    c.add_node(num_cpus=1, num_gpus=1)
-    c.wait_for_nodes()
-    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
+# The policy classes below reach the actors by value (rollway.ray.Rollout ships a module that is not an
+# installed package, as this one is not importable on the cluster's workers).
 
 
 class Weighted:
@@ -52,14 +39,7 @@ class Weighted:
 
 
 def actor_pids():
-    def title(pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                return f.read()
-        except OSError:
-            return b""
-
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(b"ray::_RolloutActor")]
+    return titled_pids(b"ray::_RolloutActor")
 
 
 def gone_within(seconds):

@@ -12,7 +12,8 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 5, "the package tour, the own-env-and-policy example, the Ray one, the training loop and its replay buffer"
+    assert len(blocks) == 6, ("the package tour, the own-env-and-policy example, the Ray one, the training loop, its replay "
+                              "buffer and its Ray form")
     return blocks
 
 
@@ -23,7 +24,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own, on_ray, training, replay = python_examples()
+    tour, own, on_ray, training, replay, training_on_ray = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -50,6 +51,10 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     assert recorded[len(recorded) - 1].policy_version.max() <= 20 and "logprob" in recorded[0].extras
 
     pytest.importorskip("ray")
+    exec(compile(training_on_ray, "README.md (training on Ray)", "exec"), scope)
+    summary = scope["rollout"].summary()
+    assert summary["fragments"] == 20 and max(summary["lag_histogram"]) <= 2 and scope["frag"].version.min() >= 17
+
     scope = {}
     exec(compile(on_ray, "README.md (Ray)", "exec"), scope)
     assert len(rollway.Dataset("data/ray-cp")) == 200 and scope["summary"].complete
