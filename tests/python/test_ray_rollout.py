@@ -99,13 +99,18 @@ def test_issue34_stale_fragments_are_dropped_and_counted_never_delivered(cluster
     assert s["lag_histogram"] == {0: 6}
 
 
-def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_on(cluster):
+@pytest.mark.parametrize("how", ["sigkill", "ray.kill"])
+def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_on(cluster, tmp_path, how):
+    out = tmp_path / "replay"
     with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps=40, max_policy_lag=2,
-                             stale="drop", max_restarts=2) as r:
+                             stale="drop", max_restarts=2, out=out, commit_every=0.05) as r:
         r.collect()
         victims = actor_pids()
         assert len(victims) == 2
-        os.kill(victims[0], signal.SIGKILL)
+        if how == "sigkill":
+            os.kill(victims[0], signal.SIGKILL)
+        else:
+            ray.kill(r._actors[0], no_restart=False)  # as an operator would, Ray may restart it
         after = []
         for _ in range(10):
             f = r.collect()
@@ -117,6 +122,8 @@ def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_o
     assert {f.actor for f in after} == {0, 1}, "the restarted actor delivers again"
     restarted = [f for f in after if f.episode.min() >= (1 << 32) * 2 * f.envs]  # base 1 << 32 after a restart
     assert restarted, "a restarted actor's episodes get new ids"
+    ids = [e["run_index"] for e in rollway.Dataset(out).episodes]
+    assert len(ids) == len(set(ids)) and any(i >= (1 << 32) * 4 for i in ids), "recorded once each, the restart's too"
     assert gone_within(30)
 
 
