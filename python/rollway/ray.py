@@ -55,6 +55,12 @@ Range = Tuple[int, int]
 _GONE = ("RayActorError", "ActorDiedError", "WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError")
 
 
+def _own_error(e: BaseException) -> BaseException:
+    """What a Ray task error wraps (the policy's, an env's or rollway's own exception), else the error itself."""
+    cause = getattr(e, "cause", None)
+    return cause if isinstance(cause, BaseException) else e
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -304,8 +310,7 @@ class _Driver:
                 return "restarting"
             if kinds & set(_GONE):
                 return "gone"
-            cause = getattr(e, "cause", None)
-            raise (cause if isinstance(cause, BaseException) else e) from None
+            raise _own_error(e) from None
         if rng is not None:
             self.parts.append(res)
         return "ok"

@@ -208,7 +208,7 @@ class Rollout:
         self._version, self._weights = 0, None
         self._loads = callable(getattr(policy, "load", None))
         self._idle: List[int] = list(range(num_actors))
-        self._busy: Dict[Any, Tuple[int, int]] = {}
+        self._busy: Dict[Any, int] = {}  # a fragment's task → its actor
         self._probing: Dict[Any, int] = {}
         self._ready: Deque[RayFragment] = collections.deque()
         self._permits = self.max_policy_lag
@@ -222,8 +222,9 @@ class Rollout:
         try:
             return self._ray.get(ref)
         except Exception as e:  # noqa: BLE001 - the policy's or env's own exception, as locally
-            cause = getattr(e, "cause", None)
-            raise (cause if isinstance(cause, BaseException) else e) from None
+            from rollway.ray import _own_error
+
+            raise _own_error(e) from None
 
     @property
     def version(self) -> int:
@@ -264,7 +265,7 @@ class Rollout:
         while self._idle and (self.stale == "drop" or self._permits > 0):
             a = self._idle.pop(0)
             ref = self._actors[a].collect.remote(self._incarnation[a], self._version, self._weights)
-            self._busy[ref] = (a, self._version)
+            self._busy[ref] = a
             self._permits -= 1
 
     def _fresh(self, f: RayFragment) -> bool:
@@ -280,22 +281,21 @@ class Rollout:
         return True
 
     def _wait(self) -> None:
-        from rollway.ray import _GONE
+        from rollway.ray import _GONE, _own_error
 
         if not self._busy and not self._probing:
             raise _rollway.RollwayError(f"every one of the {self.num_actors} rollout actors is gone (max_restarts spent)")
         done, _ = self._ray.wait(list(self._busy) + list(self._probing), num_returns=1, timeout=0.5)
         for ref in done:
             probing = ref in self._probing
-            a = self._probing.pop(ref) if probing else self._busy.pop(ref)[0]
+            a = self._probing.pop(ref) if probing else self._busy.pop(ref)
             try:
                 raw = self._ray.get(ref)
             except Exception as e:  # noqa: BLE001 - sorted by Ray's error types
                 kinds = {c.__name__ for c in type(e).__mro__}
                 unavailable = "ActorUnavailableError" in kinds  # being restarted
                 if not unavailable and not kinds & set(_GONE):
-                    cause = getattr(e, "cause", None)  # the policy's or an env's own error
-                    raise (cause if isinstance(cause, BaseException) else e) from None
+                    raise _own_error(e) from None
                 if not probing:
                     self._lost(a)
                 elif unavailable:
