@@ -30,6 +30,9 @@ pub enum Op {
     Reset(Option<u64>),
 }
 
+/// Why a block fails `Op::Reset(None)` on a slot without an env: whichever host runs it.
+pub const NO_ENV_TO_CONTINUE: &str = "a reset without a seed reached a slot with no env (nothing would seed it)";
+
 /// Why a slot's op failed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failure {

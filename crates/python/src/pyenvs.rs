@@ -86,7 +86,7 @@ impl PyEnvs {
 
     fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
         match (&self.envs[slot], seed) {
-            (None, None) => return Err("a reset without a seed reached a slot with no env (nothing would seed it)".into()),
+            (None, None) => return Err(rollway_core::block::NO_ENV_TO_CONTINUE.into()),
             (None, Some(_)) => {
                 self.envs[slot] = Some(self.make.bind(py).call0().map_err(|e| format!("making the env: {e}"))?.unbind());
             }

@@ -25,7 +25,7 @@ impl Serial {
         let (ol, al) = (&*self.ol, &*self.al);
         let env = &mut self.envs[slot];
         if env.is_none() && op == Op::Reset(None) {
-            return Err(NO_ENV_TO_CONTINUE.into());
+            return Err(rollway_core::block::NO_ENV_TO_CONTINUE.into());
         }
         if env.is_none() {
             let factory = &self.factory;
@@ -55,9 +55,6 @@ impl EnvBlock for Serial {
         self.envs[slot].as_ref().map(|e| guarded(|| Ok(e.info())).unwrap_or_default()).unwrap_or_default()
     }
 }
-
-/// Why a `Reset(None)` of a slot without an env fails.
-pub(crate) const NO_ENV_TO_CONTINUE: &str = "a reset without a seed reached a slot with no env (nothing would seed it)";
 
 /// What a panic said, when it said it with a string.
 pub(crate) fn panic_text(e: Box<dyn std::any::Any + Send>) -> String {
