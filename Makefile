@@ -3,13 +3,17 @@
 #   make run [ARGS="--env CartPole-v1 --episodes 100"]   build, then `rollway run` (the default job)
 #   make test                                             every test: Rust, then Python (tests/run.sh);
 #                                                         also installs Chromium, which renders the report in a test
+#   make wheel                                            the self-contained wheel and the sdist, in dist/
+#                                                         (scripts/wheel.sh; installs nasm and codec headers)
+#   make test-wheel                                       that wheel on a bare Debian root, as a user (needs
+#                                                         root: debootstrap, chroot; tests/wheel/bare.sh)
 #   make fmt                                              rustfmt the workspace, ruff's fixes on the Python
 #   make lint                                             checks only: rustfmt, clippy -D warnings, ruff, and
 #                                                         the stubs against the installed extension (stubtest)
 #   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
 #                                                         (default run_all: CartPole throughput; bench/README.md
 #                                                         lists them); its markdown report goes to stdout
-.PHONY: run test deps test-deps fmt lint bench
+.PHONY: run test deps test-deps fmt lint bench wheel test-wheel
 
 deps:
 	@bash scripts/deps.sh
@@ -23,9 +27,17 @@ run: deps
 test: test-deps
 	bash tests/run.sh
 
+wheel:
+	bash scripts/wheel.sh dist
+
+# The bare-system test compares the wheel's default job with the source build's binary.
+test-wheel: wheel
+	cargo build --release --locked --bin rollway
+	bash tests/wheel/bare.sh $$(ls dist/rollway-*.whl)
+
 # Developer tools for the Python side go into the test venv (tests/run.sh makes ./.venv), or $ROLLWAY_PYTHON's.
 PY ?= $(if $(ROLLWAY_PYTHON),$(ROLLWAY_PYTHON),.venv/bin/python)
-PY_SOURCES = python tests/python bench examples
+PY_SOURCES = python tests/python tests/wheel scripts bench examples
 # The ruff CI runs (.ci/run reads this line).
 RUFF = ruff==0.17.6
 # The mypy whose stubtest checks the extension's stubs (scripts/stubtest.sh reads this line).

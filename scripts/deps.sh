@@ -7,11 +7,20 @@
 # its runtime); python3-venv makes the test venv (Debian splits it off); strace lets
 # a test check which directories are fsynced before a commit. `deps.sh test` adds
 # what only the tests use: Chromium, in which a test renders `rollway report`'s page.
+# `deps.sh wheel` adds what `make wheel` and its bare-system test use: nasm and the
+# development files of the codecs the wheel's own minimal FFmpeg is built against
+# (scripts/build-ffmpeg.sh), and debootstrap (tests/wheel/bare.sh).
 # Debian/Ubuntu: apt-get (with sudo unless root). Elsewhere: says what is missing.
 set -euo pipefail
 
 apt_pkgs=(make python3-venv pkg-config clang libclang-dev cmake libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libturbojpeg0-dev strace)
-[ "${1:-}" = test ] && apt_pkgs+=(chromium)
+for what in "$@"; do
+    case "$what" in
+        test) apt_pkgs+=(chromium) ;;
+        wheel) apt_pkgs+=(nasm libx264-dev libdav1d-dev libaom-dev libsvtav1enc-dev debootstrap) ;;
+        *) echo "usage: scripts/deps.sh [test] [wheel]" >&2; exit 2 ;;
+    esac
+done
 
 if command -v dpkg >/dev/null && command -v apt-get >/dev/null; then
     missing=()

@@ -23,6 +23,7 @@ __all__ = [
     "VecEnvHandle",
     "__version__",
     "agents",
+    "cli",
     "close_run",
     "envs",
     "export_lerobot",
@@ -57,6 +58,8 @@ class Keeper:
 
 def envs() -> List[Dict[str, Any]]: ...
 def agents() -> List[Dict[str, Any]]: ...
+def cli(argv: List[str]) -> int:
+    """The ``rollway`` command line over ``argv`` (``argv[0]`` names the program); the exit code."""
 def layout(space_json: str) -> Tuple[List[Tuple[str, str, List[int], int]], int]: ...
 def run(
     config: Optional[str],

@@ -62,7 +62,7 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
             // As rollway.json stores them: Minari's space JSON, whose infinite bounds
             // (`Infinity`) are not JSON numbers, so they stay strings.
             "observation_space": m.env.observation_space, "action_space": m.env.action_space,
-            "runs": m.runs.len(), "episodes": done.len(), "given_up": given_up, "steps": steps,
+            "runs": m.runs.len(), "rollway_versions": m.runs.iter().map(|r| r.rollway_version.as_str()).collect::<Vec<_>>(), "episodes": done.len(), "given_up": given_up, "steps": steps,
             "labels": labels, "label_rates": labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect::<BTreeMap<_, _>>(),
             "bytes": bytes, "bytes_per_step": bytes as f64 / steps.max(1) as f64, "frame_keys": m.frame_keys, "frame_media": m.frame_media, "shards": shards,
         });
@@ -76,7 +76,8 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
     row("observation", Space::describe(&obs));
     row("action", Space::describe(&act));
     for r in &m.runs {
-        row(&format!("run {}", r.run), format!("agent {}, seed {}, first episode id {}", r.agent, r.seed, r.first_episode_id));
+        let by = if r.rollway_version.is_empty() { String::new() } else { format!(", rollway {}", r.rollway_version) };
+        row(&format!("run {}", r.run), format!("agent {}, seed {}, first episode id {}{by}", r.agent, r.seed, r.first_episode_id));
     }
     row(
         "episodes",

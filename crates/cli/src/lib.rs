@@ -1,6 +1,8 @@
 //! The `rollway` command line: clap and printing over `rollway-engine`, which
 //! resolves and runs jobs for every front (the Python package calls it too). The
-//! binary is a thin `main` over [`cli_main`].
+//! binary is a thin `main` over [`cli_main`]; the Python package's `rollway` script
+//! (what `pip install rollway` puts in a venv's `bin/`) calls [`main_with_args`] in
+//! the extension module, so both are this code.
 //!
 //! Exit codes (listed in `--help`): 0 ok, 1 the work failed, 2 usage or input error.
 #![forbid(unsafe_code)]
@@ -12,6 +14,8 @@ mod ray;
 mod report;
 mod run;
 
+use std::ffi::OsString;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -19,11 +23,38 @@ use clap::Parser;
 use args::{Cli, Command};
 use rollway_engine::{chain_text, quiet_worker_panics};
 
-/// The `rollway` command line: parses the arguments, runs the command, prints
-/// errors, and returns the exit code.
+/// The `rollway` command line of this process: parses its arguments, runs the
+/// command, prints errors, and returns the exit code.
 pub fn cli_main() -> ExitCode {
+    ExitCode::from(main_with_args(std::env::args_os()))
+}
+
+/// The command line over `args` (the first names the program), for a front that is
+/// not this crate's binary: the Python package's `rollway` script calls it, so its
+/// flags, help and exit codes are this crate's, with no second copy. Returns the exit
+/// code (0 ok, 1 the work failed, 2 usage or input error) and leaves exiting to the
+/// caller. Stdout is flushed before it returns: outside a Rust `main` nothing else
+/// flushes it.
+pub fn main_with_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     quiet_worker_panics();
-    let cli = Cli::parse();
+    let code = match Cli::try_parse_from(args) {
+        Ok(cli) => execute(cli),
+        Err(e) => {
+            // `--help` and `--version` print to stdout and exit 0; usage errors exit 2.
+            let _ = e.print();
+            u8::try_from(e.exit_code()).unwrap_or(2)
+        }
+    };
+    let _ = std::io::stdout().flush();
+    code
+}
+
+/// Runs a parsed command line; the exit code.
+fn execute(cli: Cli) -> u8 {
     let res = match cli.command {
         Command::Run(a) if a.backend == args::Backend::Ray => ray::run(&a),
         Command::Run(a) => run::cli_run(&a),
@@ -44,15 +75,15 @@ pub fn cli_main() -> ExitCode {
         Command::Import(a) => interop::import(&a),
     };
     match res {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(true) => 0,
+        Ok(false) => 1,
         Err(e) if is_input(&e) => {
             eprintln!("rollway: error: {}", chain_text(&*e));
-            ExitCode::from(2)
+            2
         }
         Err(e) => {
             eprintln!("rollway: failed: {}", chain_text(&*e));
-            ExitCode::from(1)
+            1
         }
     }
 }

@@ -48,6 +48,9 @@ fn record_append_inspect_relabel_verify() {
     ok(&run(&["--seed", "1", "--append"]));
     let s = inspect(&dir);
     assert_eq!((s["episodes"].as_u64(), s["runs"].as_u64()), (Some(100), Some(2)));
+    // Issue 33: each run says which rollway recorded it.
+    let v = env!("CARGO_PKG_VERSION");
+    assert_eq!(s["rollway_versions"], serde_json::json!([v, v]));
     assert!(s["steps"].as_u64().unwrap() > 100 && s["bytes"].as_u64().unwrap() > 0);
     // Another env: refused, exit 2, nothing touched.
     let o = rollway(&["run", "--env", "MountainCar-v0", "--agent", "random", "--episodes", "2", "--out", d, "--append", "-q"]);

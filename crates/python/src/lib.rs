@@ -77,6 +77,14 @@ fn layout(space_json: &str) -> PyResult<(Vec<LeafInfo>, usize)> {
     Ok((leaves, l.row_bytes()))
 }
 
+/// The `rollway` command line over `argv` (the first names the program), with the GIL
+/// released: what the package's `rollway` script runs, so the wheel's CLI is the
+/// binary's code (`rollway_cli`). Returns the exit code.
+#[pyfunction]
+fn cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| rollway_cli::main_with_args(argv))
+}
+
 #[pymodule]
 fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rollway_engine::quiet_worker_panics();
@@ -89,6 +97,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::close_run, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_summary, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(host::host_serve, m)?)?;
     m.add_class::<arrays::Keeper>()?;
     dataset::register(m)?;

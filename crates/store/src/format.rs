@@ -95,6 +95,11 @@ pub struct RunInfo {
     /// `rollway report`. Absent while the run goes on or after a kill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<serde_json::Value>,
+    /// The rollway that recorded the run (`CARGO_PKG_VERSION` of the writer), so a
+    /// dataset says which build made each part of it. Empty in datasets from before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rollway_version: String,
 }
 
 /// `rollway.json`: what the dataset is.

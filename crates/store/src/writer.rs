@@ -141,7 +141,15 @@ impl DatasetWriter {
             },
         };
         let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
-        let run = RunInfo { run: meta.runs.len() as u32, agent: agent.into(), seed, first_episode_id, config, summary: None };
+        let run = RunInfo {
+            run: meta.runs.len() as u32,
+            agent: agent.into(),
+            seed,
+            first_episode_id,
+            config,
+            summary: None,
+            rollway_version: env!("CARGO_PKG_VERSION").into(),
+        };
         meta.runs.push(run.clone());
         meta.format_version = format::FORMAT_VERSION;
         write_metadata(&o.paths, &meta)?;
