@@ -11,7 +11,8 @@
 # against the source build's: target/release/rollway runs the same job with the same seed
 # outside, and every episode array must match, the decoded frames' match printed). Prints the
 # wheel's size and the time from `pip install` to the first finished job. Needs root
-# (debootstrap, chroot) and a built target/release/rollway.
+# (debootstrap, chroot) and a built target/release/rollway. Bounded: 15 min for debootstrap, 15 for
+# what runs inside.
 set -euo pipefail
 wheel="$(cd "$(dirname "${1:?usage: tests/wheel/bare.sh WHEEL}")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -27,15 +28,18 @@ pristine="$target/bare-$suite.tar"
 if [ ! -f "$pristine" ]; then
     build="$(mktemp -d)"
     echo "== debootstrap $suite (minbase + python3, python3-venv) from $mirror" >&2
-    debootstrap --variant=minbase --include=python3,python3-venv "$suite" "$build" "$mirror" >&2
+    timeout 900 debootstrap --variant=minbase --include=python3,python3-venv "$suite" "$build" "$mirror" >&2
     tar -C "$build" -cf "$pristine.part" . && mv "$pristine.part" "$pristine"
     rm -rf "$build"
 fi
 
 root="$(mktemp -d)"
 cleanup() {
-    for m in dev/shm proc; do umount "$root/$m" 2>/dev/null || true; done
-    rm -rf "$root"
+    # Processes the user left behind would keep the mounts busy: kill them, then unmount (lazily
+    # if need be), and delete the root only when nothing is mounted in it any more.
+    pkill -KILL -u 4242 2>/dev/null || true
+    for m in dev/shm proc; do umount "$root/$m" 2>/dev/null || umount -l "$root/$m" 2>/dev/null || true; done
+    if grep -q " $root/" /proc/mounts; then echo "left $root in place: still mounted" >&2; else rm -rf "$root"; fi
 }
 trap cleanup EXIT
 tar -C "$root" -xf "$pristine"
@@ -69,7 +73,7 @@ mv "$home/src-data-run/rollway-data" "$home/src-data" && rmdir "$home/src-data-r
 chown -R 4242:4242 "$home"
 
 echo "== inside the bare root, as a user: tests/wheel/inside.sh" >&2
-chroot --userspec=4242:4242 "$root" env -i HOME=/home/user PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
+timeout 900 chroot --userspec=4242:4242 "$root" env -i HOME=/home/user PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
     "${pip_env[@]}" bash /home/user/inside.sh "$(basename "$wheel")"
 
 echo "wheel: $(basename "$wheel") $(du -k "$wheel" | cut -f1) KiB"
