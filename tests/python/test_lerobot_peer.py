@@ -117,6 +117,21 @@ def test_lerobot_default_av1_dataset_imports_value_by_value(made, tmp_path):
     assert imported.verify()["problems"] == []
 
 
+def keep_scheduling(fn, *args):
+    """Calls ``fn`` and puts this thread back under the scheduling policy it had. Run as root,
+    SVT-AV1 (here inside PyAV's FFmpeg, on the calling thread) makes that thread real-time
+    (``SCHED_FIFO`` 99); left so, the whole pytest process and every process it starts later
+    outrank the machine: the README's training example, started after this module, saw its
+    dataset's commit thread starved for its whole loop. rollway's own AV1 encoder does the
+    same for its threads (``crates/media/src/av1.rs``, ``KeepScheduling``)."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        return fn(*args)
+    finally:
+        if os.sched_getscheduler(0) != policy:
+            os.sched_setscheduler(0, policy, param)
+
+
 def write_v21(root, out, frames):
     """`root`'s episodes in LeRobot's v2.1 layout: a data file and a video per episode
     per camera (encoded by LeRobot's `encode_video_frames` with its defaults), and the
@@ -148,7 +163,7 @@ def write_v21(root, out, frames):
                 Image.fromarray(frames[start + t][cam]).save(pngs / f"frame-{t:06d}.png")
             video = out / "videos" / "chunk-000" / f"observation.images.{cam}" / f"episode_{ep:06d}.mp4"
             video.parent.mkdir(parents=True, exist_ok=True)
-            encode_video_frames(pngs, video, FPS)
+            keep_scheduling(encode_video_frames, pngs, video, FPS)
         episodes.append({"episode_index": ep, "tasks": [TASKS[ep % 2]], "length": n})
         start += n
     (out / "meta" / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))

@@ -65,9 +65,10 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     # 50 PPO updates: well past a random policy's ~22 (the example's 400 solve it).
     assert seen["trained_return"] > 50 and seen["trained_versions"] == [49]
     recorded = rollway.Dataset("data/replay")
-    # Mid-loop batches wait for commits. Run after the LeRobot peer's tests, no commit became visible within this
-    # 20-update loop (in CI and here, also in a new interpreter; not the environment, no process left: cause not
-    # found yet). After close every episode that ended is committed, and sampled.
+    # Commits land every 0.1 s while the learner trains, so the loop samples (the first updates see none yet); and
+    # after close every episode that ended is committed. (The mid-loop batches once went missing after the LeRobot
+    # peer's tests: their encoder left this process real-time, and the example inherited it; see that module.)
+    assert seen["sampled"] >= 5, seen["sampled"]
     assert len(recorded) > 0 and seen["after_close"]
     assert recorded[len(recorded) - 1].policy_version.max() <= 20 and "logprob" in recorded[0].extras
     summary = seen["ray_summary"]

@@ -71,7 +71,7 @@ pub fn next_steps(dir: &Path, s: &Summary) -> String {
         format!("rollway report {d}    (an HTML page: plots, faults, clips)"),
         format!("rollway load {d} --clip 16 --stride 16 --batch 8{label}"),
         format!("rollway export {d} --to lerobot {d}-lerobot    (or --to minari)"),
-        format!("python -c 'import rollway; print(rollway.Dataset(\"{d}\")[0])'    (after pip install .)"),
+        format!("python -c 'import rollway; print(rollway.Dataset(\"{d}\")[0])'    (with rollway's Python package installed)"),
     ];
     let mut out = String::new();
     for (i, cmd) in lines.iter().enumerate() {

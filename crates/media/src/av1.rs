@@ -54,5 +54,40 @@ pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, heig
         "libaom-av1"
     };
     let setup = Setup { codec: Codec::Av1, encoder, options, fps: opts.fps, keyint: opts.keyint };
+    let _keep = KeepScheduling::now();
     video::encode(frames, width, height, setup)
+}
+
+/// Puts the calling thread back under the scheduling policy it had, when dropped.
+///
+/// Why: run as root, SVT-AV1 moves the thread that opens an encoder (and the threads it
+/// starts) to real-time `SCHED_FIFO` at priority 99. Its own threads end with the encoder,
+/// but the caller is one of our long-lived encoder-pool threads, or a user's Python thread:
+/// left real-time, it and every thread it starts later outrank the rest of the machine (a
+/// learner in the same process saw its dataset's commit thread starved for seconds,
+/// issue 32). Costs two system calls per encoded episode.
+struct KeepScheduling(Option<(libc::c_int, libc::sched_param)>);
+
+impl KeepScheduling {
+    fn now() -> KeepScheduling {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: pid 0 names the calling thread; `param` is a valid, writable sched_param.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        // SAFETY: as above.
+        let ok = policy >= 0 && unsafe { libc::sched_getparam(0, &mut param) } == 0;
+        KeepScheduling(ok.then_some((policy, param)))
+    }
+}
+
+impl Drop for KeepScheduling {
+    fn drop(&mut self) {
+        let Some((policy, param)) = self.0 else { return };
+        // SAFETY: pid 0 names the calling thread; `param` is a valid sched_param. Setting the
+        // policy a thread already had needs no privilege; a failure changes nothing.
+        unsafe {
+            if libc::sched_getscheduler(0) != policy {
+                libc::sched_setscheduler(0, policy, &param);
+            }
+        }
+    }
 }

@@ -76,3 +76,20 @@ fn codec_names_parse_back() {
     assert_eq!(Codec::parse("vp9"), None);
     assert_eq!(Codec::names(), "h264, hevc, av1");
 }
+
+/// Issue 32: run as root, SVT-AV1 makes the thread that opens an encoder real-time
+/// (`SCHED_FIFO` 99); the thread must come back with the policy it had, or every thread it
+/// starts later outranks the machine. (Not root, SVT-AV1 cannot raise it: the test holds
+/// trivially there; CI runs as root.)
+#[test]
+fn issue32_an_av1_encode_leaves_the_callers_scheduling_as_it_was() {
+    let policy = std::thread::spawn(|| {
+        let f = frames(96, 64, 3, 0);
+        av1::encode(f.iter().map(Vec::as_slice), 96, 64, &Av1Options::default()).unwrap();
+        // SAFETY: pid 0 names this thread; the call reads only.
+        unsafe { libc::sched_getscheduler(0) }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(policy, libc::SCHED_OTHER, "the encoding thread's policy changed");
+}
