@@ -189,6 +189,12 @@ class Rollout:
         self.max_policy_lag, self.stale = int(max_policy_lag), stale
         opts = dict(num_cpus=num_cpus_per_actor, num_gpus=num_gpus_per_actor, resources=dict(resources_per_actor or {}),
                     max_restarts=max_restarts, max_task_retries=0)
+        # The settings that made this rollout, in its summary (and so in the dataset's run, with `out`):
+        # the run's stored config is one actor's local rollout, which says nothing of the cluster.
+        self._config = dict(num_actors=self.num_actors, num_envs=self.num_envs, steps=self.steps, seed=int(seed),
+                            max_policy_lag=self.max_policy_lag, stale=stale, max_restarts=int(max_restarts),
+                            num_cpus_per_actor=float(num_cpus_per_actor), num_gpus_per_actor=float(num_gpus_per_actor),
+                            resources_per_actor=dict(resources_per_actor or {}))
         kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
         self._out = None if out is None else os.fspath(out)
         if self._out is not None:
@@ -331,8 +337,11 @@ class Rollout:
     def summary(self) -> Dict[str, Any]:
         """What the rollout did so far: fragments delivered, dropped (stale) and lost (actor
         deaths), actor failures, the lag histogram (lag → fragments) and per actor its
-        fragments, steps, steps/s while collecting, node and Ray resources."""
+        fragments, steps, steps/s while collecting, node and Ray resources; ``config``, the settings
+        it was made with (actors, envs and steps per actor, lag bound, resources). With ``out`` it
+        is stored as the dataset's run summary at close."""
         s = {k: v for k, v in self._stats.items() if k not in ("lags", "actors")}
+        s["config"] = dict(self._config)
         s["lag_histogram"] = dict(sorted(self._stats["lags"].items()))
         s["seconds"] = time.monotonic() - self._t0
         s["actors"] = {a: dict(v, steps_per_s=v["steps"] / v["seconds"] if v["seconds"] else 0.0)

@@ -175,6 +175,9 @@ def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_re
     ds = rollway.Dataset(out)
     versions = {int(v) for k in range(len(ds)) for v in ds[k].policy_version}
     assert len(versions) > 1, "the acting versions are recorded"
+    stored = ds.metadata["runs"][0]["summary"]
+    assert stored["config"]["num_actors"] == 2 and stored["config"]["max_policy_lag"] == 1, "the run says how it was made"
+    assert set(stored["actors"]) == {"0", "1"} and stored["fragments"] >= len(frags)
 
 
 def test_issue34_bad_settings_are_input_errors(cluster):
