@@ -26,7 +26,7 @@ mirror="$(grep -h -m1 -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null 
 mirror="${mirror:-http://deb.debian.org/debian}"
 pristine="$target/bare-$suite.tar"
 if [ ! -f "$pristine" ]; then
-    build="$(mktemp -d)"
+    build="$(mktemp -d)" && chmod 755 "$build"
     echo "== debootstrap $suite (minbase + python3, python3-venv) from $mirror" >&2
     timeout 900 debootstrap --variant=minbase --include=python3,python3-venv "$suite" "$build" "$mirror" >&2
     tar -C "$build" -cf "$pristine.part" . && mv "$pristine.part" "$pristine"
@@ -43,6 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 tar -C "$root" -xf "$pristine"
+# mktemp makes 0700 directories: the user inside must be able to enter its own "/".
+chmod 755 "$root"
 
 echo "== the root is bare" >&2
 bare_lib="$root/usr/lib/x86_64-linux-gnu"
