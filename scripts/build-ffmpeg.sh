@@ -12,7 +12,7 @@
 # FFmpeg the developer build uses (`apt-get source`, signature-checked by apt, with Debian's
 # patches), against Debian's x264, SVT-AV1, libaom and dav1d, which auditwheel then copies into
 # the wheel (they link only the C library). Same FFmpeg version and the same x264 as the
-# source build: the default job's H.264 bytes match (tests/wheel/bare.sh checks it).
+# source build: the default job's frames decode to the same pixels (tests/wheel/bare.sh checks it).
 #
 # Needs: what scripts/deps.sh wheel installs (nasm and the codecs' development files).
 set -euo pipefail
