@@ -36,7 +36,7 @@ pub(crate) fn run(a: &RunArgs) -> Result<bool> {
 }
 
 fn python() -> PathBuf {
-    std::env::var_os("ROLLWAY_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
+    rollway_host::default_python()
 }
 
 /// The driver's command line: `--resume DIR` (with a raised target), or the resolved

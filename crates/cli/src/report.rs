@@ -11,6 +11,9 @@ pub fn summary_table(s: &Summary) -> String {
     let mut out = String::new();
     let mut row = |k: &str, v: String| out.push_str(&format!("  {k:<18} {v}\n"));
     row("env / agent", format!("{} / {}  (seed {}, {} mode, {}×{} envs)", s.env, s.agent, s.seed, s.mode, s.workers, s.envs_per_worker));
+    if let Some(how) = &s.inference {
+        row("inference", how.clone());
+    }
     row("episodes", format!("{}  ({} terminated, {} truncated)", s.episodes, s.terminated, s.truncated));
     row("steps", s.steps.to_string());
     row("attempts", format!("{}  ({} failed, {} restarts)", s.attempts, s.failed_attempts, s.restarts));

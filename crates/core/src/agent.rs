@@ -6,7 +6,7 @@
 //! episode's actions do not depend on which other envs happen to share its batch.
 
 use crate::layout::{Layout, RowMut, RowRef};
-use crate::Result;
+use crate::{Result, StepColumn};
 
 /// The random generator each env slot gives its agent (PCG, 128-bit state).
 pub type AgentRng = rand_pcg::Pcg64Mcg;
@@ -96,4 +96,13 @@ impl<'a> ActBatch<'a> {
 pub trait Agent: Send {
     /// Fills the action of every slot in `batch`.
     fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()>;
+
+    /// Acts as [`Agent::act`] does, and leaves the batch's named per-step outputs
+    /// (a network's values or log-probs: `batch.len()` rows each, in batch order) in
+    /// `extras`, with the same names and shapes on every call. Runs that record or
+    /// train call this one; an agent with no such outputs need not implement it.
+    fn act_with_extras(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<StepColumn>) -> Result<()> {
+        extras.clear();
+        self.act(batch)
+    }
 }

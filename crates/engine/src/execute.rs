@@ -7,8 +7,8 @@
 //!
 //! The generator knows envs and agents only as factories; [`factories`] is where a
 //! job's env and agent names are resolved to them: the built-in registries, Python
-//! envs hosted in worker processes (`gym:ID`, `module:callable`), or factories the
-//! caller brings ([`Sources`]).
+//! envs hosted in worker processes (`gym:ID`, `module:callable`), `onnx:PATH`
+//! models ([`agent_factory`]), or factories the caller brings ([`Sources`]).
 
 use std::fs::File;
 use std::io::Write;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rollway_core::{AgentFactory, EnvFactory};
+use rollway_core::{AgentFactory, EnvFactory, Params};
 use rollway_runner::tune::Calibration;
 use rollway_runner::{Generator, RunConfig, Summary};
 use rollway_store::{ResumePoint, WriteStats};
@@ -199,13 +199,26 @@ fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn
         Some(f) => f,
         None if sources.env_pickle.is_some() => {
             let pickle = sources.env_pickle.unwrap_or_default();
-            Arc::new(rollway_host::PythonEnvs::pickled(&cfg.env, &cfg.env_params, sources.python, pickle))
+            Arc::new(rollway_host::PythonEnvs::pickled(&cfg.env, &cfg.env_params, sources.python.clone(), pickle))
         }
-        None if rollway_host::is_hosted(&cfg.env) => Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python)),
+        None if rollway_host::is_hosted(&cfg.env) => {
+            Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python.clone()))
+        }
         None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
     };
-    let agents = sources.agents.unwrap_or_else(|| Arc::new(rollway_agents::Registered::new(&cfg.agent, cfg.agent_params.clone())));
+    let agents = sources.agents.unwrap_or_else(|| agent_factory(&cfg.agent, &cfg.agent_params, cfg.workers, sources.python));
     (envs, agents)
+}
+
+/// The factory of agent `name`: an `onnx:PATH` model (its ONNX Runtime found
+/// through `python`, default [`rollway_host::default_python`]; the model gets the
+/// cores `workers` env threads leave), else a built-in agent.
+pub fn agent_factory(name: &str, params: &Params, workers: usize, python: Option<PathBuf>) -> Arc<dyn AgentFactory> {
+    if rollway_onnx::is_onnx(name) {
+        let python = python.unwrap_or_else(rollway_host::default_python);
+        return Arc::new(rollway_onnx::OnnxAgents::new(name, params.clone(), workers, python));
+    }
+    Arc::new(rollway_agents::Registered::new(name, params.clone()))
 }
 
 /// How a run starts writing.

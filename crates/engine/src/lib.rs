@@ -32,7 +32,7 @@ pub mod settings;
 mod sinks;
 
 pub use error::{chain_text, Cause, Error, Result};
-pub use execute::{execute, Outcome, RunHooks, Sources};
+pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
 pub use request::RunRequest;

@@ -76,10 +76,17 @@ impl PythonEnvs {
     }
 
     fn with_target(name: &str, params: &Params, python: Option<PathBuf>, pickled: Option<Vec<u8>>) -> PythonEnvs {
-        let python = python.or_else(|| std::env::var_os("ROLLWAY_PYTHON").map(PathBuf::from)).unwrap_or_else(|| "python3".into());
+        let python = python.unwrap_or_else(default_python);
         let params = params.0.clone();
         PythonEnvs { target: Arc::new(Target::new(name.into(), python, params, pickled)) }
     }
+}
+
+/// `$ROLLWAY_PYTHON`, else `python3`: the interpreter every front hosts Python
+/// with when the caller names none (the `rollway` wheel's CLI sets the variable to
+/// its own interpreter).
+pub fn default_python() -> PathBuf {
+    std::env::var_os("ROLLWAY_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
 }
 
 impl EnvFactory for PythonEnvs {

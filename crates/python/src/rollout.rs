@@ -168,8 +168,8 @@ impl RolloutHandle {
         };
         let factory: Arc<dyn EnvFactory> = match env_pickle {
             _ if python_env && inline => Arc::new(InlineEnvs::new(py, &env, &params, env_pickle)?),
-            Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python, p)),
-            None if python_env => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python)),
+            Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python.clone(), p)),
+            None if python_env => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python.clone())),
             None => Arc::new(rollway_envs::Registered::new(&env, params)),
         };
         let f = factory.clone();
@@ -177,7 +177,8 @@ impl RolloutHandle {
         let raised: Raised = Arc::default();
         let (policy, adapter): (Box<dyn Policy>, _) = match policy.extract::<String>() {
             Ok(name) => {
-                let agent = rollway_agents::Registered::new(&name, Params::default()).make(&spec).py()?;
+                let factory = rollway_engine::agent_factory(&name, &Params::default(), workers, python.clone());
+                let agent = factory.make(&spec).py()?;
                 (Box::new(AgentPolicy(agent)), None)
             }
             Err(_) => {

@@ -26,13 +26,13 @@ pub trait Policy: Send {
     fn pause(&mut self) {}
 }
 
-/// A built-in (or any) agent as a rollout policy: actions and memory, no extras.
+/// A built-in (or any) agent as a rollout policy: actions, memory and the extras
+/// it gives ([`Agent::act_with_extras`]: an `onnx:` network's values, say).
 pub struct AgentPolicy(pub Box<dyn Agent>);
 
 impl Policy for AgentPolicy {
     fn act(&mut self, batch: &mut ActBatch<'_>, extras: &mut Vec<Extra>) -> rollway_core::Result<()> {
-        extras.clear();
-        self.0.act(batch)
+        self.0.act_with_extras(batch, extras)
     }
 }
 

@@ -1,0 +1,203 @@
+//! The `onnx:` agent: a network exported to ONNX (`torch.onnx.export`) acting
+//! inside rollway's batched inference, with no Python in the loop.
+//!
+//! `--agent onnx:policy.onnx` (or `rollway.run(agent="onnx:policy.onnx")`, or a
+//! Ray run) builds an [`OnnxAgents`] factory; each agent it makes loads the model,
+//! binds its inputs and outputs to the env's spaces by name ([`binding`]: refused
+//! before the run, both shapes named, when they do not fit) and then makes one
+//! model call per batch ([`agent`]), so `--batch MIN:MAX`, `--max-wait`, sync and
+//! async modes, fault accounting and recording are those of any agent.
+//!
+//! # Engines
+//! - **ONNX Runtime** (`backend=ort`), loaded at run time, never at build time:
+//!   from `runtime=PATH`, else `$ORT_DYLIB_PATH`, else the `onnxruntime` pip
+//!   package of the run's Python ([`runtime`]). It runs every standard operator,
+//!   on `threads` intra-op threads (default: the cores the run's workers leave
+//!   free), and on a GPU with the CUDA execution provider (`device=cuda`, or
+//!   `device=auto` when the runtime has it: `pip install onnxruntime-gpu`). A model
+//!   that the CUDA provider cannot take is an error, not a quiet CPU run.
+//! - **tract** (`backend=tract`), pure Rust and always there: the fallback of
+//!   `backend=auto` where no runtime is found. CPU, one thread; MLP, CNN and
+//!   recurrent operators ([`tract_backend`] lists them).
+//!
+//! The run's summary says which engine ran, on what device, with how many
+//! threads ([`OnnxAgents::about`]).
+#![deny(missing_docs)]
+
+mod agent;
+pub mod backend;
+mod binding;
+mod ort_backend;
+pub mod runtime;
+mod tract_backend;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rollway_core::{Agent, AgentFactory, EnvSpec, Error, Layout, Params, Result};
+
+pub use agent::OnnxAgent;
+use backend::Backend;
+
+/// The agent-name prefix of ONNX models: `onnx:PATH`.
+pub const PREFIX: &str = "onnx:";
+
+/// The agent parameters `onnx:` takes, with their help (`rollway agents` lists them).
+pub const PARAMS: &[(&str, &str)] = &[
+    ("backend", "auto (ONNX Runtime if found, else tract), ort or tract"),
+    ("runtime", "path of libonnxruntime.so (or its folder); default $ORT_DYLIB_PATH, else the run's Python's onnxruntime package"),
+    ("device", "auto (CUDA when the runtime has it), cpu or cuda (an error when CUDA cannot run the model)"),
+    ("threads", "intra-op threads of ONNX Runtime (default: the cores the run's workers leave, at least 1)"),
+    ("sample", "false: argmax of discrete logits; true: sample them with the episode's seeded stream"),
+    ("extras", "outputs to record beside the actions, comma-separated (e.g. value,logprob), or all"),
+];
+
+/// True for agent names `onnx:PATH`.
+pub fn is_onnx(agent: &str) -> bool {
+    agent.starts_with(PREFIX)
+}
+
+/// Which engine runs the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Auto,
+    Ort,
+    Tract,
+}
+
+/// Where ONNX Runtime runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// CUDA when the runtime has it, else the CPU.
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// CUDA, or an error.
+    Cuda,
+}
+
+/// An `onnx:` agent's settings, from its parameters.
+#[derive(Clone, Debug)]
+struct Options {
+    engine: Engine,
+    runtime: Option<PathBuf>,
+    device: Device,
+    threads: usize,
+    sample: bool,
+    extras: Vec<String>,
+}
+
+impl Options {
+    fn parse(p: &Params, workers: usize) -> Result<Options> {
+        p.expect_only(&PARAMS.iter().map(|(k, _)| *k).collect::<Vec<_>>())?;
+        let bad = |name: &str, message: String| Error::Param { name: name.into(), message };
+        let engine = match p.raw("backend").unwrap_or("auto") {
+            "auto" => Engine::Auto,
+            "ort" | "onnxruntime" => Engine::Ort,
+            "tract" => Engine::Tract,
+            other => return Err(bad("backend", format!("`{other}`: use auto, ort or tract"))),
+        };
+        let device = match p.raw("device").unwrap_or("auto") {
+            "auto" => Device::Auto,
+            "cpu" => Device::Cpu,
+            "cuda" | "gpu" => Device::Cuda,
+            other => return Err(bad("device", format!("`{other}`: use auto, cpu or cuda"))),
+        };
+        if engine == Engine::Tract && device == Device::Cuda {
+            return Err(bad("device", "tract runs on the CPU only: use backend=ort (onnxruntime-gpu) for CUDA".into()));
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = p.get("threads", cores.saturating_sub(workers).max(1))?;
+        if threads == 0 {
+            return Err(bad("threads", "must be at least 1".into()));
+        }
+        let extras = p.raw("extras").map(|s| s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect());
+        Ok(Options {
+            engine,
+            runtime: p.raw("runtime").map(PathBuf::from),
+            device,
+            threads,
+            sample: p.get("sample", false)?,
+            extras: extras.unwrap_or_default(),
+        })
+    }
+}
+
+/// Builds `onnx:PATH` agents: each loads the model and binds it to the env.
+pub struct OnnxAgents {
+    name: String,
+    path: PathBuf,
+    params: Params,
+    workers: usize,
+    python: PathBuf,
+    about: Mutex<Option<String>>,
+}
+
+impl OnnxAgents {
+    /// The factory of agent `name` (`onnx:PATH`) with `params`, for a run of
+    /// `workers` env threads; `python` is the interpreter whose `onnxruntime`
+    /// package is looked for.
+    pub fn new(name: &str, params: Params, workers: usize, python: PathBuf) -> OnnxAgents {
+        let path = PathBuf::from(name.strip_prefix(PREFIX).unwrap_or(name));
+        OnnxAgents { name: name.to_string(), path, params, workers, python, about: Mutex::new(None) }
+    }
+
+    fn backend(&self, o: &Options) -> Result<Box<dyn Backend>> {
+        let input = |message: String| Error::Param { name: "agent".into(), message };
+        if !self.path.is_file() {
+            return Err(input(format!("{}: no such model file (onnx:PATH names an .onnx file)", self.path.display())));
+        }
+        let lib = match o.engine {
+            Engine::Tract => Err(String::new()),
+            _ => runtime::find(o.runtime.as_deref(), &self.python),
+        };
+        match (o.engine, lib) {
+            (Engine::Ort, Err(why)) => Err(input(format!("backend=ort: {why}"))),
+            (Engine::Auto, Err(why)) if o.device == Device::Cuda => Err(input(format!("device=cuda needs ONNX Runtime: {why}"))),
+            (Engine::Tract, _) | (Engine::Auto, Err(_)) => {
+                Ok(Box::new(tract_backend::Tract::load(&self.path).map_err(input)?) as Box<dyn Backend>)
+            }
+            (_, Ok(lib)) => {
+                let b = ort_backend::Ort::load(&lib, &self.path, o.threads, o.device).map_err(input)?;
+                Ok(Box::new(b))
+            }
+        }
+    }
+
+    fn build(&self, spec: &EnvSpec) -> Result<OnnxAgent> {
+        let o = Options::parse(&self.params, self.workers)?;
+        let backend = self.backend(&o)?;
+        let misfit = |m: String| Error::Param { name: "agent".into(), message: format!("{}: {m}", self.path.display()) };
+        let plan = binding::plan(backend.inputs(), backend.outputs(), spec, &o.extras).map_err(misfit)?;
+        let bound: Vec<String> = backend.inputs().iter().chain(backend.outputs()).map(|p| p.describe()).collect();
+        *self.about.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{} · {}", backend.describe(), bound.join(" ")));
+        Ok(OnnxAgent {
+            name: self.name.clone(),
+            backend,
+            plan,
+            ol: Layout::of(&spec.observation_space),
+            al: Layout::of(&spec.action_space),
+            sample: o.sample,
+            extras: Vec::new(),
+        })
+    }
+
+    /// The model file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AgentFactory for OnnxAgents {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
+        Ok(Box::new(self.build(spec)?))
+    }
+
+    fn about(&self) -> Option<String> {
+        self.about.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
