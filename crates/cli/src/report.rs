@@ -117,5 +117,10 @@ pub fn list_agents() -> String {
             out.push_str(&format!("{:<20}   --agent-opt {k}=…  {help}\n", ""));
         }
     }
+    let onnx = format!("{}PATH", rollway_onnx::PREFIX);
+    out.push_str(&format!("{onnx:<20} {}  [any env]\n", rollway_onnx::SUMMARY));
+    for (k, help) in rollway_onnx::PARAMS {
+        out.push_str(&format!("{:<20}   --agent-opt {k}=…  {help}\n", ""));
+    }
     out
 }

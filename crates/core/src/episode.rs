@@ -72,6 +72,18 @@ impl StepColumn {
 }
 
 impl Trajectory {
+    /// Appends row `row` of a batch's `extras` (an agent's per-step outputs) as this
+    /// step's: the first call fixes the columns' names and shapes.
+    pub fn push_extras(&mut self, extras: &[StepColumn], row: usize) {
+        if self.extras.is_empty() {
+            self.extras = extras.iter().map(|e| StepColumn { name: e.name.clone(), shape: e.shape.clone(), values: Vec::new() }).collect();
+        }
+        for (col, e) in self.extras.iter_mut().zip(extras) {
+            let w = e.width();
+            col.values.extend_from_slice(&e.values[row * w..(row + 1) * w]);
+        }
+    }
+
     /// Appends the state the agent left after the latest step (`rewards` already holds
     /// that step). The first non-empty state fixes the width (earlier steps read as
     /// zeros); a later state of another length is cut or zero-filled to it.

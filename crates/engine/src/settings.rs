@@ -77,7 +77,7 @@ pub struct RunOptions {
     #[cfg_attr(feature = "clap", arg(long = "env-opt", value_name = "K=V"))]
     #[serde(skip)]
     pub env_opt: Vec<String>,
-    /// Agent name (see `rollway agents`). [default: miner]
+    /// Agent name (see `rollway agents`), or `onnx:PATH` for a network exported to ONNX. [default: miner]
     #[cfg_attr(feature = "clap", arg(long))]
     pub agent: Option<String>,
     /// The agent's parameters (config file: a table; flags: `--agent-opt`).

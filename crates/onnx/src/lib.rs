@@ -42,6 +42,9 @@ use backend::Backend;
 /// The agent-name prefix of ONNX models: `onnx:PATH`.
 pub const PREFIX: &str = "onnx:";
 
+/// One line for `rollway agents`.
+pub const SUMMARY: &str = "a network exported to ONNX (torch.onnx.export), one call per batch: inputs obs/<leaf>, first, state…; outputs action or logits, state…_out, extras";
+
 /// The agent parameters `onnx:` takes, with their help (`rollway agents` lists them).
 pub const PARAMS: &[(&str, &str)] = &[
     ("backend", "auto (ONNX Runtime if found, else tract), ort or tract"),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
 use rollway_core::check::{Role, RowCheck};
-use rollway_core::{ActBatch, Agent, Layout, Segment};
+use rollway_core::{ActBatch, Agent, Layout, Segment, StepColumn};
 
 use crate::collect::{Delivery, Summary};
 use crate::pool::Pool;
@@ -204,7 +204,7 @@ impl<'a> Central<'a> {
     fn act(&mut self) -> Result<()> {
         let cfg = &self.g.cfg;
         let check = self.act_check.as_ref().filter(|_| cfg.check);
-        let how = Acting { ol: &self.ol, al: &self.al, max_batch: cfg.max_batch, check, agent: &cfg.agent };
+        let how = Acting { ol: &self.ol, al: &self.al, max_batch: cfg.max_batch, check, agent: &cfg.agent, extras: cfg.record_steps };
         let sizes = crate::pool::split(cfg.envs_per_worker, self.per_worker);
         let slots: Vec<usize> =
             self.queued.iter().map(|b| b.worker * cfg.envs_per_worker + sizes[..b.local].iter().sum::<usize>()).collect();
@@ -330,6 +330,31 @@ pub(crate) struct Acting<'c> {
     pub check: Option<&'c RowCheck>,
     /// The agent's name, for messages.
     pub agent: &'c str,
+    /// Whether the agent's extras are kept (in each block's `extras`), for recording.
+    pub extras: bool,
+}
+
+/// One call's extras and where its rows go: (block, first row in it, rows) per segment.
+type Destined = (Vec<StepColumn>, Vec<(usize, usize, usize)>);
+
+/// Moves each call's extras rows into the blocks they belong to (`n` rows per block).
+fn scatter_extras(calls: Vec<Destined>, blocks: &mut [Box<AgentBlock>]) {
+    for (extras, parts) in calls {
+        let mut r = 0;
+        for (bi, start, k) in parts {
+            let b = &mut blocks[bi];
+            let n = b.first.len();
+            b.extras.resize_with(extras.len(), StepColumn::default);
+            for (col, e) in b.extras.iter_mut().zip(&extras) {
+                let w = e.width();
+                col.name.clone_from(&e.name);
+                col.shape.clone_from(&e.shape);
+                col.values.resize(n * w, 0.0);
+                col.values[start * w..(start + k) * w].copy_from_slice(&e.values[r * w..(r + k) * w]);
+            }
+            r += k;
+        }
+    }
 }
 
 /// Calls the agent on `blocks` in chunks of at most `max_batch` envs (0 = one
@@ -351,15 +376,29 @@ fn call_agent(
     // Per segment: its block, and the env slot of its first row.
     let mut owners: Vec<(usize, usize)> = Vec::new();
     let mut rows = 0;
-    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<(usize, usize)>, failed: &mut Vec<Option<String>>| -> Option<String> {
+    // Per call with extras: them, and (block, first row in it, rows) per segment.
+    let mut kept: Vec<Destined> = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
+    let mut call = |segs: &mut Vec<Segment<'_>>,
+                    owners: &mut Vec<(usize, usize)>,
+                    starts: &mut Vec<usize>,
+                    failed: &mut Vec<Option<String>>| {
         let mut batch = ActBatch { obs_layout: how.ol, act_layout: how.al, segments: std::mem::take(segs) };
-        let res = catch_unwind(AssertUnwindSafe(|| agent.act(&mut batch)));
+        let mut extras = Vec::new();
+        let res =
+            catch_unwind(AssertUnwindSafe(
+                || if how.extras { agent.act_with_extras(&mut batch, &mut extras) } else { agent.act(&mut batch) },
+            ));
         let msg = call_failure(res, &batch, owners, how);
         if let Some(m) = &msg {
             owners.iter().for_each(|&(o, _)| failed[o] = Some(m.clone()));
             failed.truncate(owners.last().map_or(0, |&(o, _)| o + 1));
+        } else if !extras.is_empty() {
+            let parts = owners.iter().zip(starts.iter()).zip(&batch.segments).map(|((&(o, _), &at), s)| (o, at, s.len()));
+            kept.push((extras, parts.collect()));
         }
         owners.clear();
+        starts.clear();
         msg
     };
     for (bi, b) in blocks.iter_mut().enumerate() {
@@ -376,17 +415,20 @@ fn call_agent(
             (o, a, f, m, r) = (o2, a2, f2, m2, r2);
             segs.push(Segment { obs: o1, actions: a1, first: f1, memory: m1, rng: r1 });
             owners.push((bi, slot));
+            starts.push(slot - slots[bi]);
             slot += k;
             rows += k;
             if rows == max {
-                if let Some(msg) = call(&mut segs, &mut owners, &mut failed) {
+                if let Some(msg) = call(&mut segs, &mut owners, &mut starts, &mut failed) {
                     return (failed, Some(msg));
                 }
                 rows = 0;
             }
         }
     }
-    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut failed) };
+    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut starts, &mut failed) };
+    drop(call);
+    scatter_extras(kept, blocks);
     (failed, msg)
 }
 

@@ -20,7 +20,7 @@ use rollway_core::{seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, Inf
 use crate::schedule::{Pending, Schedule};
 use crate::serial::Serial;
 use crate::RunConfig;
-use rollway_core::episode::{EpisodeResult, Fault, Status, Trajectory};
+use rollway_core::episode::{EpisodeResult, Fault, Status, StepColumn, Trajectory};
 
 /// The agent-facing half of a block of env slots.
 pub(crate) struct AgentBlock {
@@ -42,6 +42,8 @@ pub(crate) struct AgentBlock {
     pub restarts: u64,
     /// Warnings about the envs' values since then (each kind once per worker).
     pub warnings: Vec<String>,
+    /// The agent's extras for this block's rows, from its last call (recorded runs only).
+    pub extras: Vec<StepColumn>,
 }
 
 impl AgentBlock {
@@ -58,6 +60,7 @@ impl AgentBlock {
             finished: Vec::new(),
             faults: Vec::new(),
             restarts: 0,
+            extras: Vec::new(),
             warnings: Vec::new(),
         })
     }
@@ -258,6 +261,9 @@ impl Worker {
             t.terminations.push(out.terminated);
             t.truncations.push(truncated);
             t.push_state(&b.memory[j]);
+            if !b.extras.is_empty() {
+                t.push_extras(&b.extras, j);
+            }
             if cfg.record_infos {
                 t.infos.push(self.envs[l].info(j));
             }

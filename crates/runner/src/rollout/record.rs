@@ -10,7 +10,7 @@
 //! fragment's fault; a half episode is not a dataset's episode). The cost, paid only
 //! when recording, is one row copy per slot per step and one `Vec` per episode.
 
-use rollway_core::{EpisodeResult, Memory, StepColumn, Trajectory};
+use rollway_core::{EpisodeResult, Memory, Trajectory};
 
 use super::Extra;
 use crate::{Error, Observer, Result};
@@ -41,13 +41,7 @@ impl Recording {
         debug_assert_eq!(action.len(), self.act_row);
         t.actions.extend_from_slice(action);
         t.versions.push(version);
-        if t.extras.is_empty() {
-            t.extras = extras.iter().map(|e| StepColumn { name: e.name.clone(), shape: e.shape.clone(), values: Vec::new() }).collect();
-        }
-        for (col, e) in t.extras.iter_mut().zip(extras) {
-            let w = e.width();
-            col.values.extend_from_slice(&e.values[row * w..(row + 1) * w]);
-        }
+        t.push_extras(extras, row);
         // Rewards do not hold this step yet: `push_state` counts the steps before it.
         t.rewards.push(0.0);
         t.push_state(memory);
