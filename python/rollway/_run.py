@@ -20,7 +20,8 @@ class Summary:
     ``labels`` (label → count), ``label_rates``, ``return_`` and ``length`` (mean/std/min/max),
     ``steps_per_sec``, ``seconds``, ``calibration`` (how envs per worker and the mode were measured, or
     None), ``faults`` (failed attempts, with their errors), ``warnings`` (values an env returned that
-    Gymnasium would warn about), … plus ``out`` (the dataset directory, or None),
+    Gymnasium would warn about), ``inference`` (what ran an ``onnx:`` agent's model: engine,
+    device, threads and the bound inputs and outputs; None for other agents), … plus ``out`` (the dataset directory, or None),
     ``written`` (what this run committed) and ``resumed`` (where a resumed run began).
     """
 
@@ -38,6 +39,8 @@ class Summary:
             return fields["return"]
         if name == "calibration":
             return None  # the run was given its envs per worker, or had no choice to make
+        if name == "inference":
+            return None  # the agent runs no model
         raise AttributeError(f"Summary has no field {name!r}; fields: {', '.join(sorted(fields))}")
 
     @property
@@ -153,7 +156,10 @@ def run(
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.
 
-    ``agent`` is a built-in agent (``rollway.agents()``) or a Python policy
+    ``agent`` is a built-in agent (``rollway.agents()``), ``"onnx:PATH"`` (a network
+    exported with ``torch.onnx.export``, run natively by ONNX Runtime or tract with no
+    Python in the loop; ``agent_params`` such as ``backend``, ``device``, ``threads``,
+    ``sample`` and ``extras`` are listed by ``rollway.agents()``), or a Python policy
     ``policy(obs, first, state) -> actions | (actions, state)`` called once per batch on
     numpy arrays (see :mod:`rollway.policy`; a torch module needs a two-line adapter).
 
@@ -246,5 +252,5 @@ def envs() -> List[Dict[str, Any]]:
 
 
 def agents() -> List[Dict[str, Any]]:
-    """The built-in agents (``rollway agents``): name, summary, envs, parameters."""
+    """The agents (``rollway agents``): the built-in ones and ``onnx:PATH``, with name, summary, envs and parameters."""
     return _rollway.agents()

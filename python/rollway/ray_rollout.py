@@ -199,7 +199,8 @@ class Rollout:
         self._out = None if out is None else os.fspath(out)
         if self._out is not None:
             # The run every actor joins: made here, as a local recording rollout makes it, then left open.
-            rollway.Rollout(env, "random", out=self._out, **kwargs).close()
+            made = {k: v for k, v in kwargs.items() if k != "policy_params"}
+            rollway.Rollout(env, "random", out=self._out, **made).close()
         _ship_by_value(ray, env, policy)
         cls = ray.remote(_RolloutActor).options(**opts)
         record = None if self._out is None else (self._out, 0)

@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -108,13 +108,20 @@ class Fragment:
                 f"finished={len(self.finished['episode'])}, extras={sorted(self.extras)})")
 
 
+def _params(p: Optional[Mapping[str, Any]]) -> List[Tuple[str, str]]:
+    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (p or {}).items()]
+
+
 class Rollout:
     """Envs and a batched policy kept running for a learner (see the module docs).
 
     ``env``: a built-in id (``rollway.envs()``), ``"gym:ID"``, or a callable returning a
     Gymnasium env (pickled into the env processes); ``env_params`` its parameters.
-    ``policy``: a callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), or a
-    built-in agent's name. ``num_envs``: N, all acted on in each policy call;
+    ``policy``: a callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), a
+    built-in agent's name, or ``"onnx:PATH"``: a network exported to ONNX, run natively
+    with no Python in the loop, its outputs other than the actions (``value``,
+    ``logprob``) in each fragment's ``extras`` when ``policy_params={"extras": "all"}``;
+    ``policy_params``: the named policy's parameters (``rollway agents`` lists them). ``num_envs``: N, all acted on in each policy call;
     ``steps``: T per fragment; ``workers``: threads (hosted envs: processes) the envs
     are split over; ``seed``: env seeds (same seed, same fragments, whatever the
     workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
@@ -167,20 +174,22 @@ class Rollout:
         seed_each_episode: bool = True,
         episode_ids: Optional[Tuple[int, int, int]] = None,
         join: Optional[Tuple[int, str]] = None,
+        policy_params: Optional[Mapping[str, Any]] = None,
     ):
         pickle = None
         if callable(env):
             from rollway._run import _env_factory
 
             env, pickle = _env_factory(env)
-        params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (env_params or {}).items()]
+        params = _params(env_params)
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
         self._policy = policy
         self._h = _rollway.RolloutHandle(
             env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
             int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check),
-            None if out is None else os.fspath(out), float(commit_every), bool(seed_each_episode), episode_ids, join)
+            None if out is None else os.fspath(out), float(commit_every), bool(seed_each_episode), episode_ids, join,
+            _params(policy_params))
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)

@@ -51,17 +51,17 @@ fn envs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 /// The built-in agents: name, summary, the envs they are made for (empty: any), parameters.
 #[pyfunction]
 fn agents(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    rollway_agents::REGISTRY
-        .iter()
-        .map(|a| {
-            let d = PyDict::new(py);
-            d.set_item("name", a.name)?;
-            d.set_item("summary", a.summary)?;
-            d.set_item("envs", a.envs.to_vec())?;
-            d.set_item("params", a.params.iter().map(|(k, h)| (*k, *h)).collect::<Vec<_>>())?;
-            Ok(d)
-        })
-        .collect()
+    let entry = |name: &str, summary: &str, envs: Vec<&str>, params: &[(&str, &str)]| {
+        let d = PyDict::new(py);
+        d.set_item("name", name)?;
+        d.set_item("summary", summary)?;
+        d.set_item("envs", envs)?;
+        d.set_item("params", params.to_vec())?;
+        Ok(d)
+    };
+    let onnx = format!("{}PATH", rollway_onnx::PREFIX);
+    let builtin = rollway_agents::REGISTRY.iter().map(|a| entry(a.name, a.summary, a.envs.to_vec(), a.params));
+    builtin.chain(std::iter::once(entry(&onnx, rollway_onnx::SUMMARY, vec![], rollway_onnx::PARAMS))).collect()
 }
 
 /// A leaf of a row layout: path, numpy dtype, shape, bytes.

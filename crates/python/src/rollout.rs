@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rollway_core::{ActBatch, AgentFactory, DType, EnvFactory, Error, Params};
+use rollway_core::{ActBatch, DType, EnvFactory, Error, Params};
 use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
 
 use rollway_store::{DatasetWriter, WriterConfig};
@@ -132,7 +132,7 @@ impl rollway_runner::Observer for Recorder {
 #[pymethods]
 impl RolloutHandle {
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true, episode_ids=None, join=None))]
+    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true, episode_ids=None, join=None, policy_params=vec![]))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -156,6 +156,7 @@ impl RolloutHandle {
         seed_each_episode: bool,
         episode_ids: Option<(u64, u64, u64)>,
         join: Option<(u32, String)>,
+        policy_params: Vec<(String, String)>,
     ) -> PyResult<Self> {
         let params = Params(env_params.into_iter().collect());
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
@@ -177,9 +178,13 @@ impl RolloutHandle {
         let raised: Raised = Arc::default();
         let (policy, adapter): (Box<dyn Policy>, _) = match policy.extract::<String>() {
             Ok(name) => {
-                let factory = rollway_engine::agent_factory(&name, &Params::default(), workers, python.clone());
+                let params = Params(policy_params.into_iter().collect());
+                let factory = rollway_engine::agent_factory(&name, &params, workers, python.clone());
                 let agent = factory.make(&spec).py()?;
                 (Box::new(AgentPolicy(agent)), None)
+            }
+            Err(_) if !policy_params.is_empty() => {
+                return Err(input_error("policy_params= is for a policy given by name (onnx:PATH, a built-in agent), not a callable"))
             }
             Err(_) => {
                 let adapter = crate::policy::adapter(py, &policy.unbind(), &spec)?;
