@@ -105,4 +105,10 @@ pub trait Agent: Send {
         extras.clear();
         self.act(batch)
     }
+
+    /// What runs this agent, when that is worth a line of the run's summary: an
+    /// `onnx:` model's engine, device and threads, and the time its calls took.
+    fn about(&self) -> Option<String> {
+        None
+    }
 }

@@ -92,10 +92,4 @@ pub trait AgentFactory: Send + Sync {
 
     /// A new agent for envs with `spec`; an error says why it does not fit.
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>>;
-
-    /// What runs the agents it made, when that is worth a line of the run's
-    /// summary (an `onnx:` model's engine, device and threads); asked after `make`.
-    fn about(&self) -> Option<String> {
-        None
-    }
 }

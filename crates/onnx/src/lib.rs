@@ -21,7 +21,7 @@
 //!   recurrent operators ([`tract_backend`] lists them).
 //!
 //! The run's summary says which engine ran, on what device, with how many
-//! threads ([`OnnxAgents::about`]).
+//! threads, and how long the model's calls took (`OnnxAgent::about`).
 #![deny(missing_docs)]
 
 mod agent;
@@ -32,7 +32,6 @@ pub mod runtime;
 mod tract_backend;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use rollway_core::{Agent, AgentFactory, EnvSpec, Error, Layout, Params, Result};
 
@@ -133,7 +132,6 @@ pub struct OnnxAgents {
     params: Params,
     workers: usize,
     python: PathBuf,
-    about: Mutex<Option<String>>,
 }
 
 impl OnnxAgents {
@@ -142,7 +140,7 @@ impl OnnxAgents {
     /// package is looked for.
     pub fn new(name: &str, params: Params, workers: usize, python: PathBuf) -> OnnxAgents {
         let path = PathBuf::from(name.strip_prefix(PREFIX).unwrap_or(name));
-        OnnxAgents { name: name.to_string(), path, params, workers, python, about: Mutex::new(None) }
+        OnnxAgents { name: name.to_string(), path, params, workers, python }
     }
 
     fn backend(&self, o: &Options) -> Result<Box<dyn Backend>> {
@@ -172,8 +170,6 @@ impl OnnxAgents {
         let backend = self.backend(&o)?;
         let misfit = |m: String| Error::Param { name: "agent".into(), message: format!("{}: {m}", self.path.display()) };
         let plan = binding::plan(backend.inputs(), backend.outputs(), spec, &o.extras).map_err(misfit)?;
-        let bound: Vec<String> = backend.inputs().iter().chain(backend.outputs()).map(|p| p.describe()).collect();
-        *self.about.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{} · {}", backend.describe(), bound.join(" ")));
         Ok(OnnxAgent {
             name: self.name.clone(),
             backend,
@@ -182,6 +178,9 @@ impl OnnxAgents {
             al: Layout::of(&spec.action_space),
             sample: o.sample,
             extras: Vec::new(),
+            calls: 0,
+            model_time: std::time::Duration::ZERO,
+            agent_time: std::time::Duration::ZERO,
         })
     }
 
@@ -198,9 +197,5 @@ impl AgentFactory for OnnxAgents {
 
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
         Ok(Box::new(self.build(spec)?))
-    }
-
-    fn about(&self) -> Option<String> {
-        self.about.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

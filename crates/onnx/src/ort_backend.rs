@@ -91,6 +91,8 @@ impl Ort {
                         lib.display()
                     )
                 })?;
+                // Nodes CUDA cannot run would otherwise go to the CPU unannounced.
+                builder = builder.with_config_entry("session.disable_cpu_ep_fallback", "1").map_err(err)?;
                 true
             }
             Device::Auto => ort::ep::CUDA::is_available().unwrap_or(false) && ort::ep::CUDA::default().register(&mut builder).is_ok(),

@@ -162,7 +162,7 @@ impl<'a> Central<'a> {
             Target::Episodes(n) => n,
             Target::Steps(_) => self.sched.issued_end(),
         };
-        let Central { pool, mut delivery, restarts, started, .. } = self;
+        let Central { pool, mut delivery, restarts, started, agent, .. } = self;
         drop(pool);
         outcome?;
         if let Some(e) = delivery.sink_error.take() {
@@ -170,6 +170,7 @@ impl<'a> Central<'a> {
         }
         let mut s = delivery.finish(started.elapsed().as_secs_f64(), end);
         s.restarts = restarts;
+        s.inference = agent.about();
         Ok(s)
     }
 

@@ -119,8 +119,8 @@ pub struct Summary {
     /// without `--envs-per-worker`): the sizes tried and their pace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::tune::Calibration>,
-    /// What ran the agent's model, when it has one (`AgentFactory::about`): an
-    /// `onnx:` agent's engine, version, device and threads.
+    /// What ran the agent's model, when it has one (`Agent::about`): an `onnx:`
+    /// agent's engine, version, device and threads, and its calls' time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inference: Option<String>,
 }

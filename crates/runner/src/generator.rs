@@ -75,7 +75,6 @@ impl Generator {
         s.mode = cfg.mode.name().into();
         s.workers = cfg.workers;
         s.envs_per_worker = cfg.envs_per_worker;
-        s.inference = self.agents.about();
         Ok(s)
     }
 }
