@@ -68,7 +68,7 @@ for v in PIP_CERT PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_DEFAULT_TIMEOUT; do
 done
 chroot "$root" useradd --create-home --uid 4242 user
 home="$root/home/user"
-cp "$wheel" "$here/tests/wheel/inside.sh" "$here/tests/wheel/inside.py" "$home/"
+cp "$wheel" "$here/tests/wheel/inside.sh" "$here/tests/wheel/inside.py" "$here/crates/onnx/tests/data/mlp.onnx" "$home/"
 # The source build's default job (same job, same seed), for inside.py to compare with the wheel's.
 mkdir "$home/src-data-run" && (cd "$home/src-data-run" && "$target/release/rollway" run --quiet >/dev/null)
 mv "$home/src-data-run/rollway-data" "$home/src-data" && rmdir "$home/src-data-run"

@@ -1,8 +1,8 @@
 """Run by tests/wheel/inside.sh in the bare root with the wheel installed: inside.py WHEEL_JOB SOURCE_JOB.
 
 Checks that the package works with no system library of its own: the version, a run of a
-hosted Gymnasium env (a worker process of this venv's Python), the default job's H.264 frames
-decoded back, a Minari export of the CartPole run (HDF5), and that the wheel's default job recorded the same
+hosted Gymnasium env (a worker process of this venv's Python), an ``onnx:`` model with no
+onnxruntime installed (tract runs it), the default job's H.264 frames decoded back, a Minari export of the CartPole run (HDF5), and that the wheel's default job recorded the same
 episodes as the source build's (SOURCE_JOB, made outside by target/release/rollway)."""
 
 import hashlib
@@ -28,6 +28,11 @@ ds = rollway.Dataset(wheel_job)
 rgb = ds[0].observations["rgb"]
 assert rgb.dtype == np.uint8 and rgb.shape == (ds[0].length + 1, 128, 128, 3) and rgb.std() > 0, rgb.shape
 print("H.264 frames read back:", rgb.shape)
+
+# The onnx: agent with no onnxruntime in this venv: tract, compiled into the wheel, runs the model.
+s = rollway.run("CartPole-v1", "onnx:mlp.onnx", episodes=8, out="onnx", progress=False)
+assert s.inference.startswith("tract") and len(rollway.Dataset("onnx")) == 8, s.inference
+print("onnx: agent without onnxruntime:", s.inference.split(" · ")[0])
 
 report = cart.export("minari", "cartpole-v0", progress=False)
 h5 = [os.path.join(d, f) for d, _, fs in os.walk("cartpole-v0") for f in fs if f.endswith(".hdf5")]

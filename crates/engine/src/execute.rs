@@ -83,8 +83,14 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
         job.cfg.record_infos = job.writer.record_infos;
     }
     let filters = parse_filters(&job.filters)?;
-    let (envs, agents) = factories(&job.cfg, hooks.sources);
+    let python = hooks.sources.python.clone();
+    let own_agents = hooks.sources.agents.is_none();
+    let (envs, mut agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
+    if own_agents && calibration.is_some() {
+        // The calibration may have changed the mode, and with it the cores a model gets.
+        agents = agent_factory(&job.cfg.agent, &job.cfg.agent_params, busy_cores(&job.cfg), python);
+    }
     // The resolved config, as the dataset stores it (a resume stores the target it runs to).
     let stored = serde_json::to_value(job.to_file_config()).expect("configs serialize");
     let (writer, resumed) = open_writer(&mut job, out.as_deref(), &start, &stored, a.quiet)?;
@@ -206,17 +212,27 @@ fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn
         }
         None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
     };
-    let agents = sources.agents.unwrap_or_else(|| agent_factory(&cfg.agent, &cfg.agent_params, cfg.workers, sources.python));
+    let agents = sources.agents.unwrap_or_else(|| agent_factory(&cfg.agent, &cfg.agent_params, busy_cores(cfg), sources.python));
     (envs, agents)
+}
+
+/// The cores a run's envs keep busy while its agent acts: its workers in async
+/// mode, none in sync mode (every env waits for the batch's actions).
+fn busy_cores(cfg: &RunConfig) -> usize {
+    if cfg.mode == rollway_runner::Mode::Async {
+        cfg.workers
+    } else {
+        0
+    }
 }
 
 /// The factory of agent `name`: an `onnx:PATH` model (its ONNX Runtime found
 /// through `python`, default [`rollway_host::default_python`]; the model gets the
-/// cores `workers` env threads leave), else a built-in agent.
-pub fn agent_factory(name: &str, params: &Params, workers: usize, python: Option<PathBuf>) -> Arc<dyn AgentFactory> {
+/// cores that the `busy` ones the envs use while it runs leave), else a built-in agent.
+pub fn agent_factory(name: &str, params: &Params, busy: usize, python: Option<PathBuf>) -> Arc<dyn AgentFactory> {
     if rollway_onnx::is_onnx(name) {
         let python = python.unwrap_or_else(rollway_host::default_python);
-        return Arc::new(rollway_onnx::OnnxAgents::new(name, params.clone(), workers, python));
+        return Arc::new(rollway_onnx::OnnxAgents::new(name, params.clone(), busy, python));
     }
     Arc::new(rollway_agents::Registered::new(name, params.clone()))
 }

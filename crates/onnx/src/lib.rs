@@ -12,13 +12,14 @@
 //! - **ONNX Runtime** (`backend=ort`), loaded at run time, never at build time:
 //!   from `runtime=PATH`, else `$ORT_DYLIB_PATH`, else the `onnxruntime` pip
 //!   package of the run's Python ([`runtime`]). It runs every standard operator,
-//!   on `threads` intra-op threads (default: the cores the run's workers leave
-//!   free), and on a GPU with the CUDA execution provider (`device=cuda`, or
+//!   on `threads` intra-op threads (default: the cores the envs leave while it
+//!   runs: all of them in sync mode, where every env waits for the batch), and on a GPU with the CUDA execution provider (`device=cuda`, or
 //!   `device=auto` when the runtime has it: `pip install onnxruntime-gpu`). A model
 //!   that the CUDA provider cannot take is an error, not a quiet CPU run.
 //! - **tract** (`backend=tract`), pure Rust and always there: the fallback of
-//!   `backend=auto` where no runtime is found. CPU, one thread; MLP, CNN and
-//!   recurrent operators ([`tract_backend`] lists them).
+//!   `backend=auto` where no runtime is found or the one found cannot run the
+//!   model (the summary then says why). CPU, one thread; MLP, CNN and recurrent
+//!   operators (`tract_backend` lists them).
 //!
 //! The run's summary says which engine ran, on what device, with how many
 //! threads, and how long the model's calls took (`OnnxAgent::about`).
@@ -49,7 +50,7 @@ pub const PARAMS: &[(&str, &str)] = &[
     ("backend", "auto (ONNX Runtime if found, else tract), ort or tract"),
     ("runtime", "path of libonnxruntime.so (or its folder); default $ORT_DYLIB_PATH, else the run's Python's onnxruntime package"),
     ("device", "auto (CUDA when the runtime has it), cpu or cuda (an error when CUDA cannot run the model)"),
-    ("threads", "intra-op threads of ONNX Runtime (default: the cores the run's workers leave, at least 1)"),
+    ("threads", "intra-op threads of ONNX Runtime (default: the cores the envs leave while it runs: all in sync mode, those the workers leave in async mode)"),
     ("sample", "false: argmax of discrete logits; true: sample them with the episode's seeded stream"),
     ("extras", "outputs to record beside the actions, comma-separated (e.g. value,logprob), or all"),
 ];
@@ -90,7 +91,7 @@ struct Options {
 }
 
 impl Options {
-    fn parse(p: &Params, workers: usize) -> Result<Options> {
+    fn parse(p: &Params, busy: usize) -> Result<Options> {
         p.expect_only(&PARAMS.iter().map(|(k, _)| *k).collect::<Vec<_>>())?;
         let bad = |name: &str, message: String| Error::Param { name: name.into(), message };
         let engine = match p.raw("backend").unwrap_or("auto") {
@@ -109,7 +110,7 @@ impl Options {
             return Err(bad("device", "tract runs on the CPU only: use backend=ort (onnxruntime-gpu) for CUDA".into()));
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = p.get("threads", cores.saturating_sub(workers).max(1))?;
+        let threads = p.get("threads", cores.saturating_sub(busy).max(1))?;
         if threads == 0 {
             return Err(bad("threads", "must be at least 1".into()));
         }
@@ -130,17 +131,17 @@ pub struct OnnxAgents {
     name: String,
     path: PathBuf,
     params: Params,
-    workers: usize,
+    busy: usize,
     python: PathBuf,
 }
 
 impl OnnxAgents {
-    /// The factory of agent `name` (`onnx:PATH`) with `params`, for a run of
-    /// `workers` env threads; `python` is the interpreter whose `onnxruntime`
-    /// package is looked for.
-    pub fn new(name: &str, params: Params, workers: usize, python: PathBuf) -> OnnxAgents {
+    /// The factory of agent `name` (`onnx:PATH`) with `params`, for a run whose envs
+    /// keep `busy` cores busy while the model runs (0 in sync mode: they wait for
+    /// it); `python` is the interpreter whose `onnxruntime` package is looked for.
+    pub fn new(name: &str, params: Params, busy: usize, python: PathBuf) -> OnnxAgents {
         let path = PathBuf::from(name.strip_prefix(PREFIX).unwrap_or(name));
-        OnnxAgents { name: name.to_string(), path, params, workers, python }
+        OnnxAgents { name: name.to_string(), path, params, busy, python }
     }
 
     fn backend(&self, o: &Options) -> Result<Box<dyn Backend>> {
@@ -152,21 +153,30 @@ impl OnnxAgents {
             Engine::Tract => Err(String::new()),
             _ => runtime::find(o.runtime.as_deref(), &self.python),
         };
+        let tract = |why: Option<String>| -> Result<Box<dyn Backend>> {
+            let mut t = tract_backend::Tract::load(&self.path).map_err(input)?;
+            t.why = why;
+            Ok(Box::new(t))
+        };
         match (o.engine, lib) {
             (Engine::Ort, Err(why)) => Err(input(format!("backend=ort: {why}"))),
             (Engine::Auto, Err(why)) if o.device == Device::Cuda => Err(input(format!("device=cuda needs ONNX Runtime: {why}"))),
-            (Engine::Tract, _) | (Engine::Auto, Err(_)) => {
-                Ok(Box::new(tract_backend::Tract::load(&self.path).map_err(input)?) as Box<dyn Backend>)
-            }
-            (_, Ok(lib)) => {
-                let b = ort_backend::Ort::load(&lib, &self.path, o.threads, o.device).map_err(input)?;
-                Ok(Box::new(b))
-            }
+            (Engine::Tract, _) => tract(None),
+            (Engine::Auto, Err(why)) => tract(Some(why)),
+            (engine, Ok(lib)) => match ort_backend::Ort::load(&lib, &self.path, o.threads, o.device) {
+                Ok(b) => Ok(Box::new(b)),
+                // A runtime that is there but cannot run the model (too old, an operator it
+                // lacks): `auto` tries tract, and the summary says why.
+                Err(why) if engine == Engine::Auto && o.device != Device::Cuda => {
+                    tract(Some(why.clone())).map_err(|e| input(format!("{why}; tract could not run it either: {e}")))
+                }
+                Err(why) => Err(input(why)),
+            },
         }
     }
 
     fn build(&self, spec: &EnvSpec) -> Result<OnnxAgent> {
-        let o = Options::parse(&self.params, self.workers)?;
+        let o = Options::parse(&self.params, self.busy)?;
         let backend = self.backend(&o)?;
         let misfit = |m: String| Error::Param { name: "agent".into(), message: format!("{}: {m}", self.path.display()) };
         let plan = binding::plan(backend.inputs(), backend.outputs(), spec, &o.extras).map_err(misfit)?;

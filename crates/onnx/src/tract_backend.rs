@@ -19,6 +19,8 @@ pub(crate) struct Tract {
     plan: Arc<TypedRunnableModel>,
     inputs: Vec<Port>,
     outputs: Vec<Port>,
+    /// Why ONNX Runtime did not run the model, when `backend=auto` fell back here.
+    pub(crate) why: Option<String>,
 }
 
 fn elem(dt: DatumType) -> Elem {
@@ -62,7 +64,7 @@ impl Tract {
         }
         // The batch axis stays symbolic in the typed model: report it as such.
         let plan = typed.into_runnable().map_err(fail)?;
-        Ok(Tract { plan, inputs, outputs })
+        Ok(Tract { plan, inputs, outputs, why: None })
     }
 }
 
@@ -109,6 +111,7 @@ impl Backend for Tract {
     }
 
     fn describe(&self) -> String {
-        "tract 0.23 (pure Rust), CPU, 1 thread".into()
+        let why = self.why.as_ref().map_or(String::new(), |w| format!(" (not ONNX Runtime: {w})"));
+        format!("tract 0.23 (pure Rust), CPU, 1 thread{why}")
     }
 }

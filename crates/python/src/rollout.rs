@@ -179,7 +179,8 @@ impl RolloutHandle {
         let (policy, adapter): (Box<dyn Policy>, _) = match policy.extract::<String>() {
             Ok(name) => {
                 let params = Params(policy_params.into_iter().collect());
-                let factory = rollway_engine::agent_factory(&name, &params, workers, python.clone());
+                // Each step's envs wait for the policy's call: the model may take every core.
+                let factory = rollway_engine::agent_factory(&name, &params, 0, python.clone());
                 let agent = factory.make(&spec).py()?;
                 (Box::new(AgentPolicy(agent)), None)
             }
