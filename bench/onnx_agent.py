@@ -4,7 +4,7 @@
 CartPole-v1, the README's MLP (4-64-2, argmax), ``--envs`` envs (one worker, sync: one
 model call per step of all envs), ``--steps`` steps each:
 
-* ``onnx:`` with ONNX Runtime (the default engine), and with tract;
+* ``onnx:`` with ONNX Runtime (the default engine; default threads, and ``threads=1``), and with tract;
 * the ``constant`` agent: the same run with an agent that costs nothing, i.e. what the
   envs and the engine cost without any model (the floor of the time outside it);
 * the same network as a torch Python policy inside rollway (``rollway.run(agent=policy)``);
@@ -13,7 +13,7 @@ model call per step of all envs), ``--steps`` steps each:
 PixelMine-v0 at 128×128, a VPT-style recurrent pixel policy (IMPALA ResNet 16-32-32 + LSTM
 256, random weights; ``examples/onnx_policies.py``), ``--pixel-envs`` envs, one worker:
 
-* ``onnx:`` (ONNX Runtime) with its default threads and with ``threads=2``;
+* ``onnx:`` (ONNX Runtime) with its default threads (every core: sync mode) and with ``threads=1``;
 * the floor: the model alone, the same ONNX Runtime session options, on batches of the
   same size, timed from Python (``onnxruntime.InferenceSession``).
 
@@ -124,6 +124,8 @@ def main() -> None:
     net = P.mlp()
     cart = {
         "rollway `onnx:` (ONNX Runtime)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs),
+        "rollway `onnx:` (ONNX Runtime, threads=1)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs,
+                                                                         agent_params={"threads": 1}),
         "rollway `onnx:` (tract)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs,
                                                        agent_params={"backend": "tract"}),
         "rollway `constant` agent (no model: envs + engine)": lambda: rollway_run("constant", a.steps, a.envs),
@@ -131,15 +133,15 @@ def main() -> None:
         "plain Gymnasium loop, torch policy": lambda: gym_loop(net, a.python_steps, a.envs),
     }
     pix_kw = dict(env="PixelMine-v0", env_params={"size": 128, "max_steps": 100})
+    cores = os.cpu_count() or 1
     pixel = {
-        "rollway `onnx:` (ONNX Runtime, default threads)": lambda: rollway_run("onnx:" + pixel_path, a.pixel_steps,
-                                                                               a.pixel_envs, **pix_kw),
-        "the model alone, same threads": lambda: model_alone(pixel_path, a.pixel_envs, 128,
-                                                             max(1, (os.cpu_count() or 1) - 1), 40),
-        "rollway `onnx:` (ONNX Runtime, threads=2)": lambda: rollway_run("onnx:" + pixel_path, a.pixel_steps,
-                                                                         a.pixel_envs, agent_params={"threads": 2},
+        f"rollway `onnx:` (ONNX Runtime, default threads: {cores} in sync mode)": lambda: rollway_run(
+            "onnx:" + pixel_path, a.pixel_steps, a.pixel_envs, **pix_kw),
+        f"the model alone, {cores} threads": lambda: model_alone(pixel_path, a.pixel_envs, 128, cores, 40),
+        "rollway `onnx:` (ONNX Runtime, threads=1)": lambda: rollway_run("onnx:" + pixel_path, a.pixel_steps,
+                                                                         a.pixel_envs, agent_params={"threads": 1},
                                                                          **pix_kw),
-        "the model alone, 2 threads": lambda: model_alone(pixel_path, a.pixel_envs, 128, 2, 40),
+        "the model alone, 1 thread": lambda: model_alone(pixel_path, a.pixel_envs, 128, 1, 40),
     }
     results: Dict[str, List[Dict[str, float]]] = {k: [] for k in [*cart, *pixel]}
     load0 = os.getloadavg()
@@ -166,8 +168,8 @@ def main() -> None:
     lines += B.md_table(["", "steps/s", "vs torch policy in rollway", "wall time outside the model",
                          "model µs per call"], rows)
     rows = []
-    for run, floor in [("rollway `onnx:` (ONNX Runtime, default threads)", "the model alone, same threads"),
-                       ("rollway `onnx:` (ONNX Runtime, threads=2)", "the model alone, 2 threads")]:
+    names = list(pixel)
+    for run, floor in [(names[0], names[1]), (names[2], names[3])]:
         sps, fl = median(results[run], "sps"), median(results[floor], "sps")
         rows.append([run, B.fmt_rate(sps), f"{median(results[run], 'per_call_us') / 1e3:.1f}", B.fmt_rate(fl),
                      f"{median(results[floor], 'per_call_us') / 1e3:.1f}", f"{100 * sps / fl:.0f}%"])

@@ -428,7 +428,6 @@ fn call_agent(
         }
     }
     let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut starts, &mut failed) };
-    drop(call);
     scatter_extras(kept, blocks);
     (failed, msg)
 }
