@@ -16,8 +16,8 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 6, ("the package tour, the own-env-and-policy example, the Ray one, the training loop, its replay "
-                              "buffer and its Ray form")
+    assert len(blocks) == 7, ("the package tour, the own-env-and-policy example, its ONNX form, the Ray one, the training "
+                              "loop, its replay buffer and its Ray form")
     return blocks
 
 
@@ -44,7 +44,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own, on_ray, training, replay, training_on_ray = python_examples()
+    tour, own, onnx, on_ray, training, replay, training_on_ray = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -53,10 +53,15 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     assert len(rollway.Dataset("data/collected")) > 0
     assert scope["obs"].shape == (256, 4)
 
-    exec(compile(own, "README.md (own env and policy)", "exec"), {})
+    scope = {}
+    exec(compile(own, "README.md (own env and policy)", "exec"), scope)
     for name in ("data/hosted", "data/a", "data/mlp"):
         assert len(rollway.Dataset(name)) == 100
     assert rollway.Dataset("data/mlp").metadata["runs"][0]["config"]["agent"] == "python:policy"
+    # Issue 35: the same network exported to ONNX and run natively acts as the torch policy did.
+    exec(compile(onnx, "README.md (onnx)", "exec"), scope)
+    a, b = rollway.Dataset("data/mlp"), rollway.Dataset("data/mlp-onnx")
+    assert len(b) == 100 and all((a[i].actions == b[i].actions).all() for i in range(100))
 
     pytest.importorskip("torch")
     pytest.importorskip("ray")

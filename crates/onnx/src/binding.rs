@@ -17,7 +17,7 @@
 //! holds a Discrete/MultiDiscrete leaf's logits, from which the action is the
 //! argmax, or a sample with the episode's own seeded stream. A single-array space
 //! with neither name takes the model's first output that is not a state. Every
-//! other float output may be recorded as an extra (`extras=value,logprob`).
+//! other float output may be recorded as an extra (`extras=[value,logprob]`).
 //!
 //! A batch axis that the model fixed (exported without `dynamic_axes`) is refused:
 //! the run's batch sizes vary.

@@ -52,7 +52,7 @@ pub const PARAMS: &[(&str, &str)] = &[
     ("device", "auto (CUDA when the runtime has it), cpu or cuda (an error when CUDA cannot run the model)"),
     ("threads", "intra-op threads of ONNX Runtime (default: the cores the envs leave while it runs: all in sync mode, those the workers leave in async mode)"),
     ("sample", "false: argmax of discrete logits; true: sample them with the episode's seeded stream"),
-    ("extras", "outputs to record beside the actions, comma-separated (e.g. value,logprob), or all"),
+    ("extras", "outputs to record beside the actions: one (value), several ([value,logprob]: brackets keep the commas in one --agent-opt), or all"),
 ];
 
 /// True for agent names `onnx:PATH`.
@@ -114,7 +114,8 @@ impl Options {
         if threads == 0 {
             return Err(bad("threads", "must be at least 1".into()));
         }
-        let extras = p.raw("extras").map(|s| s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect());
+        let list = |s: &str| s.trim().trim_start_matches('[').trim_end_matches(']').to_string();
+        let extras = p.raw("extras").map(|s| list(s).split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect());
         Ok(Options {
             engine,
             runtime: p.raw("runtime").map(PathBuf::from),

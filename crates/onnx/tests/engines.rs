@@ -102,7 +102,7 @@ fn mlp_gives_torchs_logits_and_their_argmax_on_both_engines() {
 fn lstm_carries_its_state_between_calls_and_resets_it_at_first() {
     let (g, env) = (golden(), spec("CartPole-v1"));
     for engine in engines() {
-        let mut a = agent("lstm.onnx", &env, Params::new().with("backend", engine).with("extras", "value,logits")).unwrap();
+        let mut a = agent("lstm.onnx", &env, Params::new().with("backend", engine).with("extras", "[value,logits]")).unwrap();
         let mut memory = vec![Memory::new(); 5];
         for (t, step) in g["lstm"].as_array().unwrap().iter().enumerate() {
             let first: Vec<bool> = step["first"].as_array().unwrap().iter().map(|b| b.as_bool().unwrap()).collect();
