@@ -135,14 +135,15 @@ def main() -> None:
     pix_kw = dict(env="PixelMine-v0", env_params={"size": 128, "max_steps": 100})
     cores = os.cpu_count() or 1
     pixel = {
-        f"rollway `onnx:` (ONNX Runtime, default threads: {cores} in sync mode)": lambda: rollway_run(
+        f"rollway `onnx:` (ONNX Runtime, default threads: {cores}, sync mode)": lambda: rollway_run(
             "onnx:" + pixel_path, a.pixel_steps, a.pixel_envs, **pix_kw),
         f"the model alone, {cores} threads": lambda: model_alone(pixel_path, a.pixel_envs, 128, cores, 40),
-        "rollway `onnx:` (ONNX Runtime, threads=1)": lambda: rollway_run("onnx:" + pixel_path, a.pixel_steps,
+        "rollway `onnx:` (ONNX Runtime, 1 thread)": lambda: rollway_run("onnx:" + pixel_path, a.pixel_steps,
                                                                          a.pixel_envs, agent_params={"threads": 1},
                                                                          **pix_kw),
         "the model alone, 1 thread": lambda: model_alone(pixel_path, a.pixel_envs, 128, 1, 40),
     }
+    assert not set(cart) & set(pixel), "one name per measurement"
     results: Dict[str, List[Dict[str, float]]] = {k: [] for k in [*cart, *pixel]}
     load0 = os.getloadavg()
     for rep in range(a.reps):
@@ -153,7 +154,10 @@ def main() -> None:
     import onnxruntime
 
     load = os.getloadavg()
+    import rollway
+
     lines = B.machine_note(None, load0, load, packages=f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}")
+    lines[-1] = f"- rollway: {rollway.__version__} (the Python package, in this process)"
     lines.append("")
     base = median(results["rollway, torch Python policy"], "sps")
     rows = []
