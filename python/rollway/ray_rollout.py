@@ -201,6 +201,8 @@ class Rollout:
             # The run every actor joins: made here, as a local recording rollout makes it, then left open.
             made = {k: v for k, v in kwargs.items() if k != "policy_params"}
             rollway.Rollout(env, "random", out=self._out, **made).close()
+        if isinstance(policy, str) and policy.startswith("onnx:"):
+            policy = "onnx:" + os.path.abspath(policy[len("onnx:"):])  # actors have working directories of their own
         _ship_by_value(ray, env, policy)
         cls = ray.remote(_RolloutActor).options(**opts)
         record = None if self._out is None else (self._out, 0)

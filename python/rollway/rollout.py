@@ -224,6 +224,9 @@ class Rollout:
         ``state_dict``) go to ``policy.load(weights)``, called by the rollout between two
         batches; without them the policy is used as it is (enough at ``max_policy_lag=0``,
         where nothing runs while the learner trains)."""
+        if weights is not None and isinstance(self._policy, str):
+            raise _rollway.InputError(f"publish(weights): {self._policy!r} is a policy given by name (a built-in agent, an "
+                                      "onnx: model), with no weights to load; publish() alone versions its steps")
         if weights is not None and not callable(getattr(self._policy, "load", None)):
             raise _rollway.InputError("publish(weights) needs a policy with a load(weights) method")
         return self._h.publish(weights)

@@ -38,9 +38,12 @@ def same_actions(a, b):
 
 def test_the_readme_mlp_from_the_cli_acts_as_the_torch_policy(models, tmp_path):
     native, hosted = tmp_path / "onnx", tmp_path / "torch"
-    cmd = rollway_cli() + ["run", "--env", "CartPole-v1", "--agent", "onnx:" + models["mlp"], "--episodes", "24",
+    # A path relative to the working directory; the dataset stores it absolute, to be found from anywhere.
+    cmd = rollway_cli() + ["run", "--env", "CartPole-v1", "--agent", "onnx:mlp.onnx", "--episodes", "24",
                            "--out", os.fspath(native), "--quiet"]
-    subprocess.run(cmd, check=True, env=dict(os.environ, ROLLWAY_PYTHON=sys.executable))
+    subprocess.run(cmd, check=True, env=dict(os.environ, ROLLWAY_PYTHON=sys.executable), cwd=os.path.dirname(models["mlp"]))
+    stored = rollway.Dataset(native).metadata["runs"][0]["config"]["agent"]
+    assert stored.startswith("onnx:/") and os.path.realpath(stored[5:]) == os.path.realpath(models["mlp"])
     rollway.run(env="CartPole-v1", agent=P.torch_policy(P.mlp()), episodes=24, out=hosted, progress=False)
     assert same_actions(native, hosted)
     # A different network acts differently: the comparison can fail.
@@ -157,6 +160,9 @@ def test_rollout_fragments_carry_the_networks_extras(models):
         assert sorted(f.extras) == ["value"] and f.extras["value"].shape == (16, 4)
         # The first fragment starts every episode (no state yet); the next starts where it left off.
         assert r.collect().state.shape == (4, 64)
+        # The exported network is fixed: a learner's weights cannot be loaded into it.
+        with pytest.raises(rollway.InputError, match="onnx"):
+            r.publish({"w": 1.0})
     finally:
         r.close()
     with pytest.raises(rollway.InputError, match="policy_params"):

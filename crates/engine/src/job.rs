@@ -316,7 +316,7 @@ impl RunRequest {
             env_params: opt_params(table_params(o.env_params.clone()), &self.settings.env_opt, "--env-opt")?,
             agent_params: opt_params(table_params(o.agent_params.clone()), &self.settings.agent_opt, "--agent-opt")?,
             env: o.env.clone().unwrap_or(d.env.clone()),
-            agent: o.agent.clone().unwrap_or(d.agent.clone()),
+            agent: rollway_onnx::absolute(&o.agent.clone().unwrap_or(d.agent.clone())),
             workers: o.workers.unwrap_or(d.workers),
             envs_per_worker: o.envs_per_worker.unwrap_or(d.envs_per_worker),
             target,

@@ -60,6 +60,17 @@ pub fn is_onnx(agent: &str) -> bool {
     agent.starts_with(PREFIX)
 }
 
+/// `agent` with an `onnx:` model's path made absolute (from the current
+/// directory), so that the name a dataset stores finds the model again from
+/// wherever the run is resumed, and from a Ray actor's own working directory.
+/// Other names come back as they are.
+pub fn absolute(agent: &str) -> String {
+    match agent.strip_prefix(PREFIX).map(std::path::absolute) {
+        Some(Ok(p)) => format!("{PREFIX}{}", p.display()),
+        _ => agent.to_string(),
+    }
+}
+
 /// Which engine runs the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {

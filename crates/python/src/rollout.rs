@@ -250,8 +250,9 @@ impl RolloutHandle {
         let update: Option<Update> = match weights {
             None => None,
             Some(w) => {
-                let adapter =
-                    self.adapter.as_ref().ok_or_else(|| input_error("publish(weights): a built-in agent has no weights to load"))?;
+                let adapter = self.adapter.as_ref().ok_or_else(|| {
+                    input_error("publish(weights): a policy given by name (a built-in agent, an onnx: model) has no weights to load")
+                })?;
                 let (adapter, raised) = (Python::attach(|py| adapter.clone_ref(py)), self.raised.clone());
                 Some(Box::new(move |_: &mut dyn Policy| {
                     Python::attach(|py| adapter.bind(py).call_method1("load", (w,)).map(drop)).map_err(|e| stash(&raised, e))
