@@ -135,11 +135,6 @@ impl Data {
             Data::Bool(v) => f64::from(u8::from(v[i])),
         }
     }
-
-    /// Whether it holds floats.
-    pub fn is_float(&self) -> bool {
-        matches!(self, Data::F32(_) | Data::F64(_))
-    }
 }
 
 /// A dense row-major tensor.

@@ -32,7 +32,7 @@ mod ort_backend;
 pub mod runtime;
 mod tract_backend;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rollway_core::{Agent, AgentFactory, EnvSpec, Error, Layout, Params, Result};
 
@@ -204,11 +204,6 @@ impl OnnxAgents {
             model_time: std::time::Duration::ZERO,
             agent_time: std::time::Duration::ZERO,
         })
-    }
-
-    /// The model file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

@@ -379,11 +379,7 @@ fn call_agent(
     let mut rows = 0;
     // Per call with extras: them, and (block, first row in it, rows) per segment.
     let mut kept: Vec<Destined> = Vec::new();
-    let mut starts: Vec<usize> = Vec::new();
-    let mut call = |segs: &mut Vec<Segment<'_>>,
-                    owners: &mut Vec<(usize, usize)>,
-                    starts: &mut Vec<usize>,
-                    failed: &mut Vec<Option<String>>| {
+    let mut call = |segs: &mut Vec<Segment<'_>>, owners: &mut Vec<(usize, usize)>, failed: &mut Vec<Option<String>>| {
         let mut batch = ActBatch { obs_layout: how.ol, act_layout: how.al, segments: std::mem::take(segs) };
         let mut extras = Vec::new();
         let res =
@@ -395,11 +391,11 @@ fn call_agent(
             owners.iter().for_each(|&(o, _)| failed[o] = Some(m.clone()));
             failed.truncate(owners.last().map_or(0, |&(o, _)| o + 1));
         } else if !extras.is_empty() {
-            let parts = owners.iter().zip(starts.iter()).zip(&batch.segments).map(|((&(o, _), &at), s)| (o, at, s.len()));
+            // A segment's first row sits `slot - slots[o]` rows into its block.
+            let parts = owners.iter().zip(&batch.segments).map(|(&(o, slot), s)| (o, slot - slots[o], s.len()));
             kept.push((extras, parts.collect()));
         }
         owners.clear();
-        starts.clear();
         msg
     };
     for (bi, b) in blocks.iter_mut().enumerate() {
@@ -416,18 +412,17 @@ fn call_agent(
             (o, a, f, m, r) = (o2, a2, f2, m2, r2);
             segs.push(Segment { obs: o1, actions: a1, first: f1, memory: m1, rng: r1 });
             owners.push((bi, slot));
-            starts.push(slot - slots[bi]);
             slot += k;
             rows += k;
             if rows == max {
-                if let Some(msg) = call(&mut segs, &mut owners, &mut starts, &mut failed) {
+                if let Some(msg) = call(&mut segs, &mut owners, &mut failed) {
                     return (failed, Some(msg));
                 }
                 rows = 0;
             }
         }
     }
-    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut starts, &mut failed) };
+    let msg = if segs.is_empty() { None } else { call(&mut segs, &mut owners, &mut failed) };
     scatter_extras(kept, blocks);
     (failed, msg)
 }
