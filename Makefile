@@ -3,6 +3,8 @@
 #   make run [ARGS="--env CartPole-v1 --episodes 100"]   build, then `rollway run` (the default job)
 #   make test                                             every test: Rust, then Python (tests/run.sh);
 #                                                         also installs Chromium, which renders the report in a test
+#   make test-rust / make test-python                     one half of it (the second uses target/release/rollway)
+#   ROLLWAY_FEATURES=tract make test                      with the optional features built and tested, as CI does
 #   make wheel                                            the self-contained wheel and the sdist, in dist/
 #                                                         (scripts/wheel.sh; installs nasm and codec headers)
 #   make test-wheel                                       that wheel on a bare Debian root, as a user (needs
@@ -13,7 +15,7 @@
 #   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
 #                                                         (default run_all: CartPole throughput; bench/README.md
 #                                                         lists them); its markdown report goes to stdout
-.PHONY: run test deps test-deps fmt lint bench wheel test-wheel
+.PHONY: run test test-rust test-python deps test-deps fmt lint bench wheel test-wheel
 
 deps:
 	@bash scripts/deps.sh
@@ -26,6 +28,12 @@ run: deps
 
 test: test-deps
 	bash tests/run.sh
+
+test-rust: test-deps
+	bash tests/run.sh rust
+
+test-python: test-deps
+	bash tests/run.sh python
 
 wheel:
 	bash scripts/wheel.sh dist

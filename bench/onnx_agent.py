@@ -114,6 +114,7 @@ def main() -> None:
     import torch
 
     import onnx_policies as P
+    import rollway
 
     torch.set_num_threads(1)  # one worker steps the envs; the policy gets the other core's share, as onnx: does
     tmp = tempfile.mkdtemp(prefix="onnx-bench-")
@@ -126,8 +127,10 @@ def main() -> None:
         "rollway `onnx:` (ONNX Runtime)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs),
         "rollway `onnx:` (ONNX Runtime, threads=1)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs,
                                                                          agent_params={"threads": 1}),
-        "rollway `onnx:` (tract)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs,
-                                                       agent_params={"backend": "tract"}),
+        # tract where the package has it (the wheel; a source build with the `tract` feature).
+        **({"rollway `onnx:` (tract)": lambda: rollway_run("onnx:" + mlp_path, a.steps, a.envs,
+                                                           agent_params={"backend": "tract"})}
+           if "tract" in rollway._rollway.ONNX_ENGINES else {}),
         "rollway `constant` agent (no model: envs + engine)": lambda: rollway_run("constant", a.steps, a.envs),
         "rollway, torch Python policy": lambda: rollway_run(P.torch_policy(net), a.python_steps, a.envs),
         "plain Gymnasium loop, torch policy": lambda: gym_loop(net, a.python_steps, a.envs),

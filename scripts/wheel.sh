@@ -13,7 +13,8 @@
 # copied into the wheel by auditwheel, which also checks every symbol against the manylinux
 # policy and names the wheel after the oldest glibc it honestly supports: this machine's
 # libraries set that floor (a manylinux container would lower it; none is used here). The
-# `rollway` command in the wheel is the extension's copy of the CLI (rollway._cli). The
+# `rollway` command in the wheel is the extension's copy of the CLI (rollway._cli). tract, the onnx:
+# agent's pure-Rust engine that source builds leave out by default, is compiled in (`tract`). The
 # notices of everything bundled go into the wheel's .dist-info/licenses/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +35,7 @@ raw="$target/wheel-raw"
 rm -rf "$raw" && mkdir -p "$raw"
 echo "== maturin build (FFmpeg static from $prefix)" >&2
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" "$tools/bin/maturin" build --release --locked --strip \
-    --features static-ffmpeg --compatibility linux --out "$raw" >&2
+    --features static-ffmpeg,tract --compatibility linux --out "$raw" >&2
 "$tools/bin/maturin" sdist --out "$out" >&2
 
 echo "== auditwheel repair" >&2

@@ -3,20 +3,71 @@
 # Python package, installed from this checkout, under pytest — both checked against
 # the real Python peers (tests/python/requirements.txt). Uses $ROLLWAY_PYTHON when set
 # (CI's venv); otherwise makes ./.venv with the peers. Reuses $CARGO_TARGET_DIR.
+#
+#   tests/run.sh          both parts (make test)
+#   tests/run.sh rust     the Rust workspace only (make test-rust)
+#   tests/run.sh python   the Python package only (make test-python)
+#
+# $ROLLWAY_FEATURES (e.g. `tract`, as CI sets it) builds the cargo tests, the binary and the extension
+# with those optional features; tests of a feature that is not built check its refusal instead.
+#
+# Each phase's wall time is printed at the end, under "== times" (scripts/measure-clone.sh
+# collects them into bench/RESULTS.md's breakdown); set $ROLLWAY_TIMINGS=1 for cargo's
+# --timings page of the test build as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+part="${1:-all}"
+case "$part" in all | rust | python) ;; *) echo "usage: tests/run.sh [rust|python]" >&2; exit 2 ;; esac
+
+times=()
+phase() { # phase NAME CMD…: runs CMD, noting its wall time
+    local name="$1" t0=$SECONDS
+    shift
+    "$@"
+    times+=("$(printf '%-28s %4d s' "$name" $((SECONDS - t0)))")
+}
+report() { printf '== times\n'; printf '  %s\n' "${times[@]}"; }
+trap 'report' EXIT
+
+features=()
+for f in ${ROLLWAY_FEATURES:-}; do
+    case "$f" in
+        tract) features+=(--features rollway-onnx/tract,rollway-cli/tract) ;;
+        *) echo "ROLLWAY_FEATURES: unknown feature $f (known: tract)" >&2; exit 2 ;;
+    esac
+done
 
 py="${ROLLWAY_PYTHON:-}"
+venv_pid=""
 if [ -z "$py" ]; then
+    # The venv's ~9 GB of wheels wait on the network and the Rust build on the CPU: they overlap
+    # (issue 46), and the tests wait for the venv only when they need it.
     venv="$PWD/.venv"
-    bash tests/python/venv.sh "$venv"
     py="$venv/bin/python"
+    venv_t0=$SECONDS
+    bash tests/python/venv.sh "$venv" &
+    venv_pid=$!
 fi
 export ROLLWAY_PYTHON="$py"
+wait_venv() {
+    [ -n "$venv_pid" ] || return 0
+    local t0=$SECONDS
+    wait "$venv_pid"
+    venv_pid=""
+    times+=("$(printf '%-28s %4d s (%d s of it waited for)' "venv (tests/python/venv.sh)" $((SECONDS - venv_t0)) $((SECONDS - t0)))")
+}
 
-echo "== rust: cargo test"
-cargo test --release --workspace --locked
+if [ "$part" != python ]; then
+    echo "== rust: cargo test ${features[*]}"
+    phase "rust: build" cargo test --release --workspace --locked "${features[@]}" --no-run ${ROLLWAY_TIMINGS:+--timings}
+    wait_venv
+    phase "rust: run" cargo test --release --workspace --locked "${features[@]}"
+fi
 
-echo "== python: pip install . && pytest"
-"$py" -m pip install --quiet --disable-pip-version-check .
-"$py" -m pytest -q tests/python
+if [ "$part" != rust ]; then
+    wait_venv
+    echo "== python: pip install . && pytest"
+    export MATURIN_PEP517_ARGS="${ROLLWAY_FEATURES:+--features ${ROLLWAY_FEATURES// /,}}"
+    phase "python: pip install ." "$py" -m pip install --quiet --disable-pip-version-check .
+    phase "python: pytest" "$py" -m pytest -q --durations=10 tests/python
+fi

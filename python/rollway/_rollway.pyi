@@ -43,6 +43,9 @@ __all__ = [
 
 __version__: str
 FORMAT_VERSION: int
+# The engines this build's ``onnx:`` agent can use: ``["ort"]``, plus ``"tract"`` where it
+# was built with the ``tract`` feature (the wheel is).
+ONNX_ENGINES: List[str]
 
 class RollwayError(Exception): ...
 class InputError(RollwayError, ValueError): ...

@@ -157,8 +157,8 @@ def run(
     exception or a dead process costs the episodes involved one attempt each.
 
     ``agent`` is a built-in agent (``rollway.agents()``), ``"onnx:PATH"`` (a network
-    exported with ``torch.onnx.export``, run natively by ONNX Runtime or tract with no
-    Python in the loop; ``agent_params`` such as ``backend``, ``device``, ``threads``,
+    exported with ``torch.onnx.export``, run natively by ONNX Runtime or tract (where the
+    build has it: ``rollway._rollway.ONNX_ENGINES``; the wheel does) with no Python in the loop; ``agent_params`` such as ``backend``, ``device``, ``threads``,
     ``sample`` and ``extras`` are listed by ``rollway.agents()``), or a Python policy
     ``policy(obs, first, state) -> actions | (actions, state)`` called once per batch on
     numpy arrays (see :mod:`rollway.policy`; a torch module needs a two-line adapter).

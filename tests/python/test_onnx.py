@@ -16,6 +16,12 @@ from conftest import rollway_cli
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import onnx_policies as P  # noqa: E402
 
+# tract, the pure-Rust engine, is in builds with the `tract` feature (the wheel; CI's test run, which
+# sets ROLLWAY_FEATURES=tract): its runs are tested there, and in a build without it the refusal is.
+TRACT = "tract" in rollway._rollway.ONNX_ENGINES
+if "tract" in os.environ.get("ROLLWAY_FEATURES", ""):
+    assert TRACT, "ROLLWAY_FEATURES has tract, but the installed extension was built without it"
+
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
@@ -88,7 +94,7 @@ def test_same_seed_same_dataset_whatever_engine_batch_and_workers(models, tmp_pa
     base = dict(env="CartPole-v1", agent="onnx:" + models[net], episodes=24, seed=5, progress=False)
     runs = {
         "ort 1 worker": dict(workers=1, envs_per_worker=8),
-        "tract": dict(workers=1, envs_per_worker=8, agent_params={"backend": "tract"}),
+        **({"tract": dict(workers=1, envs_per_worker=8, agent_params={"backend": "tract"})} if TRACT else {}),
         "batches of 3": dict(workers=2, envs_per_worker=6, mode="async", batch=(3, 3)),
         "one batch": dict(workers=2, envs_per_worker=4, mode="sync", batch=(8, 0)),
     }
@@ -112,8 +118,8 @@ def test_sampled_actions_follow_the_episode_seed_not_the_batch(models, tmp_path)
     base = dict(env="CartPole-v1", agent="onnx:" + models["mlp"], episodes=16, progress=False)
     sample = {"sample": True}
     rollway.run(**base, seed=1, agent_params=sample, workers=1, envs_per_worker=4, out=tmp_path / "a")
-    rollway.run(**base, seed=1, agent_params={**sample, "backend": "tract"}, workers=2, envs_per_worker=3,
-                batch=(2, 2), mode="async", out=tmp_path / "b")
+    rollway.run(**base, seed=1, agent_params={**sample, "backend": "tract" if TRACT else "ort"}, workers=2,
+                envs_per_worker=3, batch=(2, 2), mode="async", out=tmp_path / "b")
     rollway.run(**base, seed=2, agent_params=sample, workers=1, envs_per_worker=4, out=tmp_path / "c")
     rollway.run(**base, seed=1, workers=1, envs_per_worker=4, out=tmp_path / "argmax")
     assert same_actions(tmp_path / "a", tmp_path / "b")
@@ -141,15 +147,21 @@ def test_a_model_that_does_not_fit_is_refused_before_the_run(models, tmp_path):
 
 
 def test_without_onnxruntime_tract_runs_and_the_summary_says_so(models, tmp_path):
-    # A Python with no onnxruntime package: the CLI falls back to tract.
+    # A Python with no onnxruntime package: the CLI falls back to tract, where the build has it.
     bare = tmp_path / "python"
     bare.write_text("#!/bin/sh\nexec %s -S -c 'print(\"\")' \"$@\"\n" % sys.executable)
     bare.chmod(0o755)
     cmd = rollway_cli() + ["run", "--env", "CartPole-v1", "--agent", "onnx:" + models["mlp"], "--episodes", "8",
                            "--no-record", "--summary-json", os.fspath(tmp_path / "s.json"), "--quiet"]
     env = {k: v for k, v in os.environ.items() if k != "ORT_DYLIB_PATH"}
-    subprocess.run(cmd, check=True, env=dict(env, ROLLWAY_PYTHON=os.fspath(bare)))
-    assert json.loads((tmp_path / "s.json").read_text())["inference"].startswith("tract")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, ROLLWAY_PYTHON=os.fspath(bare)))
+    if TRACT:
+        assert r.returncode == 0, r.stderr
+        assert json.loads((tmp_path / "s.json").read_text())["inference"].startswith("tract")
+    else:
+        # Issue 46: without tract there is no engine to run it: refused before the run, saying both ways out.
+        assert r.returncode == 2, r.stderr
+        assert "built without tract" in r.stderr and "pip install onnxruntime" in r.stderr and "--features tract" in r.stderr
 
 
 def test_rollout_fragments_carry_the_networks_extras(models):

@@ -238,7 +238,9 @@ def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path
     marks = tmp_path / "marks"
     marks.mkdir()
     env_params = {"marks": str(marks), "how": how, "every": 3}
-    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=200, seed=5, env_params=env_params, host=host) as r:
+    # 3 fragments of 50 steps × 4 envs: ~27 CartPole episodes, a third of them faulting (200 steps each, with a
+    # process to restart per kill, took 33 s; issue 46).
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=50, seed=5, env_params=env_params, host=host) as r:
         faults = sum(r.collect().stats["env_faults"] for _ in range(3))
     assert faults >= len(os.listdir(marks)) > 0
 

@@ -3,7 +3,7 @@
 //! ends with exactly the target episodes, and nothing is duplicated. Issue 5: the
 //! same with frames encoded to H.264 on the encoder threads.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Issue #10: `rollway export --force` never destroys its source or anything that
 //! is not a previous export, and a killed export always leaves a whole one.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -4,7 +4,7 @@
 //! `tests/python/glob_reader.py` does the reading and checks every row it gets
 //! against the index files (read after the glob: "committed then or later").
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Issue #10: a LeRobot import reads only files inside the dataset it is given,
 //! whatever `meta/info.json`'s path templates, feature names or symlinks say.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -4,7 +4,7 @@
 //! the next member or the driver's `close_run` cannot clean up, and the episodes their
 //! ranges lacked, run again by other members, make the dataset equal to a local run's.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

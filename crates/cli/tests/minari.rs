@@ -5,7 +5,7 @@
 //! CI sets ROLLWAY_REQUIRE_PEERS=1 (and ROLLWAY_PYTHON to a venv with minari);
 //! elsewhere the Python checks are skipped, loudly.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

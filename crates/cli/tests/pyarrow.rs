@@ -2,7 +2,7 @@
 //! CI sets ROLLWAY_REQUIRE_PEERS=1 (and ROLLWAY_PYTHON to a venv with the peers);
 //! elsewhere the check is skipped, loudly, when pyarrow is not installed.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! in a real headless Chromium with no console errors, its plots drawn, its clips
 //! decodable and its thumbnails loaded; and it changes nothing in the dataset.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! the exact frame count and decodes within a PSNR bound of the same frames recorded
 //! losslessly; every JPEG frame opens with Pillow. The loader reads video datasets.
 
-mod common;
+use crate::common;
 
 use common::{peer_python, rollway, run_script};
 

@@ -10,9 +10,9 @@
 //! numpy evaluates cos/sin in float32 with its own (not correctly rounded) code,
 //! may differ by one float32 ulp (see `acrobot.rs`).
 
+use crate::common;
 use rollway_core::{DType, Env, Info, Layout, Params, RowMut, RowRef, Rows, Space, TimeLimit};
 use rollway_envs::{acrobot::Acrobot, cartpole::CartPole, mountain_car::MountainCar, pendulum::Pendulum};
-mod common;
 
 use common::{f64_of, f64s, load};
 use serde_json::Value as Json;

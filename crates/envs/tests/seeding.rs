@@ -9,10 +9,10 @@
 //! Acrobot's reset observation (cos/sin of the float32 state, see `acrobot.rs`),
 //! which may be one float32 ulp off while its state matches exactly.
 
+use crate::common;
 use rollway_core::{Env, Info, Layout, Params, RowMut, RowRef, Rows};
 use rollway_envs::np_random::{seed_words, NpRandom};
 use rollway_envs::{acrobot::Acrobot, cartpole::CartPole, mountain_car::MountainCar, pendulum::Pendulum};
-mod common;
 
 use common::{f64_of, f64s, load};
 use serde_json::Value as Json;

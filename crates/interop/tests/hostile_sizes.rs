@@ -2,7 +2,7 @@
 //! metadata.json totals, HDF5 extents) are checked before they are used, so a
 //! hostile or damaged file is a typed input error, never a panic, abort or hang.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! observation with RGB video), importing a LeRobot dataset that rollway did not
 //! make, overwrite rules, and malformed inputs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

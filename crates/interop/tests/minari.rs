@@ -1,7 +1,7 @@
 //! rollway → Minari → rollway round trips (flat, Dict with frames and infos,
 //! nested Tuple spaces), overwrite rules, and malformed Minari inputs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! rollway give back the same episodes, bit for bit, over random spaces and episode
 //! lengths.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use rollway_core::{DType, EnvSpec, Space};

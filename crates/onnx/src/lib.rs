@@ -16,10 +16,13 @@
 //!   runs: all of them in sync mode, where every env waits for the batch), and on a GPU with the CUDA execution provider (`device=cuda`, or
 //!   `device=auto` when the runtime has it: `pip install onnxruntime-gpu`). A model
 //!   that the CUDA provider cannot take is an error, not a quiet CPU run.
-//! - **tract** (`backend=tract`), pure Rust and always there: the fallback of
-//!   `backend=auto` where no runtime is found or the one found cannot run the
-//!   model (the summary then says why). CPU, one thread; MLP, CNN and recurrent
-//!   operators (`tract_backend` lists them).
+//! - **tract** (`backend=tract`), pure Rust, compiled in with the `tract` feature
+//!   (the wheel has it; a source build leaves it out unless asked, as it is 40% of
+//!   a cold build): the fallback of `backend=auto` where no runtime is found or the
+//!   one found cannot run the model (the summary then says why). CPU, one thread;
+//!   MLP, CNN and recurrent operators (`tract_backend` lists them). Without it, a
+//!   run that would need it is refused before it starts, saying how to get either
+//!   engine ([`ENGINES`] lists this build's).
 //!
 //! The run's summary says which engine ran, on what device, with how many
 //! threads, and how long the model's calls took (`OnnxAgent::about`).
@@ -30,6 +33,7 @@ pub mod backend;
 mod binding;
 mod ort_backend;
 pub mod runtime;
+#[cfg(feature = "tract")]
 mod tract_backend;
 
 use std::path::PathBuf;
@@ -45,9 +49,26 @@ pub const PREFIX: &str = "onnx:";
 /// One line for `rollway agents`.
 pub const SUMMARY: &str = "a network exported to ONNX (torch.onnx.export), one call per batch: inputs obs/<leaf>, first, state…; outputs action or logits, state…_out, extras";
 
+/// The engines this build can run a model with (`rollway --version` says them).
+#[cfg(feature = "tract")]
+pub const ENGINES: &[&str] = &["ort", "tract"];
+/// The engines this build can run a model with (`rollway --version` says them).
+#[cfg(not(feature = "tract"))]
+pub const ENGINES: &[&str] = &["ort"];
+
+#[cfg(feature = "tract")]
+const BACKEND_HELP: &str = "auto (ONNX Runtime if found, else tract), ort or tract";
+#[cfg(not(feature = "tract"))]
+const BACKEND_HELP: &str = "auto or ort: ONNX Runtime (this build has no tract: the wheel has it, or build with --features tract)";
+
+/// Why a build without the `tract` feature cannot fall back to it, for messages.
+#[cfg(not(feature = "tract"))]
+const NO_TRACT: &str = "this rollway was built without tract, the pure-Rust engine: pip install onnxruntime, \
+     or use the wheel (it has tract), or build with `--features tract`";
+
 /// The agent parameters `onnx:` takes, with their help (`rollway agents` lists them).
 pub const PARAMS: &[(&str, &str)] = &[
-    ("backend", "auto (ONNX Runtime if found, else tract), ort or tract"),
+    ("backend", BACKEND_HELP),
     ("runtime", "path of libonnxruntime.so (or its folder); default $ORT_DYLIB_PATH, else the run's Python's onnxruntime package"),
     ("device", "auto (CUDA when the runtime has it), cpu or cuda (an error when CUDA cannot run the model)"),
     ("threads", "intra-op threads of ONNX Runtime (default: the cores the envs leave while it runs: all in sync mode, those the workers leave in async mode)"),
@@ -165,10 +186,18 @@ impl OnnxAgents {
             Engine::Tract => Err(String::new()),
             _ => runtime::find(o.runtime.as_deref(), &self.python),
         };
+        #[cfg(feature = "tract")]
         let tract = |why: Option<String>| -> Result<Box<dyn Backend>> {
             let mut t = tract_backend::Tract::load(&self.path).map_err(input)?;
             t.why = why;
             Ok(Box::new(t))
+        };
+        #[cfg(not(feature = "tract"))]
+        let tract = |why: Option<String>| -> Result<Box<dyn Backend>> {
+            Err(input(match why {
+                Some(why) => format!("{why}; {NO_TRACT}"),
+                None => format!("backend=tract: {NO_TRACT}"),
+            }))
         };
         match (o.engine, lib) {
             (Engine::Ort, Err(why)) => Err(input(format!("backend=ort: {why}"))),
@@ -179,7 +208,7 @@ impl OnnxAgents {
                 Ok(b) => Ok(Box::new(b)),
                 // A runtime that is there but cannot run the model (too old, an operator it
                 // lacks): `auto` tries tract, and the summary says why.
-                Err(why) if engine == Engine::Auto && o.device != Device::Cuda => {
+                Err(why) if engine == Engine::Auto && o.device != Device::Cuda && cfg!(feature = "tract") => {
                     tract(Some(why.clone())).map_err(|e| input(format!("{why}; tract could not run it either: {e}")))
                 }
                 Err(why) => Err(input(why)),

@@ -3,6 +3,7 @@
 //!
 //! ONNX Runtime comes from `$ROLLWAY_PYTHON`'s onnxruntime package (the test venv
 //! has it); where that variable is unset and no runtime is found, only tract runs.
+//! tract is tested where it is compiled in (`--features tract`, as CI and the wheel build).
 
 use std::path::PathBuf;
 
@@ -17,17 +18,21 @@ fn python() -> PathBuf {
     std::env::var_os("ROLLWAY_PYTHON").map_or_else(|| "python3".into(), PathBuf::from)
 }
 
-/// `backend=` values to test: tract always, ort where a runtime is found (and
-/// always when `$ROLLWAY_PYTHON` names the test venv).
+/// `backend=` values to test: tract where this build has it (the `tract` feature: CI
+/// turns it on), ort where a runtime is found (and always when `$ROLLWAY_PYTHON`
+/// names the test venv).
 fn engines() -> Vec<&'static str> {
-    match rollway_onnx::runtime::find(None, &python()) {
-        Ok(_) => vec!["tract", "ort"],
-        Err(e) if std::env::var_os("ROLLWAY_PYTHON").is_some() => panic!("$ROLLWAY_PYTHON has no ONNX Runtime: {e}"),
-        Err(e) => {
-            eprintln!("ONNX Runtime not tested: {e}");
-            vec!["tract"]
-        }
+    let mut engines = Vec::new();
+    if cfg!(feature = "tract") {
+        engines.push("tract");
     }
+    match rollway_onnx::runtime::find(None, &python()) {
+        Ok(_) => engines.push("ort"),
+        Err(e) if std::env::var_os("ROLLWAY_PYTHON").is_some() => panic!("$ROLLWAY_PYTHON has no ONNX Runtime: {e}"),
+        Err(e) => eprintln!("ONNX Runtime not tested: {e}"),
+    }
+    assert!(!engines.is_empty(), "no engine to test: set ROLLWAY_PYTHON to a Python with onnxruntime, or build with --features tract");
+    engines
 }
 
 fn spec(env: &str) -> EnvSpec {
@@ -167,4 +172,22 @@ fn bad_parameters_and_paths_are_input_errors() {
     assert!(msg.contains("/nonexistent"), "{msg}");
     let msg = agent("mlp.onnx", &env, Params::new().with("colour", "red")).err().unwrap().to_string();
     assert!(msg.contains("colour"), "{msg}");
+}
+
+#[cfg(not(feature = "tract"))]
+#[test]
+fn issue46_without_the_tract_feature_backend_tract_is_refused_saying_how_to_get_an_engine() {
+    assert_eq!(rollway_onnx::ENGINES, ["ort"]);
+    let env = spec("CartPole-v1");
+    let msg = agent("mlp.onnx", &env, Params::new().with("backend", "tract")).err().unwrap().to_string();
+    assert!(msg.contains("built without tract") && msg.contains("--features tract") && msg.contains("pip install onnxruntime"), "{msg}");
+    // No runtime where `runtime=` points: auto has nothing to fall back to, and says both ways out.
+    let msg = agent("mlp.onnx", &env, Params::new().with("runtime", "/nonexistent")).err().unwrap().to_string();
+    assert!(msg.contains("/nonexistent") && msg.contains("built without tract"), "{msg}");
+}
+
+#[cfg(feature = "tract")]
+#[test]
+fn issue46_with_the_tract_feature_both_engines_are_listed() {
+    assert_eq!(rollway_onnx::ENGINES, ["ort", "tract"]);
 }

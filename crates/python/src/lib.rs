@@ -91,6 +91,8 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", rollway_store::FORMAT_VERSION)?;
+    // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
+    m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;
     m.add_function(wrap_pyfunction!(envs, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;

@@ -5,7 +5,7 @@
 use rollway_core::Params;
 use rollway_runner::{EpisodeResult, Error, Mode, RunConfig, Status, Summary, Target};
 
-mod common;
+use crate::common;
 
 const N: u64 = 200;
 

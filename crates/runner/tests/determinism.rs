@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rollway_runner::{EpisodeResult, Mode, RunConfig, Target};
 
-mod common;
+use crate::common;
 
 fn outcomes(cfg: RunConfig) -> Vec<String> {
     let mut eps: Vec<EpisodeResult> = Vec::new();

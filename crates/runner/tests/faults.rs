@@ -4,7 +4,7 @@
 use rollway_core::{seed, Params};
 use rollway_runner::{EpisodeResult, Mode, RunConfig, Status, Summary};
 
-mod common;
+use crate::common;
 
 const N: u64 = 300;
 

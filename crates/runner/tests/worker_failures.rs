@@ -4,7 +4,7 @@
 use rollway_core::Params;
 use rollway_runner::{EpisodeResult, RunConfig, Summary, Target};
 
-mod common;
+use crate::common;
 
 /// Faulty-v0 episodes are 20 steps; one env per worker, so in sync mode every
 /// round is one agent call per chunk and episode `4k..4k+4` take rounds `20k+1..=20k+20`.

@@ -1,7 +1,7 @@
 //! Issue 10: damaged datasets are reported, never read wrongly, never a panic, and
 //! never changed by a reader. Each test damages a freshly written dataset in one way.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

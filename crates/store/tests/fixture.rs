@@ -4,7 +4,7 @@
 //! files, and the committed fixture must stay readable. A failure here means the
 //! on-disk format changed: bump FORMAT_VERSION, update FORMAT.md, keep the old
 //! fixture as a read-compatibility test, and regenerate with
-//! `ROLLWAY_UPDATE_FIXTURES=1 cargo test -p rollway-store --test fixture`.
+//! `ROLLWAY_UPDATE_FIXTURES=1 cargo test -p rollway-store --test store fixture::`.
 //! `tests/fixtures/format-v1/` (written by version 1) must keep reading the same.
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! frames decode within a stated PSNR, ranged reads equal whole-episode reads, and
 //! damaged files give errors, not panics.
 
-mod common;
+use crate::common;
 
 use common::{episodes, write_all};
 use rand::{Rng, SeedableRng};

@@ -2,7 +2,7 @@
 //! (Members writing at once, and killed, are tested through the binary in
 //! crates/cli/tests/members.rs.)
 
-mod common;
+use crate::common;
 
 use rollway_store::{close_run, repair, DatasetWriter, Error, WriterConfig};
 

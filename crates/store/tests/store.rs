@@ -1,7 +1,7 @@
 //! Dataset round trips, Minari collector semantics, appends, resume points,
 //! crash debris and damaged files.
 
-mod common;
+use crate::common;
 
 use common::{episodes, write_all};
 use rand::{Rng, SeedableRng};

@@ -2,7 +2,7 @@
 //! `extras.<name>` columns and the acting version as `policy_version`, read back
 //! exactly, summarised in the index, checked by `verify`, and refused when ragged.
 
-mod common;
+use crate::common;
 
 use common::{episodes, write_all};
 use rollway_core::StepColumn;
