@@ -62,9 +62,9 @@ def pytest_table(xml):
 def cargo_test_table(log, top=12):
     rows, current = [], None
     for line in open(log, encoding="utf-8", errors="replace"):
-        m = re.match(r"\s+Running (\S+) \((\S+)\)", line)  # a test binary: by its name, not its source
+        m = re.match(r"\s+Running (.+?) \((\S+)\)", line)  # a test binary: by its name, not its source
         if m:
-            current = ("unit tests " if m.group(1).startswith("src/") else "") + re.sub(r"-[0-9a-f]{16}$", "", m.group(2).split("/")[-1])
+            current = ("unit tests " if m.group(1).startswith("unittests") else "") + re.sub(r"-[0-9a-f]{16}$", "", m.group(2).split("/")[-1])
         m = re.match(r"\s+Doc-tests (\S+)", line)
         if m:
             current = "doctests " + m.group(1)

@@ -16,6 +16,7 @@ __all__ = [
     "InputError",
     "Keeper",
     "LoaderHandle",
+    "ONNX_ENGINES",
     "RecorderHandle",
     "RolloutHandle",
     "RollwayError",
