@@ -71,7 +71,7 @@ if grep -q '^== times' "$log"; then
     echo "make test's phases (tests/run.sh):"
     echo
     echo '```'
-    sed -n '/^== times/,/^[^ =]/p' "$log" | grep '^  '
+    awk '/^== times/ { n++; next } n == 1 && /^  / { print } n == 1 && !/^  / { exit }' "$log"
     echo '```'
 fi
 echo
