@@ -27,7 +27,8 @@ phase() { # phase NAME CMD…: runs CMD, noting its wall time
     times+=("$(printf '%-28s %4d s' "$name" $((SECONDS - t0)))")
 }
 report() { printf '== times\n'; printf '  %s\n' "${times[@]}"; }
-trap 'report' EXIT
+venv_done=""
+trap 'report; rm -f "$venv_done"' EXIT
 
 features=()
 for f in ${ROLLWAY_FEATURES:-}; do
@@ -55,7 +56,6 @@ wait_venv() {
     wait "$venv_pid"
     venv_pid=""
     times+=("$(printf '%-28s %4d s (beside the build; %d s waited for)' "venv (tests/python/venv.sh)" $(($(cat "$venv_done") - venv_t0)) $((SECONDS - t0)))")
-    rm -f "$venv_done"
 }
 
 if [ "$part" != python ]; then

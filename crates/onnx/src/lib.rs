@@ -49,10 +49,12 @@ pub const PREFIX: &str = "onnx:";
 /// One line for `rollway agents`.
 pub const SUMMARY: &str = "a network exported to ONNX (torch.onnx.export), one call per batch: inputs obs/<leaf>, first, state…; outputs action or logits, state…_out, extras";
 
-/// The engines this build can run a model with (`rollway --version` says them).
+/// The engines this build can run a model with (`rollway._rollway.ONNX_ENGINES` in Python;
+/// `rollway agents` says it in the `backend` help).
 #[cfg(feature = "tract")]
 pub const ENGINES: &[&str] = &["ort", "tract"];
-/// The engines this build can run a model with (`rollway --version` says them).
+/// The engines this build can run a model with (`rollway._rollway.ONNX_ENGINES` in Python;
+/// `rollway agents` says it in the `backend` help).
 #[cfg(not(feature = "tract"))]
 pub const ENGINES: &[&str] = &["ort"];
 
