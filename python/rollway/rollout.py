@@ -79,15 +79,29 @@ class Fragment:
     - ``version``: int64 ``[T, N]``; ``state``: float32 ``[N, d]``, each env's recurrent
       state before ``obs[0]`` was acted on (zeros where ``first[0]``)
     - ``extras``: dict of float32 ``[T, N, ...]``, the policy's per-step outputs
-    - ``finished``: dict of arrays over the episodes that ended inside the fragment:
-      ``env``, ``episode``, ``return``, ``length``, ``terminated``
+    - ``finished``: dict of arrays over the episodes that ended inside the fragment, in
+      the order they ended: ``env``, ``episode``, ``return``, ``length``, ``terminated``,
+      and ``step``, the ``t`` whose action ended it
+    - ``final_obs``: ``[F, *shape]`` (or a dict by leaf), F = ``len(finished["env"])``:
+      each finished episode's final observation, the one its reset replaced in ``obs``
+      (what the env returned at ``(finished["step"][k], finished["env"][k])``, bit for bit
+      the last observation a recording rollout stores). Bootstrap a truncated episode
+      with its value, as Gymnasium's ``final_obs`` and SB3's ``terminal_observation``::
+
+          v = value(frag.final_obs)                       # [F]
+          cut = ~frag.finished["terminated"]
+          t, i = frag.finished["step"][cut], frag.finished["env"][cut]
+          rewards[t, i] += gamma * v[cut]                 # then treat every done as terminal
+
+      A step truncated by an env fault (``stats["env_faults"]``) has no entry: the env
+      failed, there is nothing to bootstrap from.
     - ``stats``: how it was made: ``steps_per_s``, ``wall_s``, ``policy_s``, ``env_s``,
       ``waited_s`` (the rollout waiting for the learner), ``lag_min``,
       ``lag_mean``, ``lag_max``, ``dropped_steps`` (so far), ``env_faults``, ``mean_batch``
     """
 
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
-                 "episode", "version", "state", "extras", "finished", "stats")
+                 "episode", "version", "state", "extras", "finished", "final_obs", "stats")
 
     def __init__(self, raw: Dict[str, Any], obs: RowViews, act: RowViews):
         t, n = raw["steps"], raw["envs"]
@@ -95,6 +109,7 @@ class Fragment:
         self.envs: int = n
         self.obs: Any = obs.view(raw["obs"], t + 1, n)
         self.actions: Any = act.view(raw["actions"], t, n)
+        self.final_obs: Any = obs.view(raw["final_obs"], len(raw["finished"]["env"]))
         for k in ("rewards", "terminated", "truncated", "first", "episode", "version", "state", "extras", "finished", "stats"):
             setattr(self, k, raw[k])
 

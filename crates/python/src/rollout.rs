@@ -371,6 +371,7 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
     let k = f.finished.len();
     let col = |g: &dyn Fn(&rollway_runner::rollout::Finished) -> i64| f.finished.iter().map(g).collect::<Vec<i64>>();
     fin.set_item("env", arrays::from_vec(py, col(&|e| e.env as i64), DType::I64, &[k])?)?;
+    fin.set_item("step", arrays::from_vec(py, col(&|e| e.step as i64), DType::I64, &[k])?)?;
     fin.set_item("episode", arrays::from_vec(py, col(&|e| e.episode as i64), DType::I64, &[k])?)?;
     fin.set_item("length", arrays::from_vec(py, col(&|e| e.length as i64), DType::I64, &[k])?)?;
     fin.set_item("return", arrays::from_vec(py, f.finished.iter().map(|e| e.ret).collect::<Vec<f64>>(), DType::F64, &[k])?)?;
@@ -379,6 +380,8 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
         arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?,
     )?;
     d.set_item("finished", fin)?;
+    let final_len = f.final_obs.len();
+    d.set_item("final_obs", arrays::from_vec(py, f.final_obs, DType::U8, &[final_len])?)?;
     d.set_item("warnings", f.warnings)?;
     let s = &f.stats;
     let stats = PyDict::new(py);

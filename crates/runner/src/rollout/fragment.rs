@@ -10,6 +10,15 @@
 //! env failed ends its episode as truncated (reward 0) and is counted in
 //! [`FragmentStats::env_faults`]. `state` is each env's recurrent state before
 //! `obs[0]` was acted on (zeros where `first[0]`).
+//!
+//! The observation an ended episode's last step returned is not in `obs` (the reset
+//! replaced it) but in `final_obs`: one row per [`Finished`] episode, in the same
+//! order, at that episode's `(step, env)`. A learner bootstraps a truncated episode
+//! with the value of that row, Gymnasium's `final_obs` and SB3's
+//! `terminal_observation`. It is the row a recording rollout stores as the
+//! episode's last observation, bit for bit. A step cut by an env fault has no
+//! final observation (the env failed) and no `Finished` entry: it is truncated
+//! with nothing to bootstrap from. Copying it costs one row per finished episode.
 
 /// An episode that ended inside a fragment.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +35,9 @@ pub struct Finished {
     pub length: u64,
     /// Terminated (else truncated by a time limit).
     pub terminated: bool,
+    /// The fragment step (`0..T`) whose action ended it; its final observation is
+    /// this entry's row of [`Fragment::final_obs`].
+    pub step: usize,
 }
 
 /// How a fragment was made.
@@ -90,6 +102,9 @@ pub struct Fragment {
     pub extras: Vec<super::Extra>,
     /// Episodes that ended inside the fragment, in the order they ended.
     pub finished: Vec<Finished>,
+    /// One observation row per entry of `finished`: what the env returned at that
+    /// episode's end, before the reset (see the module docs).
+    pub final_obs: Vec<u8>,
     /// Warnings about the envs' values first seen in this fragment (each kind once
     /// per rollout), e.g. an observation outside the observation space.
     pub warnings: Vec<String>,

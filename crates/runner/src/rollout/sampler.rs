@@ -4,7 +4,8 @@
 //! change, so a batch is acted on by one version), call the policy on all N
 //! slots (the parts' rows in place, as segments of one batch), step every env,
 //! reset those whose episode ended (same step: `obs[t + 1]` is the new episode's
-//! first observation), and append the step to the fragment. Copying rows into the
+//! first observation, the ended one's last kept in `final_obs` before the reset
+//! overwrites its row), and append the step to the fragment. Copying rows into the
 //! fragment is a memcpy per part per step, next to a policy call.
 //!
 //! A slot's env that fails (an error, a panic, its host process dying) costs that
@@ -309,7 +310,9 @@ impl Sampler {
                             }
                         }
                         if done {
-                            f.finished.push(Finished { env: g, episode: tr.id, ret: tr.ret, length: tr.len, terminated: out.terminated });
+                            let (episode, ret, length, terminated) = (tr.id, tr.ret, tr.len, out.terminated);
+                            f.finished.push(Finished { env: g, episode, ret, length, terminated, step: t });
+                            f.final_obs.extend_from_slice(p.obs.row(j));
                             ended.push(g);
                         }
                     }

@@ -407,3 +407,24 @@ fn issue34_episode_ids_number_and_seed_episodes_apart() {
     let clash = RolloutConfig { envs: 8, episode_ids: Some(EpisodeIds { base: 0, offset: 4, slots: 8 }), ..Default::default() };
     assert!(Rollout::start(clash, env.clone(), agent("random", &env)).err().unwrap().to_string().contains("episode_ids"));
 }
+
+#[test]
+fn issue48_truncated_episodes_keep_their_final_observation() {
+    // Random CartPole cut at 5 steps: most episodes end truncated, some terminated.
+    let env = envs("CartPole-v1", &[]);
+    let cfg = RolloutConfig { envs: 3, steps: 20, seed: 4, max_steps: Some(5), ..Default::default() };
+    let mut r = start(cfg, &env, agent("random", &env));
+    let (f, ob) = (r.collect().unwrap(), 16);
+    assert_eq!(f.final_obs.len(), f.finished.len() * ob, "one row per finished episode");
+    assert!(f.finished.iter().any(|e| !e.terminated), "some episodes truncated");
+    for (k, e) in f.finished.iter().enumerate() {
+        let (at, next) = (e.step * f.envs + e.env, (e.step + 1) * f.envs + e.env);
+        assert!(f.terminated[at] || f.truncated[at]);
+        assert!(f.first[next] && f.episode[next] != e.episode, "obs[t + 1] is the next episode's");
+        let last = &f.final_obs[k * ob..(k + 1) * ob];
+        // CartPole's state moves every step: the final row is neither the step's own
+        // observation nor the reset's.
+        assert_ne!(last, &f.obs[at * ob..(at + 1) * ob]);
+        assert_ne!(last, &f.obs[next * ob..(next + 1) * ob]);
+    }
+}

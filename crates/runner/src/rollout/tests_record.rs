@@ -71,6 +71,17 @@ fn recorded_episodes_are_what_the_fragments_held_with_extras_versions_and_states
             assert_eq!(t.states[k], k as f32 + 1.0);
         }
         assert_eq!(t.obs.len(), (e.length as usize + 1) * ob, "the final observation is kept");
+        let (f, k) = frags
+            .iter()
+            .find_map(|f| f.finished.iter().position(|x| x.episode == e.run_index).map(|k| (f, k)))
+            .expect("the fragment it ended in");
+        let fin = &f.finished[k];
+        assert_eq!(f.episode[fin.step * f.envs + fin.env], e.run_index, "finished names the step and slot it ended at");
+        assert_eq!(
+            &f.final_obs[k * ob..(k + 1) * ob],
+            &t.obs[e.length as usize * ob..],
+            "issue48: final_obs is the recorded last row, bit for bit"
+        );
         assert_eq!(e.status, Status::Terminated, "CartPole pushed left falls");
         assert_eq!(t.extras.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(), ["weight", "seen"]);
     }
