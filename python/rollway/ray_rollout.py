@@ -17,15 +17,19 @@ and makes one fragment per request. Fragments travel through Ray's object store:
 learner's arrays are views of it (read-only, no copy on this side).
 
 **Weights out, versions back.** :meth:`Rollout.publish` makes the next version; its
-weights are put in the object store once and every later request carries them, so an
-actor loads them (its policy's ``load(weights)``, between fragments) before the first
-fragment it starts after the publish. Every step of a fragment carries the version it
-was acted with (``frag.version``). A policy in an actor is a copy: publish weights, or
-the actors keep acting with the ones they were built with.
+weights are put in the object store once and go to each actor once, with its first
+request after the publish, so it loads them (its policy's ``load(weights)``, between
+fragments) before the first fragment it starts after the publish. The learner's count
+is the only one: an actor publishes the learner's number to its local rollout
+(``publish(version=)``), so every step carries, and a recording actor stores as
+``policy_version``, the version of the learner whose weights acted (``frag.version``),
+a restarted actor's too. A policy in an actor is a copy: publish weights, or the actors
+keep acting with the ones they were built with. Warnings an actor's envs raise (values
+Gymnasium would warn about) reach ``collect`` as :class:`rollway.RollwayWarning`, as locally.
 
 **Lag.** Steps older than the learner's version − ``max_policy_lag`` are never
 delivered. ``stale="wait"`` (the default) starts fragments only as a local rollout
-does: ``max_policy_lag`` ahead of the learner's requests, plus one per ``collect``, so a
+does (the engine's own rule, ``rollway._rollway.LagGate``): ``max_policy_lag`` ahead of the learner's requests, plus one per ``collect``, so a
 learner that publishes once per collected fragment never sees a stale one; at lag 0
 nothing is collected while the learner trains, and ``collect(n)`` asks ``n`` actors at
 once (a synchronous PPO round over the cluster). ``stale="drop"`` keeps every actor
@@ -52,9 +56,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple, Union
-
-import numpy as np
+import warnings
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 import rollway
 from rollway import _rollway
@@ -119,15 +122,16 @@ class _RolloutActor:
         return r._spaces, r.max_episode_steps, os.getpid()
 
     def collect(self, incarnation: int, version: int, weights: Any) -> Dict[str, Any]:
+        """A fragment acted by the learner's ``version``: its number published to the local
+        rollout, with ``weights`` when the learner sends them (once per version)."""
         import ray
 
         r = self._rollout(incarnation)
         if version != self.version:
-            r.publish(weights)
+            r.publish(weights, version=version)
             self.version = version
         t = time.monotonic()
         raw = r._h.collect()
-        raw["version"] = np.full_like(raw["version"], version)
         ctx = ray.get_runtime_context()
         raw["ray"] = {"actor": self.index, "node": ctx.get_node_id(), "seconds": time.monotonic() - t,
                       "resources": ctx.get_assigned_resources()}
@@ -215,13 +219,16 @@ class Rollout:
             raise
         self._obs, self._act = RowViews(spaces[0]), RowViews(spaces[1])
         self._version, self._weights = 0, None
+        self._sent: List[Any] = [None] * num_actors  # the weights each actor has (None: as it was built)
+        self._warnings: List[str] = []
+        self._warned: Set[str] = set()
         self._loads = callable(getattr(policy, "load", None))
         self._idle: List[int] = list(range(num_actors))
         self._busy: Dict[Any, int] = {}  # a fragment's task → its actor
         self._probing: Dict[Any, int] = {}
         self._ready: Deque[RayFragment] = collections.deque()
-        self._permits = self.max_policy_lag
-        self._stats: Dict[str, Any] = dict(fragments=0, dropped_fragments=0, dropped_steps=0, lost_fragments=0,
+        self._gate = _rollway.LagGate(self.max_policy_lag)
+        self._stats: Dict[str, Any] = dict(fragments=0, lost_fragments=0,
                                            actor_failures=0, lags=collections.Counter(),
                                            actors={a: dict(fragments=0, steps=0, seconds=0.0) for a in range(num_actors)})
         self._t0 = time.monotonic()
@@ -251,13 +258,16 @@ class Rollout:
         return self._version
 
     def collect(self, n: Optional[int] = None) -> Any:
-        """The next fragment (``n`` left out), or a list of the next ``n``."""
-        if n is None:
-            return self._next(1)[0]
-        return self._next(int(n))
+        """The next fragment (``n`` left out), or a list of the next ``n``. Warnings the
+        actors' envs raised come as :class:`rollway.RollwayWarning`, each kind once."""
+        out = self._next(1 if n is None else int(n))
+        for w in self._warnings:
+            warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
+        self._warnings.clear()
+        return out[0] if n is None else out
 
     def _next(self, n: int) -> List[RayFragment]:
-        self._permits += n
+        self._gate.ask(n)
         out: List[RayFragment] = []
         while len(out) < n:
             self._dispatch()
@@ -271,22 +281,21 @@ class Rollout:
         return out
 
     def _dispatch(self) -> None:
-        while self._idle and (self.stale == "drop" or self._permits > 0):
+        while self._idle and (self.stale == "drop" or self._gate.take()):
             a = self._idle.pop(0)
-            ref = self._actors[a].collect.remote(self._incarnation[a], self._version, self._weights)
+            # Weights travel to an actor once: with its first request after they were published.
+            weights = self._weights if self._sent[a] is not self._weights else None
+            ref = self._actors[a].collect.remote(self._incarnation[a], self._version, weights)
+            self._sent[a] = self._weights
             self._busy[ref] = a
-            self._permits -= 1
 
     def _fresh(self, f: RayFragment) -> bool:
-        lag = self._version - int(f.version.min())
-        if lag > self.max_policy_lag:
-            self._stats["dropped_fragments"] += 1
-            self._stats["dropped_steps"] += f.version.size
-            self._permits += 1
+        lag = self._gate.admit(int(f.version.min()), int(f.version.size), self._version)
+        if lag is None:
             return False
         self._stats["lags"][lag] += 1
         self._stats["fragments"] += 1
-        f.stats.update(lag_min=lag, lag_mean=float(lag), lag_max=lag, dropped_steps=self._stats["dropped_steps"])
+        f.stats.update(lag_min=lag, lag_mean=float(lag), lag_max=lag, dropped_steps=self._gate.dropped_steps)
         return True
 
     def _wait(self) -> None:
@@ -321,12 +330,17 @@ class Rollout:
         whether Ray brings the actor back (it answers once restarted, as a new incarnation)."""
         self._stats["lost_fragments"] += 1
         self._stats["actor_failures"] += 1
-        self._permits += 1
+        self._gate.ask(1)
+        self._sent[a] = None  # a restarted actor has its policy as it was built
         self._incarnation[a] += 1
         self._probing[self._actors[a].spec.remote(self._incarnation[a])] = a
 
     def _fragment(self, raw: Dict[str, Any]) -> RayFragment:
         info = raw.pop("ray")
+        for w in raw.get("warnings", ()):
+            if w not in self._warned:  # each kind once, whichever actor saw it first
+                self._warned.add(w)
+                self._warnings.append(w)
         f = RayFragment.__new__(RayFragment)
         Fragment.__init__(f, raw, self._obs, self._act)
         f.actor, f.node = info["actor"], info["node"]
@@ -344,6 +358,7 @@ class Rollout:
         it was made with (actors, envs and steps per actor, lag bound, resources). With ``out`` it
         is stored as the dataset's run summary at close."""
         s = {k: v for k, v in self._stats.items() if k not in ("lags", "actors")}
+        s.update(dropped_fragments=self._gate.dropped_fragments, dropped_steps=self._gate.dropped_steps)
         s["config"] = dict(self._config)
         s["lag_histogram"] = dict(sorted(self._stats["lags"].items()))
         s["seconds"] = time.monotonic() - self._t0

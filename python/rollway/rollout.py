@@ -234,17 +234,20 @@ class Rollout:
             warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
         return Fragment(raw, self._obs, self._act)
 
-    def publish(self, weights: Any = None) -> int:
+    def publish(self, weights: Any = None, *, version: Optional[int] = None) -> int:
         """Makes the next policy version and returns it. ``weights`` (e.g. a
         ``state_dict``) go to ``policy.load(weights)``, called by the rollout between two
         batches; without them the policy is used as it is (enough at ``max_policy_lag=0``,
-        where nothing runs while the learner trains)."""
+        where nothing runs while the learner trains). ``version``: the learner's own
+        number for it, newer than :attr:`version` (else :class:`rollway.InputError`), for
+        a rollout that acts for a learner counting elsewhere (a resumed run, a Ray actor):
+        steps then carry, and a recording rollout stores, that number."""
         if weights is not None and isinstance(self._policy, str):
             raise _rollway.InputError(f"publish(weights): {self._policy!r} is a policy given by name (a built-in agent, an "
                                       "onnx: model), with no weights to load; publish() alone versions its steps")
         if weights is not None and not callable(getattr(self._policy, "load", None)):
             raise _rollway.InputError("publish(weights) needs a policy with a load(weights) method")
-        return self._h.publish(weights)
+        return self._h.publish(weights, version)
 
     @property
     def version(self) -> int:

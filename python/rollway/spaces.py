@@ -112,6 +112,8 @@ class RowViews:
         if self.single:
             leaf = self.leaves[0]
             return np.frombuffer(buf, dtype=leaf.dtype).reshape((*lead, *leaf.shape))
+        if 0 in lead:  # no rows (a fragment where no episode ended): nothing to view, any strides
+            return {leaf.path: np.empty((*lead, *leaf.shape), leaf.dtype) for leaf in self.leaves}
         outer: List[int] = []
         step = self.row
         for d in reversed(lead):

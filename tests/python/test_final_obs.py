@@ -79,3 +79,11 @@ def test_issue48_final_obs_is_the_recorded_last_observation(tmp_path, env, kw):
     for e in ds:
         final, _ = finals[e.run_index]
         assert_same(final, last_recorded(e))
+
+
+def test_issue48_a_fragment_where_no_episode_ended_has_empty_final_obs_by_leaf():
+    with rollway.Rollout("hosted_envs:AllSpaces", "random", num_envs=2, steps=3, env_params={"length": 50}) as r:
+        f = r.collect()
+    assert len(f.finished["env"]) == 0
+    assert set(f.final_obs) == set(f.obs) and all(a.shape[0] == 0 for a in f.final_obs.values())
+    assert f.final_obs["img"].shape == (0, 4, 4, 3) and f.final_obs["img"].dtype == np.uint8

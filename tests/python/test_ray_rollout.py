@@ -38,6 +38,51 @@ class Weighted:
         self.w = float(w)
 
 
+class OutOfBounds:
+    """A Box(-1, 1, (3,)) env whose observations after the first step are out of bounds
+    (Gymnasium would warn), ending every 5 steps."""
+
+    def __init__(self):
+        import gymnasium as gym
+
+        self.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.metadata, self.render_mode, self.spec = {}, None, None
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(3, 7.0, np.float32), 1.0, False, self.t >= 5, {}
+
+    def close(self):
+        pass
+
+
+def delivered_versions(frags):
+    """Per episode, the versions of its steps as the learner was given them, and how many."""
+    seen = {}
+    for f in frags:
+        for t in range(f.steps):
+            for i in range(f.envs):
+                seen.setdefault(int(f.episode[t, i]), []).append(int(f.version[t, i]))
+    return seen
+
+
+def check_recorded_versions(out, frags):
+    """Issue 48: the recorded policy_version of every step is the delivered fragment's
+    version of that step (the learner's count), for every episode delivered whole."""
+    seen, compared = delivered_versions(frags), []
+    for e in rollway.Dataset(out):
+        got = seen.get(e.run_index)
+        if got is not None and len(got) == e.length:
+            np.testing.assert_array_equal(e.policy_version, np.array(got, dtype=np.uint64), err_msg=f"episode {e.run_index}")
+            compared.append(e.run_index)
+    return compared
+
+
 def actor_pids():
     return titled_pids(b"ray::_RolloutActor")
 
@@ -126,6 +171,8 @@ def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_o
     assert restarted, "a restarted actor's episodes get new ids"
     ids = [e["run_index"] for e in rollway.Dataset(out).episodes]
     assert len(ids) == len(set(ids)) and any(i >= (1 << 32) * 4 for i in ids), "recorded once each, the restart's too"
+    compared = check_recorded_versions(out, after)
+    assert any(i >= (1 << 32) * 4 for i in compared), "a restarted actor records the learner's versions"
     assert gone_within(30)
 
 
@@ -177,6 +224,11 @@ def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_re
     ds = rollway.Dataset(out)
     versions = {int(v) for k in range(len(ds)) for v in ds[k].policy_version}
     assert len(versions) > 1, "the acting versions are recorded"
+    assert len(check_recorded_versions(out, frags)) >= 4, "the recorded versions are the learner's"
+    for f in frags:
+        for k in range(len(f.finished["env"])):
+            t, i = int(f.finished["step"][k]), int(f.finished["env"][k])
+            assert f.final_obs.shape == (len(f.finished["env"]), 4) and f.episode[t, i] == f.finished["episode"][k]
     stored = ds.metadata["runs"][0]["summary"]
     assert stored["config"]["num_actors"] == 2 and stored["config"]["max_policy_lag"] == 1, "the run says how it was made"
     assert set(stored["actors"]) == {"0", "1"} and stored["fragments"] >= len(frags)
@@ -188,3 +240,43 @@ def test_issue34_bad_settings_are_input_errors(cluster):
                           (dict(episode_ids=(0, 0, 8)), "episode_ids")):
         with pytest.raises(rollway.InputError, match=match):
             rollway.ray.Rollout("CartPole-v1", "random", **kwargs)
+
+
+def test_issue48_warnings_from_an_actors_envs_reach_the_learner_once(cluster):
+    import warnings
+
+    with rollway.ray.Rollout(OutOfBounds, "random", num_actors=2, num_envs=2, steps=6, max_policy_lag=0) as r:
+        with pytest.warns(rollway.RollwayWarning, match="is above its bound 1"):
+            r.collect(2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r.collect(2)
+
+
+class Shipment:
+    """Weights that note each time a process unpickles them, a line in ``log``."""
+
+    def __init__(self, value, log):
+        self.value, self.log = value, str(log)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        with open(self.log, "a") as f:
+            f.write(f"{self.value}\n")
+
+
+class Loads(Weighted):
+    def load(self, w):
+        self.w = float(w.value)
+
+
+def test_issue48_weights_go_to_each_actor_once_per_version(cluster, tmp_path):
+    log = tmp_path / "arrivals"
+    with rollway.ray.Rollout("CartPole-v1", Loads(), num_actors=2, num_envs=2, steps=4, max_policy_lag=0) as r:
+        for v in range(1, 4):
+            r.publish(Shipment(float(v), log))
+            for _ in range(3):  # the same version asked of each actor three times
+                for f in r.collect(2):
+                    assert (f.version == v).all() and (f.extras["w"] == v).all()
+    arrivals = log.read_text().split()
+    assert sorted(arrivals) == ["1.0", "1.0", "2.0", "2.0", "3.0", "3.0"], "each actor gets each version's weights once"

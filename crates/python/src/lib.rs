@@ -17,6 +17,7 @@ mod dataset;
 mod errors;
 mod host;
 mod inline_host;
+mod lag;
 mod loader;
 mod policy;
 mod pyenvs;
@@ -108,5 +109,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     collector::register(m)?;
     vec_env::register(m)?;
     rollout::register(m)?;
+    lag::register(m)?;
     Ok(())
 }

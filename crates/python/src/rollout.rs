@@ -242,10 +242,11 @@ impl RolloutHandle {
         }
     }
 
-    /// Makes the next policy version; `weights`, if given, go to the policy's `load`
-    /// on the collecting thread before its next batch. Returns the new version.
-    #[pyo3(signature = (weights=None))]
-    fn publish(&self, weights: Option<Py<PyAny>>) -> PyResult<u64> {
+    /// Makes the next policy version (or `version`, the learner's own number, newer
+    /// than the current); `weights`, if given, go to the policy's `load` on the
+    /// collecting thread before its next batch. Returns the new version.
+    #[pyo3(signature = (weights=None, version=None))]
+    fn publish(&self, weights: Option<Py<PyAny>>, version: Option<u64>) -> PyResult<u64> {
         let engine = self.engine()?;
         let update: Option<Update> = match weights {
             None => None,
@@ -259,7 +260,10 @@ impl RolloutHandle {
                 }))
             }
         };
-        Ok(engine.publish(update))
+        match version {
+            Some(v) => engine.publish_version(v, update).py(),
+            None => Ok(engine.publish(update)),
+        }
     }
 
     /// The latest published version.

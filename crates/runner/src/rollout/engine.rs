@@ -19,37 +19,40 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use rollway_core::{EnvFactory, EnvSpec};
 
 use super::sampler::Sampler;
-use super::{Fragment, Policy, RolloutConfig, Update, Versions};
+use super::{Fragment, LagGate, Policy, RolloutConfig, Update, Versions};
 use crate::{Error, Result};
 
 /// What the learner and the collecting thread share.
 #[derive(Default)]
 struct Shared {
     versions: Versions,
-    /// Fragments the collecting thread may start.
-    permits: Mutex<u64>,
+    /// Which fragments the collecting thread may start, and which the learner gets.
+    gate: Mutex<LagGate>,
     wake: Condvar,
     stop: AtomicBool,
 }
 
 impl Shared {
+    fn gate(&self) -> std::sync::MutexGuard<'_, LagGate> {
+        self.gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn grant(&self) {
-        *self.permits.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.gate().ask(1);
         self.wake.notify_one();
     }
 
     /// Waits for a permit and takes it; returns how long it waited, or `None` once stopped.
     fn take(&self) -> Option<f64> {
         let since = Instant::now();
-        let mut p = self.permits.lock().unwrap_or_else(|p| p.into_inner());
-        while *p == 0 && !self.stop.load(Ordering::Acquire) {
-            p = self.wake.wait(p).unwrap_or_else(|p| p.into_inner());
+        let mut g = self.gate();
+        while !self.stop.load(Ordering::Acquire) {
+            if g.take() {
+                return Some(since.elapsed().as_secs_f64());
+            }
+            g = self.wake.wait(g).unwrap_or_else(|p| p.into_inner());
         }
-        if self.stop.load(Ordering::Acquire) {
-            return None;
-        }
-        *p -= 1;
-        Some(since.elapsed().as_secs_f64())
+        None
     }
 }
 
@@ -71,7 +74,6 @@ pub struct Rollout {
     driver: Driver,
     /// A permit was granted for the fragment the learner is waiting for.
     asked: bool,
-    dropped: u64,
     ended: bool,
 }
 
@@ -96,12 +98,11 @@ impl Rollout {
         let spec = envs.spec()?;
         let cfg = Arc::new(cfg);
         let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy, record)?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared { gate: Mutex::new(LagGate::new(cfg.max_policy_lag)), ..Shared::default() });
         if cfg.max_policy_lag == 0 {
             let driver = Driver::Caller { sampler: Box::new(sampler), since: Instant::now() };
-            return Ok(Rollout { cfg, spec, shared, driver, asked: false, dropped: 0, ended: false });
+            return Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false });
         }
-        *shared.permits.lock().unwrap_or_else(|p| p.into_inner()) = cfg.max_policy_lag;
         let (tx, fragments) = unbounded();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -125,7 +126,7 @@ impl Rollout {
             })
             .map_err(|e| Error::Worker { worker: 0, message: e.to_string() })?;
         let driver = Driver::Thread { fragments, thread: Some(thread) };
-        Ok(Rollout { cfg, spec, shared, driver, asked: false, dropped: 0, ended: false })
+        Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false })
     }
 
     /// The next fragment, waiting for it as long as it takes.
@@ -175,10 +176,9 @@ impl Rollout {
                 }
             };
             let current = self.shared.versions.current();
-            if f.oldest_version().saturating_add(self.cfg.max_policy_lag) < current {
-                // Too old for the bound: dropped and counted, and another one asked for.
-                self.dropped += f.version.len() as u64;
-                self.shared.grant();
+            if self.shared.gate().admit(f.oldest_version(), f.version.len() as u64, current).is_none() {
+                // Too old for the bound: dropped and counted, and the gate lets another start.
+                self.shared.wake.notify_one();
                 continue;
             }
             self.asked = false;
@@ -188,7 +188,7 @@ impl Rollout {
 
     fn deliver(&self, mut f: Fragment) -> Fragment {
         f.measure_lag(self.shared.versions.current());
-        f.stats.dropped_steps = self.dropped;
+        f.stats.dropped_steps = self.dropped_steps();
         f
     }
 
@@ -196,7 +196,15 @@ impl Rollout {
     /// on carry it. `update`, if any, is applied to the policy first, between two
     /// batches of the collecting thread.
     pub fn publish(&self, update: Option<Update>) -> u64 {
-        self.shared.versions.publish(update)
+        self.shared.versions.publish(None, update).expect("the next version is always newer")
+    }
+
+    /// [`Rollout::publish`] of the learner's own version number, which must be newer
+    /// than the current one: a rollout that is one of several acting for a learner
+    /// (`rollway.ray.Rollout`'s actors, each restarted afresh at version 0) acts,
+    /// records and reports with the learner's count, not one of its own.
+    pub fn publish_version(&self, version: u64, update: Option<Update>) -> Result<u64> {
+        self.shared.versions.publish(Some(version), update)
     }
 
     /// The latest published version (0 before any).
@@ -206,7 +214,7 @@ impl Rollout {
 
     /// Steps dropped for staleness so far.
     pub fn dropped_steps(&self) -> u64 {
-        self.dropped
+        self.shared.gate().dropped_steps()
     }
 
     /// The env's spec.
@@ -223,8 +231,8 @@ impl Rollout {
 impl Drop for Rollout {
     fn drop(&mut self) {
         {
-            // Under the permits' lock, so a thread about to wait sees it.
-            let _p = self.shared.permits.lock().unwrap_or_else(|p| p.into_inner());
+            // Under the gate's lock, so a thread about to wait sees it.
+            let _g = self.shared.gate();
             self.shared.stop.store(true, Ordering::Release);
         }
         self.shared.wake.notify_all();

@@ -25,12 +25,14 @@
 //! other parts by a thread each) and the policy, and makes fragments one step of
 //! all N envs at a time ([`sampler`]). The learner talks to it through three
 //! things only:
-//! - **permits**: the collecting thread starts a fragment only with a permit.
+//! - **permits** ([`LagGate`], shared with `rollway.ray`'s rollout): the collecting
+//!   thread starts a fragment only with a permit.
 //!   `max_policy_lag = k` starts it with `k` permits and each [`Rollout::collect`]
 //!   grants one more. With `k = 0` nothing is collected while the learner trains
 //!   (CleanRL's loop); with `k ≥ 1` collection runs up to `k` fragments ahead,
 //!   overlapping the learner's update (IMPALA, Sample Factory).
-//! - **versions**: [`Rollout::publish`] makes the next version, with an optional
+//! - **versions**: [`Rollout::publish`] makes the next version (or
+//!   [`Rollout::publish_version`] the learner's own number), with an optional
 //!   [`Update`] (new weights); the collecting thread applies updates before a batch,
 //!   never during one, and tags each step with the version that acted.
 //! - **delivery**: `collect` hands over the next fragment if none of its steps is
@@ -50,6 +52,7 @@
 mod engine;
 mod envs;
 mod fragment;
+mod lag;
 mod policy;
 mod record;
 mod sampler;
@@ -60,6 +63,7 @@ use std::time::Duration;
 
 pub use engine::Rollout;
 pub use fragment::{Finished, Fragment, FragmentStats};
+pub use lag::LagGate;
 pub use policy::{AgentPolicy, Extra, Policy, Update};
 
 use crate::{Error, Result};
@@ -173,15 +177,22 @@ pub(crate) struct Versions {
 }
 
 impl Versions {
-    /// Makes the next version; returns it.
-    fn publish(&self, update: Option<Update>) -> u64 {
+    /// Makes version `version` (the next one when `None`); returns it. A given version
+    /// must be newer than the current one: it is the learner's own count, kept by a
+    /// rollout that is not the only one acting for it (`rollway.ray`'s actors).
+    fn publish(&self, version: Option<u64>, update: Option<Update>) -> Result<u64> {
         // Under the lock, so versions enter the queue in order.
         let mut q = self.updates.lock().unwrap_or_else(|p| p.into_inner());
-        let v = self.published.load(Ordering::Acquire) + 1;
+        let current = self.published.load(Ordering::Acquire);
+        let v = version.unwrap_or(current + 1);
+        if v <= current {
+            let message = format!("version {v} is not newer than the current version {current}");
+            return Err(Error::Config { field: "version", message });
+        }
         q.push((v, update));
         self.published.store(v, Ordering::Release);
         self.pending.store(true, Ordering::Release);
-        v
+        Ok(v)
     }
 
     fn current(&self) -> u64 {

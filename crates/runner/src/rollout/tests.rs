@@ -428,3 +428,15 @@ fn issue48_truncated_episodes_keep_their_final_observation() {
         assert_ne!(last, &f.obs[next * ob..(next + 1) * ob]);
     }
 }
+
+#[test]
+fn issue48_the_learners_version_numbers_are_the_rollouts() {
+    // A rollout acting for a learner that counts its own versions (a Ray actor restarted at 0).
+    let env = envs("CartPole-v1", &[]);
+    let mut r = start(RolloutConfig { envs: 2, steps: 4, ..Default::default() }, &env, agent("random", &env));
+    assert_eq!(r.publish_version(25, None).unwrap(), 25);
+    assert!(r.collect().unwrap().version.iter().all(|&v| v == 25), "steps carry the learner's number");
+    let e = r.publish_version(25, None).unwrap_err().to_string();
+    assert!(e.contains("version 25 is not newer than the current version 25"), "{e}");
+    assert_eq!(r.publish(None), 26, "publish goes on from the learner's number");
+}
