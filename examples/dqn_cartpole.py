@@ -3,16 +3,17 @@
 CleanRL's ``dqn.py`` (the same Q-network, Adam, Huber-free MSE TD loss, a target
 network, ε-greedy exploration decaying linearly), with its in-memory ``ReplayBuffer``
 replaced by the dataset that ``rollway.Rollout(out=...)`` records while it trains and a
-``rollway.Loader(follow=True)`` reading it: every finished episode is committed to
-``--replay`` and sampled from there as windows of two steps, ``(obs[0], action[0],
-reward[0], terminated[0], obs[1])``. Capacity is ``last_steps``; new commits join the
-sampled windows every ``round_windows`` windows.
+``rollway.Loader(follow=True, next_observations=True)`` reading it: every finished
+episode is committed to ``--replay`` and sampled from there one step at a time, as
+CleanRL's buffer samples, ``(observation, action, reward, terminated,
+next_observation)``. Capacity is ``last_steps``; new commits join the sampled windows
+every ``round_windows`` windows.
 
 Episode-based: an episode's steps become sampleable when the episode ends (as in
-MineStudio's online buffer), not at each step. An episode's last step has no next
-observation in its window (the window is padded there): it is terminal (no bootstrap)
-when it ended the episode, and, truncated by the time limit, it is left out of the TD
-loss — the price of windows over the recorded observations.
+MineStudio's online buffer), not at each step. Every step is a transition, an
+episode's last one included: its next observation is the episode's final observation
+(the loader's ``next_observations``), so an episode truncated by the time limit is
+bootstrapped from it, and only a terminated one is not.
 
     python examples/dqn_cartpole.py --replay /tmp/replay     # 150k steps, prints a JSON summary
 
@@ -65,18 +66,17 @@ class EpsilonGreedy:
 
 
 def td_update(q: QNetwork, target: QNetwork, opt: torch.optim.Optimizer, batch: Dict[str, np.ndarray], gamma: float) -> float:
-    """One TD step on a batch of two-step windows (see the module docs for the last step)."""
-    obs = torch.from_numpy(batch["observations"])
+    """One TD step on a batch of one-step windows with their next observations: a
+    truncated step bootstraps from its next (the final) observation, a terminated one not."""
+    obs = torch.from_numpy(batch["observations"][:, 0])
+    nxt_obs = torch.from_numpy(batch["next_observations"][:, 0])
     act = torch.from_numpy(batch["actions"][:, 0])
     rew = torch.from_numpy(batch["rewards"][:, 0]).float()
     term = torch.from_numpy(batch["terminated"][:, 0]).float()
-    has_next = torch.from_numpy(batch["mask"][:, 1])
-    use = (term > 0) | has_next
     with torch.no_grad():
-        nxt = target(obs[:, 1]).max(dim=1).values
-        y = rew + gamma * nxt * (1.0 - term) * has_next.float()
-    pred = q(obs[:, 0]).gather(1, act.view(-1, 1)).squeeze(1)
-    loss = F.mse_loss(pred[use], y[use])
+        y = rew + gamma * target(nxt_obs).max(dim=1).values * (1.0 - term)
+    pred = q(obs).gather(1, act.view(-1, 1)).squeeze(1)
+    loss = F.mse_loss(pred, y)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -99,7 +99,7 @@ def train(replay: str, total_steps: int = 150_000, envs: int = 4, steps: int = 3
     per_fragment = envs * steps
     start = time.perf_counter()
     with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, out=replay, commit_every=0.05) as rollout:
-        buffer = rollway.Loader(replay, clip=2, stride=1, pad=True, batch=batch_size, seed=seed, follow=True,
+        buffer = rollway.Loader(replay, clip=1, stride=1, batch=batch_size, seed=seed, follow=True, next_observations=True,
                                 last_steps=capacity, round_windows=batch_size * 64)
         while done < total_steps:
             acting.epsilon = max(end_e, 1.0 - (1.0 - end_e) * done / explore_steps)

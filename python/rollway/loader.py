@@ -24,6 +24,13 @@ class Loader:
     buffers without a copy**; a buffer is reused only after every array viewing it is
     gone, so keeping a batch (or a ``torch.from_numpy`` tensor of it) is always safe.
 
+    ``next_observations=True`` adds ``next_observations`` (same layout as
+    ``observations``): the observation after each step, and at an episode's last step
+    its final observation, the one the episode ended on, so a TD learner forms
+    ``(s, a, r, s')`` for every step of every window and bootstraps a truncated end
+    (D4RL's and Minari's ``next_observations``); zeros on padding. It costs the
+    observations' copy (and a pixel dataset's decode) twice, so it is off by default.
+
     Iterating yields ``epochs`` epochs (None: one epoch per ``for`` loop, continuing
     with the next epoch the next time). ``clip=0`` loads whole episodes (padded).
     ``select`` keeps episodes by ``label``/``labels``, ``min_return``, ``max_return``,
@@ -69,6 +76,7 @@ class Loader:
         max_version_lag: Optional[int] = None,
         max_reuse: Optional[int] = None,
         round_windows: Optional[int] = None,
+        next_observations: bool = False,
         poll: float = 0.05,
     ):
         sel = dict(select or {})
@@ -88,7 +96,7 @@ class Loader:
             self.path, clip, stride, batch, shuffle, seed, rank, world, pad, drop_last, replacement, prefetch, threads,
             [str(x) for x in labels], sel.get("min_return"), sel.get("max_return"), sel.get("min_length"),
             sel.get("max_length"), list(fields) if fields is not None else None, torch,
-            bool(follow), last_episodes, last_steps, max_version_lag, max_reuse, round_windows,
+            bool(follow), last_episodes, last_steps, max_version_lag, max_reuse, round_windows, bool(next_observations),
         )
         self.follow, self._poll = bool(follow), float(poll)
 

@@ -154,3 +154,21 @@ def test_torch_tensors_from_the_loader_are_never_overwritten_while_held(cartpole
     for b, c in zip(held, copies):
         for k, v in c.items():
             assert torch.equal(b[k], v), k
+
+
+def test_issue48_next_observations_end_each_episode_with_its_final_observation(cartpole):
+    ds = rollway.Dataset(cartpole)
+    eps = {e.id: e for e in ds}
+    ends = set()
+    for b in rollway.Loader(cartpole, clip=3, stride=2, pad=True, batch=32, seed=2, next_observations=True):
+        assert b["next_observations"].shape == b["observations"].shape
+        for k in range(len(b["episode_id"])):
+            e, s = eps[int(b["episode_id"][k])], int(b["step"][k])
+            real = int(b["mask"][k].sum())
+            np.testing.assert_array_equal(b["next_observations"][k][:real], e.observations[s + 1:s + 1 + real])
+            assert not b["next_observations"][k][real:].any(), "padding is zeroed"
+            if s + real == e.length:
+                ends.add(e.id)
+    assert len(ends) == len(ds), "every episode's last step came with its final observation"
+    plain = next(iter(rollway.Loader(cartpole, clip=3, batch=4)))
+    assert "next_observations" not in plain, "not asked for, not made"

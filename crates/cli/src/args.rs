@@ -193,6 +193,10 @@ pub struct LoadArgs {
     /// Take windows running past an episode end too, padded (with a mask).
     #[arg(long)]
     pub pad: bool,
+    /// Also assemble each step's next observation (an episode's last step: its final
+    /// observation), as a TD learner's batches need; costs the observations twice.
+    #[arg(long)]
+    pub next_observations: bool,
     /// Keep dataset order instead of shuffling.
     #[arg(long)]
     pub no_shuffle: bool,

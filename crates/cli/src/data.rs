@@ -170,6 +170,7 @@ fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
         prefetch_batches: a.prefetch,
         threads: a.threads.unwrap_or_else(rollway_loader::default_threads),
         drop_last: false,
+        next_observations: a.next_observations,
         select: rollway_loader::Selection {
             labels: a.label.clone(),
             min_return: a.min_return,

@@ -14,6 +14,11 @@ pub struct Batch {
     pub index: u64,
     /// Observations by column name (frames included), `[B, L, ...shape]`.
     pub observations: Vec<(String, Array)>,
+    /// With [`crate::LoaderConfig::next_observations`]: the observation after each
+    /// step, by column name, `[B, L, ...shape]`: `observations` shifted by one, and at
+    /// an episode's last step its final observation (what a TD target bootstraps
+    /// from); zeros on padding. Empty otherwise.
+    pub next_observations: Vec<(String, Array)>,
     /// Actions by column name, `[B, L, ...shape]`.
     pub actions: Vec<(String, Array)>,
     /// `[B, L]` float64.
@@ -89,14 +94,17 @@ impl Batch {
             &self.step,
             &self.policy_version,
         ];
-        self.observations.iter().chain(&self.actions).chain(&self.extras).map(|(_, a)| a.data.len()).sum::<usize>()
-            + fields.iter().map(|a| a.data.len()).sum::<usize>()
+        let cols = self.observations.iter().chain(&self.next_observations).chain(&self.actions).chain(&self.extras);
+        cols.map(|(_, a)| a.data.len()).sum::<usize>() + fields.iter().map(|a| a.data.len()).sum::<usize>()
     }
 
-    fn shape_for(&mut self, t: &Table, b: usize, l: usize) {
+    fn shape_for(&mut self, t: &Table, b: usize, l: usize, next: bool) {
         let (obs, act) = (&t.obs, &t.act);
-        self.observations.resize_with(obs.leaves().len(), Default::default);
-        for (slot, leaf) in self.observations.iter_mut().zip(obs.leaves()) {
+        let n = obs.leaves().len();
+        self.observations.resize_with(n, Default::default);
+        self.next_observations.resize_with(if next { n } else { 0 }, Default::default);
+        let now = self.observations.iter_mut().zip(obs.leaves());
+        for (slot, leaf) in now.chain(self.next_observations.iter_mut().zip(obs.leaves())) {
             if slot.0.is_empty() {
                 slot.0 = column_name("observations", leaf);
             }
@@ -169,12 +177,18 @@ pub(crate) struct Span {
     steps: usize,
 }
 
-/// Fills `b` with the windows `wins`, each `l` steps.
-pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Batch) -> Result<()> {
+/// Fills `b` with the windows `wins`, each `l` steps, and with `next` their next
+/// observations too.
+pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, next: bool, index: u64, b: &mut Batch) -> Result<()> {
     b.index = index;
-    b.shape_for(t, wins.len(), l);
+    b.shape_for(t, wins.len(), l, next);
     let mut spans = std::mem::take(&mut b.spans);
     resolve(t, wins, l, b, &mut spans);
+    let result = if next { fill_next(t, wins, l, &mut spans, b) } else { Ok(()) };
+    if let Err(e) = result {
+        b.spans = spans;
+        return Err(e);
+    }
     // Destinations of the table's row fields, in the table's field order.
     let mut outs: Vec<&mut [u8]> = Vec::with_capacity(t.fields.len());
     let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
@@ -188,8 +202,30 @@ pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, index: u64, b: &mut Bat
     outs.extend(b.actions.iter_mut().map(|slot| &mut slot.1.data[..]));
     outs.extend([&mut b.rewards.data[..], &mut b.terminated.data[..], &mut b.truncated.data[..]]);
     gather(t, l, &spans, &mut outs, &mut b.scratch);
-    let result = frames(t, wins, l, &spans, &mut frame_fields);
+    let result = frames(t, wins, l, 0, &spans, &mut frame_fields);
     b.spans = spans;
+    result
+}
+
+/// The next observations: the same windows one row later. An episode's rows are its
+/// T + 1 observations, so the row after a window's last step is always there (at an
+/// episode's end, its final observation). Costs what the observations cost again;
+/// the row fields past the observations' are not split out.
+fn fill_next(t: &Table, wins: &[Window], l: usize, spans: &mut [Span], b: &mut Batch) -> Result<()> {
+    spans.iter_mut().for_each(|s| s.row += 1);
+    let mut outs: Vec<&mut [u8]> = Vec::new();
+    let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
+    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(b.next_observations.iter_mut()).enumerate() {
+        if is_frame_leaf(leaf) {
+            frame_fields.push((li, leaf.bytes(), &mut slot.1.data[..]));
+        } else {
+            outs.push(&mut slot.1.data[..]);
+        }
+    }
+    // The observations' fields come first in a row: `gather` splits only as many fields as it is given.
+    gather(t, l, spans, &mut outs, &mut b.scratch);
+    let result = frames(t, wins, l, 1, spans, &mut frame_fields);
+    spans.iter_mut().for_each(|s| s.row -= 1);
     result
 }
 
@@ -283,7 +319,7 @@ fn gather(t: &Table, l: usize, spans: &[Span], outs: &mut [&mut [u8]], scratch: 
 /// Decodes the frame fields, in file order whatever the shuffled order of the batch: a
 /// video decoder then mostly continues forward instead of seeking back to a keyframe
 /// for every window. Each window still lands in its own slot.
-fn frames(t: &Table, wins: &[Window], l: usize, spans: &[Span], fields: &mut [(usize, usize, &mut [u8])]) -> Result<()> {
+fn frames(t: &Table, wins: &[Window], l: usize, shift: u64, spans: &[Span], fields: &mut [(usize, usize, &mut [u8])]) -> Result<()> {
     if fields.is_empty() {
         return Ok(());
     }
@@ -292,7 +328,7 @@ fn frames(t: &Table, wins: &[Window], l: usize, spans: &[Span], fields: &mut [(u
         .enumerate()
         .map(|(wi, w)| {
             let e = &t.episodes[w.episode as usize];
-            (e.shard, e.frame_start + w.start as u64, wi)
+            (e.shard, e.frame_start + w.start as u64 + shift, wi)
         })
         .collect();
     order.sort_unstable();

@@ -58,6 +58,11 @@ pub struct LoaderConfig {
     pub threads: usize,
     /// Drop a last, smaller batch.
     pub drop_last: bool,
+    /// Also give each step's next observation (`Batch::next_observations`): an
+    /// episode's last step gets its final observation, so a TD learner forms
+    /// `(s, a, r, s')` for every step. Off by default: it copies (and for frames,
+    /// decodes) the observations twice.
+    pub next_observations: bool,
     /// Which episodes.
     pub select: Selection,
     /// Follow a dataset that is still being written, round after round (a replay
@@ -80,6 +85,7 @@ impl Default for LoaderConfig {
             prefetch_batches: 4,
             threads: default_threads(),
             drop_last: false,
+            next_observations: false,
             select: Selection::default(),
             follow: None,
         }

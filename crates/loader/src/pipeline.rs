@@ -48,9 +48,11 @@ impl Work {
         let from = i as usize * b;
         let wins = &e.order[from..(from + b).min(e.order.len())];
         // A panic becomes this batch's error, so the consumer waiting for it is told.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fill(&self.table, wins, self.clip, i, &mut buf)))
-            .unwrap_or_else(|_| Err(Error::Thread(format!("assembling batch {i} panicked"))))
-            .map(|()| buf)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fill(&self.table, wins, self.clip, self.cfg.next_observations, i, &mut buf)
+        }))
+        .unwrap_or_else(|_| Err(Error::Thread(format!("assembling batch {i} panicked"))))
+        .map(|()| buf)
     }
 
     fn epoch(&self, epoch: u64) -> Epoch {

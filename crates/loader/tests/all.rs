@@ -4,3 +4,4 @@
 
 mod follow;
 mod loader;
+mod next_obs;

@@ -33,7 +33,7 @@ pub struct LoaderHandle {
 #[pymethods]
 impl LoaderHandle {
     #[new]
-    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false, follow=false, last_episodes=None, last_steps=None, max_version_lag=None, max_reuse=None, round_windows=None))]
+    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false, follow=false, last_episodes=None, last_steps=None, max_version_lag=None, max_reuse=None, round_windows=None, next_observations=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -63,6 +63,7 @@ impl LoaderHandle {
         max_version_lag: Option<u64>,
         max_reuse: Option<u32>,
         round_windows: Option<usize>,
+        next_observations: bool,
     ) -> PyResult<Self> {
         let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
         let select =
@@ -82,6 +83,7 @@ impl LoaderHandle {
             prefetch_batches: prefetch,
             threads: threads.unwrap_or(d.threads),
             drop_last,
+            next_observations,
             select,
             follow,
         };
@@ -165,7 +167,7 @@ impl LoaderHandle {
 }
 
 /// A batch dict's keys, in the order [`batch_dict`] fills it.
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "observations",
     "actions",
     "rewards",
@@ -179,6 +181,7 @@ const KEYS: [&str; 13] = [
     "index",
     "extras",
     "policy_version",
+    "next_observations",
 ];
 
 /// [`KEYS`] as Python strings, made once: making and interning a dozen strings a
@@ -235,6 +238,12 @@ fn batch_dict<'py>(
     let (name, k) = key(12);
     if b.policy_version.shape.len() == 2 && want(name) {
         d.set_item(k, view(&b.policy_version)?)?;
+    }
+    // Only when asked for (`next_observations=True`).
+    let (name, k) = key(13);
+    if !b.next_observations.is_empty() && want(name) {
+        let views = b.next_observations.iter().map(|(col, a)| Ok((col.as_str(), view(a)?))).collect::<PyResult<Vec<_>>>()?;
+        d.set_item(k, arrays::leaves(py, views)?)?;
     }
     Ok(d)
 }
