@@ -7,6 +7,12 @@ the bootstrap observation. ``--lag 0`` is CleanRL's loop (nothing is collected w
 the learner trains); ``--lag 1`` collects the next fragment with the previous weights
 while the learner trains, and publishes new weights after each update.
 
+**Truncation is not termination.** An episode cut by a time limit did not end: its
+last step is bootstrapped with the value of the observation it was cut at (the
+fragment's ``final_obs``), as SB3 and Gymnasium's docs prescribe; CleanRL's loop treats
+it as an end. On by default; ``--no-bootstrap`` turns it off (bench/RESULTS.md compares
+the two on CartPole cut at 100 steps, where most episodes end by truncation).
+
     python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
     python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import functools
 import json
 import time
 from typing import Any, Callable, Dict, Optional
@@ -94,9 +101,26 @@ def flat(x: Any) -> Any:
     return {k: flat(v) for k, v in x.items()} if isinstance(x, dict) else x.reshape(-1, *x.shape[2:])
 
 
-def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, lam: float):
-    """GAE over a fragment: an episode that ended at t (``first[t + 1]``) bootstraps nothing."""
-    rewards = torch.from_numpy(frag.rewards)
+def bootstrapped_rewards(agent: Agent, frag: rollway.Fragment, gamma: float) -> torch.Tensor:
+    """The fragment's rewards, each truncated episode's last one plus ``gamma`` times the
+    value of its final observation: GAE then treats every end as terminal, and a time
+    limit costs the return nothing. A fragment without ``final_obs`` (another engine's,
+    in the benches) is left as it is."""
+    rewards = torch.from_numpy(frag.rewards).clone()
+    fin, final = frag.finished, getattr(frag, "final_obs", None)
+    cut = ~fin["terminated"].astype(bool) if final is not None else np.zeros(0, bool)
+    if cut.any():
+        with torch.no_grad():
+            v = agent.get_value(tensors(at(final, cut))).flatten()
+        rewards[torch.from_numpy(fin["step"][cut]), torch.from_numpy(fin["env"][cut])] += gamma * v
+    return rewards
+
+
+def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, lam: float,
+               rewards: Optional[torch.Tensor] = None):
+    """GAE over a fragment: an episode that ended at t (``first[t + 1]``) bootstraps nothing
+    here (``rewards`` from :func:`bootstrapped_rewards` carry a truncated end's bootstrap)."""
+    rewards = torch.from_numpy(frag.rewards) if rewards is None else rewards
     values = torch.from_numpy(frag.extras["value"])
     nonterminal = 1.0 - torch.from_numpy(frag.first[1:]).float()
     adv = torch.zeros_like(rewards)
@@ -109,24 +133,29 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
     return adv, adv + values
 
 
-def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, **env_params: Any) -> rollway.Rollout:
+def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, max_episode_steps: Optional[int] = None,
+                   **env_params: Any) -> rollway.Rollout:
     """Where fragments come from: a rollway rollout (the bench swaps in other engines)."""
-    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag, env_params=env_params)
+    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag, env_params=env_params,
+                           max_episode_steps=max_episode_steps)
 
 
 def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
           lr: float = 2.5e-4, epochs: int = 4, minibatches: int = 4, target: float = 475.0,
           stop_when_solved: bool = True, log: bool = True, source: Callable[..., Any] = rollway_source,
           make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
-          env_params: Optional[Dict[str, Any]] = None, threads: int = 1) -> Dict[str, Any]:
+          env_params: Optional[Dict[str, Any]] = None, threads: int = 1, bootstrap: bool = True,
+          time_limit: Optional[int] = None) -> Dict[str, Any]:
     """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went.
-    ``threads`` sets torch's threads (0 leaves torch's choice)."""
+    ``threads`` sets torch's threads (0 leaves torch's choice); ``bootstrap``: truncated episodes
+    bootstrapped from their final observation's value (see the module docs); ``time_limit``:
+    episodes cut at this many steps (the env's own limit otherwise)."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     if threads:
         torch.set_num_threads(threads)
     agent = make_agent()
-    update_fn = update or learn
+    update_fn = update or functools.partial(learn, bootstrap=bootstrap)
     acting = Acting(agent if lag == 0 else copy.deepcopy(agent))
     opt = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
     batch = envs * steps
@@ -134,7 +163,8 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
     recent: collections.deque = collections.deque(maxlen=20)
     curve, solved_s, learn_s = [], None, 0.0
     start = time.perf_counter()
-    rollout = source(acting, envs, steps, seed, lag, **(env_params or {}))
+    limit = {} if time_limit is None else {"max_episode_steps": time_limit}
+    rollout = source(acting, envs, steps, seed, lag, **limit, **(env_params or {}))
     try:
         for update in range(1, updates + 1):
             frag = rollout.collect()
@@ -164,13 +194,15 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
 
 def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
           gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
-          vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
+          vf_coef: float = 0.5, max_grad_norm: float = 0.5, bootstrap: bool = True) -> None:
     """CleanRL's PPO update (clipped objective, clipped value loss, normalised advantages), for
-    an observation of one array or a dict of them (a Dict space's leaves)."""
+    an observation of one array or a dict of them (a Dict space's leaves); with ``bootstrap``,
+    truncated episodes bootstrapped from their final observations."""
     obs = tensors(frag.obs)
     with torch.no_grad():
         next_value = agent.get_value(at(obs, -1)).flatten()
-    adv, ret = advantages(frag, next_value, gamma, lam)
+    rewards = bootstrapped_rewards(agent, frag, gamma) if bootstrap else None
+    adv, ret = advantages(frag, next_value, gamma, lam, rewards)
     b_obs = flat(at(obs, slice(None, -1)))
     b_act = torch.from_numpy(frag.actions).reshape(-1)
     b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
@@ -205,8 +237,11 @@ def main() -> None:
     p.add_argument("--lag", type=int, default=0, help="max policy lag: 0 on-policy, 1 overlaps collection and training")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-stop", action="store_true", help="train for all the steps even once solved")
+    p.add_argument("--no-bootstrap", action="store_true", help="treat a truncated episode as terminated (CleanRL's loop)")
+    p.add_argument("--time-limit", type=int, help="cut episodes at this many steps (default: CartPole's 500)")
     a = p.parse_args()
-    r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop)
+    r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop, bootstrap=not a.no_bootstrap,
+              time_limit=a.time_limit)
     r.pop("curve")
     print(json.dumps(r))
 

@@ -81,11 +81,13 @@ def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, **env_
 
 
 def train_pixels(total_steps: int = 300_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
-                 lr: float = 2.5e-4, threads: int = 0, log: bool = True, source: Any = pixel_source) -> Dict[str, Any]:
-    """Trains for ``total_steps``; returns what ``ppo_cartpole.train`` does (with the curve)."""
+                 lr: float = 2.5e-4, threads: int = 0, log: bool = True, source: Any = pixel_source,
+                 bootstrap: bool = True) -> Dict[str, Any]:
+    """Trains for ``total_steps``; returns what ``ppo_cartpole.train`` does (with the curve).
+    ``bootstrap``: episodes cut by PixelMine's step limit are bootstrapped from their final frame's value."""
     # CleanRL's Atari PPO clips at 0.1 (its CartPole PPO at 0.2); the update is the same.
     return train(total_steps, envs, steps, lag, seed, lr=lr, target=float("inf"), stop_when_solved=False, log=log,
-                 source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1), threads=threads)
+                 source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1, bootstrap=bootstrap), threads=threads)
 
 
 def curve_ends(curve: list, share: float = 0.2) -> tuple:
@@ -102,8 +104,9 @@ def main() -> None:
     p.add_argument("--lag", type=int, default=0, help="max policy lag: 0 on-policy, 1 overlaps collection and training")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="torch threads (default 0: torch's own choice)")
+    p.add_argument("--no-bootstrap", action="store_true", help="treat an episode cut by the step limit as terminated")
     a = p.parse_args()
-    r = train_pixels(a.steps_total, a.envs, a.steps, a.lag, a.seed, threads=a.threads)
+    r = train_pixels(a.steps_total, a.envs, a.steps, a.lag, a.seed, threads=a.threads, bootstrap=not a.no_bootstrap)
     r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve"))
     print(json.dumps(r))
 
