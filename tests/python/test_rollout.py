@@ -303,6 +303,32 @@ def test_ppo_learns_cartpole_in_a_short_run():
     assert last > 100 and last > 3 * first, (first, last)
 
 
+def test_issue48_ppo_bootstraps_truncated_episodes_from_their_final_observation():
+    import torch
+
+    ppo = example("ppo_cartpole")
+    torch.manual_seed(0)
+    agent = ppo.Agent(4, 2)
+    with rollway.Rollout("CartPole-v1", ppo.Acting(agent), num_envs=4, steps=64, seed=5, max_episode_steps=12) as r:
+        f = r.collect()
+    fin = f.finished
+    cut, term = ~fin["terminated"], fin["terminated"]
+    assert cut.any() and term.any(), "both kinds of ends"
+    got = ppo.bootstrapped_rewards(agent, f, 0.9)
+    want = torch.from_numpy(f.rewards).clone()
+    with torch.no_grad():
+        v = agent.get_value(torch.from_numpy(f.final_obs)).flatten()
+    for k in np.flatnonzero(cut):
+        want[fin["step"][k], fin["env"][k]] += 0.9 * v[k]
+    torch.testing.assert_close(got, want)
+    assert (got != torch.from_numpy(f.rewards)).sum() == cut.sum(), "only truncated ends change"
+    # GAE with them treats every end as terminal: the bootstrap is all a truncated end adds.
+    adv_on, _ = ppo.advantages(f, torch.zeros(4), 0.9, 0.95, got)
+    adv_off, _ = ppo.advantages(f, torch.zeros(4), 0.9, 0.95)
+    t, i = int(fin["step"][cut][0]), int(fin["env"][cut][0])
+    assert adv_on[t, i] - adv_off[t, i] == pytest.approx(0.9 * float(v[np.flatnonzero(cut)[0]]), abs=1e-5)
+
+
 def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
     r = example("rppo_cartpole").train_recurrent(total_steps=25_600, seed=1, log=False)
     # Without velocities a random policy averages ~22 and pushing toward the pole's lean
