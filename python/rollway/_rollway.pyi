@@ -34,6 +34,7 @@ __all__ = [
     "import_lerobot",
     "import_minari",
     "layout",
+    "prepare_rollout",
     "relabel",
     "repair",
     "report",
@@ -82,6 +83,7 @@ def run(
     join: Optional[Tuple[str, str]] = None,
 ) -> str: ...
 def close_run(out: str, run: int, summary: Optional[str] = None) -> str: ...
+def prepare_rollout(env: str, settings: str, env_pickle: Optional[bytes] = None, python: Optional[str] = None) -> None: ...
 def run_summary(out: str, run: int, parts: str, untried: int, seconds: float) -> str: ...
 def host_serve(reply_fd: int, prepare: Callable[[str, bytes], Tuple[Any, ...]]) -> None: ...
 def verify(path: str) -> str: ...
@@ -206,25 +208,9 @@ class RolloutHandle:
         cls,
         env: str,
         policy: Any,
-        env_params: List[Tuple[str, str]] = ...,
-        python: Optional[str] = None,
+        settings: str,
         env_pickle: Optional[bytes] = None,
-        seed: int = 0,
-        envs: int = 8,
-        workers: int = 1,
-        steps: int = 128,
-        max_policy_lag: int = 0,
-        max_restarts: int = 3,
-        max_steps: Optional[int] = None,
-        step_timeout: Optional[float] = None,
-        host: str = "auto",
-        check: bool = True,
-        out: Optional[str] = None,
-        commit_every: float = 1.0,
-        seed_each_episode: bool = True,
-        episode_ids: Optional[Tuple[int, int, int]] = None,
-        join: Optional[Tuple[int, str]] = None,
-        policy_params: List[Tuple[str, str]] = ...,
+        python: Optional[str] = None,
     ) -> Self: ...
     def spec(self) -> Tuple[str, str, Optional[int]]: ...
     def collect(self) -> Dict[str, Any]: ...

@@ -100,7 +100,6 @@ class _RolloutActor:
     def _rollout(self, incarnation: int) -> Any:
         import uuid
 
-        import rollway
 
         if self.r is None or incarnation != self.incarnation:
             if self.r is not None:
@@ -202,9 +201,10 @@ class Rollout:
         kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
         self._out = None if out is None else os.fspath(out)
         if self._out is not None:
-            # The run every actor joins: made here, as a local recording rollout makes it, then left open.
-            made = {k: v for k, v in kwargs.items() if k != "policy_params"}
-            rollway.Rollout(env, "random", out=self._out, **made).close()
+            # The run every actor joins: made here by the engine (one env made to read the spaces), then left open.
+            from rollway.rollout import _prepare
+
+            _prepare(env, out=self._out, **kwargs)
         if isinstance(policy, str) and policy.startswith("onnx:"):
             policy = "onnx:" + os.path.abspath(policy[len("onnx:"):])  # actors have working directories of their own
         _ship_by_value(ray, env, policy)

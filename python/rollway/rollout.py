@@ -49,6 +49,7 @@ interrupts the wait and the rollout stays usable.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import warnings
@@ -127,6 +128,34 @@ def _params(p: Optional[Mapping[str, Any]]) -> List[Tuple[str, str]]:
     return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (p or {}).items()]
 
 
+def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tuple[str, Optional[bytes], str]:
+    """The env's name, its pickle (a callable's), and the settings as the one JSON mapping the
+    engine reads (``rollway_engine::RolloutRequest``: it declares them and their defaults, and
+    names an unknown or mistyped one)."""
+    pickle = None
+    if callable(env):
+        from rollway._run import _env_factory
+
+        env, pickle = _env_factory(env)
+    s = dict(settings)
+    for k in ("env_params", "policy_params"):
+        if k in s:
+            s[k] = dict(_params(s[k]))
+    if s.get("out") is not None:
+        s["out"] = os.fspath(s["out"])
+    try:
+        return env, pickle, json.dumps(s, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise _rollway.InputError(f"rollout settings: {e}") from None
+
+
+def _prepare(env: Union[str, Callable[[], Any]], **settings: Any) -> None:
+    """Creates the dataset and run of ``settings["out"]`` as a recording rollout would, without
+    starting one: the run :class:`rollway.ray.Rollout`'s actors join."""
+    env, pickle, text = _request(env, {k: v for k, v in settings.items() if k != "policy_params"})
+    _rollway.prepare_rollout(env, text, pickle, sys.executable)
+
+
 class Rollout:
     """Envs and a batched policy kept running for a learner (see the module docs).
 
@@ -191,20 +220,15 @@ class Rollout:
         join: Optional[Tuple[int, str]] = None,
         policy_params: Optional[Mapping[str, Any]] = None,
     ):
-        pickle = None
-        if callable(env):
-            from rollway._run import _env_factory
-
-            env, pickle = _env_factory(env)
-        params = _params(env_params)
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
         self._policy = policy
-        self._h = _rollway.RolloutHandle(
-            env, policy, params, sys.executable, pickle, int(seed), int(num_envs), int(workers), int(steps),
-            int(max_policy_lag), int(max_restarts), max_episode_steps, step_timeout, host, bool(check),
-            None if out is None else os.fspath(out), float(commit_every), bool(seed_each_episode), episode_ids, join,
-            _params(policy_params))
+        env, pickle, settings = _request(env, dict(
+            env_params=env_params, policy_params=policy_params, seed=seed, num_envs=num_envs, workers=workers, steps=steps,
+            max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
+            step_timeout=step_timeout, host=host, check=check, out=out, commit_every=commit_every,
+            seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join))
+        self._h = _rollway.RolloutHandle(env, policy, settings, pickle, sys.executable)
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)

@@ -201,19 +201,27 @@ fn calibrate(job: &mut Job, envs: &Arc<dyn EnvFactory>, agents: &Arc<dyn AgentFa
 
 /// The env and agent factories of `cfg`, from `sources` where given.
 fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn AgentFactory>) {
-    let envs: Arc<dyn EnvFactory> = match sources.envs {
-        Some(f) => f,
-        None if sources.env_pickle.is_some() => {
-            let pickle = sources.env_pickle.unwrap_or_default();
-            Arc::new(rollway_host::PythonEnvs::pickled(&cfg.env, &cfg.env_params, sources.python.clone(), pickle))
-        }
-        None if rollway_host::is_hosted(&cfg.env) => {
-            Arc::new(rollway_host::PythonEnvs::new(&cfg.env, &cfg.env_params, sources.python.clone()))
-        }
-        None => Arc::new(rollway_envs::Registered::new(&cfg.env, cfg.env_params.clone())),
-    };
+    let envs = env_factory(&cfg.env, &cfg.env_params, sources.envs, sources.env_pickle, sources.python.clone());
     let agents = sources.agents.unwrap_or_else(|| agent_factory(&cfg.agent, &cfg.agent_params, busy_cores(cfg), sources.python));
     (envs, agents)
+}
+
+/// The factory of env `name` for runs and rollouts alike: `given` when the caller
+/// brings one; a pickled callable or a `gym:`/`module:` name hosted in Python
+/// processes; else a built-in env.
+pub(crate) fn env_factory(
+    name: &str,
+    params: &Params,
+    given: Option<Arc<dyn EnvFactory>>,
+    pickle: Option<Vec<u8>>,
+    python: Option<PathBuf>,
+) -> Arc<dyn EnvFactory> {
+    match (given, pickle) {
+        (Some(f), _) => f,
+        (None, Some(p)) => Arc::new(rollway_host::PythonEnvs::pickled(name, params, python, p)),
+        (None, None) if rollway_host::is_hosted(name) => Arc::new(rollway_host::PythonEnvs::new(name, params, python)),
+        (None, None) => Arc::new(rollway_envs::Registered::new(name, params.clone())),
+    }
 }
 
 /// The cores a run's envs keep busy while its agent acts: its workers in async

@@ -8,7 +8,8 @@
 //! requests from keyword arguments (no clap); a Ray run's driver prepares its
 //! dataset and its actors run parts of it through the same `execute`. So a run
 //! resolves its settings, names its errors and commits its dataset the same way
-//! from every front.
+//! from every front. A training loop's rollout is asked for the same way, as a
+//! typed [`RolloutRequest`] assembled by [`RolloutPlan`] ([`rollout`]).
 //!
 //! Errors are one [`Error`] enum: what the user gave wrong is [`Error::Input`]
 //! (the CLI's exit 2, Python's `InputError`), a caller's stop is
@@ -28,6 +29,7 @@ mod execute;
 mod job;
 pub mod progress;
 mod request;
+pub mod rollout;
 pub mod settings;
 mod sinks;
 
@@ -36,6 +38,7 @@ pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
 pub use request::RunRequest;
+pub use rollout::{Host, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
 pub use settings::{DurationSetting, ModeArg, Part, RunOptions};
 pub use sinks::{JsonLines, Sinks};
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rollway_core::{ActBatch, DType, EnvFactory, Error, Params};
-use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Extra, Fragment, Policy, Rollout, RolloutConfig, Update};
-
-use rollway_store::{DatasetWriter, WriterConfig};
+use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources};
+use rollway_runner::rollout::{Extra, Fragment, Policy, Rollout, Update};
+use rollway_store::DatasetWriter;
 
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
@@ -120,104 +120,50 @@ pub struct RolloutHandle {
     writer: Option<Arc<DatasetWriter>>,
 }
 
-/// A recording rollout's episodes go to the dataset writer as a run's do.
-struct Recorder(Arc<DatasetWriter>);
-
-impl rollway_runner::Observer for Recorder {
-    fn on_episode(&mut self, episode: rollway_core::EpisodeResult) -> Result<(), rollway_runner::SinkError> {
-        self.0.write(episode).map_err(Into::into)
-    }
-}
-
 #[pymethods]
 impl RolloutHandle {
+    /// `settings`: the rollout's keyword arguments as one JSON mapping
+    /// (`rollway_engine::RolloutRequest`'s fields); `policy` a name or a callable.
     #[new]
-    #[pyo3(signature = (env, policy, env_params=vec![], python=None, env_pickle=None, seed=0, envs=8, workers=1, steps=128, max_policy_lag=0, max_restarts=3, max_steps=None, step_timeout=None, host="auto", check=true, out=None, commit_every=1.0, seed_each_episode=true, episode_ids=None, join=None, policy_params=vec![]))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (env, policy, settings, env_pickle=None, python=None))]
     fn new(
         py: Python<'_>,
         env: String,
         policy: Bound<'_, PyAny>,
-        env_params: Vec<(String, String)>,
-        python: Option<PathBuf>,
+        settings: &str,
         env_pickle: Option<Vec<u8>>,
-        seed: u64,
-        envs: usize,
-        workers: usize,
-        steps: usize,
-        max_policy_lag: u64,
-        max_restarts: u32,
-        max_steps: Option<u64>,
-        step_timeout: Option<f64>,
-        host: &str,
-        check: bool,
-        out: Option<PathBuf>,
-        commit_every: f64,
-        seed_each_episode: bool,
-        episode_ids: Option<(u64, u64, u64)>,
-        join: Option<(u32, String)>,
-        policy_params: Vec<(String, String)>,
+        python: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let params = Params(env_params.into_iter().collect());
-        let python_env = env_pickle.is_some() || rollway_host::is_hosted(&env);
-        // In one thread with nothing to overlap, a process only adds its pipe round trip (inline_host.rs).
-        let inline = match host {
-            "inline" => true,
-            "process" => false,
-            "auto" => workers == 1 && max_policy_lag == 0,
-            other => return Err(input_error(format!("host must be \"auto\", \"inline\" or \"process\", got {other:?}"))),
-        };
-        let factory: Arc<dyn EnvFactory> = match env_pickle {
-            _ if python_env && inline => Arc::new(InlineEnvs::new(py, &env, &params, env_pickle)?),
-            Some(p) => Arc::new(rollway_host::PythonEnvs::pickled(&env, &params, python.clone(), p)),
-            None if python_env => Arc::new(rollway_host::PythonEnvs::new(&env, &params, python.clone())),
-            None => Arc::new(rollway_envs::Registered::new(&env, params)),
-        };
-        let f = factory.clone();
-        let spec = py.detach(move || f.spec()).py()?;
-        let raised: Raised = Arc::default();
-        let (policy, adapter): (Box<dyn Policy>, _) = match policy.extract::<String>() {
+        let mut request = RolloutRequest::from_json(settings).py()?;
+        request.env = env;
+        let callable = match policy.extract::<String>() {
             Ok(name) => {
-                let params = Params(policy_params.into_iter().collect());
-                // Each step's envs wait for the policy's call: the model may take every core.
-                let factory = rollway_engine::agent_factory(&name, &params, 0, python.clone());
-                let agent = factory.make(&spec).py()?;
-                (Box::new(AgentPolicy(agent)), None)
+                request.policy = Some(name);
+                None
             }
-            Err(_) if !policy_params.is_empty() => {
-                return Err(input_error("policy_params= is for a policy given by name (onnx:PATH, a built-in agent), not a callable"))
-            }
-            Err(_) => {
-                let adapter = crate::policy::adapter(py, &policy.unbind(), &spec)?;
+            Err(_) => Some(policy.unbind()),
+        };
+        let python_env = env_pickle.is_some() || rollway_host::is_hosted(&request.env);
+        // In one thread with nothing to overlap, a process only adds its pipe round trip (inline_host.rs).
+        let envs: Option<Arc<dyn EnvFactory>> = if python_env && request.inline() {
+            let params = Params(request.env_params.clone());
+            Some(Arc::new(InlineEnvs::new(py, &request.env, &params, env_pickle.clone())?))
+        } else {
+            None
+        };
+        let sources = RolloutSources { envs, env_pickle, python };
+        let plan = py.detach(move || RolloutPlan::new(request, sources)).py()?;
+        let raised: Raised = Arc::default();
+        let (policy, adapter): (Box<dyn Policy>, _) = match (plan.named_policy().py()?, callable) {
+            (Some(p), _) => (p, None),
+            (None, Some(callable)) => {
+                let adapter = crate::policy::adapter(py, &callable, plan.spec())?;
                 (Box::new(PyRolloutPolicy { adapter: adapter.clone_ref(py), raised: raised.clone(), kept: None }), Some(adapter))
             }
+            (None, None) => return Err(input_error("policy: give a callable or a policy's name")),
         };
-        let step_timeout =
-            step_timeout.map(|s| Duration::try_from_secs_f64(s).map_err(|e| input_error(format!("step_timeout: {e}")))).transpose()?;
-        let episode_ids = episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots });
-        let cfg = RolloutConfig {
-            seed,
-            envs,
-            workers,
-            steps,
-            max_policy_lag,
-            max_restarts,
-            max_steps,
-            step_timeout,
-            check,
-            seed_each_episode,
-            episode_ids,
-        };
-        let writer = match out {
-            // Refused before the dataset is made: a refusal leaves nothing behind.
-            Some(dir) => {
-                Some(Arc::new(cfg.validate_recording().py().and_then(|()| recorder(&dir, &spec, &env, &cfg, commit_every, join))?))
-            }
-            None => None,
-        };
-        let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
-        let engine = py.detach(move || Rollout::recording(cfg, factory, policy, record)).py()?;
-        Ok(RolloutHandle { engine: Some(engine), adapter, raised, writer })
+        let started = py.detach(move || plan.start(policy)).py()?;
+        Ok(RolloutHandle { engine: Some(started.rollout), adapter, raised, writer: started.writer })
     }
 
     /// (observation space JSON, action space JSON, time limit).
@@ -300,40 +246,6 @@ impl Drop for RolloutHandle {
     }
 }
 
-/// The dataset writer of `Rollout(out=dir)`: a new dataset in `dir`, committing at
-/// least every `commit_every` seconds so that a follow-mode loader sees episodes soon;
-/// or, with `join = (run, id)`, writer `id` of run `run` of the dataset already there,
-/// one of many (rollway.ray's rollout actors, which number their episodes apart).
-fn recorder(
-    dir: &std::path::Path,
-    spec: &rollway_core::EnvSpec,
-    env: &str,
-    cfg: &RolloutConfig,
-    commit_every: f64,
-    join: Option<(u32, String)>,
-) -> PyResult<DatasetWriter> {
-    let age = Duration::try_from_secs_f64(commit_every)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| input_error(format!("commit_every must be a positive number of seconds, got {commit_every}")))?;
-    let at = |e: rollway_store::Error| crate::errors::to_py(anyhow::Error::from(e).context(format!("out={}", dir.display())));
-    if let Some((run, id)) = join {
-        let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
-        return DatasetWriter::join(dir, run, &id, wc).map_err(at);
-    }
-    // Appending would restart the versions at 0 beside the last run's: a staleness
-    // bound counted from the new learner's version would keep the old run's data.
-    if rollway_store::format::holds_dataset(dir) {
-        return Err(input_error(format!("out={}: already holds a dataset; a rollout records into a new one", dir.display())));
-    }
-    let wc = WriterConfig { max_buffer_age: age, ..WriterConfig::default() };
-    let config = serde_json::json!({"rollout": {
-        "env": env, "seed": cfg.seed, "envs": cfg.envs, "workers": cfg.workers, "steps": cfg.steps,
-        "max_policy_lag": cfg.max_policy_lag, "max_restarts": cfg.max_restarts, "max_steps": cfg.max_steps, "check": cfg.check,
-    }});
-    DatasetWriter::create(dir, spec, "policy", cfg.seed, config, wc).map_err(at)
-}
-
 /// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.
 fn stash(raised: &Raised, e: PyErr) -> Error {
     let message = e.to_string();
@@ -413,6 +325,18 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// Creates the dataset a rollout's `out` names, and its run, without starting the
+/// rollout (one env is made to read the spaces): the run `rollway.ray.Rollout`'s actors join.
+#[pyfunction]
+#[pyo3(signature = (env, settings, env_pickle=None, python=None))]
+fn prepare_rollout(py: Python<'_>, env: String, settings: &str, env_pickle: Option<Vec<u8>>, python: Option<PathBuf>) -> PyResult<()> {
+    let mut request = RolloutRequest::from_json(settings).py()?;
+    request.env = env;
+    let sources = RolloutSources { envs: None, env_pickle, python };
+    py.detach(move || RolloutPlan::new(request, sources)?.prepare_dataset()).py()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<RolloutHandle>()
+    m.add_class::<RolloutHandle>()?;
+    m.add_function(wrap_pyfunction!(prepare_rollout, m)?)
 }

@@ -1,0 +1,356 @@
+//! A training loop's rollout, asked for as a typed [`RolloutRequest`] (settings
+//! declared once, as a run's are in [`crate::RunOptions`]) and assembled here for
+//! every front: the Python package passes its keyword arguments as one mapping,
+//! `rollway.ray`'s actors the same mapping with their episode numbering, and a Rust
+//! learner builds the request itself (`examples/rust_rollout.rs`).
+//!
+//! Assembling is what a run does too, with the same pieces: the env factory chosen
+//! from the env's name ([`crate::execute`]'s choice: built-in, Python hosted in
+//! processes, or one the caller brings, as the Python binding brings its inline
+//! host), the agent factory for a policy given by name ([`crate::agent_factory`]),
+//! and the dataset created, joined, or refused as a run's `--out` is. What differs
+//! is the engine: [`rollway_runner::rollout::Rollout`], kept up between updates.
+//!
+//! [`RolloutPlan::new`] reads the env's spec (one env made and closed) before any
+//! envs start, so a front can build a policy for those spaces (Python's adapter)
+//! and a refusal costs nothing; [`RolloutPlan::start`] then starts them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rollway_core::{EnvFactory, EnvSpec, Params};
+use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Policy, Rollout, RolloutConfig};
+use rollway_store::{DatasetWriter, WriterConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, InputContext, Result};
+
+/// Where a rollout's Python envs step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
+pub enum Host {
+    /// Inline with one worker at lag 0 (a process would only add its round trip); processes otherwise.
+    #[default]
+    Auto,
+    /// In the rollout's own thread, under the caller's interpreter (the front brings the factory).
+    Inline,
+    /// In env processes, `workers` of them.
+    Process,
+}
+
+impl TryFrom<String> for Host {
+    type Error = String;
+
+    fn try_from(s: String) -> std::result::Result<Host, String> {
+        match s.as_str() {
+            "auto" => Ok(Host::Auto),
+            "inline" => Ok(Host::Inline),
+            "process" => Ok(Host::Process),
+            _ => Err(format!("host must be \"auto\", \"inline\" or \"process\", got {s:?}")),
+        }
+    }
+}
+
+/// A rollout, as asked for. Field names are the Python keyword arguments'.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RolloutRequest {
+    /// A built-in env id, `gym:ID`, `module:callable`, or the name of a pickled callable.
+    pub env: String,
+    /// The env's parameters.
+    pub env_params: BTreeMap<String, String>,
+    /// A policy given by name (a built-in agent, `onnx:PATH`); `None` when the front brings one.
+    pub policy: Option<String>,
+    /// The named policy's parameters.
+    pub policy_params: BTreeMap<String, String>,
+    /// Env seeds: same seed, same fragments, whatever the workers.
+    pub seed: u64,
+    /// N: envs acted on in each policy call.
+    pub num_envs: usize,
+    /// Threads (hosted envs: processes) the envs are split over.
+    pub workers: usize,
+    /// T: steps per fragment.
+    pub steps: usize,
+    /// How many versions older than the learner's a delivered step may be.
+    pub max_policy_lag: u64,
+    /// Failures in a row one env may have.
+    pub max_restarts: u32,
+    /// Truncates episodes at this length.
+    pub max_episode_steps: Option<u64>,
+    /// Seconds a hosted env's step may take before its process is replaced.
+    pub step_timeout: Option<f64>,
+    /// Where Python envs step.
+    pub host: Host,
+    /// Check actions, observations and rewards.
+    pub check: bool,
+    /// Record every finished episode into this new dataset (or, with `join`, this existing one).
+    pub out: Option<PathBuf>,
+    /// The longest a finished episode waits to be committed, seconds.
+    pub commit_every: f64,
+    /// Every episode reset with its own seed (needed with `out`).
+    pub seed_each_episode: bool,
+    /// `(base, offset, slots)`: see [`EpisodeIds`].
+    pub episode_ids: Option<(u64, u64, u64)>,
+    /// `(run, writer id)`: write run `run` of the dataset at `out` as one of many writers.
+    pub join: Option<(u32, String)>,
+}
+
+impl Default for RolloutRequest {
+    fn default() -> Self {
+        let d = RolloutConfig::default();
+        RolloutRequest {
+            env: "CartPole-v1".into(),
+            env_params: BTreeMap::new(),
+            policy: None,
+            policy_params: BTreeMap::new(),
+            seed: d.seed,
+            num_envs: d.envs,
+            workers: d.workers,
+            steps: d.steps,
+            max_policy_lag: d.max_policy_lag,
+            max_restarts: d.max_restarts,
+            max_episode_steps: d.max_steps,
+            step_timeout: None,
+            host: Host::Auto,
+            check: d.check,
+            out: None,
+            commit_every: 1.0,
+            seed_each_episode: d.seed_each_episode,
+            episode_ids: None,
+            join: None,
+        }
+    }
+}
+
+impl RolloutRequest {
+    /// A request from a JSON mapping of its fields; an unknown key or a wrong type is an input error naming it.
+    pub fn from_json(text: &str) -> Result<RolloutRequest> {
+        serde_json::from_str(text).input(|| "rollout settings".into())
+    }
+
+    /// Whether Python envs step inline: `host`, where `auto` is one worker at lag 0.
+    pub fn inline(&self) -> bool {
+        match self.host {
+            Host::Inline => true,
+            Host::Process => false,
+            Host::Auto => self.workers == 1 && self.max_policy_lag == 0,
+        }
+    }
+
+    /// The engine's configuration, checked.
+    pub fn config(&self) -> Result<RolloutConfig> {
+        let step_timeout = self
+            .step_timeout
+            .map(|s| Duration::try_from_secs_f64(s).map_err(|e| Error::input(format!("step_timeout={s}: {e}"))))
+            .transpose()?;
+        let cfg = RolloutConfig {
+            seed: self.seed,
+            envs: self.num_envs,
+            workers: self.workers,
+            steps: self.steps,
+            max_policy_lag: self.max_policy_lag,
+            max_restarts: self.max_restarts,
+            max_steps: self.max_episode_steps,
+            step_timeout,
+            check: self.check,
+            seed_each_episode: self.seed_each_episode,
+            episode_ids: self.episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots }),
+        };
+        cfg.validate().map_err(Error::input_from)?;
+        if self.out.is_some() {
+            cfg.validate_recording().map_err(Error::input_from)?;
+        }
+        Ok(cfg)
+    }
+
+    /// How often the dataset commits.
+    fn commit_age(&self) -> Result<Duration> {
+        let bad = || Error::input(format!("commit_every must be a positive number of seconds, got {}", self.commit_every));
+        Duration::try_from_secs_f64(self.commit_every).ok().filter(|d| !d.is_zero()).ok_or_else(bad)
+    }
+}
+
+/// What a front brings besides the request: the envs, when not from the env's name
+/// (the Python binding's inline host), a pickled env callable, the interpreter that
+/// hosts Python envs.
+#[derive(Default)]
+pub struct RolloutSources {
+    /// The envs, instead of resolving `env`.
+    pub envs: Option<Arc<dyn EnvFactory>>,
+    /// A cloudpickled env callable, hosted in Python processes.
+    pub env_pickle: Option<Vec<u8>>,
+    /// The interpreter for hosted envs and ONNX Runtime.
+    pub python: Option<PathBuf>,
+}
+
+/// A checked request with its envs chosen and their spec read; nothing running yet.
+pub struct RolloutPlan {
+    request: RolloutRequest,
+    cfg: RolloutConfig,
+    envs: Arc<dyn EnvFactory>,
+    spec: EnvSpec,
+    python: Option<PathBuf>,
+}
+
+/// A started rollout, and the dataset it records into (finished by the caller at close).
+pub struct StartedRollout {
+    /// The engine.
+    pub rollout: Rollout,
+    /// The dataset writer, with `out`: the collecting thread holds the other reference until the rollout drops.
+    pub writer: Option<Arc<DatasetWriter>>,
+}
+
+impl RolloutPlan {
+    /// Checks `request`, chooses its envs and reads their spec (making one env).
+    pub fn new(request: RolloutRequest, sources: RolloutSources) -> Result<RolloutPlan> {
+        let cfg = request.config()?;
+        request.commit_age()?;
+        let params = Params(request.env_params.clone());
+        let envs = crate::execute::env_factory(&request.env, &params, sources.envs, sources.env_pickle, sources.python.clone());
+        let spec = envs.spec().map_err(core)?;
+        Ok(RolloutPlan { request, cfg, envs, spec, python: sources.python })
+    }
+
+    /// The env's spec.
+    pub fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// The request.
+    pub fn request(&self) -> &RolloutRequest {
+        &self.request
+    }
+
+    /// The policy the request names, made for the env's spaces; `None` when it names none.
+    pub fn named_policy(&self) -> Result<Option<Box<dyn Policy>>> {
+        let Some(name) = &self.request.policy else {
+            if !self.request.policy_params.is_empty() {
+                bad!("policy_params= is for a policy given by name (onnx:PATH, a built-in agent), not a callable");
+            }
+            return Ok(None);
+        };
+        let params = Params(self.request.policy_params.clone());
+        // Each step's envs wait for the policy's call: the model may take every core.
+        let agent = crate::agent_factory(name, &params, 0, self.python.clone()).make(&self.spec).map_err(core)?;
+        Ok(Some(Box::new(AgentPolicy(agent))))
+    }
+
+    /// Creates (or joins) the dataset the request records into, then starts the envs
+    /// and the engine with `policy`. A dataset directory that already holds one is
+    /// refused before anything is written.
+    pub fn start(self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
+        let writer = self.writer()?.map(Arc::new);
+        let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
+        let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
+        Ok(StartedRollout { rollout, writer })
+    }
+
+    /// Creates the dataset of `out` and its run, and closes it again, unstarted: the
+    /// run that `rollway.ray.Rollout`'s actors then join, made without starting envs.
+    pub fn prepare_dataset(&self) -> Result<()> {
+        let w = self.writer()?.input(|| "preparing a rollout's dataset needs out=".into())?;
+        w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })
+    }
+
+    /// The dataset writer of `out`: a new dataset, committing at least every
+    /// `commit_every` seconds so that a follow-mode loader sees episodes soon; or,
+    /// with `join`, one of many writers of a run already there.
+    fn writer(&self) -> Result<Option<DatasetWriter>> {
+        let Some(dir) = &self.request.out else { return Ok(None) };
+        let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
+        let at = || format!("out={}", dir.display());
+        if let Some((run, id)) = &self.request.join {
+            return DatasetWriter::join(dir, *run, id, wc).input(at).map(Some);
+        }
+        // Appending would restart the versions at 0 beside the last run's: a staleness
+        // bound counted from the new learner's version would keep the old run's data.
+        if rollway_store::format::holds_dataset(dir) {
+            bad!("out={}: already holds a dataset; a rollout records into a new one", dir.display());
+        }
+        let config = serde_json::json!({ "rollout": stored(&self.request) });
+        DatasetWriter::create(dir, &self.spec, "policy", self.request.seed, config, wc).input(at).map(Some)
+    }
+}
+
+/// An env's or agent's error while being made: an unknown name or a bad parameter
+/// is the caller's input; an env or agent that fails on its own is a failed start.
+fn core(e: rollway_core::Error) -> Error {
+    match e {
+        rollway_core::Error::Env { .. } | rollway_core::Error::Agent { .. } => Error::Run(e.into()),
+        e => Error::input_from(e),
+    }
+}
+
+/// The request as the dataset stores it: what reproduces the rollout (not where it wrote).
+fn stored(r: &RolloutRequest) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("requests serialize");
+    if let Some(m) = v.as_object_mut() {
+        for own in ["out", "join", "commit_every"] {
+            m.remove(own);
+        }
+    }
+    v
+}
+
+/// A recording rollout's episodes go to the dataset writer as a run's do.
+struct Recorder(Arc<DatasetWriter>);
+
+impl rollway_runner::Observer for Recorder {
+    fn on_episode(&mut self, episode: rollway_core::EpisodeResult) -> std::result::Result<(), rollway_runner::SinkError> {
+        self.0.write(episode).map_err(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_settings_and_bad_values_are_input_errors_naming_them() {
+        let e = RolloutRequest::from_json(r#"{"num_env": 4}"#).unwrap_err();
+        assert!(e.is_input() && crate::chain_text(&e).contains("unknown field `num_env`"), "{}", crate::chain_text(&e));
+        let r = RolloutRequest { num_envs: 0, ..Default::default() };
+        let e = RolloutPlan::new(r, RolloutSources::default()).err().unwrap();
+        assert!(e.is_input() && crate::chain_text(&e).contains("envs"), "{}", crate::chain_text(&e));
+        let r = RolloutRequest { commit_every: 0.0, ..Default::default() };
+        assert!(RolloutPlan::new(r, RolloutSources::default()).err().unwrap().is_input());
+    }
+
+    #[test]
+    fn a_request_round_trips_through_its_mapping() {
+        let r = RolloutRequest {
+            env: "Pendulum-v1".into(),
+            num_envs: 3,
+            host: Host::Process,
+            episode_ids: Some((1, 2, 9)),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(RolloutRequest::from_json(&text).unwrap(), r);
+        assert!(RolloutRequest::from_json(r#"{"host": "inline"}"#).unwrap().inline());
+        assert!(!RolloutRequest::from_json(r#"{"workers": 2, "num_envs": 2}"#).unwrap().inline());
+        let e = RolloutRequest::from_json(r#"{"host": "thread"}"#).unwrap_err();
+        assert!(crate::chain_text(&e).contains(r#"host must be "auto", "inline" or "process", got "thread""#), "{}", crate::chain_text(&e));
+    }
+
+    #[test]
+    fn a_recording_rollout_refuses_a_dataset_and_stores_its_settings() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("replay");
+        let r = RolloutRequest { num_envs: 2, steps: 50, out: Some(out.clone()), policy: Some("random".into()), ..Default::default() };
+        let plan = RolloutPlan::new(r.clone(), RolloutSources::default()).unwrap();
+        let policy = plan.named_policy().unwrap().unwrap();
+        let mut started = plan.start(policy).unwrap();
+        let f = started.rollout.collect().unwrap();
+        drop(started.rollout);
+        let w = Arc::try_unwrap(started.writer.unwrap()).ok().unwrap();
+        assert_eq!(w.finish().unwrap().episodes as usize, f.finished.len());
+        let ds = rollway_store::Dataset::open(&out).unwrap();
+        let stored = &ds.metadata().runs[0].config["rollout"];
+        assert_eq!((stored["num_envs"].as_u64(), stored["policy"].as_str()), (Some(2), Some("random")));
+        let e = RolloutPlan::new(r, RolloutSources::default()).unwrap().prepare_dataset().unwrap_err();
+        assert!(e.is_input() && crate::chain_text(&e).contains("already holds a dataset"), "{}", crate::chain_text(&e));
+    }
+}
