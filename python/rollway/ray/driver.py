@@ -1,38 +1,5 @@
-"""rollway on Ray: one run spread over the actors of a Ray cluster, one dataset; and, for
-training, :class:`Rollout` (``rollway.ray_rollout``): rollout actors feeding one learner.
-
-::
-
-    import rollway.ray
-
-    summary = rollway.ray.run(env="gym:CartPole-v1", agent="random", episodes=10_000,
-                              out="/shared/cp", num_actors=8, num_gpus_per_actor=0.5)
-    ds = rollway.ray.read_dataset("/shared/cp")      # a ray.data.Dataset of committed steps
-
-**How it works.** The driver (this process) records the run in the dataset — its
-config, exactly as ``rollway.run`` would store it — and hands out episode index ranges
-to ``num_actors`` Ray actors. Each actor hosts a whole rollway engine (Rust envs on
-threads, or Python envs in its own worker processes, with its own batched policy,
-loaded once per actor on its GPU share) and commits its episodes into the same
-dataset directory, as one of many writers (FORMAT.md, "Many writers"): the directory
-must be on storage every node sees. Episode ``i`` gets the seed a local run gives it,
-so a Ray run records the same episodes as a local run with the same settings, however
-many actors it has and whichever of them die.
-
-**The ledger.** The driver keeps every index of the target accounted for: committed
-(completed or given up, as a local run gives up), or being run. When an actor dies
-(its process killed, ``ray.kill``, its node gone), the driver reads the dataset's
-index: what that actor committed stays, the rest of its range is run again elsewhere,
-from the same seeds. Nothing is run twice once committed, even when the actor died
-between committing and answering. ``max_restarts`` is Ray's restart budget for each
-actor (and, inside an actor, the env rebuilds per worker, as in a local run); when no
-actor is left, the run stops with the missing episodes ``untried`` and
-``run(resume=out)`` finishes it.
-
-Readers (``rollway inspect``, :class:`rollway.Dataset`, the loader, :func:`read_dataset`)
-see committed episodes while the run goes on. The command line does the same with
-``rollway run --backend ray [--ray-address auto|HOST:PORT]``.
-"""
+"""``rollway.ray.run``, the driver: one run spread over the actors of a Ray cluster, one dataset (the
+package docs say how). ``python -m rollway.ray`` is its command line (``rollway run --backend ray``)."""
 
 from __future__ import annotations
 
@@ -46,43 +13,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from rollway import _rollway
 from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources, finished
 from rollway.dataset import Dataset
-from rollway.ray_rollout import RayFragment, Rollout  # noqa: F401  (rollway.ray.Rollout: training on Ray)
+from rollway.ray._common import _connect, _ray, _refuse_worker_names, close_run, ray_failure
 
 Range = Tuple[int, int]
-
-# Errors that mean "the actor (or its node) is gone", not "the part failed".
-# (ActorUnavailableError, "restarting", is told apart first: see _Driver._ok.)
-_GONE = ("RayActorError", "ActorDiedError", "WorkerCrashedError", "NodeDiedError", "OwnerDiedError", "ObjectLostError")
-
-
-def _own_error(e: BaseException) -> BaseException:
-    """What a Ray task error wraps (the policy's, an env's or rollway's own exception), else the error itself."""
-    cause = getattr(e, "cause", None)
-    return cause if isinstance(cause, BaseException) else e
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as e:
-        raise ModuleNotFoundError(
-            "rollway.ray needs Ray in this Python: pip install 'ray>=2.9' (every node of the cluster needs "
-            f"ray and rollway) [{e}]"
-        ) from None
-    return ray
-
-
-# MineStudio's names for the actor options: here `workers` sizes each actor's engine.
-_ACTOR_OPTIONS = {"num_workers": "num_actors", "num_cpus_per_worker": "num_cpus_per_actor",
-                  "num_gpus_per_worker": "num_gpus_per_actor", "resources_per_worker": "resources_per_actor"}
-
-
-def _refuse_worker_names(settings: Mapping[str, Any]) -> None:
-    """A MineStudio-style ``num_workers=`` is refused with the name to use, not taken as a run setting."""
-    for old, new in _ACTOR_OPTIONS.items():
-        if old in settings:
-            raise _rollway.InputError(f"{old}=: Ray actors are {new}= (workers= is the threads of each actor's engine)")
-
 
 def run(
     env: Union[str, Callable[[], Any], None] = None,
@@ -159,26 +92,6 @@ def run(
     finally:
         if started:
             ray.shutdown()
-
-
-def _connect(ray: Any, address: Optional[str]) -> bool:
-    """Connects to Ray; True when this call started it (and so shuts it down)."""
-    if ray.is_initialized():
-        return False
-    if address not in (None, "auto", "local"):
-        # ray.init retries an address nothing listens at for minutes: ask first, briefly.
-        import socket
-
-        host, _, port = address.removeprefix("ray://").rpartition(":")
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
-        except (OSError, ValueError) as e:
-            raise _rollway.InputError(f"address={address!r}: no Ray cluster answered there ({e})") from None
-    try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        raise _rollway.InputError(f"address={address!r}: no Ray cluster answered there ({e})") from None
-    return True
 
 
 def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes],
@@ -304,13 +217,8 @@ class _Driver:
         for a part, when it died during it). Other errors are the part's own: raised."""
         try:
             res = self.ray.get(ref)
-        except Exception as e:  # noqa: BLE001 - sorted by Ray's error types below
-            kinds = {c.__name__ for c in type(e).__mro__}
-            if "ActorUnavailableError" in kinds:
-                return "restarting"
-            if kinds & set(_GONE):
-                return "gone"
-            raise _own_error(e) from None
+        except Exception as e:  # noqa: BLE001 - sorted by Ray's error types
+            return ray_failure(e)
         if rng is not None:
             self.parts.append(res)
         return "ok"
@@ -359,15 +267,7 @@ def _summary(root: str, run_no: int, report: Dict[str, Any]) -> Tuple[Dict[str, 
 
 def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Optional[PathLike]) -> Summary:
     summary, short = _summary(root, run_no, report)
-    # The actors were killed just now: their dataset locks go with their processes.
-    for wait in (0.0, 0.1, 0.3, 1.0, 2.0, 4.0):
-        time.sleep(wait)
-        try:
-            written = json.loads(_rollway.close_run(root, run_no, json.dumps(summary)))
-            break
-        except _rollway.DatasetLockedError:
-            if wait == 4.0:
-                raise
+    written = json.loads(close_run(root, run_no, json.dumps(summary)))
     if summary_json is not None:
         with open(os.fspath(summary_json), "w") as f:
             json.dump(summary, f, indent=2)
@@ -434,10 +334,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"  {'node ' + node[:12]:<18} {n['episodes']} episodes, {n['steps_per_sec']:.0f} steps/s")
     print(f"  {'dataset':<18} {s.out}")
     return 0 if s.complete else 1
-
-
-if __name__ == "__main__":
-    # Run the package's own copy, so Ray ships its actor class by reference.
-    from rollway.ray import main as _main
-
-    sys.exit(_main())

@@ -54,36 +54,19 @@ from __future__ import annotations
 import collections
 import json
 import os
-import sys
 import time
 import warnings
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple, Union
 
 import rollway
 from rollway import _rollway
+from rollway.ray._common import _connect, _own_error, _ray, _refuse_worker_names, close_run, ray_failure, ship_by_value
 from rollway.rollout import Fragment
 from rollway.spaces import RowViews
 
 # An actor restarted by Ray numbers its episodes from base `incarnation << 32` on
 # (rollway.Rollout's episode_ids), so a restart never repeats an episode id or seed.
 _INCARNATION_SHIFT = 32
-
-
-def _ship_by_value(ray: Any, *objs: Any) -> None:
-    """The modules of ``objs`` (an env callable, a policy) travel to the actors by value when
-    they are not installed packages: a script's folder, ``examples/`` on this process's
-    ``sys.path``, a notebook. Installed packages (site-packages, like rollway itself) must be
-    on every node anyway and go by reference, as Ray sends them."""
-    import sysconfig
-
-    installed = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib"))
-    for obj in objs:
-        mod = sys.modules.get(getattr(obj, "__module__", None) or "")
-        path = getattr(mod, "__file__", None)
-        if mod is None or path is None or mod.__name__.split(".")[0] in ("rollway", "builtins"):
-            continue  # __main__ without a file goes by value anyway
-        if not os.path.realpath(path).startswith(installed):
-            ray.cloudpickle.register_pickle_by_value(mod)
 
 
 class _RolloutActor:
@@ -174,8 +157,6 @@ class Rollout:
                  resources_per_actor: Optional[Mapping[str, float]] = None, max_restarts: int = 3,
                  address: Optional[str] = None, out: Optional[Union[str, "os.PathLike[str]"]] = None,
                  **rollout_args: Any):
-        from rollway.ray import _connect, _ray, _refuse_worker_names
-
         _refuse_worker_names(rollout_args)
         for own in ("episode_ids", "join"):
             if own in rollout_args:
@@ -207,7 +188,7 @@ class Rollout:
             _prepare(env, out=self._out, **kwargs)
         if isinstance(policy, str) and policy.startswith("onnx:"):
             policy = "onnx:" + os.path.abspath(policy[len("onnx:"):])  # actors have working directories of their own
-        _ship_by_value(ray, env, policy)
+        ship_by_value(ray, env, policy)
         cls = ray.remote(_RolloutActor).options(**opts)
         record = None if self._out is None else (self._out, 0)
         self._actors = [cls.remote(a, num_actors, env, policy, kwargs, record) for a in range(num_actors)]
@@ -238,8 +219,6 @@ class Rollout:
         try:
             return self._ray.get(ref)
         except Exception as e:  # noqa: BLE001 - the policy's or env's own exception, as locally
-            from rollway.ray import _own_error
-
             raise _own_error(e) from None
 
     @property
@@ -299,8 +278,6 @@ class Rollout:
         return True
 
     def _wait(self) -> None:
-        from rollway.ray import _GONE, _own_error
-
         if not self._busy and not self._probing:
             raise _rollway.RollwayError(f"every one of the {self.num_actors} rollout actors is gone (max_restarts spent)")
         done, _ = self._ray.wait(list(self._busy) + list(self._probing), num_returns=1, timeout=0.5)
@@ -310,13 +287,10 @@ class Rollout:
             try:
                 raw = self._ray.get(ref)
             except Exception as e:  # noqa: BLE001 - sorted by Ray's error types
-                kinds = {c.__name__ for c in type(e).__mro__}
-                unavailable = "ActorUnavailableError" in kinds  # being restarted
-                if not unavailable and not kinds & set(_GONE):
-                    raise _own_error(e) from None
+                state = ray_failure(e)
                 if not probing:
                     self._lost(a)
-                elif unavailable:
+                elif state == "restarting":
                     time.sleep(0.2)
                     self._probing[self._actors[a].spec.remote(self._incarnation[a])] = a
                 # A probe that finds the actor gone: Ray will not bring it back (restarts spent).
@@ -383,15 +357,7 @@ class Rollout:
 
     def _close_run(self) -> None:
         summary = json.dumps(self.summary(), default=str) if hasattr(self, "_stats") else None
-        # A killed actor's dataset lock goes with its process: moments after ray.kill.
-        for wait in (0.0, 0.1, 0.3, 1.0, 2.0, 4.0):
-            time.sleep(wait)
-            try:
-                _rollway.close_run(self._out, 0, summary)
-                return
-            except _rollway.DatasetLockedError:
-                if wait == 4.0:
-                    raise
+        close_run(self._out, 0, summary)
 
     def __enter__(self) -> "Rollout":
         return self
