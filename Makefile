@@ -10,12 +10,13 @@
 #   make test-wheel                                       that wheel on a bare Debian root, as a user (needs
 #                                                         root: debootstrap, chroot; tests/wheel/bare.sh)
 #   make fmt                                              rustfmt the workspace, ruff's fixes on the Python
-#   make lint                                             checks only: rustfmt, clippy -D warnings, ruff, and
-#                                                         the stubs against the installed extension (stubtest)
+#   make lint                                             checks only: rustfmt, clippy -D warnings (lint-rust);
+#                                                         ruff, mypy over the package, and the stubs against
+#                                                         the installed extension, stubtest (lint-python)
 #   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
 #                                                         (default run_all: CartPole throughput; bench/README.md
 #                                                         lists them); its markdown report goes to stdout
-.PHONY: run test test-rust test-python deps test-deps fmt lint bench wheel test-wheel
+.PHONY: run test test-rust test-python deps test-deps fmt lint lint-rust lint-python bench wheel test-wheel
 
 deps:
 	@bash scripts/deps.sh
@@ -61,10 +62,20 @@ fmt:
 	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(RUFF)
 	$(PY) -m ruff check --fix $(PY_SOURCES)
 
-lint:
+# The style checks, defined once (CI runs both halves: lint-rust while its venv is made,
+# lint-python once the package is installed). ROLLWAY_FEATURES=tract lints the optional
+# features too, as CI does.
+CLIPPY_FEATURES = $(if $(ROLLWAY_FEATURES),--features $(shell echo $(ROLLWAY_FEATURES) | sed 's/tract/rollway-onnx\/tract,rollway-cli\/tract/'))
+lint: lint-rust lint-python
+
+lint-rust:
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --release --workspace --all-targets --locked --no-deps $(CLIPPY_FEATURES) -- -D warnings
+
+lint-python:
 	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(RUFF)
 	$(PY) -m ruff check $(PY_SOURCES)
+	@$(PY) -m mypy --version >/dev/null 2>&1 || $(PY) -m pip install --quiet $(MYPY)
+	$(PY) -m mypy
 	@if $(PY) -c "import rollway._rollway" 2>/dev/null; then bash scripts/stubtest.sh $(abspath $(PY)); \
 	else echo "stubtest skipped: rollway is not installed in $(PY) (pip install .)"; fi

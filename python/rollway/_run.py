@@ -201,7 +201,7 @@ def run(
         workers=workers, envs_per_worker=envs_per_worker, episodes=episodes, steps=steps, max_steps=max_steps,
         seed=seed, mode=mode, batch=batch, max_wait=max_wait, max_restarts=max_restarts, max_attempts=max_attempts,
         step_timeout=step_timeout, filters=filters, env_params=env_params, agent_params=agent_params, **more))
-    common = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
+    common: Dict[str, Any] = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
     if config is not None:
         settings = {**_read_config(config), **settings}
     # With resume=, the settings given must equal the stored ones (episodes/steps may

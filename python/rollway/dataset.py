@@ -255,7 +255,7 @@ class Dataset:
         or ``"parquet"``) or ``"lerobot"`` (``fps``, ``task``, ``robot_type``,
         ``force``, ``video_codec`` — ``"av1"``, LeRobot's default, or ``"h264"``, several times
         faster to encode —, ``crf``, ``keyint``). Returns the export's report."""
-        exporters = {"minari": _rollway.export_minari, "lerobot": _rollway.export_lerobot}
+        exporters: Dict[str, Callable[..., str]] = {"minari": _rollway.export_minari, "lerobot": _rollway.export_lerobot}
         if format not in exporters:
             raise _rollway.InputError(f"export format {format!r}: expected one of {', '.join(exporters)}")
         try:

@@ -85,12 +85,12 @@ class Adapter:
             if a.ndim == 0 or a.shape[0] != n:
                 raise ValueError(f"the policy's extra {name!r} has shape {a.shape}; it must be (n, ...) with n = {n}")
             extras.append((str(name), a.tobytes(), list(a.shape[1:])))
-        state = out.get("state")
-        return self._pack(_numpy(out["actions"]), n), None if state is None else self._state(state, n), extras
+        new_state = out.get("state")
+        return self._pack(_numpy(out["actions"]), n), None if new_state is None else self._state(new_state, n), extras
 
     def load(self, weights: Any) -> None:
         """Loads a published version's weights (the rollout's thread, between batches)."""
-        self.fn.load(weights)
+        self.fn.load(weights)  # type: ignore[attr-defined]  # rollout.publish checked it has one
 
 
 def _numpy(v: Any) -> Any:

@@ -103,6 +103,16 @@ class Fragment:
 
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
                  "episode", "version", "state", "extras", "finished", "final_obs", "stats")
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    first: np.ndarray
+    episode: np.ndarray
+    version: np.ndarray
+    state: np.ndarray
+    extras: Dict[str, np.ndarray]
+    finished: Dict[str, np.ndarray]
+    stats: Dict[str, Any]
 
     def __init__(self, raw: Dict[str, Any], obs: RowViews, act: RowViews):
         t, n = raw["steps"], raw["envs"]

@@ -174,7 +174,7 @@ class RowError(ValueError):
         self.row, self.leaf, self.index, self.value, self.dtype, self.kind = row, leaf, index, float(value), str(dtype), kind
 
 
-def exact(v: Any, dt: np.dtype, shape: Tuple[int, ...], path: str = "", batch: bool = False) -> np.ndarray:
+def exact(v: Any, dt: np.dtype, shape: Optional[Tuple[int, ...]], path: str = "", batch: bool = False) -> np.ndarray:
     """``v`` as a contiguous array of ``dt``, refusing what would lose information
     (:class:`RowError`): floats that are not whole numbers (or not finite), and integers
     outside ``dt``'s range, for an integer ``dt``. ``shape``: the shape it must have, or

@@ -11,7 +11,6 @@
 //! let agent = factory.make(env.spec()).unwrap();
 //! # drop(agent);
 //! ```
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 use rollway_core::{Agent, AgentEntry, AgentFactory, EnvSpec, Error, Params, Result};

@@ -1,5 +1,8 @@
 //! Command-line flags and subcommands; `job` merges `run`'s flags with its
 //! config file.
+// clap turns a doc comment into --help text: a derive struct's would be printed as its
+// command's about, over the variant's. The variants and flags carry the docs.
+#![allow(missing_docs)]
 
 use std::path::PathBuf;
 

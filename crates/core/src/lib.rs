@@ -17,7 +17,6 @@
 //! layout.sample_row(&mut rng, rows.row_mut(3));
 //! assert!(layout.contains_row(rows.row(3)));
 //! ```
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod agent;

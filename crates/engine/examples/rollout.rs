@@ -1,15 +1,16 @@
-// A Rust learner's rollout, without Python: fragments of built-in CartPole acted on by a
-// built-in agent, assembled by the engine as `rollway.Rollout` is. It trains nothing; a
-// learner would update its policy between `collect` and `publish`.
-//
-//     cargo run --release -p rollway-engine --example rollout
-//
-// Each fragment is T steps × N envs, time-major, with the bootstrap observation
-// (`obs` holds T + 1 rows per env) and each finished episode's final observation.
+//! A Rust learner's rollout, without Python: fragments of built-in CartPole acted on by a
+//! built-in agent, assembled by the engine as `rollway.Rollout` is. It trains nothing; a
+//! learner would update its policy between `collect` and `publish`.
+//!
+//!     cargo run --release -p rollway-engine --example rollout
+//!
+//! Each fragment is T steps × N envs, time-major, with the bootstrap observation
+//! (`obs` holds T + 1 rows per env) and each finished episode's final observation.
 
 use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Three fragments, one line each; a learner's update would go between `collect` and `publish`.
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let request = RolloutRequest {
         env: "CartPole-v1".into(),
         policy: Some("random".into()),

@@ -22,10 +22,15 @@ pub const DEFAULT_JOB_MEDIA: &str = "h264";
 
 /// A fully resolved `run` invocation.
 pub struct Job {
+    /// What the generator runs.
     pub cfg: RunConfig,
+    /// Filter specs labelling each episode (`rollway_runner::filter::parse`).
     pub filters: Vec<String>,
+    /// Where the summary goes as JSON (`--summary-json`).
     pub summary_json: Option<PathBuf>,
+    /// Where each episode goes as a JSON line (`--episodes-json`).
     pub episodes_json: Option<PathBuf>,
+    /// How the dataset is written.
     pub writer: rollway_store::WriterConfig,
     /// True when this is the built-in default job (no env, agent or config given).
     pub is_default: bool,

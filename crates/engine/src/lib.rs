@@ -4,8 +4,9 @@
 //! [`RunOptions`]); [`RunRequest::resolve`] merges it with its config file and
 //! checks it into a [`Job`]; [`execute`] runs the job and commits what it
 //! recorded, its episodes going through the stages of [`Sinks`]. The `rollway`
-//! binary is clap and printing over this crate; the Python extension builds
-//! requests from keyword arguments (no clap); a Ray run's driver prepares its
+//! binary is clap and printing over this crate; the Python package builds
+//! requests from keyword arguments (clap parses only its `rollway` command's
+//! flags, through the CLI's library); a Ray run's driver prepares its
 //! dataset and its actors run parts of it through the same `execute`. So a run
 //! resolves its settings, names its errors and commits its dataset the same way
 //! from every front. A training loop's rollout is asked for the same way, as a

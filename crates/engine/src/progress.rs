@@ -50,6 +50,7 @@ impl Timeline {
     const FIRST: f64 = 0.05;
     const MAX: usize = 400;
 
+    /// Takes in one progress report (kept: the latest, and samples spaced out over the run).
     pub fn record(&mut self, p: &Progress) {
         let t = p.elapsed.as_secs_f64();
         self.last = [t, p.acted as f64, p.episodes as f64];
@@ -73,6 +74,7 @@ impl Timeline {
 }
 
 impl Display<'_> {
+    /// Progress toward `target`, drawn on a terminal unless `quiet`.
     pub fn new(target: Target, quiet: bool) -> Self {
         let tty = std::io::stderr().is_terminal();
         let bar = (!quiet && tty).then(|| {
@@ -136,6 +138,7 @@ impl Display<'_> {
 pub struct Bar(Option<ProgressBar>);
 
 impl Bar {
+    /// A bar saying `verb`, counting `unit`s, on a terminal unless `quiet`.
     pub fn new(quiet: bool, verb: &str, unit: &str) -> Bar {
         Bar((!quiet && std::io::stderr().is_terminal()).then(|| {
             let pb = ProgressBar::new(0);
@@ -145,6 +148,7 @@ impl Bar {
         }))
     }
 
+    /// `done` of `total`.
     pub fn update(&self, done: u64, total: u64) {
         if let Some(b) = &self.0 {
             b.set_length(total);
@@ -152,6 +156,7 @@ impl Bar {
         }
     }
 
+    /// Text after the count.
     pub fn message(&self, msg: String) {
         if let Some(b) = &self.0 {
             b.set_message(msg);

@@ -16,6 +16,7 @@ use crate::error::{Error, InputContext, Result};
 #[derive(Clone, Copy, Deserialize, Serialize, Debug, PartialEq)]
 #[cfg_attr(feature = "clap", derive(ValueEnum))]
 #[serde(rename_all = "lowercase")]
+/// How a run's workers and its agent take turns (`--mode`).
 pub enum ModeArg {
     /// Every step waits for all envs (Gymnasium SyncVectorEnv); the central thread steps worker 0's envs
     /// between agent calls, so N workers take N threads.

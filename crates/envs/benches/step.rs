@@ -2,6 +2,7 @@
 //! reset at episode end, rendering included), in env steps per second.
 //!
 //! Run with `cargo bench -p rollway-envs --bench step`.
+#![allow(missing_docs)] // criterion_group! makes a public function it cannot document
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::SeedableRng;

@@ -21,7 +21,6 @@
 //!
 //! A run gets its envs through [`Registered`], the registry as an
 //! [`EnvFactory`].
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 use rollway_core::{Env, EnvEntry, EnvFactory, Error, Params, Result, TimeLimit};

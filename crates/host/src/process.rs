@@ -4,6 +4,7 @@
 //! reaches only the run (which then shuts its processes down in order), and it is
 //! killed by the kernel if the thread that spawned it goes away first, so neither
 //! a crash nor a kill of the run leaves an orphan stepping envs.
+#![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::collections::HashSet;
 use std::io::{self, BufReader};

@@ -37,8 +37,6 @@
 //! let (a, b) = (Dataset::open(&src).unwrap(), Dataset::open(&back).unwrap());
 //! assert_eq!(a.read_episode(0).unwrap().observations, b.read_episode(0).unwrap().observations);
 //! ```
-#![deny(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod columns;
 mod error;

@@ -3,6 +3,7 @@
 //! interrupted export or import never leaves a half dataset, or none, where a
 //! reader would find one. What killed runs leave beside an output is removed by
 //! the next run to it.
+#![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,7 @@
 //!
 //! Run with `cargo bench -p rollway-loader --bench load`. The side-by-side comparison
 //! with numpy, TorchRL and Minari is `bench/run_load.sh`.
+#![allow(missing_docs)] // criterion_group! makes a public function it cannot document
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{Rng, SeedableRng};

@@ -1,4 +1,5 @@
 //! Batches: every field one contiguous array, reused from batch to batch.
+#![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use rollway_core::{Array, DType};
 use rollway_store::format::{column_name, is_frame_leaf};

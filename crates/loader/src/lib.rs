@@ -28,8 +28,6 @@
 //! }
 //! assert_eq!(windows, loader.num_windows()); // every window exactly once per epoch
 //! ```
-#![deny(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
 mod config;

@@ -4,6 +4,7 @@
 //! exact float32s take four) and widened back on the way out. A shuffled window's
 //! cost is the cache lines it touches, so fewer bytes per row is the loader's speed:
 //! a CartPole row goes from 34 to 23 bytes.
+#![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use rollway_core::DType;
 

@@ -16,9 +16,6 @@
 //! # Ok::<(), rollway_media::Error>(())
 //! ```
 
-#![deny(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod av1;
 pub mod h264;
 pub mod jpeg;
@@ -64,6 +61,7 @@ pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
 
 /// `bytes` copied into FFmpeg's allocator with the zero padding libavcodec may read
 /// past the end: what a codec context or stream parameters own as `extradata`.
+#[allow(unsafe_code)] // FFmpeg's allocator: no safe wrapper
 pub(crate) fn av_extradata(bytes: &[u8]) -> Result<(*mut u8, i32)> {
     let pad = ffmpeg_next::ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
     // SAFETY: a fresh zeroed allocation of len + pad bytes, filled with len bytes.
@@ -81,6 +79,7 @@ pub(crate) fn av_extradata(bytes: &[u8]) -> Result<(*mut u8, i32)> {
 ///
 /// # Safety
 /// `p` is null or points at `size` readable bytes.
+#[allow(unsafe_code)] // reading what FFmpeg owns
 pub(crate) unsafe fn copy_extradata(p: *const u8, size: i32) -> Vec<u8> {
     if p.is_null() {
         Vec::new()

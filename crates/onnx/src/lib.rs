@@ -26,7 +26,8 @@
 //!
 //! The run's summary says which engine ran, on what device, with how many
 //! threads, and how long the model's calls took (`OnnxAgent::about`).
-#![deny(missing_docs)]
+
+#![forbid(unsafe_code)]
 
 mod agent;
 pub mod backend;

@@ -8,7 +8,6 @@
 //! [`policy`] Python policies as a run's agent, [`rollout`] the rollout engine of a training loop,
 //! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
 //! a Python exception.
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod arrays;
 mod collector;

@@ -16,7 +16,9 @@ pub const COLORS: [&str; 6] = ["#3b6fb6", "#d9822b", "#3f9b5c", "#b8433a", "#7a5
 
 /// A named line: `(x, y)` points in x order.
 pub struct Series {
+    /// The legend's label.
     pub name: String,
+    /// The points.
     pub points: Vec<(f64, f64)>,
 }
 

@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo bench -p rollway-runner --bench generator`. The side-by-side
 //! comparison with Gymnasium and EnvPool is `bench/run_all.sh`.
+#![allow(missing_docs)] // criterion_group! makes a public function it cannot document
 
 use std::sync::Arc;
 

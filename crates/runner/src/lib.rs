@@ -21,7 +21,6 @@
 //! assert_eq!(summary.episodes, 10);
 //! assert_eq!(summary.labels["full"], 10);
 //! ```
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod central;

@@ -77,7 +77,7 @@ def run(
         if resume is not None:
             if settings or config is not None or out is not None:
                 raise _rollway.InputError(f"resume={os.fspath(resume)!r} continues the stored run; only episodes= may be given")
-            root, run_no, target, stored = _resumed(_path(resume), episodes)
+            root, run_no, target, stored = _resumed(os.fspath(resume), episodes)
         else:
             given = _settings(env, agent, dict(settings, episodes=episodes))
             if config is not None:
@@ -162,7 +162,8 @@ class _Driver:
         self.size, self.n = part, actors
         cls = ray.remote(_Member).options(max_task_retries=0, **opts)
         self.actors = [cls.remote(root, run_no, pickle, policy) for _ in range(actors)]
-        self.failures, self.retried, self.parts, self.t0, self.shown = 0, 0, [], time.monotonic(), 0.0
+        self.parts: List[Dict[str, Any]] = []
+        self.failures, self.retried, self.t0, self.shown = 0, 0, time.monotonic(), 0.0
 
     def committed(self) -> set:
         return {e["run_index"] for e in Dataset(self.root).episodes if e["run"] == self.run_no}
@@ -174,7 +175,9 @@ class _Driver:
         # One part per actor unless told: an engine start costs more than the imbalance saves.
         self.size = self.size or max(1, -(-len(left) // self.n))
         todo = _ranges(left, self.size)
-        idle, busy, probing = list(range(len(self.actors))), {}, {}
+        idle = list(range(len(self.actors)))
+        busy: Dict[Any, Tuple[int, Range]] = {}
+        probing: Dict[Any, int] = {}
         try:
             while todo or busy:
                 while todo and idle:

@@ -131,6 +131,8 @@ class RayFragment(Fragment):
     store; episode ids are unique across actors (see ``_RolloutActor``)."""
 
     __slots__ = ("actor", "node")
+    actor: int
+    node: str
 
 
 class Rollout:
@@ -357,7 +359,8 @@ class Rollout:
 
     def _close_run(self) -> None:
         summary = json.dumps(self.summary(), default=str) if hasattr(self, "_stats") else None
-        close_run(self._out, 0, summary)
+        if self._out is not None:
+            close_run(self._out, 0, summary)
 
     def __enter__(self) -> "Rollout":
         return self
