@@ -4,6 +4,8 @@ vector envs, side by side in one run, several seeds.
 
 Systems:
 - ``rollway-lag0``: ``rollway.Rollout``, strictly on-policy (CleanRL's semantics).
+- ``rollway-lag0-nobootstrap``: the same, with truncated episodes treated as terminated, as CleanRL's
+  loop does (issue 48: the default bootstraps them from ``final_obs``; this measures what that costs).
 - ``rollway-lag1``: the next fragment is collected with the previous weights while the learner trains.
 - ``gym-sync`` / ``gym-async``: CleanRL's loop (policy forward, ``envs.step``, buffers) on
   ``gymnasium.vector.SyncVectorEnv`` / ``AsyncVectorEnv``, same-step autoreset (CleanRL's
@@ -50,7 +52,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from gym_source import GymSource  # noqa: E402
 from benchlib import fmt_outside, log, md_table, train_each, training_parser, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
-SYSTEMS = ["rollway-lag0", "rollway-lag1", "rollway-ray", "gym-sync", "gym-async", "envpool", "torchrl-sync", "torchrl-multisync",
+SYSTEMS = ["rollway-lag0", "rollway-lag0-nobootstrap", "rollway-lag1", "rollway-ray", "gym-sync", "gym-async", "envpool", "torchrl-sync", "torchrl-multisync",
            "sf-serial", "sf-async"]
 SF_PYTHON = os.environ.get("SF_PYTHON", os.path.join(HERE, ".venv-sf", "bin", "python"))
 # The peers that are only run when their package imports.
@@ -71,6 +73,8 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
         with two_nodes():
             r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False,
                                    source=lambda acting, e, s, sd, lag, **_: RaySource(acting, e, s, sd))
+    elif system == "rollway-lag0-nobootstrap":
+        r = ppo_cartpole.train(total, envs, steps, 0, seed, log=False, bootstrap=False)
     elif system.startswith("rollway-lag"):
         r = ppo_cartpole.train(total, envs, steps, int(system[len("rollway-lag"):]), seed, log=False)
     elif system.startswith("torchrl-"):
