@@ -56,7 +56,8 @@ def test_issue33_ctrl_c_ends_the_script_and_keeps_committed_episodes(tmp_path):
                           "--out", str(out), "--max-buffer-episodes", "64", "-q"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (out.exists() and len(rollway.Dataset(out)) >= 64):
+    # rollway.json, not the directory: the writer makes the directory a moment before the dataset in it.
+    while time.monotonic() < deadline and not ((out / "rollway.json").exists() and len(rollway.Dataset(out)) >= 64):
         time.sleep(0.2)
     p.send_signal(signal.SIGINT)
     try:

@@ -2,22 +2,11 @@
 reset replaced), bit for bit the last observation a recording rollout stores, for every
 way a rollout's envs run: built-in, hosted in processes, inline, nested Dict spaces."""
 
-import os
-
 import numpy as np
 import pytest
 
 import rollway
-from test_hosted import host_processes
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-@pytest.fixture(autouse=True)
-def importable_test_envs(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    yield
-    assert host_processes() == [], "an env process outlived its rollout"
+from test_rollout import importable_test_envs  # noqa: F401  (autouse: hosted_envs importable, no env process left)
 
 
 def leaf(obs, k):

@@ -191,15 +191,7 @@ pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, next: bool, index: u64,
         return Err(e);
     }
     // Destinations of the table's row fields, in the table's field order.
-    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(t.fields.len());
-    let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
-    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(b.observations.iter_mut()).enumerate() {
-        if is_frame_leaf(leaf) {
-            frame_fields.push((li, leaf.bytes(), &mut slot.1.data[..]));
-        } else {
-            outs.push(&mut slot.1.data[..]);
-        }
-    }
+    let (mut outs, mut frame_fields) = observation_outs(t, &mut b.observations);
     outs.extend(b.actions.iter_mut().map(|slot| &mut slot.1.data[..]));
     outs.extend([&mut b.rewards.data[..], &mut b.terminated.data[..], &mut b.truncated.data[..]]);
     gather(t, l, &spans, &mut outs, &mut b.scratch);
@@ -214,20 +206,29 @@ pub(crate) fn fill(t: &Table, wins: &[Window], l: usize, next: bool, index: u64,
 /// the row fields past the observations' are not split out.
 fn fill_next(t: &Table, wins: &[Window], l: usize, spans: &mut [Span], b: &mut Batch) -> Result<()> {
     spans.iter_mut().for_each(|s| s.row += 1);
-    let mut outs: Vec<&mut [u8]> = Vec::new();
-    let mut frame_fields: Vec<(usize, usize, &mut [u8])> = Vec::new();
-    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(b.next_observations.iter_mut()).enumerate() {
+    let (mut outs, mut frame_fields) = observation_outs(t, &mut b.next_observations);
+    // The observations' fields come first in a row: `gather` splits only as many fields as it is given.
+    gather(t, l, spans, &mut outs, &mut b.scratch);
+    let result = frames(t, wins, l, 1, spans, &mut frame_fields);
+    spans.iter_mut().for_each(|s| s.row -= 1);
+    result
+}
+
+/// A batch's observation columns as destinations: the numeric leaves' (split out of
+/// the row table, in its field order) and the frame leaves' (leaf index, bytes per
+/// frame, buffer; decoded from their files).
+type FrameOut<'a> = (usize, usize, &'a mut [u8]);
+
+fn observation_outs<'a>(t: &Table, cols: &'a mut [(String, Array)]) -> (Vec<&'a mut [u8]>, Vec<FrameOut<'a>>) {
+    let (mut outs, mut frame_fields) = (Vec::with_capacity(t.fields.len()), Vec::new());
+    for (li, (leaf, slot)) in t.obs.leaves().iter().zip(cols.iter_mut()).enumerate() {
         if is_frame_leaf(leaf) {
             frame_fields.push((li, leaf.bytes(), &mut slot.1.data[..]));
         } else {
             outs.push(&mut slot.1.data[..]);
         }
     }
-    // The observations' fields come first in a row: `gather` splits only as many fields as it is given.
-    gather(t, l, spans, &mut outs, &mut b.scratch);
-    let result = frames(t, wins, l, 1, spans, &mut frame_fields);
-    spans.iter_mut().for_each(|s| s.row -= 1);
-    result
+    (outs, frame_fields)
 }
 
 /// Finds every window's rows and writes the per-window fields (`first`, `mask`,
