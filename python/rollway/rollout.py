@@ -43,8 +43,10 @@ episode: the step ends it as truncated with reward 0, the env restarts with
 than ``max_restarts`` times in a row ends the rollout. A policy that raises ends
 the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
 ``collect`` raises ``KeyboardInterrupt``: at ``max_policy_lag=0`` it lands in the policy
-(or a Python env) and ends the rollout as any exception there does; at lag ≥ 1 it
-interrupts the wait and the rollout stays usable.
+and ends the rollout as any exception there does; at lag ≥ 1 it interrupts the wait and
+the rollout stays usable. A known limit: one that lands while an inline Python env
+(``host="inline"``, or ``"auto"`` at one worker and lag 0) is stepping is taken as that
+env's fault, and the rollout goes on; press Ctrl-C again.
 """
 
 from __future__ import annotations
