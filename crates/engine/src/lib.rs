@@ -24,6 +24,10 @@ macro_rules! bad {
     };
 }
 
+// The Rust rollout example (`examples/rollout.rs`) runs in this crate's unit tests, naming the crate as users do.
+#[cfg(test)]
+extern crate self as rollway_engine;
+
 pub mod dataset;
 mod error;
 mod execute;

@@ -303,9 +303,19 @@ impl rollway_runner::Observer for Recorder {
     }
 }
 
+/// The workspace's Rust rollout example, compiled into this crate's unit tests (no test binary of its own).
+#[cfg(test)]
+#[path = "../examples/rollout.rs"]
+mod example;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue48_the_rust_rollout_example_collects_fragments() {
+        super::example::main().unwrap();
+    }
 
     #[test]
     fn unknown_settings_and_bad_values_are_input_errors_naming_them() {
