@@ -82,8 +82,9 @@ def rollway_rate(n: int, steps: int, workers: int = 2, mode: str = "sync") -> fl
     their run times, so that starting the env processes (Python, imports, first
     envs: a second or so, paid once per run) is left out, as the peers' setup is."""
     def seconds(k: int) -> float:
+        # host="process": this row measures env processes (bench/run_host_choice.py compares the hosts).
         s = rollway.run(env="gym:CartPole-v1", agent="random", workers=workers, envs_per_worker=n // workers, mode=mode,
-                        steps=k, record=False, progress=False)
+                        steps=k, record=False, progress=False, host="process")
         return float(s.seconds)
 
     short, long = seconds(steps), seconds(3 * steps)

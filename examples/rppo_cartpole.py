@@ -10,6 +10,11 @@ step and zeroing the state at every ``first`` inside it: truncated backpropagati
 through time, with every minibatch a set of whole chunks (here one chunk is a whole
 32-step fragment). Observations are scaled by the termination bounds.
 
+A truncated episode is bootstrapped as in ``ppo_cartpole``, with the value of its
+final observation (``frag.final_obs``) taken from the GRU state its last step left:
+that state is one GRU step from the recorded ``h_in`` of that step, so the fragment
+holds all it needs. ``--no-bootstrap`` treats a truncation as an end.
+
     python examples/rppo_cartpole.py                  # 500k steps at most, stops when solved (mean return ≥ 475)
 
 Prints one line per 10 updates and a JSON summary last.
@@ -74,6 +79,21 @@ def bootstrap_value(agent: RecurrentAgent, frag: rollway.Fragment) -> torch.Tens
     return agent.critic(h).flatten()
 
 
+def recurrent_bootstrapped_rewards(agent: RecurrentAgent, frag: rollway.Fragment, gamma: float) -> torch.Tensor:
+    """``ppo_cartpole.bootstrapped_rewards`` for the GRU: V(final obs) from the state
+    after the episode's last step, which is one GRU step from that step's ``h_in``."""
+    rewards = torch.from_numpy(frag.rewards).clone()
+    fin = frag.finished
+    cut = ~fin["terminated"].astype(bool)
+    if cut.any():
+        t, i = fin["step"][cut], fin["env"][cut]
+        with torch.no_grad():
+            h = agent.gru(agent.encoder(torch.from_numpy(frag.obs[t, i]) * agent.scale), torch.from_numpy(frag.extras["h_in"][t, i]))
+            h = agent.gru(agent.encoder(torch.from_numpy(frag.final_obs[cut]) * agent.scale), h)
+            rewards[torch.from_numpy(t), torch.from_numpy(i)] += gamma * agent.critic(h).flatten()
+    return rewards
+
+
 def chunked(x: torch.Tensor, chunk: int) -> torch.Tensor:
     """``[T, N, ...]`` → ``[chunk, T / chunk * N, ...]``: time-major chunks side by side."""
     t, n = x.shape[:2]
@@ -82,10 +102,12 @@ def chunked(x: torch.Tensor, chunk: int) -> torch.Tensor:
 
 def learn_recurrent(agent: RecurrentAgent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
                     chunk: int = 16, gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
-                    vf_coef: float = 0.5, max_grad_norm: float = 0.5) -> None:
-    """PPO's clipped update over chunks of the fragment, each replayed through the GRU."""
+                    vf_coef: float = 0.5, max_grad_norm: float = 0.5, bootstrap: bool = True) -> None:
+    """PPO's clipped update over chunks of the fragment, each replayed through the GRU; with
+    ``bootstrap``, truncated episodes bootstrapped from their final observations."""
+    rewards = recurrent_bootstrapped_rewards(agent, frag, gamma) if bootstrap else None
     with torch.no_grad():
-        adv, ret = advantages(frag, bootstrap_value(agent, frag), gamma, lam)
+        adv, ret = advantages(frag, bootstrap_value(agent, frag), gamma, lam, rewards)
     obs = chunked(torch.from_numpy(frag.obs[:-1]), chunk)
     first = chunked(torch.from_numpy(frag.first[:-1]).float(), chunk)
     h0 = chunked(torch.from_numpy(frag.extras["h_in"]), chunk)[0]
@@ -115,12 +137,13 @@ def learn_recurrent(agent: RecurrentAgent, opt: torch.optim.Optimizer, frag: rol
 
 
 def train_recurrent(total_steps: int = 500_000, envs: int = 8, steps: int = 32, seed: int = 1, lr: float = 1e-3,
-                    epochs: int = 20, log: bool = True, **kw: Any) -> Dict[str, Any]:
+                    epochs: int = 20, log: bool = True, bootstrap: bool = True, **kw: Any) -> Dict[str, Any]:
     """``ppo_cartpole.train`` with the recurrent agent and update, on CartPole without
     velocities. The settings are RL Zoo's for RecurrentPPO on CartPoleNoVel: 8 envs × 32
     steps, the whole fragment one minibatch replayed 20 times, γ 0.98, λ 0.8, no entropy
-    bonus, the learning rate decaying from 1e-3."""
-    update = functools.partial(learn_recurrent, chunk=steps, gamma=0.98, lam=0.8, ent_coef=0.0)
+    bonus, the learning rate decaying from 1e-3. ``bootstrap``: truncated episodes
+    bootstrapped from their final observation's value."""
+    update = functools.partial(learn_recurrent, chunk=steps, gamma=0.98, lam=0.8, ent_coef=0.0, bootstrap=bootstrap)
     return train(total_steps, envs, steps, lag=0, seed=seed, lr=lr, epochs=epochs, minibatches=1, log=log,
                  make_agent=RecurrentAgent, update=update, env_params={"velocities": False}, **kw)
 
@@ -130,8 +153,9 @@ def main() -> None:
     p.add_argument("--steps-total", type=int, default=500_000, help="env steps at most (default 500000)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--no-bootstrap", action="store_true", help="treat a truncated episode as terminated")
     a = p.parse_args()
-    r = train_recurrent(a.steps_total, seed=a.seed, lr=a.lr)
+    r = train_recurrent(a.steps_total, seed=a.seed, lr=a.lr, bootstrap=not a.no_bootstrap)
     r.pop("curve")
     print(json.dumps(r))
 

@@ -144,6 +144,7 @@ def run(
     record: bool = True,
     progress: bool = True,
     config: Optional[PathLike] = None,
+    host: str = "auto",
     **more: Any,
 ) -> Summary:
     """Runs envs and an agent in parallel, like ``rollway run``; returns a :class:`Summary`.
@@ -155,6 +156,14 @@ def run(
     envs per process, stepped through shared memory; ``step_timeout`` (seconds or a
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.
+    ``host``: ``"process"`` keeps them there; ``"inline"`` steps them all in this
+    process, in one worker thread under the GIL (no pipe round trip per step, no
+    process to start: faster for cheap envs on few cores, but a hang cannot be killed
+    and a crash takes this process with it); ``"auto"`` (the default) keeps processes,
+    except in a run of at least 100,000 steps or 2,000 episodes without
+    ``step_timeout``, which measures both at its start (processes first) and takes the
+    faster, reported in
+    ``Summary.calibration["host"]``. The episodes are the same either way.
 
     ``agent`` is a built-in agent (``rollway.agents()``), ``"onnx:PATH"`` (a network
     exported with ``torch.onnx.export``, run natively by ONNX Runtime or tract (where the
@@ -201,7 +210,8 @@ def run(
         workers=workers, envs_per_worker=envs_per_worker, episodes=episodes, steps=steps, max_steps=max_steps,
         seed=seed, mode=mode, batch=batch, max_wait=max_wait, max_restarts=max_restarts, max_attempts=max_attempts,
         step_timeout=step_timeout, filters=filters, env_params=env_params, agent_params=agent_params, **more))
-    common: Dict[str, Any] = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable)
+    common: Dict[str, Any] = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable,
+                                  host=host)
     if config is not None:
         settings = {**_read_config(config), **settings}
     # With resume=, the settings given must equal the stored ones (episodes/steps may

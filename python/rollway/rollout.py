@@ -98,13 +98,16 @@ class Fragment:
 
       A step truncated by an env fault (``stats["env_faults"]``) has no entry: the env
       failed, there is nothing to bootstrap from.
+    - ``final_info``: list of F dicts, the info each finished episode's last step
+      returned (Gymnasium's ``final_info``; ``{}`` for an env that gives none; arrays
+      arrive as lists), also stored as the episode's ``info`` by a recording rollout
     - ``stats``: how it was made: ``steps_per_s``, ``wall_s``, ``policy_s``, ``env_s``,
       ``waited_s`` (the rollout waiting for the learner), ``lag_min``,
       ``lag_mean``, ``lag_max``, ``dropped_steps`` (so far), ``env_faults``, ``mean_batch``
     """
 
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
-                 "episode", "version", "state", "extras", "finished", "final_obs", "stats")
+                 "episode", "version", "state", "extras", "finished", "final_obs", "final_info", "stats")
     rewards: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
@@ -123,6 +126,7 @@ class Fragment:
         self.obs: Any = obs.view(raw["obs"], t + 1, n)
         self.actions: Any = act.view(raw["actions"], t, n)
         self.final_obs: Any = obs.view(raw["final_obs"], len(raw["finished"]["env"]))
+        self.final_info: List[Dict[str, Any]] = json.loads(raw["final_info"])
         for k in ("rewards", "terminated", "truncated", "first", "episode", "version", "state", "extras", "finished", "stats"):
             setattr(self, k, raw[k])
 

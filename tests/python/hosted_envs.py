@@ -130,6 +130,11 @@ def make_cartpole(**kwargs):
     return gym.make("CartPole-v1", **kwargs)
 
 
+def make_cartpole_with_stats(**kwargs):
+    """CartPole whose final info is Gymnasium's episode statistics (``info["episode"]``)."""
+    return gym.wrappers.RecordEpisodeStatistics(gym.make("CartPole-v1", **kwargs))
+
+
 class Wrong(gym.Env):
     """A Box(-1, 1, (3,)) env that answers wrong in one way (`how`) on step `at`:
     a NaN observation, a NaN reward, an observation out of bounds, of the wrong shape,

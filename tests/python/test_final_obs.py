@@ -1,6 +1,7 @@
 """Issue 48: a fragment gives each finished episode's final observation (the one its
 reset replaced), bit for bit the last observation a recording rollout stores, for every
-way a rollout's envs run: built-in, hosted in processes, inline, nested Dict spaces."""
+way a rollout's envs run: built-in, hosted in processes, inline, nested Dict spaces;
+and its final info, the info the recorded episode stores."""
 
 import numpy as np
 import pytest
@@ -76,3 +77,29 @@ def test_issue48_a_fragment_where_no_episode_ended_has_empty_final_obs_by_leaf()
     assert len(f.finished["env"]) == 0
     assert set(f.final_obs) == set(f.obs) and all(a.shape[0] == 0 for a in f.final_obs.values())
     assert f.final_obs["img"].shape == (0, 4, 4, 3) and f.final_obs["img"].dtype == np.uint8
+
+
+@pytest.mark.parametrize("host", ["inline", "process"])
+def test_issue48_final_info_is_the_envs_last_info_and_the_recorded_episodes_info(tmp_path, host):
+    out = tmp_path / "replay"
+    infos = {}
+    with rollway.Rollout("hosted_envs:make_cartpole_with_stats", "random", num_envs=3, steps=20, seed=5, out=out,
+                         env_params={"max_episode_steps": 12}, host=host) as r:
+        for _ in range(3):
+            f = r.collect()
+            fin = f.finished
+            assert len(f.final_info) == len(fin["env"])
+            for k, info in enumerate(f.final_info):
+                # RecordEpisodeStatistics' own count of the episode the fragment says ended.
+                assert info["episode"]["l"] == fin["length"][k] and info["episode"]["r"] == pytest.approx(fin["return"][k])
+                infos[int(fin["episode"][k])] = info
+    ds = rollway.Dataset(out)
+    assert len(ds) == len(infos) > 3
+    for e in ds:
+        assert e.info == infos[e.run_index]
+
+
+def test_issue48_an_env_without_infos_gives_empty_final_info():
+    with rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=40, max_episode_steps=10) as r:
+        f = r.collect()
+    assert len(f.final_info) == len(f.finished["env"]) > 0 and all(i == {} for i in f.final_info)

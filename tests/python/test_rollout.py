@@ -331,6 +331,33 @@ def test_issue48_ppo_bootstraps_truncated_episodes_from_their_final_observation(
     assert adv_on[t, i] - adv_off[t, i] == pytest.approx(0.9 * float(v[np.flatnonzero(cut)[0]]), abs=1e-5)
 
 
+def test_issue48_recurrent_ppo_bootstraps_from_the_gru_state_the_episode_left():
+    import torch
+
+    rppo = example("rppo_cartpole")
+    torch.manual_seed(0)
+    agent = rppo.RecurrentAgent()
+    with rollway.Rollout("CartPole-v1", example("ppo_cartpole").Acting(agent), num_envs=3, steps=48, seed=2, max_episode_steps=10,
+                         env_params={"velocities": False}) as r:
+        f = r.collect()
+    got = rppo.recurrent_bootstrapped_rewards(agent, f, 0.9) - torch.from_numpy(f.rewards)
+    fin = f.finished
+    checked = 0
+    for k in np.flatnonzero(~fin["terminated"]):
+        t, i = int(fin["step"][k]), int(fin["env"][k])
+        start = t - int(fin["length"][k]) + 1
+        if start < 0:
+            continue
+        # The episode replayed from a zero state, then one step more on its final observation.
+        obs = torch.cat([torch.from_numpy(f.obs[start:t + 1, i]), torch.from_numpy(f.final_obs[k:k + 1])])
+        with torch.no_grad():
+            h = agent.unroll(obs.unsqueeze(1), torch.zeros(len(obs), 1), torch.zeros(1, agent.hidden))[-1]
+            v = float(agent.critic(h).flatten()[0])
+        assert float(got[t, i]) == pytest.approx(0.9 * v, abs=1e-5)
+        checked += 1
+    assert checked >= 2 and int((got != 0).sum()) == int((~fin["terminated"]).sum())
+
+
 def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
     r = example("rppo_cartpole").train_recurrent(total_steps=25_600, seed=1, log=False)
     # Without velocities a random policy averages ~22 and pushing toward the pole's lean

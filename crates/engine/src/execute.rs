@@ -52,6 +52,13 @@ pub struct Sources {
     pub agents: Option<Arc<dyn AgentFactory>>,
     /// The interpreter for hosted envs (default: `$ROLLWAY_PYTHON`, else `python3`).
     pub python: Option<PathBuf>,
+    /// The run's Python envs stepped in the front's own process (the Python
+    /// binding's inline host): offered beside env processes, taken where `host` says.
+    pub inline: Option<Arc<dyn EnvFactory>>,
+    /// Where Python envs step when `inline` is offered (or `Process`, asked for
+    /// Python envs without offering it); `Auto` measures both and takes the faster
+    /// (see `host_choice.rs`).
+    pub host: crate::rollout::Host,
 }
 
 /// How a run went.
@@ -85,8 +92,12 @@ pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     let filters = parse_filters(&job.filters)?;
     let python = hooks.sources.python.clone();
     let own_agents = hooks.sources.agents.is_none();
+    let (inline, host) = (hooks.sources.inline.clone(), hooks.sources.host);
     let (envs, mut agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
+    let started = Instant::now();
+    let (envs, choice) = crate::host_choice::choose(&mut job, envs, inline, &agents, host, a.quiet);
+    let calibration = crate::host_choice::with_choice(calibration, &job.cfg, choice, started);
     if own_agents && calibration.is_some() {
         // The calibration may have changed the mode, and with it the cores a model gets.
         agents = agent_factory(&job.cfg.agent, &job.cfg.agent_params, busy_cores(&job.cfg), python);

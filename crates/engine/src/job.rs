@@ -206,7 +206,8 @@ impl Origin {
     }
 }
 
-fn table_params(t: Option<toml::Table>) -> Params {
+/// A config table of parameters as an env's or agent's `Params` (strings kept, other values as TOML text).
+pub fn table_params(t: Option<toml::Table>) -> Params {
     let mut p = Params::new();
     for (k, v) in t.unwrap_or_default() {
         let s = match v {

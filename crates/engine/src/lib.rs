@@ -31,6 +31,7 @@ extern crate self as rollway_engine;
 pub mod dataset;
 mod error;
 mod execute;
+mod host_choice;
 mod job;
 pub mod progress;
 mod request;
@@ -40,7 +41,7 @@ mod sinks;
 
 pub use error::{chain_text, Cause, Error, Result};
 pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};
-pub use job::{resolve_stored, resume_from, resume_job, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
+pub use job::{resolve_stored, resume_from, resume_job, table_params, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
 pub use request::RunRequest;
 pub use rollout::{Host, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};

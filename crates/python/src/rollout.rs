@@ -297,6 +297,9 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
         arrays::from_vec(py, f.finished.iter().map(|e| u8::from(e.terminated)).collect::<Vec<u8>>(), DType::Bool, &[k])?,
     )?;
     d.set_item("finished", fin)?;
+    // One JSON array for the lot: the package parses it once per fragment.
+    let infos: Vec<String> = f.finished.iter().map(|e| e.info.to_json()).collect();
+    d.set_item("final_info", format!("[{}]", infos.join(",")))?;
     let final_len = f.final_obs.len();
     d.set_item("final_obs", arrays::from_vec(py, f.final_obs, DType::U8, &[final_len])?)?;
     d.set_item("warnings", f.warnings)?;

@@ -12,16 +12,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use rollway_core::AgentFactory;
-use rollway_engine::{execute, Outcome, Part, RunHooks, RunOptions, RunRequest, Sources};
+use rollway_core::{AgentFactory, EnvFactory};
+use rollway_engine::{execute, Host, Outcome, Part, RunHooks, RunOptions, RunRequest, Sources};
 use serde_json::json;
 
 use crate::errors::{input_error, ToPy};
+use crate::inline_host::InlineEnvs;
 use crate::policy::PyPolicies;
 
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None, prepare=false, join=None))]
+#[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None, prepare=false, join=None, host="auto"))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -38,7 +39,9 @@ pub fn run(
     agent_factory: Option<(String, Py<PyAny>)>,
     prepare: bool,
     join: Option<(PathBuf, String)>,
+    host: &str,
 ) -> PyResult<String> {
+    let host = Host::try_from(host.to_string()).map_err(input_error)?;
     let file: Option<RunOptions> = match config {
         Some(text) => Some(serde_json::from_str(text).map_err(|e| {
             // serde_json adds where in the JSON text it was: meaningless to a caller of run().
@@ -57,16 +60,42 @@ pub fn run(
         Some((dir, part)) => Some((dir, part.parse::<Part>().map_err(input_error)?)),
         None => None,
     };
+    let inline = inline_envs(py, file.as_ref(), env_pickle.clone(), host, join.is_some() || prepare || resume.is_some())?;
+    // The summary says where Python envs stepped: offered inline, or asked to stay in processes.
+    let host = if inline.is_some() || python_env(file.as_ref(), env_pickle.is_some()) { host } else { Host::Auto };
     let request =
         RunRequest { file, settings, out, resume, append, no_record: !record, quiet: !progress, prepare, join, ..RunRequest::default() };
     let outcome = py.detach(|| {
         let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
         // A callable env: pickled by the package, unpickled in each env process.
-        let sources = Sources { envs: None, env_pickle, agents, python };
+        let sources = Sources { envs: None, env_pickle, agents, python, inline, host };
         execute(&request, RunHooks { stop: Some(stop), sources })
     });
     Ok(report(&outcome.py()?).to_string())
+}
+
+/// A run's Python env stepped in this process too (`inline_host.rs`), offered to the
+/// run, which takes it where `host` says. Not for a distributed run's parts (each
+/// node's own processes) nor a resumed run (it keeps the stored settings' processes).
+fn inline_envs(
+    py: Python<'_>,
+    file: Option<&RunOptions>,
+    pickled: Option<Vec<u8>>,
+    host: Host,
+    distributed_or_resumed: bool,
+) -> PyResult<Option<Arc<dyn EnvFactory>>> {
+    let Some(env) = file.and_then(|f| f.env.clone()) else { return Ok(None) };
+    if host == Host::Process || distributed_or_resumed || !python_env(file, pickled.is_some()) {
+        return Ok(None);
+    }
+    let params = rollway_engine::table_params(file.and_then(|f| f.env_params.clone()));
+    Ok(Some(Arc::new(InlineEnvs::new(py, &env, &params, pickled)?)))
+}
+
+/// Whether the run's env is a Python env (a pickled callable, `gym:`, `module:`).
+fn python_env(file: Option<&RunOptions>, pickled: bool) -> bool {
+    pickled || file.and_then(|f| f.env.as_deref()).is_some_and(rollway_host::is_hosted)
 }
 
 fn report(o: &Outcome) -> serde_json::Value {

@@ -70,6 +70,9 @@ pub(crate) struct Central<'a> {
     restarts: u64,
     /// Rows acted on (`Progress::acted`).
     acted: u64,
+    /// Blocks not acted on yet, by slot: `Progress::warm` once none is left.
+    cold: Vec<bool>,
+    cold_left: usize,
     delivery: Delivery<'a>,
     at: Vec<Where>,
     // Boxed like every block in flight: blocks move through the channels by pointer.
@@ -123,6 +126,8 @@ impl<'a> Central<'a> {
             act_check,
             restarts: 0,
             acted: 0,
+            cold: vec![true; cfg.workers * per_worker],
+            cold_left: cfg.workers * per_worker,
             delivery: Delivery::new(cfg.target, cfg.start_index, cfg.start_steps, &g.filters, observer),
             at: vec![Where::Worker; cfg.workers * per_worker],
             queued: Vec::new(),
@@ -218,8 +223,12 @@ impl<'a> Central<'a> {
         // Blocks after the failed call were not acted on: they wait for the rebuilt agent.
         for (mut b, fail) in self.queued.drain(..failures.len()).zip(failures) {
             self.acted += b.len() as u64;
+            let s = slot(&b, self.per_worker);
+            if std::mem::take(&mut self.cold[s]) {
+                self.cold_left -= 1;
+            }
             b.abort = fail;
-            self.at[slot(&b, self.per_worker)] = Where::Worker;
+            self.at[s] = Where::Worker;
             self.pool.send(b.worker, Down::Act(b));
         }
         Ok(())
@@ -316,6 +325,7 @@ impl<'a> Central<'a> {
             restarts: self.restarts,
             given_up: c.summary().given_up,
             acted: self.acted,
+            warm: self.cold_left == 0,
         };
         c.progress(&p);
     }

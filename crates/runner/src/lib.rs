@@ -63,6 +63,9 @@ pub struct Progress {
     /// Env rows the agent has chosen actions for, episodes still running included:
     /// the live pace, where `steps` moves only when the earliest episodes end.
     pub acted: u64,
+    /// Every block of envs has been acted on at least once: all the run's envs are
+    /// up (env processes have started), so `acted` moves at the run's pace.
+    pub warm: bool,
 }
 
 /// Why an observer refused an episode (e.g. the dataset writer hit a disk error).

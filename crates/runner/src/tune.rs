@@ -52,8 +52,12 @@ use crate::{Error, Generator, Mode, Observer, Progress, Result, RunConfig, SinkE
 
 /// Envs per worker tried, in order.
 pub const CANDIDATES: [usize; 5] = [8, 64, 256, 1024, 4096];
-/// Time a probe runs before it is timed (threads start, envs are built).
+/// Time a probe runs before it is timed (threads start, envs are built); the window
+/// also waits for every block of envs to have stepped once ([`Progress::warm`]):
+/// envs hosted in processes take a second or so to start, one process after another.
 pub const WARMUP: Duration = Duration::from_millis(60);
+/// A probe whose envs are not all up by then is timed anyway (a slot whose env keeps failing).
+pub const WARM_LIMIT: Duration = Duration::from_secs(20);
 /// Time a probe is timed over.
 pub const WINDOW: Duration = Duration::from_millis(120);
 /// How much better sync must score than async's best to be chosen: async keeps the
@@ -91,6 +95,36 @@ pub struct Calibration {
     pub probes: Vec<Probe>,
     /// Time spent calibrating.
     pub seconds: f64,
+    /// Where a run's Python envs step, when the front offered a choice (the engine's `host`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostChoice>,
+}
+
+/// Where a run's Python envs step, and what was measured to choose it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostChoice {
+    /// `"inline"` (in the run's worker thread, under the front's interpreter) or `"process"` (env processes).
+    pub host: String,
+    /// Why: `"asked"` (the caller named it), `"measured"`, or what ruled the other out.
+    pub why: String,
+    /// Env steps a second measured inline, when measured.
+    pub inline_steps_per_s: Option<f64>,
+    /// Env steps a second measured in env processes, when measured.
+    pub process_steps_per_s: Option<f64>,
+}
+
+/// Env steps a second of `base` as it is (its workers, envs per worker and mode),
+/// timed as [`calibrate`] times a size, once every env is up, and the mean length
+/// of the episodes that ended meanwhile.
+pub fn measure(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn AgentFactory>) -> Result<(f64, Option<f64>)> {
+    probe(base, base.envs_per_worker, envs, agents)
+}
+
+/// Whether calibrating may spend `seconds` more on a run of `base` going at `rate`
+/// steps a second ([`BUDGET`] of its predicted time; a run whose length cannot be
+/// told yet may).
+pub fn within_budget(base: &RunConfig, seconds: f64, rate: f64, mean_length: Option<f64>) -> bool {
+    run_seconds(base, rate, mean_length).is_none_or(|t| seconds <= BUDGET * t)
 }
 
 /// Times the generator of `base` (its workers and mode, nothing recorded) at each
@@ -129,7 +163,7 @@ pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Ag
             mode = Mode::Sync;
         }
     }
-    Ok(Calibration { envs_per_worker: best.0, mode, probes, seconds: started.elapsed().as_secs_f64() })
+    Ok(Calibration { envs_per_worker: best.0, mode, probes, seconds: started.elapsed().as_secs_f64(), host: None })
 }
 
 /// Whether a sync run of `base` would poll with worker 0 on the central thread,
@@ -218,7 +252,7 @@ impl Observer for Timer {
 
     fn on_progress(&mut self, p: &Progress) -> std::result::Result<(), SinkError> {
         match self.from {
-            None if p.elapsed >= WARMUP => self.from = Some((p.elapsed, p.acted)),
+            None if p.elapsed >= WARMUP && (p.warm || p.elapsed >= WARM_LIMIT) => self.from = Some((p.elapsed, p.acted)),
             Some((t0, _)) if p.elapsed >= t0 + WINDOW => {
                 self.to = Some((p.elapsed, p.acted));
                 return Err("probe done".into());
@@ -333,5 +367,29 @@ mod tests {
         assert!(!sync_can_pay(&crowded, envs.as_ref()), "more workers than cores");
         let named = RunConfig { mode: Mode::Sync, ..c };
         assert!(!sync_can_pay(&named, envs.as_ref()), "a sync run has nothing to switch to");
+    }
+
+    fn at(ms: u64, acted: u64, warm: bool) -> Progress {
+        let elapsed = Duration::from_millis(ms);
+        Progress { episodes: 0, steps: 0, target: Target::Steps(1), elapsed, restarts: 0, given_up: 0, acted, warm }
+    }
+
+    #[test]
+    fn the_window_starts_once_every_block_has_stepped() {
+        // Envs in processes: one block steps from 100 ms, the last from 900 ms.
+        let mut t = Timer::default();
+        for (ms, acted) in [(70, 0), (100, 8), (500, 800)] {
+            assert!(t.on_progress(&at(ms, acted, false)).is_ok());
+        }
+        assert_eq!(t.from, None, "not timed while a block has not stepped");
+        assert!(t.on_progress(&at(900, 900, true)).is_ok());
+        assert_eq!(t.from, Some((Duration::from_millis(900), 900)));
+        assert!(t.on_progress(&at(1000, 5000, true)).is_ok());
+        assert!(t.on_progress(&at(1020, 6000, true)).is_err(), "the probe ends after its window");
+        assert_eq!(t.to, Some((Duration::from_millis(1020), 6000)));
+        // A block that never comes up is waited for only so long.
+        let mut stuck = Timer::default();
+        assert!(stuck.on_progress(&at(WARM_LIMIT.as_millis() as u64, 10, false)).is_ok());
+        assert!(stuck.from.is_some());
     }
 }

@@ -19,6 +19,8 @@
 //! episode's last observation, bit for bit. A step cut by an env fault has no
 //! final observation (the env failed) and no `Finished` entry: it is truncated
 //! with nothing to bootstrap from. Copying it costs one row per finished episode.
+//! Each [`Finished`] also carries the env's final info (Gymnasium's `final_info`),
+//! read from the env only at an episode's end.
 
 /// An episode that ended inside a fragment.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +40,9 @@ pub struct Finished {
     /// The fragment step (`0..T`) whose action ended it; its final observation is
     /// this entry's row of [`Fragment::final_obs`].
     pub step: usize,
+    /// The info the env returned with its last step (empty for an env that gives
+    /// none): what a run's filters read and a recording stores as the episode's `info`.
+    pub info: rollway_core::Info,
 }
 
 /// How a fragment was made.

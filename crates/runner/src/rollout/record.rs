@@ -10,7 +10,7 @@
 //! fragment's fault; a half episode is not a dataset's episode). The cost, paid only
 //! when recording, is one row copy per slot per step and one `Vec` per episode.
 
-use rollway_core::{EpisodeResult, Memory, Trajectory};
+use rollway_core::{EpisodeResult, Info, Memory, Trajectory};
 
 use super::Extra;
 use crate::{Error, Observer, Result};
@@ -57,11 +57,12 @@ impl Recording {
         t.obs.extend_from_slice(obs);
     }
 
-    /// Slot `g`'s episode `id` ended: hands it to the observer, whose error ends the rollout.
-    pub fn end(&mut self, g: usize, id: u64, worker: usize) -> Result<()> {
+    /// Slot `g`'s episode `id` ended with the env's final `info`: hands it to the
+    /// observer, whose error ends the rollout.
+    pub fn end(&mut self, g: usize, id: u64, worker: usize, info: Info) -> Result<()> {
         let Some((seed, t)) = self.open[g].take() else { return Ok(()) };
         let mut e = EpisodeResult::from_trajectory(id, seed, t);
-        e.worker = worker;
+        (e.worker, e.info) = (worker, info);
         self.sink.on_episode(e).map_err(Error::Sink)
     }
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rollway_core::check::{check_reward, Role, RowCheck};
-use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, Failure, Layout, Memory, Op, Segment};
+use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, Failure, InfoNeed, Layout, Memory, Op, Segment};
 
 use super::envs::Envs;
 use super::fragment::{Finished, Fragment};
@@ -126,7 +126,8 @@ impl Sampler {
             cfg.validate_recording()?;
         }
         let (ol, al) = (Arc::new(Layout::of(&spec.observation_space)), Arc::new(Layout::of(&spec.action_space)));
-        let options = BlockOptions { infos: Default::default(), step_timeout: cfg.step_timeout };
+        // Final infos only: one per episode end, for `Finished::info` and the recording.
+        let options = BlockOptions { infos: InfoNeed::Final, step_timeout: cfg.step_timeout };
         let envs = Envs::new(factory, cfg.envs, cfg.workers, &ol, &al, options)?;
         let n = cfg.envs;
         let slots = Slots {
@@ -303,15 +304,16 @@ impl Sampler {
                         (f.terminated[at], f.truncated[at]) = (out.terminated, out.truncated || cut);
                         s.first[g] = false;
                         let done = out.terminated || out.truncated || cut;
+                        let info = if done { p.block.info(j) } else { Default::default() };
                         if let Some(r) = self.record.as_mut() {
                             r.step(g, out.reward, out.terminated, out.truncated || cut, p.obs.row(j));
                             if done {
-                                r.end(g, tr.id, p.index)?;
+                                r.end(g, tr.id, p.index, info.clone())?;
                             }
                         }
                         if done {
                             let (episode, ret, length, terminated) = (tr.id, tr.ret, tr.len, out.terminated);
-                            f.finished.push(Finished { env: g, episode, ret, length, terminated, step: t });
+                            f.finished.push(Finished { env: g, episode, ret, length, terminated, step: t, info });
                             f.final_obs.extend_from_slice(p.obs.row(j));
                             ended.push(g);
                         }

@@ -1,0 +1,122 @@
+//! Where a run's Python envs step, when the front can step them in its own process
+//! (the Python binding's inline host, as a rollout's) as well as in env processes.
+//!
+//! Inline, one worker thread steps all the run's envs, one Python call each under
+//! the GIL: no pipe round trip per round (~50 µs on a 2-core VM) and no process to
+//! start, but one env at a time (more worker threads would only take turns at the
+//! GIL), and a hung env cannot be killed nor a crashed interpreter survived. In
+//! processes, `workers` of them step their envs in parallel, each round paying the
+//! round trip. Which is faster depends on the env's cost and the cores: Gymnasium's
+//! CartPole (~10 µs a step) on 2 cores goes faster inline, an env of milliseconds
+//! wants every core. So [`Host::Auto`] measures, as calibration measures a size
+//! ([`tune::measure`]), when the run's target is large enough to pay for it
+//! ([`MIN_STEPS`], [`MIN_EPISODES`]): first in processes, the host that can be
+//! killed, timed once every process is up (~1.5 s with their start); then, when that
+//! probe saw episodes end (a healthy env) and the run, at that pace, pays for one
+//! more probe ([`tune::within_budget`]), inline; the faster is taken. Other runs keep
+//! processes, as does a run with a `step_timeout` (only a process can be killed).
+//! An env that may crash its interpreter or hang for good is safer with
+//! `host="process"`, which the front documents.
+//!
+//! Inline runs are async with one worker: the envs step in that worker's thread, off
+//! the caller's, which is where Python handles Ctrl-C. The run's episodes are the
+//! same either way (each is seeded by its index), only their pace differs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rollway_core::{AgentFactory, EnvFactory};
+use rollway_runner::tune::{self, Calibration, HostChoice};
+use rollway_runner::{Mode, RunConfig, Target};
+
+use crate::job::Job;
+use crate::rollout::Host;
+
+/// The smallest steps target for which `Auto` measures (below it: processes).
+pub const MIN_STEPS: u64 = 100_000;
+/// The smallest episodes target for which `Auto` measures (below it: processes).
+pub const MIN_EPISODES: u64 = 2_000;
+/// What the inline probe costs, seconds (its envs are made in the probe; the window).
+const INLINE_PROBE_S: f64 = 0.5;
+
+fn long_enough(cfg: &RunConfig) -> bool {
+    match cfg.target {
+        Target::Steps(s) => s >= MIN_STEPS,
+        Target::Episodes(e) => e >= MIN_EPISODES,
+    }
+}
+
+/// The run `cfg` with its envs inline: all of them in one async worker.
+fn inline_config(cfg: &RunConfig) -> RunConfig {
+    RunConfig { workers: 1, envs_per_worker: cfg.total_envs(), mode: Mode::Async, ..cfg.clone() }
+}
+
+/// Picks where `job`'s Python envs step (`host`), when the front offers `inline`
+/// beside the processes of `envs` (or asks for processes); adjusts `job` to an
+/// inline run when that is the choice. Returns the envs to run and the choice,
+/// added to the calibration.
+pub(crate) fn choose(
+    job: &mut Job,
+    envs: Arc<dyn EnvFactory>,
+    inline: Option<Arc<dyn EnvFactory>>,
+    agents: &Arc<dyn AgentFactory>,
+    host: Host,
+    quiet: bool,
+) -> (Arc<dyn EnvFactory>, Option<HostChoice>) {
+    let choice = |host: &str, why: &str, inline: Option<f64>, process: Option<f64>| {
+        Some(HostChoice { host: host.into(), why: why.into(), inline_steps_per_s: inline, process_steps_per_s: process })
+    };
+    // A front asking for processes offers no inline host (making one would make an env here).
+    let Some(inline) = inline else {
+        return (envs, if host == Host::Process { choice("process", "asked", None, None) } else { None });
+    };
+    let one = inline_config(&job.cfg);
+    match host {
+        Host::Process => (envs, choice("process", "asked", None, None)),
+        Host::Inline => {
+            job.cfg = one;
+            (inline, choice("inline", "asked", None, None))
+        }
+        Host::Auto if job.cfg.step_timeout.is_some() => (envs, choice("process", "step_timeout: only a process can be killed", None, None)),
+        Host::Auto if !long_enough(&job.cfg) => (envs, choice("process", "a short run: not measured", None, None)),
+        Host::Auto => {
+            if !quiet {
+                eprintln!("rollway: measuring where the Python envs step faster, in env processes or in this process (host= skips this)");
+            }
+            let at_process = match tune::measure(&job.cfg, envs.clone(), agents.clone()) {
+                Ok((rate, Some(length))) => (rate, length),
+                _ => return (envs, choice("process", "no episode ended in env processes: not tried inline", None, None)),
+            };
+            if !tune::within_budget(&job.cfg, INLINE_PROBE_S, at_process.0, Some(at_process.1)) {
+                return (envs, choice("process", "the run is too short for a second probe", None, Some(at_process.0)));
+            }
+            match tune::measure(&one, inline.clone(), agents.clone()) {
+                Ok((at_inline, _)) if at_inline > at_process.0 => {
+                    job.cfg = one;
+                    (inline, choice("inline", "measured", Some(at_inline), Some(at_process.0)))
+                }
+                at_inline => (envs, choice("process", "measured", at_inline.ok().map(|(r, _)| r), Some(at_process.0))),
+            }
+        }
+    }
+}
+
+/// `calibration` with the host `choice` and the time it took added (one made for it when the run had none).
+pub(crate) fn with_choice(
+    calibration: Option<Calibration>,
+    cfg: &RunConfig,
+    choice: Option<HostChoice>,
+    started: Instant,
+) -> Option<Calibration> {
+    let Some(choice) = choice else { return calibration };
+    let mut c = calibration.unwrap_or_else(|| Calibration {
+        envs_per_worker: cfg.envs_per_worker,
+        mode: cfg.mode,
+        probes: Vec::new(),
+        seconds: 0.0,
+        host: None,
+    });
+    c.seconds += started.elapsed().as_secs_f64();
+    (c.envs_per_worker, c.mode, c.host) = (cfg.envs_per_worker, cfg.mode, Some(choice));
+    Some(c)
+}

@@ -1,0 +1,47 @@
+"""Issue 48: runs get the rollout's host choice. A run's Python envs step in env
+processes or in the caller's process (``host=``); ``"auto"`` measures both on a run
+long enough to pay for it and takes the faster. The episodes are the same either way."""
+
+import pytest
+
+import rollway
+from test_hosted import arrays, importable_test_envs, same  # noqa: F401  (autouse: no env process outlives its run)
+
+
+def test_issue48_inline_and_process_runs_record_the_same_episodes(tmp_path):
+    got = {}
+    for host in ("inline", "process"):
+        out = tmp_path / host
+        s = rollway.run(env="gym:CartPole-v1", agent="random", episodes=40, workers=2, envs_per_worker=3, seed=4, out=out,
+                        progress=False, host=host)
+        h = s.calibration["host"]
+        assert (h["host"], h["why"]) == (host, "asked")
+        # Inline, one worker thread steps all the run's envs (more would only take turns at the GIL).
+        assert s.calibration["envs_per_worker"] == (6 if host == "inline" else 3)
+        got[host] = arrays(out)
+    same(got["inline"], got["process"])
+
+
+def test_issue48_auto_measures_both_hosts_on_a_long_run_and_takes_the_faster():
+    s = rollway.run(env="gym:CartPole-v1", agent="random", steps=100_000, workers=2, envs_per_worker=4, record=False, progress=False)
+    h = s.calibration["host"]
+    assert h["why"] == "measured", h
+    inline, process = h["inline_steps_per_s"], h["process_steps_per_s"]
+    assert inline > 0 and process > 0
+    assert h["host"] == ("inline" if inline > process else "process")
+    assert s.steps >= 100_000 and s.calibration["seconds"] > 0
+
+
+def test_issue48_auto_keeps_processes_for_short_runs_and_for_step_timeout():
+    s = rollway.run(env="gym:CartPole-v1", agent="random", episodes=20, record=False, progress=False)
+    assert s.calibration["host"] == {"host": "process", "why": "a short run: not measured", "inline_steps_per_s": None,
+                                     "process_steps_per_s": None}
+    s = rollway.run(env="gym:CartPole-v1", agent="random", episodes=2_000, step_timeout=5, record=False, progress=False)
+    assert s.calibration["host"]["host"] == "process" and "step_timeout" in s.calibration["host"]["why"]
+
+
+def test_issue48_built_in_envs_have_no_host_and_a_bad_host_is_an_input_error():
+    s = rollway.run(env="CartPole-v1", agent="random", episodes=20, envs_per_worker=4, record=False, progress=False, host="inline")
+    assert s.calibration is None
+    with pytest.raises(rollway.InputError, match='host must be "auto", "inline" or "process"'):
+        rollway.run(env="gym:CartPole-v1", agent="random", episodes=2, record=False, progress=False, host="gpu")
