@@ -226,6 +226,7 @@ def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_re
     assert len(versions) > 1, "the acting versions are recorded"
     assert len(check_recorded_versions(out, frags)) >= 4, "the recorded versions are the learner's"
     for f in frags:
+        assert len(f.final_info) == len(f.finished["env"]), "final infos travel with the fragment"
         for k in range(len(f.finished["env"])):
             t, i = int(f.finished["step"][k]), int(f.finished["env"][k])
             assert f.final_obs.shape == (len(f.finished["env"]), 4) and f.episode[t, i] == f.finished["episode"][k]
@@ -237,7 +238,8 @@ def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_re
 def test_issue34_bad_settings_are_input_errors(cluster):
     for kwargs, match in ((dict(num_actors=0), "num_actors"), (dict(stale="never"), "stale"),
                           (dict(max_policy_lag=-1), "max_policy_lag"), (dict(num_workers=2), "num_actors"),
-                          (dict(episode_ids=(0, 0, 8)), "episode_ids")):
+                          (dict(episode_ids=(0, 0, 8)), "episode_ids"),
+                          (dict(out="s3://bucket/replay"), r"`s3://` are not supported by this build")):
         with pytest.raises(rollway.InputError, match=match):
             rollway.ray.Rollout("CartPole-v1", "random", **kwargs)
 

@@ -107,11 +107,13 @@ rollway export data/mine --to minari out/mine/miner-v0 --dataset-id mine/miner-v
 rollway export data/mine --to lerobot out/mine-lerobot --fps 20 --task \"mine diamonds\"")]
 pub struct ExportArgs {
     /// The rollway dataset directory.
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Output format.
     #[arg(long, value_enum)]
     pub to: ExportFormat,
     /// Output directory (minari: the dataset's own directory, which gets `data/`; lerobot: the dataset root).
+    #[arg(value_parser = dataset_dir)]
     pub out: PathBuf,
     /// Minari dataset id, `(namespace/)name-vN` [default: from OUT's path].
     #[arg(long, value_name = "ID")]
@@ -163,8 +165,10 @@ pub struct ImportArgs {
     #[arg(value_enum)]
     pub format: ImportFormat,
     /// The dataset to import (minari: its directory or its data/ directory; lerobot: its root).
+    #[arg(value_parser = dataset_dir)]
     pub path: PathBuf,
     /// The rollway dataset directory to create.
+    #[arg(value_parser = dataset_dir)]
     pub outdir: PathBuf,
     /// No progress bar.
     #[arg(long, short)]
@@ -177,6 +181,7 @@ pub struct ImportArgs {
 )]
 pub struct LoadArgs {
     /// The dataset directory.
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Leave out shards whose index is damaged (with a warning) instead of failing.
     #[arg(long)]
@@ -275,6 +280,7 @@ pub struct ReplayArgs {
 #[derive(Args)]
 pub struct DataArgs {
     /// The dataset directory.
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -287,6 +293,7 @@ pub struct DataArgs {
 #[derive(Args)]
 pub struct VerifyArgs {
     /// The dataset directory.
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Print JSON instead of a report.
     #[arg(long)]
@@ -302,6 +309,7 @@ pub struct VerifyArgs {
 #[command(after_help = "EXAMPLES:\n  rollway report rollway-data/PixelMine-v0-000\n  rollway report data/cartpole -o cartpole.html")]
 pub struct ReportArgs {
     /// The dataset directory (read only: nothing in it changes).
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Where to write the page. [default: DIR.report.html, beside the dataset]
     #[arg(long, short, value_name = "FILE")]
@@ -311,6 +319,7 @@ pub struct ReportArgs {
 #[derive(Args)]
 pub struct RelabelArgs {
     /// The dataset directory.
+    #[arg(value_parser = dataset_dir)]
     pub dir: PathBuf,
     /// Filter spec as for `rollway run --filter` (repeatable; none clears all labels).
     #[arg(long, value_name = "SPEC")]
@@ -474,4 +483,10 @@ mod tests {
         assert_eq!(T::parse_from(["t"]).o.record_infos, None);
         assert_eq!(T::parse_from(["t", "--filter", "a", "--filter", "b"]).o.filters, Some(vec!["a".into(), "b".into()]));
     }
+}
+
+/// A dataset argument: a path, or a URL of a scheme this build reads (`file://`);
+/// any other `scheme://` is a usage error naming the supported ones, never a local path.
+fn dataset_dir(s: &str) -> Result<PathBuf, String> {
+    rollway_store::local_dir(std::path::Path::new(s))
 }

@@ -17,5 +17,6 @@ mod readme;
 mod report;
 mod run_refusals;
 mod safety;
+mod urls;
 mod user_code;
 mod video;

@@ -268,6 +268,13 @@ enum Start {
 
 /// The job, where it records, and how it starts writing there.
 fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
+    // `s3://b/x` would otherwise be the relative directory `./s3:/b/x`.
+    let mut local = a.clone();
+    let join = local.join.as_mut().map(|(dir, _)| dir);
+    for dir in [local.out.as_mut(), local.resume.as_mut(), join].into_iter().flatten() {
+        *dir = dataset::local(dir)?;
+    }
+    let a = &local;
     if let Some((dir, part)) = &a.join {
         let ds = rollway_store::Dataset::open(dir).input(|| format!("--join {}", dir.display()))?;
         let run = ds.metadata().runs.get(part.run as usize).cloned().input(|| format!("--join {}: no run {}", dir.display(), part.run))?;

@@ -159,7 +159,9 @@ impl RolloutRequest {
             episode_ids: self.episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots }),
         };
         cfg.validate().map_err(Error::input_from)?;
-        if self.out.is_some() {
+        if let Some(dir) = &self.out {
+            // Refused before any env starts: a URL of a scheme this build does not read.
+            crate::dataset::local(dir)?;
             cfg.validate_recording().map_err(Error::input_from)?;
         }
         Ok(cfg)
@@ -259,6 +261,7 @@ impl RolloutPlan {
     /// with `join`, one of many writers of a run already there.
     fn writer(&self) -> Result<Option<DatasetWriter>> {
         let Some(dir) = &self.request.out else { return Ok(None) };
+        let dir = &crate::dataset::local(dir)?;
         let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
         let at = || format!("out={}", dir.display());
         if let Some((run, id)) = &self.request.join {

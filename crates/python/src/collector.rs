@@ -72,6 +72,7 @@ impl RecorderHandle {
             ..d
         };
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
+        let path = crate::errors::dataset_dir(path)?;
         let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg)
             .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));

@@ -10,11 +10,12 @@ use rollway_interop::{lerobot, minari};
 use rollway_store::{Dataset, OpenOptions};
 use serde_json::json;
 
-use crate::errors::{input_error, ToPy};
+use crate::errors::{dataset_dir, input_error, ToPy};
 
 /// `rollway verify`: checks every committed episode and file; changes nothing.
 #[pyfunction]
 pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let path = dataset_dir(path)?;
     py.detach(|| {
         // Damaged shards are what verify is for: report them, check the rest.
         let ds = Dataset::open_with(&path, OpenOptions { skip_damaged: true })?;
@@ -27,12 +28,14 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (path, out=None))]
 pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<PathBuf> {
+    let path = dataset_dir(path)?;
     py.detach(|| rollway_engine::dataset::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
 }
 
 /// `rollway verify --repair`: publishes, cleans up and quarantines (never deletes data).
 #[pyfunction]
 pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let path = dataset_dir(path)?;
     let r = py.detach(|| rollway_store::repair(&path)).py()?;
     Ok(serde_json::to_string(&r).expect("reports serialize"))
 }
@@ -40,6 +43,7 @@ pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// `rollway relabel`: runs filters over the committed episodes; returns how many changed.
 #[pyfunction]
 pub fn relabel(py: Python<'_>, path: PathBuf, filters: Vec<String>) -> PyResult<u64> {
+    let path = dataset_dir(path)?;
     py.detach(|| rollway_engine::dataset::relabel_dataset(&path, &filters)).py()
 }
 
@@ -58,6 +62,7 @@ pub fn export_minari(
     data_format: Option<String>,
     progress: bool,
 ) -> PyResult<String> {
+    let (path, out) = (dataset_dir(path)?, dataset_dir(out)?);
     let data_format = data_format.as_deref().map(str::parse).transpose().map_err(input_error)?.unwrap_or_default();
     let opts = minari::ExportOptions { data_format, dataset_id, force, author, description };
     let r = py.detach(|| {
@@ -85,6 +90,7 @@ pub fn export_lerobot(
     keyint: Option<u32>,
     progress: bool,
 ) -> PyResult<String> {
+    let (path, out) = (dataset_dir(path)?, dataset_dir(out)?);
     let d = lerobot::ExportOptions::default();
     let video_codec = match video_codec {
         None => d.video_codec,
@@ -103,6 +109,7 @@ pub fn export_lerobot(
 #[pyfunction]
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
+    let (src, out) = (dataset_dir(src)?, dataset_dir(out)?);
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
         minari::import(&src, &out, &mut |d, t| bar.update(d, t))
@@ -115,6 +122,7 @@ pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool)
 #[pyfunction]
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_lerobot(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
+    let (src, out) = (dataset_dir(src)?, dataset_dir(out)?);
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
         lerobot::import(&src, &out, &mut |d, t| bar.update(d, t))

@@ -35,6 +35,7 @@ impl DatasetHandle {
     #[new]
     #[pyo3(signature = (path, skip_damaged=false))]
     fn new(py: Python<'_>, path: PathBuf, skip_damaged: bool) -> PyResult<Self> {
+        let path = crate::errors::dataset_dir(path)?;
         let ds = py.detach(|| Dataset::open_with(&path, OpenOptions { skip_damaged })).py()?;
         Ok(DatasetHandle { order: order(&ds), ds })
     }

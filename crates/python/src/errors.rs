@@ -129,6 +129,13 @@ impl<T, E: Into<anyhow::Error>> ToPy<T> for Result<T, E> {
     }
 }
 
+/// The local directory a dataset argument names (`rollway_store::local_dir`): a URL
+/// of a scheme this build does not support (`s3://`) is an `InputError` naming the
+/// supported ones, never taken for a relative path.
+pub fn dataset_dir(p: std::path::PathBuf) -> PyResult<std::path::PathBuf> {
+    rollway_store::local_dir(&p).map_err(input_error)
+}
+
 /// An `InputError` with this message (for checks made in the bindings).
 pub fn input_error(msg: impl Into<String>) -> PyErr {
     to_py(rollway_engine::Error::input(msg).into())

@@ -1,0 +1,51 @@
+"""Issue 45: a dataset named by a URL of a scheme this build does not support
+(``s3://bucket/x``) is an :class:`rollway.InputError` naming the supported schemes at
+every entry point, and never the relative directory ``./s3:/bucket/x``; a ``file://``
+URL names a local directory."""
+
+import os
+import pathlib
+
+import gymnasium as gym
+import pytest
+
+import rollway
+
+URL = "s3://bucket/prefix/ds"
+REFUSED = r"`s3://` are not supported by this build.*file://"
+
+
+@pytest.fixture
+def cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    assert os.listdir(tmp_path) == [], "nothing was created"
+
+
+@pytest.mark.parametrize("call", [
+    lambda: rollway.Dataset(URL),
+    lambda: rollway.Loader(URL, clip=4),
+    lambda: rollway.DataCollector(gym.make("CartPole-v1"), URL),
+    lambda: rollway.run(env="CartPole-v1", agent="random", episodes=2, out=URL, progress=False),
+    lambda: rollway.run(resume=URL, progress=False),
+    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=URL),
+    lambda: rollway.import_minari("data", URL, progress=False),
+    lambda: rollway.import_lerobot(URL, "data", progress=False),
+], ids=["Dataset", "Loader", "DataCollector", "run-out", "run-resume", "Rollout", "import_minari", "import_lerobot"])
+def test_issue45_unsupported_schemes_are_input_errors_and_create_nothing(cwd, call):
+    with pytest.raises(rollway.InputError, match=REFUSED):
+        call()
+
+
+def test_issue45_a_url_that_pathlib_collapsed_is_refused_saying_why(cwd):
+    with pytest.raises(rollway.InputError, match="pass the URL as a string"):
+        rollway.Dataset(pathlib.Path(URL))
+
+
+def test_issue45_a_file_url_names_a_local_dataset(tmp_path):
+    url = (tmp_path / "ds").as_uri()
+    rollway.run(env="CartPole-v1", agent="random", episodes=3, out=url, progress=False)
+    assert len(rollway.Dataset(url)) == len(rollway.Dataset(tmp_path / "ds")) == 3
+    assert len(list(rollway.Loader(url, clip=1, batch=8, shuffle=False))) > 0
+    with pytest.raises(rollway.InputError, match=r"`gs://` are not supported"):
+        rollway.Dataset(url).export("minari", "gs://bucket/cartpole/random-v0", progress=False)
