@@ -157,8 +157,8 @@ def run(
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.
     ``host``: ``"process"`` keeps them there; ``"inline"`` steps them all in this
-    process, in one worker thread under the GIL (no pipe round trip per step, no
-    process to start: faster for cheap envs on few cores, but a hang cannot be killed
+    thread, in turn with the agent (sync mode, one worker; no pipe round trip per step,
+    no process to start: faster for cheap envs on few cores, but a hang cannot be killed
     and a crash takes this process with it); ``"auto"`` (the default) keeps processes,
     except in a run of at least 100,000 steps or 2,000 episodes without
     ``step_timeout``, which measures both at its start (processes first) and takes the

@@ -44,9 +44,10 @@ than ``max_restarts`` times in a row ends the rollout. A policy that raises ends
 the rollout, and :meth:`~Rollout.collect` raises that exception. Ctrl-C during
 ``collect`` raises ``KeyboardInterrupt``: at ``max_policy_lag=0`` it lands in the policy
 and ends the rollout as any exception there does; at lag ≥ 1 it interrupts the wait and
-the rollout stays usable. A known limit: one that lands while an inline Python env
-(``host="inline"``, or ``"auto"`` at one worker and lag 0) is stepping is taken as that
-env's fault, and the rollout goes on; press Ctrl-C again.
+the rollout stays usable. One that lands while an inline Python env (``host="inline"``,
+or ``"auto"`` at one worker and lag 0) is stepping costs that env's op (its episode is
+retried, as for a fault), and ``collect`` raises ``KeyboardInterrupt`` once the fragment
+under way is made (at lag 0 it is made in ``collect``'s own call).
 """
 
 from __future__ import annotations
@@ -300,7 +301,12 @@ class Rollout:
 
     def close(self) -> None:
         """Stops collecting and closes every env (hosted processes included); with
-        ``out=``, commits the episodes that ended and closes the dataset."""
+        ``out=``, stores the run's summary as a run does (``kind: "rollout"``, what it
+        delivered: ``fragments``, ``steps``, ``episodes``, ``return_sum``, ``versions``
+        (oldest, newest), ``lag_max``, ``env_faults``, ``dropped_steps``, ``seconds``,
+        ``steps_per_sec``; and ``config``, its settings), commits the episodes that ended
+        and closes the dataset. A rollout killed before ``close`` stores no summary: a
+        report says so."""
         self._h.close()
 
     def __enter__(self) -> "Rollout":

@@ -269,8 +269,7 @@ import os, signal, sys, threading, time, numpy as np, rollway
 def slow(obs, first, state):
     time.sleep(0.01)
     return np.zeros(len(first), dtype=np.int64)
-# Env processes: the signal then always lands in the policy's call (an inline env stepping when it lands takes
-# it as its own fault: a known limit of the inline host).
+# Env processes: the signal then always lands in the policy's call (see the next test for an inline env).
 r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps=10**6, host="process")
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
@@ -285,6 +284,30 @@ sys.exit("not interrupted")
 
 def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
     p = subprocess.run([sys.executable, "-c", INTERRUPT], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
+
+
+INTERRUPT_IN_ENV = r"""
+import os, signal, sys, threading, time, gymnasium as gym, rollway
+class Slow(gym.Wrapper):
+    def step(self, action):
+        time.sleep(0.01)  # the signal lands here, in the env's code on this thread
+        return self.env.step(action)
+# At lag 0 the fragment is made in collect's own call: 200 steps of 10 ms, the signal at 1 s.
+r = rollway.Rollout(lambda: Slow(gym.make("CartPole-v1")), "random", num_envs=2, steps=200, host="inline")
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    r.collect()
+except KeyboardInterrupt:
+    r.close()
+    print("interrupted")
+    sys.exit(0)
+sys.exit("not interrupted")
+"""
+
+
+def test_issue48_ctrl_c_landing_in_an_inline_env_interrupts_collect():
+    p = subprocess.run([sys.executable, "-c", INTERRUPT_IN_ENV], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
 
 
@@ -376,3 +399,19 @@ def test_cnn_ppo_on_pixmine_frames_learns_past_a_random_policy():
     first, last = m.curve_ends(r["curve"])
     # Seed 1 goes from 1.78 to 2.40 (the last fifth of 40 updates); seed 2 from 1.03 to 1.86.
     assert r["steps"] == 40_960 and last > 1.9 and last > first + 0.25, (first, last)
+
+
+def test_issue47_a_closed_rollout_stores_its_run_summary_and_the_report_says_it_ended_cleanly(tmp_path):
+    out = tmp_path / "replay"
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=1, out=out, max_episode_steps=40) as r:
+        frags = [r.collect() for _ in range(2)]
+        r.publish()
+        frags.append(r.collect())
+    ds = rollway.Dataset(out)
+    s = ds.metadata["runs"][0]["summary"]
+    assert (s["kind"], s["fragments"], s["steps"]) == ("rollout", 3, 3 * 32 * 4)
+    assert s["episodes"] == sum(len(f.finished["env"]) for f in frags) == len(ds)
+    assert s["return_sum"] == pytest.approx(sum(float(f.finished["return"].sum()) for f in frags))
+    assert s["versions"] == [0, 1] and s["steps_per_sec"] > 0 and s["config"]["num_envs"] == 4
+    html = open(ds.report(tmp_path / "r.html")).read()
+    assert "no (killed, or still running)" not in html

@@ -416,6 +416,12 @@ impl RunArgs {
     }
 }
 
+/// A dataset argument: a path, or a URL of a scheme this build reads (`file://`);
+/// any other `scheme://` is a usage error naming the supported ones, never a local path.
+fn dataset_dir(s: &str) -> Result<PathBuf, String> {
+    rollway_store::local_dir(std::path::Path::new(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,10 +489,4 @@ mod tests {
         assert_eq!(T::parse_from(["t"]).o.record_infos, None);
         assert_eq!(T::parse_from(["t", "--filter", "a", "--filter", "b"]).o.filters, Some(vec!["a".into(), "b".into()]));
     }
-}
-
-/// A dataset argument: a path, or a URL of a scheme this build reads (`file://`);
-/// any other `scheme://` is a usage error naming the supported ones, never a local path.
-fn dataset_dir(s: &str) -> Result<PathBuf, String> {
-    rollway_store::local_dir(std::path::Path::new(s))
 }

@@ -196,12 +196,34 @@ pub struct RolloutPlan {
     python: Option<PathBuf>,
 }
 
-/// A started rollout, and the dataset it records into (finished by the caller at close).
+/// A started rollout, and the dataset it records into (finished by [`close`]).
 pub struct StartedRollout {
     /// The engine.
     pub rollout: Rollout,
     /// The dataset writer, with `out`: the collecting thread holds the other reference until the rollout drops.
     pub writer: Option<Arc<DatasetWriter>>,
+    /// The run summary's settings, when the rollout owns its run (`out` without
+    /// `join`: a joined run's driver stores the summary of all its writers).
+    pub summary: Option<serde_json::Value>,
+}
+
+/// Stops `rollout` (its envs and thread) and closes its dataset as a run closes
+/// one: the run's summary stored (`summary`, the settings, with what the rollout
+/// delivered: [`rollway_runner::rollout::RolloutTotals`]), so that a report tells a
+/// rollout that closed from one that was killed, then everything committed.
+pub fn close(rollout: Rollout, writer: Option<Arc<DatasetWriter>>, summary: Option<serde_json::Value>) -> Result<()> {
+    let totals = rollout.totals();
+    // The collecting thread held the writer's other reference: it ends here.
+    drop(rollout);
+    let Some(Ok(w)) = writer.map(Arc::try_unwrap) else { return Ok(()) };
+    if let Some(mut s) = summary {
+        if let (Some(m), serde_json::Value::Object(t)) = (s.as_object_mut(), serde_json::to_value(&totals).expect("totals serialize")) {
+            m.extend(t);
+        }
+        // A writer that failed says so from `finish`, with its own error.
+        let _ = w.set_summary(s);
+    }
+    w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })
 }
 
 impl RolloutPlan {
@@ -246,7 +268,9 @@ impl RolloutPlan {
         let writer = self.writer()?.map(Arc::new);
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
         let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
-        Ok(StartedRollout { rollout, writer })
+        let owns_run = writer.is_some() && self.request.join.is_none();
+        let summary = owns_run.then(|| serde_json::json!({ "kind": "rollout", "config": stored(&self.request) }));
+        Ok(StartedRollout { rollout, writer, summary })
     }
 
     /// Creates the dataset of `out` and its run, and closes it again, unstarted: the
@@ -349,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn a_recording_rollout_refuses_a_dataset_and_stores_its_settings() {
+    fn a_recording_rollout_refuses_a_dataset_and_stores_its_settings_and_summary() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("replay");
         let r = RolloutRequest { num_envs: 2, steps: 50, out: Some(out.clone()), policy: Some("random".into()), ..Default::default() };
@@ -357,12 +381,18 @@ mod tests {
         let policy = plan.named_policy().unwrap().unwrap();
         let mut started = plan.start(policy).unwrap();
         let f = started.rollout.collect().unwrap();
-        drop(started.rollout);
-        let w = Arc::try_unwrap(started.writer.unwrap()).ok().unwrap();
-        assert_eq!(w.finish().unwrap().episodes as usize, f.finished.len());
+        let g = started.rollout.collect().unwrap();
+        close(started.rollout, started.writer, started.summary).unwrap();
         let ds = rollway_store::Dataset::open(&out).unwrap();
-        let stored = &ds.metadata().runs[0].config["rollout"];
+        assert_eq!(ds.episodes().count(), f.finished.len() + g.finished.len());
+        let run = &ds.metadata().runs[0];
+        let stored = &run.config["rollout"];
         assert_eq!((stored["num_envs"].as_u64(), stored["policy"].as_str()), (Some(2), Some("random")));
+        // Issue 47: closed, it stores its run summary as a run does.
+        let s = run.summary.as_ref().expect("a closed rollout stores its summary");
+        assert_eq!((s["kind"].as_str(), s["fragments"].as_u64(), s["steps"].as_u64()), (Some("rollout"), Some(2), Some(200)));
+        assert_eq!(s["episodes"].as_u64(), Some((f.finished.len() + g.finished.len()) as u64));
+        assert!(s["steps_per_sec"].as_f64().unwrap() > 0.0 && s["config"]["num_envs"].as_u64() == Some(2));
         let e = RolloutPlan::new(r, RolloutSources::default()).unwrap().prepare_dataset().unwrap_err();
         assert!(e.is_input() && crate::chain_text(&e).contains("already holds a dataset"), "{}", crate::chain_text(&e));
     }

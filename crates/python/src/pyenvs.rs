@@ -5,6 +5,8 @@
 //! between rows and Python without a Python-level packer for the common spaces
 //! (see [`crate::rows`]), else through the package's packers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
@@ -70,7 +72,7 @@ impl PyEnvs {
         }
         .map_err(|e| format!("action: {e}"))?;
         // Interned: no new Python string for the method's name at every step.
-        let out = env.call_method1(pyo3::intern!(py, "step"), (action,)).map_err(|e| e.to_string())?;
+        let out = env.call_method1(pyo3::intern!(py, "step"), (action,)).map_err(|e| env_error(py, e))?;
         let Stepped { obs: o, reward, terminated, truncated, info } = stepped(&out).map_err(|e| e.value(py).to_string())?;
         self.write_obs(&o, obs)?;
         let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && (terminated || truncated));
@@ -102,7 +104,7 @@ impl PyEnvs {
             }
             None => env.call_method0(pyo3::intern!(py, "reset")),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| env_error(py, e))?;
         let t = out.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or("env.reset must return (obs, info)")?;
         self.write_obs(&t.get_item(0).map_err(|e| e.to_string())?, obs)?;
         if self.infos == InfoNeed::All {
@@ -146,4 +148,25 @@ impl PyEnvs {
             self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| e.value(info.py()).to_string())?;
         serde_json::from_str(&text).map_err(|e| format!("info is not a JSON object: {e}"))
     }
+}
+
+/// Set when a `KeyboardInterrupt` came out of an env's `step` or `reset`: a Ctrl-C
+/// that landed in env code running on the caller's own thread (an inline run or
+/// rollout steps its envs there). It is the user's, not the env's: the op still
+/// fails (its episode is retried), and the run's or rollout's next signal check
+/// takes this flag (`take_interrupt`) and stops as if it had seen the signal itself,
+/// which Python has already spent raising the exception in the env.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a Ctrl-C landed in an env since the last call (see [`INTERRUPTED`]).
+pub fn take_interrupt() -> bool {
+    INTERRUPTED.swap(false, Ordering::AcqRel)
+}
+
+/// An env method's exception as its message, noting a `KeyboardInterrupt` (see [`INTERRUPTED`]).
+fn env_error(py: Python<'_>, e: PyErr) -> String {
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        INTERRUPTED.store(true, Ordering::Release);
+    }
+    e.to_string()
 }

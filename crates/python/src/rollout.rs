@@ -119,6 +119,8 @@ pub struct RolloutHandle {
     raised: Raised,
     /// The dataset the rollout records into (`out=`), finished at `close`.
     writer: Option<Arc<DatasetWriter>>,
+    /// The run summary's settings, stored at `close` with what the rollout delivered.
+    summary: Option<serde_json::Value>,
 }
 
 #[pymethods]
@@ -164,7 +166,7 @@ impl RolloutHandle {
             (None, None) => return Err(input_error("policy: give a callable or a policy's name")),
         };
         let started = py.detach(move || plan.start(policy)).py()?;
-        Ok(RolloutHandle { engine: Some(started.rollout), adapter, raised, writer: started.writer })
+        Ok(RolloutHandle { engine: Some(started.rollout), adapter, raised, writer: started.writer, summary: started.summary })
     }
 
     /// (observation space JSON, action space JSON, time limit).
@@ -177,7 +179,12 @@ impl RolloutHandle {
     fn collect<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         loop {
             let engine = self.engine.as_mut().ok_or_else(closed)?;
-            match py.detach(|| engine.collect_timeout(Duration::from_millis(100))) {
+            let got = py.detach(|| engine.collect_timeout(Duration::from_millis(100)));
+            // A Ctrl-C that landed in an inline env's code was raised there (pyenvs.rs): the user's, raised here.
+            if crate::pyenvs::take_interrupt() {
+                return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted while an env stepped"));
+            }
+            match got {
                 Ok(Some(f)) => return fragment_dict(py, f),
                 Ok(None) => py.check_signals()?,
                 Err(e) => {
@@ -220,17 +227,12 @@ impl RolloutHandle {
     }
 
     /// Stops the collecting thread and closes every env (hosted processes included),
-    /// then commits what the dataset writer holds and closes it.
+    /// then stores the run's summary, commits what the dataset writer holds and closes it.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(engine) = self.engine.take() {
-            // Without the GIL: the thread may be waiting for it to finish a policy call.
-            py.detach(move || drop(engine));
-        }
-        // The collecting thread held the writer's other reference; it has ended.
-        match self.writer.take().map(Arc::try_unwrap) {
-            Some(Ok(w)) => py.detach(move || w.finish()).map(drop).map_err(|e| crate::errors::to_py(e.into())),
-            _ => Ok(()),
-        }
+        let Some(engine) = self.engine.take() else { return Ok(()) };
+        let (writer, summary) = (self.writer.take(), self.summary.take());
+        // Without the GIL: the thread may be waiting for it to finish a policy call.
+        py.detach(move || rollway_engine::rollout::close(engine, writer, summary)).py()
     }
 }
 

@@ -66,7 +66,8 @@ pub fn run(
     let request =
         RunRequest { file, settings, out, resume, append, no_record: !record, quiet: !progress, prepare, join, ..RunRequest::default() };
     let outcome = py.detach(|| {
-        let stop = Box::new(|| Python::attach(|py| py.check_signals().is_err()));
+        // A Ctrl-C that landed in an inline env's code was raised there (pyenvs.rs): taken here too.
+        let stop = Box::new(|| crate::pyenvs::take_interrupt() || Python::attach(|py| py.check_signals().is_err()));
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
         // A callable env: pickled by the package, unpickled in each env process.
         let sources = Sources { envs: None, env_pickle, agents, python, inline, host };

@@ -19,7 +19,7 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use rollway_core::{EnvFactory, EnvSpec};
 
 use super::sampler::Sampler;
-use super::{Fragment, LagGate, Policy, RolloutConfig, Update, Versions};
+use super::{Fragment, LagGate, Policy, RolloutConfig, RolloutTotals, Update, Versions};
 use crate::{Error, Result};
 
 /// What the learner and the collecting thread share.
@@ -75,6 +75,7 @@ pub struct Rollout {
     /// A permit was granted for the fragment the learner is waiting for.
     asked: bool,
     ended: bool,
+    totals: RolloutTotals,
 }
 
 impl Rollout {
@@ -101,7 +102,7 @@ impl Rollout {
         let shared = Arc::new(Shared { gate: Mutex::new(LagGate::new(cfg.max_policy_lag)), ..Shared::default() });
         if cfg.max_policy_lag == 0 {
             let driver = Driver::Caller { sampler: Box::new(sampler), since: Instant::now() };
-            return Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false });
+            return Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false, totals: RolloutTotals::default() });
         }
         let (tx, fragments) = unbounded();
         let sh = shared.clone();
@@ -126,7 +127,7 @@ impl Rollout {
             })
             .map_err(|e| Error::Worker { worker: 0, message: e.to_string() })?;
         let driver = Driver::Thread { fragments, thread: Some(thread) };
-        Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false })
+        Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false, totals: RolloutTotals::default() })
     }
 
     /// The next fragment, waiting for it as long as it takes.
@@ -186,10 +187,16 @@ impl Rollout {
         }
     }
 
-    fn deliver(&self, mut f: Fragment) -> Fragment {
+    fn deliver(&mut self, mut f: Fragment) -> Fragment {
         f.measure_lag(self.shared.versions.current());
         f.stats.dropped_steps = self.dropped_steps();
+        self.totals.add(&f);
         f
+    }
+
+    /// What the rollout delivered so far (the run summary a recording rollout stores).
+    pub fn totals(&self) -> RolloutTotals {
+        self.totals.at()
     }
 
     /// Makes the next policy version (returned): steps acted on from the next batch

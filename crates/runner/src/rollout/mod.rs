@@ -56,6 +56,7 @@ mod lag;
 mod policy;
 mod record;
 mod sampler;
+mod totals;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -65,6 +66,7 @@ pub use engine::Rollout;
 pub use fragment::{Finished, Fragment, FragmentStats};
 pub use lag::LagGate;
 pub use policy::{AgentPolicy, Extra, Policy, Update};
+pub use totals::RolloutTotals;
 
 use crate::{Error, Result};
 
