@@ -264,13 +264,10 @@ def test_an_inline_env_that_cannot_be_made_says_why():
             rollway.Rollout("gym:NoSuchEnv-v9", left, host=host)
 
 
+# A SIGINT one second into collect(), in a fresh interpreter; SETUP makes the rollout `r`.
 INTERRUPT = r"""
-import os, signal, sys, threading, time, numpy as np, rollway
-def slow(obs, first, state):
-    time.sleep(0.01)
-    return np.zeros(len(first), dtype=np.int64)
-# Env processes: the signal then always lands in the policy's call (see the next test for an inline env).
-r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps=10**6, host="process")
+import os, signal, sys, threading, time, numpy as np, gymnasium as gym, rollway
+{setup}
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     r.collect()
@@ -282,33 +279,30 @@ sys.exit("not interrupted")
 """
 
 
-def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
-    p = subprocess.run([sys.executable, "-c", INTERRUPT], capture_output=True, text=True, timeout=60)
+def interrupted_collect(setup):
+    p = subprocess.run([sys.executable, "-c", INTERRUPT.format(setup=setup)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
 
 
-INTERRUPT_IN_ENV = r"""
-import os, signal, sys, threading, time, gymnasium as gym, rollway
+def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
+    # Env processes: the signal then always lands in the policy's call (see the next test for an inline env).
+    interrupted_collect("""
+def slow(obs, first, state):
+    time.sleep(0.01)
+    return np.zeros(len(first), dtype=np.int64)
+r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps=10**6, host="process")
+""")
+
+
+def test_issue48_ctrl_c_landing_in_an_inline_env_interrupts_collect():
+    # At lag 0 the fragment is made in collect's own call: 200 steps of 10 ms, the signal at 1 s.
+    interrupted_collect("""
 class Slow(gym.Wrapper):
     def step(self, action):
         time.sleep(0.01)  # the signal lands here, in the env's code on this thread
         return self.env.step(action)
-# At lag 0 the fragment is made in collect's own call: 200 steps of 10 ms, the signal at 1 s.
 r = rollway.Rollout(lambda: Slow(gym.make("CartPole-v1")), "random", num_envs=2, steps=200, host="inline")
-threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-try:
-    r.collect()
-except KeyboardInterrupt:
-    r.close()
-    print("interrupted")
-    sys.exit(0)
-sys.exit("not interrupted")
-"""
-
-
-def test_issue48_ctrl_c_landing_in_an_inline_env_interrupts_collect():
-    p = subprocess.run([sys.executable, "-c", INTERRUPT_IN_ENV], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
+""")
 
 
 def example(name):
