@@ -51,17 +51,18 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let (reference, d) = (tmp.path().join("reference"), tmp.path().join("killed"));
-    let t0 = std::time::Instant::now();
     assert!(rollway().arg("run").arg("--out").arg(&reference).args(common::PINNED_TUNING).args(JOB).status().unwrap().success());
-    let full_ms = t0.elapsed().as_millis().max(50) as u64;
     let want = glob_once(&py, &reference);
     assert_eq!(want.len(), 60000);
     let mut rng = 0x16u64;
-    let (mut mid_run_kills, mut slice) = (0, full_ms / 3);
-    // Until three kills land mid-run (at least six rounds, at most twelve): a slow
-    // machine's timings vary more than any fixed count of rounds allows for.
+    let mut mid_run_kills = 0;
+    // Kills are placed by the run's progress, not by a clock: a slow machine's
+    // start-up and step times vary more than any timed slice allows for (CI saw
+    // resumed runs finish inside their slice). Each round kills once the run has
+    // committed a random share (up to half) of what is left, plus a random few ms,
+    // so the kill lands between commits, mid-run.
     for round in 0..12 {
-        if round >= 6 && mid_run_kills >= 3 {
+        if mid_run_kills >= 4 {
             break;
         }
         let mut cmd = rollway();
@@ -70,12 +71,17 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
         } else {
             cmd.arg("run").arg("--resume").arg(&d).arg("-q");
         }
+        let left = (want.len() - glob_once(&py, &d).len()) as u64;
+        let shards_left = (left / 400).max(1);
+        let target = committed_shards(&d) + 1 + xorshift(&mut rng) % (shards_left / 2).max(1);
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        std::thread::sleep(Duration::from_millis(slice / 4 + rng % slice.max(1)));
-        let finished = child.try_wait().unwrap().is_some();
+        let mut finished = false;
+        while !finished && committed_shards(&d) < target {
+            std::thread::sleep(Duration::from_millis(2));
+            finished = child.try_wait().unwrap().is_some();
+        }
+        std::thread::sleep(Duration::from_millis(xorshift(&mut rng) % 20));
+        finished |= child.try_wait().unwrap().is_some();
         let _ = child.kill();
         child.wait().unwrap();
         mid_run_kills += usize::from(!finished);
@@ -84,11 +90,7 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
         for (id, got) in &have {
             assert_eq!(Some(got), want.get(id), "round {round}: episode {id} differs from the clean run");
         }
-        // A resumed run has only what is left to do: the next slice is a third of
-        // the clean run's time for that share, so kills keep landing mid-run.
-        let left = (want.len() - have.len()) as u64;
-        slice = (full_ms * left / want.len() as u64 / 3).max(5);
-        if finished && left == 0 {
+        if finished && have.len() == want.len() {
             break;
         }
     }
@@ -96,4 +98,16 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     let st = rollway().arg("run").arg("--resume").arg(&d).arg("-q").stdout(Stdio::null()).status().unwrap();
     assert!(st.success());
     assert_eq!(glob_once(&py, &d), want, "after resuming: exactly the clean run's episodes, each once");
+}
+
+/// Index files in `dir/index`: shards committed so far (0 before the dataset exists).
+fn committed_shards(dir: &Path) -> u64 {
+    std::fs::read_dir(dir.join("index")).map_or(0, |it| it.filter(|e| e.is_ok()).count() as u64)
+}
+
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }
