@@ -106,8 +106,8 @@ pub enum ImportFormat {
 rollway export data/mine --to minari out/mine/miner-v0 --dataset-id mine/miner-v0 --force\n  \
 rollway export data/mine --to lerobot out/mine-lerobot --fps 20 --task \"mine diamonds\"")]
 pub struct ExportArgs {
-    /// The rollway dataset directory.
-    #[arg(value_parser = dataset_dir)]
+    /// The rollway dataset directory (or an `s3://bucket/prefix` URL: read from a local replica it is pulled into).
+    #[arg(value_parser = readable_dataset)]
     pub dir: PathBuf,
     /// Output format.
     #[arg(long, value_enum)]
@@ -180,8 +180,8 @@ pub struct ImportArgs {
     after_help = "EXAMPLES:\n  rollway load data/cartpole --clip 16 --stride 4 --batch 256 --epochs 1\n  rollway load data/mine --clip 0 --batch 8 --label diamond --json\n  rollway load replay --clip 2 --batch 128 --follow --last-steps 50000 --round-windows 2048 --epochs 100"
 )]
 pub struct LoadArgs {
-    /// The dataset directory.
-    #[arg(value_parser = dataset_dir)]
+    /// The dataset directory (or an `s3://bucket/prefix` URL: read from a local replica it is pulled into).
+    #[arg(value_parser = readable_dataset)]
     pub dir: PathBuf,
     /// Leave out shards whose index is damaged (with a warning) instead of failing.
     #[arg(long)]
@@ -279,8 +279,8 @@ pub struct ReplayArgs {
 
 #[derive(Args)]
 pub struct DataArgs {
-    /// The dataset directory.
-    #[arg(value_parser = dataset_dir)]
+    /// The dataset directory (or an `s3://bucket/prefix` URL: read from a local replica it is pulled into).
+    #[arg(value_parser = readable_dataset)]
     pub dir: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -292,8 +292,8 @@ pub struct DataArgs {
 
 #[derive(Args)]
 pub struct VerifyArgs {
-    /// The dataset directory.
-    #[arg(value_parser = dataset_dir)]
+    /// The dataset directory (or an `s3://bucket/prefix` URL: read from a local replica it is pulled into).
+    #[arg(value_parser = readable_dataset)]
     pub dir: PathBuf,
     /// Print JSON instead of a report.
     #[arg(long)]
@@ -308,8 +308,8 @@ pub struct VerifyArgs {
 #[derive(Args)]
 #[command(after_help = "EXAMPLES:\n  rollway report rollway-data/PixelMine-v0-000\n  rollway report data/cartpole -o cartpole.html")]
 pub struct ReportArgs {
-    /// The dataset directory (read only: nothing in it changes).
-    #[arg(value_parser = dataset_dir)]
+    /// The dataset directory, read only: nothing in it changes (or an `s3://bucket/prefix` URL, pulled into a local replica).
+    #[arg(value_parser = readable_dataset)]
     pub dir: PathBuf,
     /// Where to write the page. [default: DIR.report.html, beside the dataset]
     #[arg(long, short, value_name = "FILE")]
@@ -420,6 +420,15 @@ impl RunArgs {
 /// any other `scheme://` is a usage error naming the supported ones, never a local path.
 fn dataset_dir(s: &str) -> Result<PathBuf, String> {
     rollway_store::local_dir(std::path::Path::new(s))
+}
+
+/// A dataset argument read from: as [`dataset_dir`], or an object store URL
+/// (`s3://…`), which the command pulls into a local replica before reading.
+fn readable_dataset(s: &str) -> Result<PathBuf, String> {
+    if rollway_remote::Remote::is_remote(s) {
+        return Ok(PathBuf::from(s));
+    }
+    dataset_dir(s)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod run;
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -66,12 +67,18 @@ fn execute(cli: Cli) -> u8 {
             print!("{}", report::list_agents());
             Ok(true)
         }
-        Command::Inspect(a) => data::inspect(&a),
-        Command::Verify(a) => data::verify(&a),
-        Command::Report(a) => data::report(&a.dir, a.out.as_deref()).map(|_| true),
+        Command::Inspect(mut a) => pulled(&mut a.dir, None).and_then(|_| data::inspect(&a)),
+        Command::Verify(mut a) => pulled(&mut a.dir, a.repair.then_some("--repair")).and_then(|_| data::verify(&a)),
+        Command::Report(mut a) => {
+            if a.out.is_none() && rollway_remote::is_remote(&a.dir) {
+                // Beside the dataset is inside the cache: the report goes here instead.
+                a.out = Some(rollway_report::default_path(Path::new(a.dir.file_name().unwrap_or("dataset".as_ref()))));
+            }
+            pulled(&mut a.dir, None).and_then(|_| data::report(&a.dir, a.out.as_deref())).map(|_| true)
+        }
         Command::Relabel(a) => data::relabel(&a),
-        Command::Load(a) => data::load(&a),
-        Command::Export(a) => interop::export(&a),
+        Command::Load(mut a) => pulled(&mut a.dir, a.replay.follow.then_some("--follow")).and_then(|_| data::load(&a)),
+        Command::Export(mut a) => pulled(&mut a.dir, None).and_then(|_| interop::export(&a)),
         Command::Import(a) => interop::import(&a),
     };
     match res {
@@ -86,6 +93,25 @@ fn execute(cli: Cli) -> u8 {
             1
         }
     }
+}
+
+/// A dataset argument on an object store, pulled into its local replica, which the
+/// command then reads; `local_only` names a flag that needs the dataset itself.
+fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<()> {
+    if !rollway_remote::is_remote(dir) {
+        return Ok(());
+    }
+    if let Some(flag) = local_only {
+        let e = rollway_engine::Error::input(format!("{}: {flag} works on a local dataset only, for now", dir.display()));
+        return Err(e.into());
+    }
+    let url = dir.display().to_string();
+    let remote = rollway_remote::Remote::open(&url).map_err(|e| rollway_engine::Error::remote("reaching the store", e))?;
+    let replica = rollway_remote::cache::replica_dir(&remote);
+    let moved = rollway_remote::pull(&remote, &replica).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
+    eprintln!("rollway: {url}: pulled {} new shard(s), {:.1} MB, into {}", moved.shards, moved.bytes as f64 / 1e6, replica.display());
+    *dir = replica;
+    Ok(())
 }
 
 /// Whether `e` is the user's input error (exit 2) rather than a failed run.

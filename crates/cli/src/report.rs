@@ -69,11 +69,17 @@ pub fn shortfall(s: &Summary, out: Option<&Path>) -> bool {
 pub fn next_steps(dir: &Path, s: &Summary) -> String {
     let d = dir.display();
     let label = s.labels.keys().next().map_or(String::new(), |l| format!(" --label {l}"));
+    // Exports are written locally: one of a dataset on a store goes here.
+    let export = if rollway_remote::is_remote(dir) {
+        dir.file_name().unwrap_or("dataset".as_ref()).to_string_lossy()
+    } else {
+        dir.to_string_lossy()
+    };
     let lines = [
         format!("rollway inspect {d}"),
         format!("rollway report {d}    (an HTML page: plots, faults, clips)"),
         format!("rollway load {d} --clip 16 --stride 16 --batch 8{label}"),
-        format!("rollway export {d} --to lerobot {d}-lerobot    (or --to minari)"),
+        format!("rollway export {d} --to lerobot {export}-lerobot    (or --to minari)"),
         format!("python -c 'import rollway; print(rollway.Dataset(\"{d}\")[0])'    (with rollway's Python package installed)"),
     ];
     let mut out = String::new();

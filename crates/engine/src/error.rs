@@ -37,6 +37,15 @@ pub enum Error {
         #[source]
         source: rollway_store::Error,
     },
+    /// A dataset on an object store could not be reached, pulled or pushed.
+    #[error("{op}")]
+    Remote {
+        /// What we were doing (`pushing the run's shards`).
+        op: &'static str,
+        /// The store client's error, which names the object.
+        #[source]
+        source: rollway_remote::Error,
+    },
     /// A file the run writes beside its dataset failed.
     #[error("{op} {}", path.display())]
     Io {
@@ -72,6 +81,16 @@ impl Error {
     /// An input error with this message and no cause.
     pub fn input(what: impl Into<String>) -> Error {
         Error::Input { what: what.into(), source: None }
+    }
+
+    /// A remote error from `op`: an input error when the user can fix it (a bad URL,
+    /// a missing bucket, refused credentials, another writer).
+    pub fn remote(op: &'static str, source: rollway_remote::Error) -> Error {
+        if source.is_input() {
+            Error::input_from(source)
+        } else {
+            Error::Remote { op, source }
+        }
     }
 
     /// `cause` as an input error, its message its own.

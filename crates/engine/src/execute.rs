@@ -81,6 +81,14 @@ pub struct Outcome {
 /// Plans and runs the job `a` asks for. What the user gave wrong is an
 /// [`Error::Input`]; a run its caller stopped is [`Error::Interrupted`].
 pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
+    match crate::remote::target(a) {
+        Some(url) => crate::remote::execute(a, hooks, url),
+        None => execute_local(a, hooks),
+    }
+}
+
+/// [`execute`] with every dataset a local directory.
+pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     let (mut job, out, start) = plan(a)?;
     if a.report && out.is_none() {
         bad!("--report writes the report of the dataset the run records: add --out DIR");

@@ -34,6 +34,7 @@ mod execute;
 mod host_choice;
 mod job;
 pub mod progress;
+mod remote;
 mod request;
 pub mod rollout;
 pub mod settings;

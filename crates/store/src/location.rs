@@ -6,12 +6,17 @@
 //! write one such directory per node and report success. Every front (the CLI's
 //! dataset arguments, the Python bindings, the engine's run and rollout requests)
 //! passes the paths it is given through [`local_dir`]; the schemes a build reads and
-//! writes are [`SCHEMES`], and the refusal names them.
+//! writes are [`SCHEMES`], and the refusal names them. Datasets on object stores
+//! ([`OBJECT_STORES`]) are reached through `rollway-remote`, by the fronts that take
+//! them; [`local_dir`] refuses them, saying that a local dataset is needed there.
 
 use std::path::{Path, PathBuf};
 
 /// The URL schemes a dataset may be named with (besides a plain path).
-pub const SCHEMES: &[&str] = &["file"];
+pub const SCHEMES: &[&str] = &["file", "s3"];
+
+/// The schemes of [`SCHEMES`] that name a dataset on an object store.
+pub const OBJECT_STORES: &[&str] = &["s3"];
 
 /// Schemes of remote stores, recognised even with their `//` collapsed (`s3:/b/x`:
 /// what Python's `pathlib.Path("s3://b/x")` makes of a URL).
@@ -24,10 +29,9 @@ pub fn local_dir(p: &Path) -> Result<PathBuf, String> {
     let Some(text) = p.to_str() else { return Ok(p.to_path_buf()) };
     let Some((scheme, rest)) = text.split_once("://") else {
         return match text.split_once(":/") {
-            Some((scheme, _)) if REMOTE.contains(&scheme.to_ascii_lowercase().as_str()) => Err(format!(
-                "{text}: a `{scheme}://` URL with its `//` collapsed (as pathlib.Path does: pass the URL as a string); \
-                 datasets on `{scheme}://` are not supported by this build"
-            )),
+            Some((scheme, _)) if REMOTE.contains(&scheme.to_ascii_lowercase().as_str()) => {
+                Err(format!("{text}: a `{scheme}://` URL with its `//` collapsed (as pathlib.Path does): pass the URL as a string"))
+            }
             _ => Ok(p.to_path_buf()),
         };
     };
@@ -43,6 +47,9 @@ pub fn local_dir(p: &Path) -> Result<PathBuf, String> {
             local if local.starts_with('/') => Ok(PathBuf::from(local)),
             _ => Err(format!("{text}: a file:// URL names a path on this machine (file:///PATH)")),
         },
+        s if OBJECT_STORES.contains(&s) => {
+            Err(format!("{text}: a dataset on an object store; a local dataset is needed here (a path or file://)"))
+        }
         other => Err(format!(
             "{text}: datasets on `{other}://` are not supported by this build; a dataset is a local directory, \
              named by a path or one of: {supported}"
@@ -70,10 +77,11 @@ mod tests {
 
     #[test]
     fn issue45_other_schemes_are_refused_naming_the_supported_ones() {
-        for url in ["s3://bucket/x", "gs://b/x", "az://c/x", "hf://datasets/x", "s3+https://h/b"] {
+        for url in ["gs://b/x", "az://c/x", "hf://datasets/x", "s3+https://h/b"] {
             let e = local(url).unwrap_err();
             assert!(e.starts_with(url) && e.contains("not supported") && e.contains("file://"), "{e}");
         }
+        assert!(local("s3://bucket/x").unwrap_err().contains("a local dataset is needed here"));
         // pathlib.Path("s3://b/x") is "s3:/b/x": still refused, saying why.
         assert!(local("s3:/bucket/x").unwrap_err().contains("pass the URL as a string"));
     }

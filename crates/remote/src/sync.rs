@@ -1,0 +1,154 @@
+//! A run writing to the store: the dataset's lease, and the thread that pushes each
+//! shard soon after the local writer commits it.
+//!
+//! A store has no `flock`, so one writer at a time is kept by a **lease**: the
+//! object `.tmp/lease.json` (`{holder, renewed}`), created with `If-None-Match: *`
+//! and renewed every [`RENEW`]. A writer that finds a lease renewed less than
+//! [`LEASE_TTL`] ago refuses to start, naming the holder; an older lease, or one
+//! whose holder was a process of this host that no longer exists, is a dead
+//! writer's and is taken over. This needs the writers' clocks to agree to well
+//! within the TTL, which NTP gives. Index objects are created with
+//! `If-None-Match: *` too, so even two writers that both believe they hold the
+//! lease cannot overwrite each other's commits: the second one's push fails.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+
+use crate::replica::{self, Moved, Pusher};
+use crate::store::Remote;
+use crate::{Error, Result};
+
+const LEASE: &str = ".tmp/lease.json";
+/// A lease not renewed for this long belongs to a dead writer.
+pub const LEASE_TTL: Duration = Duration::from_secs(60);
+/// How often a live writer renews its lease.
+pub const RENEW: Duration = Duration::from_secs(10);
+/// How often the pusher looks for newly committed local shards.
+const POLL: Duration = Duration::from_millis(200);
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn lease_body(holder: &str) -> Bytes {
+    let body = serde_json::json!({"holder": holder, "host": hostname(), "pid": std::process::id(), "renewed": now()});
+    Bytes::from(body.to_string())
+}
+
+/// Whether the lease `v` is a dead writer's: not renewed for [`LEASE_TTL`], or
+/// held by a process of this host that is gone (a resume right after a kill).
+fn is_stale(v: &serde_json::Value) -> (bool, u64) {
+    let age = now().saturating_sub(v["renewed"].as_u64().unwrap_or(0));
+    let here = v["host"].as_str() == Some(hostname().as_str());
+    let gone = here && v["pid"].as_u64().is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+    (age >= LEASE_TTL.as_secs() || gone, age)
+}
+
+/// Takes the dataset's lease for `holder`, or says who holds it.
+pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
+    for _ in 0..2 {
+        if remote.put(LEASE, lease_body(holder), true)? {
+            return Ok(());
+        }
+        let Some(theirs) = remote.get(LEASE)? else { continue };
+        let v: serde_json::Value = serde_json::from_slice(&theirs).unwrap_or_default();
+        let (stale, age) = is_stale(&v);
+        if !stale {
+            let who = v["holder"].as_str().unwrap_or("?");
+            let message = format!(
+                "is being written by {who} (its lease {} was renewed {age} s ago; a writer that died frees it {} s after its last renewal)",
+                remote.url_of(LEASE),
+                LEASE_TTL.as_secs()
+            );
+            return Err(Error::Conflict { url: remote.url().to_string(), message });
+        }
+        remote.put(LEASE, lease_body(holder), false)?;
+        return Ok(());
+    }
+    Err(Error::Conflict { url: remote.url().to_string(), message: "its lease changed hands while this writer tried to take it".into() })
+}
+
+/// A local work directory being pushed to the store while a writer fills it.
+pub struct Writing {
+    work: PathBuf,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<(Pusher, Result<Moved>)>>,
+    holder: String,
+}
+
+impl Writing {
+    /// Takes `remote`'s lease, finishes what a killed writer left on the store,
+    /// brings a fresh local work directory up to the store (`pull_existing`: the
+    /// dataset's shards, for a resume or an append) and starts pushing from it.
+    pub fn open(remote: Remote, pull_existing: bool) -> Result<Writing> {
+        let holder = format!("{}-{}-{}", hostname(), std::process::id(), now());
+        take_lease(&remote, &holder)?;
+        replica::settle(&remote)?;
+        let work = crate::cache::work_dir(&remote)?;
+        if pull_existing {
+            replica::pull(&remote, &work)?;
+        }
+        let pusher = Pusher::new(remote, &work)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let name = holder.clone();
+        let handle = std::thread::Builder::new()
+            .name("rollway-push".into())
+            .spawn(move || push_loop(pusher, &flag, &name))
+            .map_err(|source| Error::Local { op: "starting the push thread", path: work.clone(), source })?;
+        Ok(Writing { work, stop, handle: Some(handle), holder })
+    }
+
+    /// The local directory the run writes (a dataset, pushed as it grows).
+    pub fn work_dir(&self) -> &Path {
+        &self.work
+    }
+
+    /// Pushes what is left, releases the lease and, when all is on the store,
+    /// removes the work directory. What was pushed over the writer's life.
+    pub fn finish(mut self) -> Result<Moved> {
+        self.stop.store(true, Ordering::Relaxed);
+        let (mut pusher, during) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
+        // An error while the run went on (the store unreachable for minutes) gets
+        // one more try here, with the client's own retries.
+        let last = pusher.push();
+        let moved = during.ok().unwrap_or_default();
+        let last = last?;
+        pusher.remote().delete(LEASE)?;
+        let _ = std::fs::remove_dir_all(&self.work);
+        let _ = &self.holder;
+        Ok(Moved { shards: moved.shards + last.shards, bytes: moved.bytes + last.bytes })
+    }
+}
+
+fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Result<Moved>) {
+    let mut total = Moved::default();
+    let mut renewed = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(POLL);
+        let step = pusher.push().and_then(|m| {
+            if renewed.elapsed() >= RENEW {
+                pusher.remote().put(LEASE, lease_body(holder), false)?;
+                renewed = Instant::now();
+            }
+            Ok(m)
+        });
+        match step {
+            Ok(m) => {
+                total.shards += m.shards;
+                total.bytes += m.bytes;
+            }
+            Err(e) => return (pusher, Err(e)),
+        }
+    }
+    (pusher, Ok(total))
+}
+
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "host".into())
+}
