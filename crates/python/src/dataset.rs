@@ -22,6 +22,8 @@ pub struct DatasetHandle {
     ds: Dataset,
     /// The episodes with data, in episode-id order: what `ds[i]` indexes.
     order: Vec<u64>,
+    /// The `s3://` URL the dataset was pulled from: `refresh` pulls again.
+    url: Option<PathBuf>,
 }
 
 fn order(ds: &Dataset) -> Vec<u64> {
@@ -35,13 +37,17 @@ impl DatasetHandle {
     #[new]
     #[pyo3(signature = (path, skip_damaged=false))]
     fn new(py: Python<'_>, path: PathBuf, skip_damaged: bool) -> PyResult<Self> {
-        let path = crate::errors::dataset_dir(path)?;
+        let url = rollway_remote::is_remote(&path).then(|| path.clone());
+        let path = py.detach(|| crate::errors::readable_dataset(&path, false))?;
         let ds = py.detach(|| Dataset::open_with(&path, OpenOptions { skip_damaged })).py()?;
-        Ok(DatasetHandle { order: order(&ds), ds })
+        Ok(DatasetHandle { order: order(&ds), ds, url })
     }
 
     /// Reads the index again, taking in episodes committed since.
     fn refresh(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Some(url) = &self.url {
+            py.detach(|| crate::errors::readable_dataset(url, false))?;
+        }
         py.detach(|| self.ds.refresh()).py()?;
         self.order = order(&self.ds);
         Ok(())

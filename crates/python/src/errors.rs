@@ -136,6 +136,18 @@ pub fn dataset_dir(p: std::path::PathBuf) -> PyResult<std::path::PathBuf> {
     rollway_store::local_dir(&p).map_err(input_error)
 }
 
+/// The local directory to read a dataset argument from: as [`dataset_dir`], or for
+/// an `s3://` URL its local replica, pulled up to date first (`rollway_remote`).
+pub fn readable_dataset(p: &std::path::Path, follow: bool) -> PyResult<std::path::PathBuf> {
+    if !rollway_remote::is_remote(p) {
+        return dataset_dir(p.to_path_buf());
+    }
+    if follow {
+        return Err(input_error(format!("{}: follow=True works on a local dataset only, for now", p.display())));
+    }
+    rollway_remote::readable(p).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e)).py()
+}
+
 /// An `InputError` with this message (for checks made in the bindings).
 pub fn input_error(msg: impl Into<String>) -> PyErr {
     to_py(rollway_engine::Error::input(msg).into())

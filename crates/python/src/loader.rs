@@ -87,7 +87,7 @@ impl LoaderHandle {
             select,
             follow,
         };
-        let path = crate::errors::dataset_dir(path)?;
+        let path = py.detach(|| crate::errors::readable_dataset(&path, cfg.follow.is_some()))?;
         let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
         Ok(LoaderHandle { inner, fields, to_tensor, epochs_left: 0 })
     }
