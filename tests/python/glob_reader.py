@@ -2,6 +2,10 @@
 Parquet files, knowing nothing of rollway's index — and checks that every row read
 belongs to a committed episode, complete and once (issue 16).
 
+DIR may be an `s3://bucket/prefix` URL (issue 45): then pyarrow reads the store named by
+AWS_ENDPOINT_URL and the AWS_* keys, the way a user's job would, and DuckDB (whose httpfs
+extension is a download) is left out.
+
 Usage: glob_reader.py DIR [--watch PID]
   once (default): one read; prints JSON {"episodes": {id: [rows, reward_sum]}, ...}
   --watch PID:    reads in a loop until process PID exits; prints JSON with counts.
@@ -15,6 +19,7 @@ import sys
 import time
 
 import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 
 try:
     import duckdb
@@ -22,12 +27,39 @@ except ImportError:  # the check runs with pyarrow alone where DuckDB is missing
     duckdb = None
 
 
+def filesystem(root):
+    """pyarrow's filesystem for `root` and the path inside it."""
+    if not root.startswith("s3://"):
+        return pafs.LocalFileSystem(), root
+    endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
+    scheme, _, host = endpoint.partition("://")
+    s3 = pafs.S3FileSystem(
+        endpoint_override=host or None,
+        scheme=scheme or "https",
+        access_key=os.environ.get("AWS_ACCESS_KEY_ID"),
+        secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+        region=os.environ.get("AWS_REGION", "us-east-1"),
+    )
+    return s3, root[len("s3://") :]
+
+
+def listed(root, folder, suffix):
+    """Files of `root/folder` ending in `suffix`, as a glob sees them."""
+    fs, base = filesystem(root)
+    infos = fs.get_file_info(pafs.FileSelector(f"{base}/{folder}", allow_not_found=True))
+    return fs, sorted(i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(suffix))
+
+
 def committed(root):
     """Episode ids whose index entry exists now (read after the glob: "at that moment or later")."""
     ids = {}
-    for p in glob.glob(os.path.join(root, "index", "shard-*.json")):
+    fs, paths = listed(root, "index", ".json")
+    for p in paths:
+        if not (os.path.basename(p).startswith("shard-")):
+            continue
         try:
-            idx = json.load(open(p))
+            with fs.open_input_stream(p) as f:
+                idx = json.loads(f.read())
         except (OSError, ValueError):
             continue  # renamed into place atomically: a partial read is an OS-level race only
         for e in idx["episodes"]:
@@ -52,15 +84,15 @@ def per_episode(ids, steps, rewards):
 
 
 def read_arrow(root):
-    files = sorted(glob.glob(os.path.join(root, "steps", "*.parquet")))
+    fs, files = listed(root, "steps", ".parquet")
     if not files:
         return {}
-    t = pads.dataset(files, format="parquet").to_table(columns=["episode_id", "step", "rewards"])
+    t = pads.dataset(files, format="parquet", filesystem=fs).to_table(columns=["episode_id", "step", "rewards"])
     return per_episode(t.column("episode_id").to_pylist(), t.column("step").to_pylist(), t.column("rewards").to_pylist())
 
 
 def read_duckdb(root):
-    if duckdb is None or not glob.glob(os.path.join(root, "steps", "*.parquet")):
+    if duckdb is None or root.startswith("s3://") or not glob.glob(os.path.join(root, "steps", "*.parquet")):
         return None
     rows = duckdb.sql(f"SELECT episode_id, step, rewards FROM read_parquet('{root}/steps/*.parquet')").fetchall()
     return per_episode([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])

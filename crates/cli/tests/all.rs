@@ -16,6 +16,7 @@ mod pyarrow;
 mod readme;
 mod report;
 mod run_refusals;
+mod s3;
 mod safety;
 mod urls;
 mod user_code;

@@ -73,14 +73,14 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
         }
         let left = (want.len() - glob_once(&py, &d).len()) as u64;
         let shards_left = (left / 400).max(1);
-        let target = committed_shards(&d) + 1 + xorshift(&mut rng) % (shards_left / 2).max(1);
+        let target = committed_shards(&d) + 1 + common::next(&mut rng) % (shards_left / 2).max(1);
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let mut finished = false;
         while !finished && committed_shards(&d) < target {
             std::thread::sleep(Duration::from_millis(2));
             finished = child.try_wait().unwrap().is_some();
         }
-        std::thread::sleep(Duration::from_millis(xorshift(&mut rng) % 20));
+        std::thread::sleep(Duration::from_millis(common::next(&mut rng) % 20));
         finished |= child.try_wait().unwrap().is_some();
         let _ = child.kill();
         child.wait().unwrap();
@@ -103,11 +103,4 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
 /// Index files in `dir/index`: shards committed so far (0 before the dataset exists).
 fn committed_shards(dir: &Path) -> u64 {
     std::fs::read_dir(dir.join("index")).map_or(0, |it| it.filter(|e| e.is_ok()).count() as u64)
-}
-
-fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
 }

@@ -1,5 +1,5 @@
 //! Issue 45: a dataset argument that is a URL of a scheme this build does not support
-//! (`s3://bucket/x`) is a usage error naming the supported schemes, and never becomes
+//! (`gs://bucket/x`) is a usage error naming the supported schemes, and never becomes
 //! the relative directory `./s3:/bucket/x`; a `file://` URL names a local directory.
 
 use std::path::Path;
@@ -12,7 +12,7 @@ fn rollway_in(cwd: &Path, args: &[&str]) -> Output {
 #[test]
 fn issue45_unsupported_schemes_exit_2_naming_the_supported_ones_and_create_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let url = "s3://bucket/prefix/ds";
+    let url = "gs://bucket/prefix/ds";
     let commands: [&[&str]; 12] = [
         &["run", "--env", "CartPole-v1", "--episodes", "2", "--out", url],
         &["run", "--resume", url],
@@ -23,7 +23,7 @@ fn issue45_unsupported_schemes_exit_2_naming_the_supported_ones_and_create_nothi
         &["load", url],
         &["relabel", url],
         &["export", url, "--to", "minari", "out/x-v0"],
-        &["export", "data", "--to", "lerobot", "gs://b/lerobot"],
+        &["export", "data", "--to", "lerobot", "az://b/lerobot"],
         &["import", "minari", "data", url],
         &["import", "lerobot", "az://c/x", "data"],
     ];

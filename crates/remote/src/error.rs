@@ -24,6 +24,15 @@ pub enum Error {
         /// The store client's error.
         source: Box<object_store::Error>,
     },
+    /// The dataset's place on the store cannot be listed: a missing bucket, refused
+    /// credentials, a wrong or down endpoint.
+    #[error("cannot reach {url} (is the bucket there, are the credentials and AWS_ENDPOINT_URL right?): {source}")]
+    Unreachable {
+        /// The dataset URL.
+        url: String,
+        /// The store client's error.
+        source: Box<object_store::Error>,
+    },
     /// A local file of the replica could not be read or written.
     #[error("{op} {path}: {source}")]
     Local {
@@ -68,7 +77,7 @@ impl Error {
     /// wrong credentials, not a dataset, another writer): an input error, exit 2.
     pub fn is_input(&self) -> bool {
         match self {
-            Error::Url { .. } | Error::NotADataset { .. } | Error::Conflict { .. } => true,
+            Error::Url { .. } | Error::NotADataset { .. } | Error::Conflict { .. } | Error::Unreachable { .. } => true,
             Error::Store { source, .. } => {
                 matches!(
                     **source,

@@ -72,7 +72,8 @@ impl Remote {
             source,
         })?;
         let r = Remote { store: Arc::new(store), bucket: bucket.to_string(), prefix: prefix.to_string(), url: url.to_string(), rt };
-        r.list("")?;
+        let check = r.rt.block_on(r.store.list_with_delimiter(Some(&r.key(""))));
+        check.map_err(|e| Error::Unreachable { url: url.to_string(), source: Box::new(e) })?;
         Ok(r)
     }
 
