@@ -112,6 +112,13 @@ class Dataset:
 
     ``skip_damaged=True`` reads around damaged shards (listed in ``ds.damaged``)
     instead of raising.
+
+    ``path`` may be an ``s3://bucket/prefix`` URL (S3 or an S3-compatible store named
+    by ``AWS_ENDPOINT_URL``, credentials from the usual ``AWS_*`` variables): its
+    committed shards are pulled into a local replica under ``$ROLLWAY_CACHE_DIR``
+    (default ``~/.cache/rollway``) and read from there; ``refresh()`` pulls again.
+    ``verify``, ``report`` and ``export`` read the replica; ``repair`` and ``relabel``
+    need a local dataset.
     """
 
     def __init__(self, path: PathLike, *, skip_damaged: bool = False):
