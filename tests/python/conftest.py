@@ -2,6 +2,8 @@
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -70,3 +72,28 @@ def titled_pids(prefix):
             return b""
 
     return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(prefix)]
+
+
+@pytest.fixture(scope="session")
+def s3_store(tmp_path_factory):
+    """A real S3 server on loopback (moto's; issue 45) with the buckets ``rollway-test`` and
+    ``my-bucket`` (the README's), this process's AWS_* variables pointing at it and a cache of
+    its own; yields the endpoint URL."""
+    pytest.importorskip("moto")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3_server.py")
+    server = subprocess.Popen([sys.executable, script, "rollway-test", "my-bucket"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    endpoint = server.stdout.readline().strip()
+    assert endpoint.startswith("http://127.0.0.1:"), endpoint
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "rollway-test", "AWS_SECRET_ACCESS_KEY": "rollway-test",
+           "AWS_REGION": "us-east-1", "ROLLWAY_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield endpoint
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    server.kill()
+    server.wait()

@@ -16,8 +16,8 @@ def python_examples() -> list:
     text = open(README, encoding="utf-8").read()
     section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 7, ("the package tour, the own-env-and-policy example, its ONNX form, the Ray one, the training "
-                              "loop, its replay buffer and its Ray form")
+    assert len(blocks) == 8, ("the package tour, the own-env-and-policy example, its ONNX form, the Ray one, the S3 one, "
+                              "the training loop, its replay buffer and its Ray form")
     return blocks
 
 
@@ -44,7 +44,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.setenv("ROLLWAY_PYTHON", sys.executable)
-    tour, own, onnx, on_ray, training, replay, training_on_ray = python_examples()
+    tour, own, onnx, on_ray, on_s3, training, replay, training_on_ray = python_examples()
     scope: dict = {}
     exec(compile(tour, "README.md (Python)", "exec"), scope)
     import rollway
@@ -83,3 +83,15 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     exec(compile(on_ray, "README.md (Ray)", "exec"), scope)
     assert len(rollway.Dataset("data/ray-cp")) == 200 and scope["summary"].complete
     assert scope["steps"].count() == sum(e["length"] + 1 for e in rollway.Dataset("data/ray-cp").episodes)
+
+
+def test_the_readme_s3_example_runs(s3_store, tmp_path, monkeypatch):
+    """Issue 45: the README's `s3://` example, against the loopback S3 server."""
+    monkeypatch.chdir(tmp_path)
+    on_s3 = python_examples()[4]
+    scope: dict = {}
+    exec(compile(on_s3, "README.md (S3)", "exec"), scope)
+    import rollway
+
+    assert scope["summary"].episodes == len(rollway.Dataset("s3://my-bucket/datasets/cartpole")) == 100_000
+    assert scope["batch"]["actions"].shape[0] > 0

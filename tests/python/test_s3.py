@@ -1,11 +1,7 @@
 """Issue 45: the Python package on ``s3://`` datasets, against a real S3 server on
-loopback (moto's, started by ``s3_server.py``): ``rollway.run(out=…)`` records to the
+loopback (moto's, started by ``s3_server.py``; the ``s3_store`` fixture of conftest.py): ``rollway.run(out=…)`` records to the
 store, ``Dataset`` and ``Loader`` read it back exactly as the local run's, and the entry
 points that need a local dataset say so."""
-
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,32 +10,12 @@ import rollway
 
 pytest.importorskip("moto")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 BUCKET = "rollway-test"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    server = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "s3_server.py"), BUCKET],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    endpoint = server.stdout.readline().strip()
-    assert endpoint.startswith("http://127.0.0.1:"), endpoint
-    env = {
-        "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "rollway-test", "AWS_SECRET_ACCESS_KEY": "rollway-test",
-        "AWS_REGION": "us-east-1", "ROLLWAY_CACHE_DIR": str(tmp_path_factory.mktemp("cache")),
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield endpoint
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    server.kill()
-    server.wait()
+@pytest.fixture
+def store(s3_store):
+    return s3_store
 
 
 def job(**kw):

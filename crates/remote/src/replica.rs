@@ -129,33 +129,31 @@ pub fn pull(remote: &Remote, dir: &Path) -> Result<Moved> {
 
 /// One data file: from its final key, or from its staged key when the writer died
 /// (or is) between commit and publish; checked against the index, then renamed in.
-fn fetch<'a>(remote: &'a Remote, dir: &'a Path, f: &'a Listed) -> impl std::future::Future<Output = Result<u64>> + 'a {
-    async move {
-        let client = remote.client();
-        let mut got = None;
-        for rel in [f.path.clone(), format!("{PUBLISH}/{}", f.path)] {
-            match client.get(&remote.key(&rel)).await {
-                Ok(r) => {
-                    got = Some(r.bytes().await.map_err(|e| remote.store_err("reading", &rel, e))?);
-                    break;
-                }
-                Err(object_store::Error::NotFound { .. }) => continue,
-                Err(e) => return Err(remote.store_err("reading", &rel, e)),
+async fn fetch(remote: &Remote, dir: &Path, f: &Listed) -> Result<u64> {
+    let client = remote.client();
+    let mut got = None;
+    for rel in [f.path.clone(), format!("{PUBLISH}/{}", f.path)] {
+        match client.get(&remote.key(&rel)).await {
+            Ok(r) => {
+                got = Some(r.bytes().await.map_err(|e| remote.store_err("reading", &rel, e))?);
+                break;
             }
+            Err(object_store::Error::NotFound { .. }) => continue,
+            Err(e) => return Err(remote.store_err("reading", &rel, e)),
         }
-        let url = remote.url_of(&f.path);
-        let bytes = got.ok_or_else(|| Error::Corrupt {
-            url: url.clone(),
-            message: "committed by its index, but neither it nor its staged copy exists".into(),
-        })?;
-        let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes));
-        if bytes.len() as u64 != f.bytes || hash != f.xxh3 {
-            let message = format!("{} bytes with XXH3 {hash}; the index says {} bytes, {}", bytes.len(), f.bytes, f.xxh3);
-            return Err(Error::Corrupt { url, message });
-        }
-        write_atomic(dir, &f.path, &bytes)?;
-        Ok(f.bytes)
     }
+    let url = remote.url_of(&f.path);
+    let bytes = got.ok_or_else(|| Error::Corrupt {
+        url: url.clone(),
+        message: "committed by its index, but neither it nor its staged copy exists".into(),
+    })?;
+    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes));
+    if bytes.len() as u64 != f.bytes || hash != f.xxh3 {
+        let message = format!("{} bytes with XXH3 {hash}; the index says {} bytes, {}", bytes.len(), f.bytes, f.xxh3);
+        return Err(Error::Corrupt { url, message });
+    }
+    write_atomic(dir, &f.path, &bytes)?;
+    Ok(f.bytes)
 }
 
 /// Pushes a local dataset's shards to the store, remembering what is there.
