@@ -97,6 +97,47 @@ impl S3 {
     }
 }
 
+/// The fault proxy (`tests/python/fault_proxy.py`) between rollway and the server.
+struct Proxy {
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Proxy {
+    /// Starts the proxy in front of `s3`'s server and points `s3`'s clients at it.
+    fn start(s3: &mut S3) -> Proxy {
+        let upstream = s3.endpoint.rsplit(':').next().unwrap().to_string();
+        let mut child = Command::new(&s3.py)
+            .arg(common::script("fault_proxy.py"))
+            .arg(&upstream)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        s3.endpoint = format!("http://127.0.0.1:{}", line.trim());
+        Proxy { child, out }
+    }
+
+    /// Sends `command`; its answer line.
+    fn send(&mut self, command: &str) -> String {
+        use std::io::Write;
+        writeln!(self.child.stdin.as_mut().unwrap(), "{command}").unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for S3 {
     fn drop(&mut self) {
         let _ = self.server.kill();
@@ -230,4 +271,25 @@ fn issue45_commands_that_need_a_local_dataset_say_so() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("local dataset"), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn issue45_a_store_that_throttles_or_goes_away_for_seconds_is_retried_and_the_run_completes() {
+    let Some(mut s3) = S3::start() else { return };
+    let (_, want) = local_reference(&s3);
+    let mut proxy = Proxy::start(&mut s3);
+    let url = format!("s3://{BUCKET}/faults");
+    let mut run = s3.rollway(&["run", "--out", &url]).args(common::PINNED_TUNING).args(JOB).stdout(Stdio::null()).spawn().unwrap();
+    while local_shards(&s3.work_dirs()) < 5 && run.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // `503 SlowDown` for the next 30 requests, then every connection dropped and
+    // reset for 3 s (a store restarting, and on until one was), while shards are
+    // being pushed.
+    assert_eq!(proxy.send("slowdown 30"), "ok");
+    assert_eq!(proxy.send("down 3"), "ok");
+    assert!(run.wait().unwrap().success(), "the run rode out the faults");
+    let stats = proxy.send("stats");
+    assert!(stats.starts_with("slowdowns_left 0 reset ") && !stats.ends_with(" 0"), "every fault reached the client: {stats}");
+    assert_eq!(s3.pulled(&url), want, "every episode on the store, once, as the local run's");
 }

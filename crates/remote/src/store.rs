@@ -5,18 +5,20 @@
 //! credentials and region from the standard `AWS_*` variables (or the instance's
 //! role), `AWS_ENDPOINT_URL` for S3-compatible stores (MinIO, Ceph, R2, a test
 //! server; plain `http://` endpoints are allowed when named), and its retries with
-//! exponential backoff on 5xx, `SlowDown` and dropped connections. Each [`Remote`]
+//! exponential backoff on 5xx, `SlowDown` and dropped connections (16 tries,
+//! backing off to 10 s: a minute and more of a store that is down or throttling). Each [`Remote`]
 //! owns a small tokio runtime; the rest of rollway is threads, so every call here
 //! blocks its caller, and the replica's transfers run many requests at once inside
 //! one `block_on`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
-use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use object_store::{BackoffConfig, ObjectStore, PutMode, PutOptions, PutPayload, RetryConfig};
 
 use crate::{Error, Result};
 
@@ -60,7 +62,11 @@ impl Remote {
         if prefix.split('/').any(|c| c == "." || c == "..") || prefix.contains("//") {
             return Err(bad("the prefix has an empty, `.` or `..` component"));
         }
-        let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        // A throttling store (`503 SlowDown`) or one restarting needs more patience than the
+        // client's default (10 tries, ~4 s of backoff): up to 16 tries, backing off to 10 s.
+        let backoff = BackoffConfig { init_backoff: Duration::from_millis(100), max_backoff: Duration::from_secs(10), base: 2.0 };
+        let retry = RetryConfig { backoff, max_retries: 16, retry_timeout: Duration::from_secs(180) };
+        let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket).with_retry(retry);
         let endpoint = std::env::var("AWS_ENDPOINT_URL").or_else(|_| std::env::var("AWS_ENDPOINT")).unwrap_or_default();
         if endpoint.starts_with("http://") {
             b = b.with_allow_http(true);

@@ -2,7 +2,7 @@
 //! shard soon after the local writer commits it.
 //!
 //! A store has no `flock`, so one writer at a time is kept by a **lease**: the
-//! object `.tmp/lease.json` (`{holder, renewed}`), created with `If-None-Match: *`
+//! object `.tmp/lease.json` (`{holder, host, pid, renewed}`), created with `If-None-Match: *`
 //! and renewed every [`RENEW`]. A writer that finds a lease renewed less than
 //! [`LEASE_TTL`] ago refuses to start, naming the holder; an older lease, or one
 //! whose holder was a process of this host that no longer exists, is a dead
@@ -77,8 +77,7 @@ pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
 pub struct Writing {
     work: PathBuf,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<(Pusher, Result<Moved>)>>,
-    holder: String,
+    handle: Option<JoinHandle<(Pusher, Moved, Option<Error>)>>,
 }
 
 impl Writing {
@@ -96,12 +95,11 @@ impl Writing {
         let pusher = Pusher::new(remote, &work)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let name = holder.clone();
         let handle = std::thread::Builder::new()
             .name("rollway-push".into())
-            .spawn(move || push_loop(pusher, &flag, &name))
+            .spawn(move || push_loop(pusher, &flag, &holder))
             .map_err(|source| Error::Local { op: "starting the push thread", path: work.clone(), source })?;
-        Ok(Writing { work, stop, handle: Some(handle), holder })
+        Ok(Writing { work, stop, handle: Some(handle) })
     }
 
     /// The local directory the run writes (a dataset, pushed as it grows).
@@ -113,24 +111,36 @@ impl Writing {
     /// removes the work directory. What was pushed over the writer's life.
     pub fn finish(mut self) -> Result<Moved> {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut pusher, during) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
-        // An error while the run went on (the store unreachable for minutes) gets
-        // one more try here, with the client's own retries.
-        let last = pusher.push();
-        let moved = during.ok().unwrap_or_default();
+        let (mut pusher, mut moved, _) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
+        // The last push gets a few tries more, each with the client's own retries.
+        let mut last = pusher.push();
+        for pause in [1, 5, 15] {
+            if last.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(pause));
+            last = pusher.push();
+        }
         let last = last?;
         pusher.remote().delete(LEASE)?;
         let _ = std::fs::remove_dir_all(&self.work);
-        let _ = &self.holder;
-        Ok(Moved { shards: moved.shards + last.shards, bytes: moved.bytes + last.bytes })
+        moved.shards += last.shards;
+        moved.bytes += last.bytes;
+        Ok(moved)
     }
 }
 
-fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Result<Moved>) {
+/// Pushes every [`POLL`] until stopped. A failed push (the store unreachable for
+/// longer than the client's retries) is tried again after a pause that doubles up
+/// to [`RENEW`]; the run goes on recording locally meanwhile.
+fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Moved, Option<Error>) {
     let mut total = Moved::default();
-    let mut renewed = Instant::now();
+    let (mut renewed, mut pause, mut last_error) = (Instant::now(), POLL, None);
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(POLL);
+        let slept = Instant::now();
+        while slept.elapsed() < pause && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(POLL.min(pause));
+        }
         let step = pusher.push().and_then(|m| {
             if renewed.elapsed() >= RENEW {
                 pusher.remote().put(LEASE, lease_body(holder), false)?;
@@ -142,11 +152,12 @@ fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Re
             Ok(m) => {
                 total.shards += m.shards;
                 total.bytes += m.bytes;
+                (pause, last_error) = (POLL, None);
             }
-            Err(e) => return (pusher, Err(e)),
+            Err(e) => (pause, last_error) = ((pause * 2).min(RENEW), Some(e)),
         }
     }
-    (pusher, Ok(total))
+    (pusher, total, last_error)
 }
 
 pub(crate) fn hostname() -> String {

@@ -1,0 +1,109 @@
+"""A TCP proxy in front of the loopback S3 server that injects the faults of a real network and
+a busy store (issue 45), as toxiproxy does: the server behind it is real, only the path is not.
+
+    python fault_proxy.py UPSTREAM_PORT
+
+Prints its own port on its first line, then takes commands on stdin, one per line:
+  down SECONDS   drop every open connection and reset every new one (a store restarting) for
+                 SECONDS, and on until at least one new connection was reset (at most 60 s more)
+  slowdown N     answer the next N requests `503 SlowDown` instead of passing them on
+  stats          print "slowdowns_left N reset M": what is still to inject, and the
+                 connections `down` has dropped or reset so far
+Prints "ok" after each other command has taken effect, and exits when stdin closes.
+"""
+
+import asyncio
+import sys
+
+SLOWDOWN = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+            b"<Message>Please reduce your request rate.</Message></Error>")
+
+
+class Proxy:
+    def __init__(self, upstream: int):
+        self.upstream, self.server, self.port = upstream, None, 0
+        self.open: set = set()
+        self.slowdowns = self.reset = 0
+        self.refusing = False
+
+    async def listen(self):
+        self.server = await asyncio.start_server(self.client, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def request(self, reader):
+        """One HTTP/1.1 request (head and Content-Length body), or b"" at EOF."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        return head + (await reader.readexactly(length) if length else b"")
+
+    async def client(self, reader, writer):
+        if self.refusing:
+            writer.transport.abort()
+            self.reset += 1
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        self.open.update([writer, up_writer])
+        back = asyncio.ensure_future(self.pipe(up_reader, writer))
+        try:
+            while True:
+                req = await self.request(reader)
+                if self.slowdowns > 0:
+                    self.slowdowns -= 1
+                    writer.write(b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(SLOWDOWN) + SLOWDOWN)
+                    await writer.drain()
+                    continue
+                up_writer.write(req)
+                await up_writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            back.cancel()
+            for w in (writer, up_writer):
+                self.open.discard(w)
+                w.close()
+
+    async def pipe(self, reader, writer):
+        try:
+            while data := await reader.read(1 << 16):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+
+    async def down(self, seconds: float):
+        self.refusing = True
+        for w in list(self.open):
+            w.transport.abort()
+            self.reset += 1
+        self.open.clear()
+        await asyncio.sleep(seconds)
+        for _ in range(1200):
+            if self.reset:
+                break
+            await asyncio.sleep(0.05)
+        self.refusing = False
+
+
+async def main():
+    proxy = Proxy(int(sys.argv[1]))
+    await proxy.listen()
+    print(proxy.port, flush=True)
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        cmd, _, arg = line.strip().partition(" ")
+        if cmd == "down":
+            await proxy.down(float(arg))
+        elif cmd == "slowdown":
+            proxy.slowdowns += int(arg)
+        elif cmd == "stats":
+            print(f"slowdowns_left {proxy.slowdowns} reset {proxy.reset}", flush=True)
+            continue
+        print("ok", flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
