@@ -27,7 +27,7 @@ use crate::{Error, Result};
 const METADATA: &str = "rollway.json";
 const PUBLISH: &str = ".tmp/publish";
 /// Requests in flight at once, per transfer.
-const WIDTH: usize = 8;
+const WIDTH: usize = 16;
 
 /// What a pull or push moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -177,9 +177,11 @@ impl Pusher {
     }
 
     /// Uploads the metadata if it changed and every committed local shard the store
-    /// lacks, each by the commit protocol.
+    /// lacks, by the commit protocol. The shards of one push go step by step
+    /// together — every data file staged, then every index created, then every file
+    /// published — with [`WIDTH`] requests in flight: a store's latency, not its
+    /// bandwidth, is what one shard at a time would wait on.
     pub fn push(&mut self) -> Result<Moved> {
-        let mut moved = Moved::default();
         self.push_metadata()?;
         let index = self.dir.join("index");
         let mut names: Vec<String> = match std::fs::read_dir(&index) {
@@ -189,14 +191,22 @@ impl Pusher {
             Err(_) => vec![],
         };
         names.sort();
-        for name in names {
-            moved.bytes += self.push_shard(&name)?;
-            moved.shards += 1;
-            self.known.insert(name);
+        let mut shards = vec![];
+        for name in &names {
+            let rel = format!("index/{name}");
+            let local = self.dir.join(&rel);
+            let index = Bytes::from(std::fs::read(&local).local("reading", &local)?);
+            let files = listed_files(&self.remote.url_of(&rel), &index)?;
+            shards.push((rel, index, files));
         }
+        let files: Vec<&Listed> = shards.iter().flat_map(|(_, _, f)| f).collect();
+        let bytes = self.remote.all(WIDTH, files.iter().map(|f| self.stage(f)).collect())?.into_iter().sum();
+        self.remote.all(WIDTH, shards.iter().map(|(rel, index, _)| self.commit(rel, index)).collect())?;
+        self.remote.all(WIDTH, files.iter().map(|f| self.publish(f)).collect())?;
+        self.known.extend(names);
         // The counts (and a run's summary) change as a writer closes.
         self.push_metadata()?;
-        Ok(moved)
+        Ok(Moved { shards: shards.len() as u64, bytes })
     }
 
     fn push_metadata(&mut self) -> Result<()> {
@@ -209,31 +219,44 @@ impl Pusher {
         Ok(())
     }
 
-    /// Stage, commit, publish one shard; its data bytes.
-    fn push_shard(&self, name: &str) -> Result<u64> {
-        let rel = format!("index/{name}");
-        let local = self.dir.join(&rel);
-        let index = Bytes::from(std::fs::read(&local).local("reading", &local)?);
-        let files = listed_files(&self.remote.url_of(&rel), &index)?;
-        let uploads = files.iter().map(|f| async move {
-            let file = final_or_staged(&self.dir, &f.path);
-            let bytes = std::fs::read(&file).local("reading", &file)?;
-            let (n, staged) = (bytes.len() as u64, format!("{PUBLISH}/{}", f.path));
-            let put = self.remote.client().put(&self.remote.key(&staged), bytes.into()).await;
-            put.map(|_| n).map_err(|e| self.remote.store_err("uploading", &staged, e))
-        });
-        let bytes = self.remote.all(WIDTH, uploads.collect())?.into_iter().sum();
-        if !self.remote.put(&rel, index.clone(), true)? {
-            let theirs = self.remote.get(&rel)?;
-            if theirs.as_deref() != Some(&index[..]) {
+    /// Step 1: one data file uploaded to its staged key; its size.
+    async fn stage(&self, f: &Listed) -> Result<u64> {
+        let file = final_or_staged(&self.dir, &f.path);
+        let bytes = std::fs::read(&file).local("reading", &file)?;
+        let (n, staged) = (bytes.len() as u64, format!("{PUBLISH}/{}", f.path));
+        let put = self.remote.client().put(&self.remote.key(&staged), bytes.into()).await;
+        put.map(|_| n).map_err(|e| self.remote.store_err("uploading", &staged, e))
+    }
+
+    /// Step 3: a staged file copied to its final key, then the staged copy deleted.
+    async fn publish(&self, f: &Listed) -> Result<()> {
+        let (client, staged) = (self.remote.client(), format!("{PUBLISH}/{}", f.path));
+        let copied = client.copy(&self.remote.key(&staged), &self.remote.key(&f.path)).await;
+        copied.map_err(|e| self.remote.store_err("publishing", &f.path, e))?;
+        match client.delete(&self.remote.key(&staged)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.remote.store_err("deleting", &staged, e)),
+        }
+    }
+
+    /// Step 2: the index object created only if absent. Present already with the same
+    /// bytes, it is this writer's own commit whose answer was lost (a dropped
+    /// connection, a killed push); with other bytes, another writer's.
+    async fn commit(&self, rel: &str, index: &Bytes) -> Result<()> {
+        let (client, key) = (self.remote.client(), self.remote.key(rel));
+        let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+        match client.put_opts(&key, index.clone().into(), opts).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                let theirs = async { client.get(&key).await?.bytes().await }.await.map_err(|e| self.remote.store_err("reading", rel, e))?;
+                if theirs == *index {
+                    return Ok(());
+                }
                 let message = "another writer committed this shard: the dataset has a second writer".into();
-                return Err(Error::Conflict { url: self.remote.url_of(&rel), message });
+                Err(Error::Conflict { url: self.remote.url_of(rel), message })
             }
+            Err(e) => Err(self.remote.store_err("committing", rel, e)),
         }
-        for f in &files {
-            self.remote.publish(&format!("{PUBLISH}/{}", f.path), &f.path)?;
-        }
-        Ok(bytes)
     }
 }
 
