@@ -3,6 +3,8 @@ loopback (moto's, started by ``s3_server.py``; the ``s3_store`` fixture of conft
 store, ``Dataset`` and ``Loader`` read it back exactly as the local run's, and the entry
 points that need a local dataset say so."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -60,12 +62,35 @@ def test_issue45_a_missing_bucket_is_an_input_error(store):
         rollway.run(**job(out="s3://no-such-bucket/x"))
 
 
+def test_issue45_a_replay_on_s3_is_sampled_by_a_following_loader_while_it_grows(store):
+    """A learner's replay buffer on the store: ``Rollout(out="s3://…")`` commits and pushes as
+    it goes, and a ``Loader(follow=True)`` on the URL (another node's, in a real cluster)
+    samples it before the rollout ends; after ``close`` the store holds every finished episode."""
+    url = f"s3://{BUCKET}/py/replay"
+    finished, loader, batch = set(), None, None
+    deadline = time.monotonic() + 60
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, commit_every=0.05) as r:
+        while batch is None and time.monotonic() < deadline:
+            finished |= set(r.collect().finished["episode"].tolist())
+            if loader is None:
+                try:
+                    loader = rollway.Loader(url, clip=2, stride=2, batch=8, follow=True)
+                except rollway.InputError:
+                    continue  # nothing pushed yet
+            batch = loader.next_batch()
+        assert batch is not None, "the following loader sampled the replay while the rollout ran"
+        for _ in range(3):
+            finished |= set(r.collect().finished["episode"].tolist())
+    assert {e.run_index for e in rollway.Dataset(url)} == finished
+    assert rollway.Dataset(url).metadata["runs"][0]["summary"]["kind"] == "rollout"
+    with pytest.raises(rollway.InputError, match="already holds a dataset"):
+        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=url)
+
+
 @pytest.mark.parametrize("call", [
-    lambda url: rollway.Loader(url, clip=4, follow=True),
     lambda url: rollway.DataCollector(__import__("gymnasium").make("CartPole-v1"), url),
-    lambda url: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=url),
     lambda url: rollway.import_minari("data", url, progress=False),
-], ids=["Loader-follow", "DataCollector", "Rollout", "import_minari"])
+], ids=["DataCollector", "import_minari"])
 def test_issue45_entry_points_that_need_a_local_dataset_say_so(store, call):
     with pytest.raises(rollway.InputError, match="local dataset"):
         call(f"s3://{BUCKET}/py/local-only")

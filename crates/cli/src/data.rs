@@ -205,11 +205,16 @@ fn next(loader: &mut rollway_loader::Loader, follow: bool, rounds: u64) -> Resul
     Ok(loader.current())
 }
 
-pub fn load(a: &LoadArgs) -> Result<bool> {
+/// `rollway load`; `replica`: the dataset is a replica of one on an object store,
+/// which a following loader pulls again before each round.
+pub fn load(a: &LoadArgs, replica: Option<rollway_remote::Replica>) -> Result<bool> {
     let ds = open(&a.dir, a.skip_damaged)?;
     let cfg = load_config(a);
     let opened = std::time::Instant::now();
     let mut loader = input(rollway_loader::Loader::new(&ds, cfg).map_err(Into::into))?;
+    if let Some(r) = replica {
+        loader.before_read(r.into_hook());
+    }
     let setup = opened.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let (mut windows, mut bytes, mut batches) = (0u64, 0u64, 0u64);

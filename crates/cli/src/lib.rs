@@ -77,7 +77,7 @@ fn execute(cli: Cli) -> u8 {
             pulled(&mut a.dir, None).and_then(|_| data::report(&a.dir, a.out.as_deref())).map(|_| true)
         }
         Command::Relabel(a) => data::relabel(&a),
-        Command::Load(mut a) => pulled(&mut a.dir, a.replay.follow.then_some("--follow")).and_then(|_| data::load(&a)),
+        Command::Load(mut a) => pulled(&mut a.dir, None).and_then(|replica| data::load(&a, replica)),
         Command::Export(mut a) => pulled(&mut a.dir, None).and_then(|_| interop::export(&a)),
         Command::Import(a) => interop::import(&a),
     };
@@ -96,22 +96,21 @@ fn execute(cli: Cli) -> u8 {
 }
 
 /// A dataset argument on an object store, pulled into its local replica, which the
-/// command then reads; `local_only` names a flag that needs the dataset itself.
-fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<()> {
+/// command then reads (the replica, to pull again); `local_only` names a flag that
+/// needs the dataset itself.
+fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<Option<rollway_remote::Replica>> {
     if !rollway_remote::is_remote(dir) {
-        return Ok(());
+        return Ok(None);
     }
     if let Some(flag) = local_only {
         let e = rollway_engine::Error::input(format!("{}: {flag} works on a local dataset only, for now", dir.display()));
         return Err(e.into());
     }
     let url = dir.display().to_string();
-    let remote = rollway_remote::Remote::open(&url).map_err(|e| rollway_engine::Error::remote("reaching the store", e))?;
-    let replica = rollway_remote::cache::replica_dir(&remote);
-    let moved = rollway_remote::pull(&remote, &replica).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
-    eprintln!("rollway: {url}: pulled {} new shard(s), {:.1} MB, into {}", moved.shards, moved.bytes as f64 / 1e6, replica.display());
-    *dir = replica;
-    Ok(())
+    let (replica, moved) = rollway_remote::Replica::open(&url).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
+    eprintln!("rollway: {url}: pulled {} new shard(s), {:.1} MB, into {}", moved.shards, moved.bytes as f64 / 1e6, replica.dir().display());
+    *dir = replica.dir().to_path_buf();
+    Ok(Some(replica))
 }
 
 /// Whether `e` is the user's input error (exit 2) rather than a failed run.

@@ -176,6 +176,7 @@ fn issue45_a_run_to_s3_holds_what_a_local_run_records_and_every_reader_takes_the
     assert!(inspect.contains("\"episodes\""), "{inspect}");
     assert!(ok(&s3.output(&["verify", &url])).contains("20000 episodes"));
     ok(&s3.output(&["load", &url, "--clip", "8", "--batch", "64"]));
+    ok(&s3.output(&["load", &url, "--clip", "8", "--batch", "64", "--follow", "--epochs", "2"]));
     ok(&s3.output(&["report", &url]));
     assert!(s3.tmp.path().join("cartpole.report.html").exists(), "a store dataset's report goes to the working directory");
     ok(&s3.output(&["export", &url, "--to", "minari", "exported/cartpole-v0"]));
@@ -260,12 +261,12 @@ fn issue45_a_missing_bucket_or_a_live_writer_is_an_input_error_before_any_env_st
     assert_eq!(s3.pulled(&url).len(), 100000);
 }
 
-/// `rollway verify --repair` and `load --follow` need the dataset itself: refused.
+/// `rollway verify --repair`, `relabel` and imports need a local dataset: refused.
 #[test]
 fn issue45_commands_that_need_a_local_dataset_say_so() {
     let Some(s3) = S3::start() else { return };
     let url = format!("s3://{BUCKET}/x");
-    for args in [&["verify", "--repair", &url][..], &["load", &url, "--follow"], &["relabel", &url], &["import", "minari", "d", &url]] {
+    for args in [&["verify", "--repair", &url][..], &["relabel", &url], &["import", "minari", "d", &url]] {
         let o = s3.output(args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");

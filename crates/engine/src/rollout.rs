@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rollway_core::{EnvFactory, EnvSpec, Params};
+use rollway_remote::Writing;
 use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Policy, Rollout, RolloutConfig};
 use rollway_store::{DatasetWriter, WriterConfig};
 use serde::{Deserialize, Serialize};
@@ -160,8 +161,12 @@ impl RolloutRequest {
         };
         cfg.validate().map_err(Error::input_from)?;
         if let Some(dir) = &self.out {
-            // Refused before any env starts: a URL of a scheme this build does not read.
-            crate::dataset::local(dir)?;
+            // Refused before any env starts: a URL of a scheme this build does not
+            // read, or an object store for one of many writers (their claims need a
+            // shared filesystem).
+            if !rollway_remote::is_remote(dir) || self.join.is_some() {
+                crate::dataset::local(dir)?;
+            }
             cfg.validate_recording().map_err(Error::input_from)?;
         }
         Ok(cfg)
@@ -202,6 +207,8 @@ pub struct StartedRollout {
     pub rollout: Rollout,
     /// The dataset writer, with `out`: the collecting thread holds the other reference until the rollout drops.
     pub writer: Option<Arc<DatasetWriter>>,
+    /// With `out` on an object store: the writer's work directory, pushed to the store.
+    pub push: Option<Writing>,
     /// The run summary's settings, when the rollout owns its run (`out` without
     /// `join`: a joined run's driver stores the summary of all its writers).
     pub summary: Option<serde_json::Value>,
@@ -211,7 +218,13 @@ pub struct StartedRollout {
 /// one: the run's summary stored (`summary`, the settings, with what the rollout
 /// delivered: [`rollway_runner::rollout::RolloutTotals`]), so that a report tells a
 /// rollout that closed from one that was killed, then everything committed.
-pub fn close(rollout: Rollout, writer: Option<Arc<DatasetWriter>>, summary: Option<serde_json::Value>) -> Result<()> {
+/// With `out` on an object store (`push`), what the writer committed is then pushed.
+pub fn close(
+    rollout: Rollout,
+    writer: Option<Arc<DatasetWriter>>,
+    summary: Option<serde_json::Value>,
+    push: Option<Writing>,
+) -> Result<()> {
     let totals = rollout.totals();
     // The collecting thread held the writer's other reference: it ends here.
     drop(rollout);
@@ -223,7 +236,10 @@ pub fn close(rollout: Rollout, writer: Option<Arc<DatasetWriter>>, summary: Opti
         // A writer that failed says so from `finish`, with its own error.
         let _ = w.set_summary(s);
     }
-    w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })
+    let committed = w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source });
+    let pushed = push.map(|p| p.finish().map(drop).map_err(|e| Error::remote("pushing the rollout's shards to the store", e)));
+    committed?;
+    pushed.unwrap_or(Ok(()))
 }
 
 impl RolloutPlan {
@@ -265,39 +281,56 @@ impl RolloutPlan {
     /// and the engine with `policy`. A dataset directory that already holds one is
     /// refused before anything is written.
     pub fn start(self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
-        let writer = self.writer()?.map(Arc::new);
+        let (writer, push) = self.writer()?;
+        let writer = writer.map(Arc::new);
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
         let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
         let owns_run = writer.is_some() && self.request.join.is_none();
         let summary = owns_run.then(|| serde_json::json!({ "kind": "rollout", "config": stored(&self.request) }));
-        Ok(StartedRollout { rollout, writer, summary })
+        Ok(StartedRollout { rollout, writer, push, summary })
     }
 
     /// Creates the dataset of `out` and its run, and closes it again, unstarted: the
     /// run that `rollway.ray.Rollout`'s actors then join, made without starting envs.
     pub fn prepare_dataset(&self) -> Result<()> {
-        let w = self.writer()?.input(|| "preparing a rollout's dataset needs out=".into())?;
-        w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })
+        let (w, push) = self.writer()?;
+        let w = w.input(|| "preparing a rollout's dataset needs out=".into())?;
+        w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })?;
+        push.map_or(Ok(()), |p| p.finish().map(drop).map_err(|e| Error::remote("pushing the dataset to the store", e)))
     }
 
     /// The dataset writer of `out`: a new dataset, committing at least every
     /// `commit_every` seconds so that a follow-mode loader sees episodes soon; or,
     /// with `join`, one of many writers of a run already there.
-    fn writer(&self) -> Result<Option<DatasetWriter>> {
-        let Some(dir) = &self.request.out else { return Ok(None) };
-        let dir = &crate::dataset::local(dir)?;
+    fn writer(&self) -> Result<(Option<DatasetWriter>, Option<Writing>)> {
+        let Some(dir) = &self.request.out else { return Ok((None, None)) };
         let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
-        let at = || format!("out={}", dir.display());
         if let Some((run, id)) = &self.request.join {
-            return DatasetWriter::join(dir, *run, id, wc).input(at).map(Some);
+            let dir = &crate::dataset::local(dir)?;
+            let at = || format!("out={}", dir.display());
+            return DatasetWriter::join(dir, *run, id, wc).input(at).map(|w| (Some(w), None));
         }
+        let (dir, push) = match rollway_remote::is_remote(dir) {
+            false => (crate::dataset::local(dir)?, None),
+            true => {
+                let url = dir.display().to_string();
+                let remote = rollway_remote::Remote::open(&url).map_err(|e| Error::remote("reaching the store", e))?;
+                if remote.holds_dataset().map_err(|e| Error::remote("reaching the store", e))? {
+                    bad!("out={url}: already holds a dataset; a rollout records into a new one");
+                }
+                let push = Writing::open(remote, false).map_err(|e| Error::remote("opening the dataset to write", e))?;
+                (push.work_dir().to_path_buf(), Some(push))
+            }
+        };
         // Appending would restart the versions at 0 beside the last run's: a staleness
         // bound counted from the new learner's version would keep the old run's data.
-        if rollway_store::format::holds_dataset(dir) {
+        if rollway_store::format::holds_dataset(&dir) {
             bad!("out={}: already holds a dataset; a rollout records into a new one", dir.display());
         }
         let config = serde_json::json!({ "rollout": stored(&self.request) });
-        DatasetWriter::create(dir, &self.spec, "policy", self.request.seed, config, wc).input(at).map(Some)
+        let at = || format!("out={}", self.request.out.as_deref().unwrap_or(&dir).display());
+        let w = DatasetWriter::create(&dir, &self.spec, "policy", self.request.seed, config, wc).input(at)?;
+        Ok((Some(w), push))
     }
 }
 

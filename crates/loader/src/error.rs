@@ -15,6 +15,10 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Bringing the dataset up to date before reading it again failed (the
+    /// [`crate::Loader::before_read`] hook: pulling a replica from an object store).
+    #[error("bringing the dataset up to date: {0}")]
+    Source(String),
     /// A loader thread died.
     #[error("loader thread failed: {0}")]
     Thread(String),

@@ -73,6 +73,7 @@ impl Loader {
     /// Starts the next round of a following loader: the dataset read again and the
     /// round's windows chosen. Returns how many windows it has (0: nothing eligible yet).
     pub(crate) fn next_round(&mut self) -> Result<usize> {
+        self.bring_up_to_date()?;
         let f = self.follow.as_mut().expect("only a following loader has rounds");
         let mut cfg = self.cfg.clone();
         if let Some(k) = f.cfg.max_version_lag {

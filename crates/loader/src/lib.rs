@@ -59,7 +59,13 @@ pub struct Loader {
     pending: Option<View>,
     /// Rounds instead of epochs, when following a growing dataset (`follow`).
     follow: Option<follow::Following>,
+    /// Called before the dataset is read again ([`Loader::before_read`]).
+    before_read: Option<BeforeRead>,
 }
+
+/// What brings a loader's directory up to date before it is read again: a replica
+/// of a dataset on an object store pulls the store's new shards.
+pub type BeforeRead = Box<dyn FnMut() -> std::result::Result<(), String> + Send + Sync>;
 
 /// What the loader sees of the dataset: the selected episodes and their windows.
 struct View {
@@ -119,7 +125,7 @@ impl Loader {
             view.windows = Arc::new(Vec::new());
         }
         let state = LoaderState { epoch: 0, batches: 0 };
-        Ok(Loader { root: ds.root().to_path_buf(), view, cfg, state, pipe: None, pending: None, follow })
+        Ok(Loader { root: ds.root().to_path_buf(), view, cfg, state, pipe: None, pending: None, follow, before_read: None })
     }
 
     /// Windows per epoch over all ranks.
@@ -168,6 +174,7 @@ impl Loader {
     /// keeps its windows, so each is still delivered exactly once. Returns how many
     /// more episodes the loader will see than it sees now.
     pub fn refresh(&mut self) -> Result<usize> {
+        self.bring_up_to_date()?;
         let view = View::load(&rollway_store::Dataset::open(&self.root)?, &self.cfg, None)?;
         let added = view.table.episodes.len().saturating_sub(self.view.table.episodes.len());
         if self.state.batches == 0 {
@@ -176,6 +183,19 @@ impl Loader {
             self.pending = Some(view);
         }
         Ok(added)
+    }
+
+    /// Has `hook` called before every read of the dataset after the first: each
+    /// [`Loader::refresh`] and, following, each round.
+    pub fn before_read(&mut self, hook: BeforeRead) {
+        self.before_read = Some(hook);
+    }
+
+    pub(crate) fn bring_up_to_date(&mut self) -> Result<()> {
+        match self.before_read.as_mut() {
+            Some(hook) => hook().map_err(Error::Source),
+            None => Ok(()),
+        }
     }
 
     fn switch(&mut self, view: View) {

@@ -15,7 +15,7 @@ use crate::errors::{dataset_dir, input_error, readable_dataset, ToPy};
 /// `rollway verify`: checks every committed episode and file; changes nothing.
 #[pyfunction]
 pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let path = py.detach(|| readable_dataset(&path, false))?;
+    let path = py.detach(|| readable_dataset(&path))?;
     py.detach(|| {
         // Damaged shards are what verify is for: report them, check the rest.
         let ds = Dataset::open_with(&path, OpenOptions { skip_damaged: true })?;
@@ -31,7 +31,7 @@ pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<P
     // Beside a dataset on a store is inside the cache: its report goes to the working directory.
     let name = path.file_name().map(|n| rollway_report::default_path(std::path::Path::new(n)));
     let out = out.or(name.filter(|_| rollway_remote::is_remote(&path)));
-    let path = py.detach(|| readable_dataset(&path, false))?;
+    let path = py.detach(|| readable_dataset(&path))?;
     py.detach(|| rollway_engine::dataset::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
 }
 
@@ -65,7 +65,7 @@ pub fn export_minari(
     data_format: Option<String>,
     progress: bool,
 ) -> PyResult<String> {
-    let (path, out) = (py.detach(|| readable_dataset(&path, false))?, dataset_dir(out)?);
+    let (path, out) = (py.detach(|| readable_dataset(&path))?, dataset_dir(out)?);
     let data_format = data_format.as_deref().map(str::parse).transpose().map_err(input_error)?.unwrap_or_default();
     let opts = minari::ExportOptions { data_format, dataset_id, force, author, description };
     let r = py.detach(|| {
@@ -93,7 +93,7 @@ pub fn export_lerobot(
     keyint: Option<u32>,
     progress: bool,
 ) -> PyResult<String> {
-    let (path, out) = (py.detach(|| readable_dataset(&path, false))?, dataset_dir(out)?);
+    let (path, out) = (py.detach(|| readable_dataset(&path))?, dataset_dir(out)?);
     let d = lerobot::ExportOptions::default();
     let video_codec = match video_codec {
         None => d.video_codec,

@@ -22,8 +22,8 @@ pub struct DatasetHandle {
     ds: Dataset,
     /// The episodes with data, in episode-id order: what `ds[i]` indexes.
     order: Vec<u64>,
-    /// The `s3://` URL the dataset was pulled from: `refresh` pulls again.
-    url: Option<PathBuf>,
+    /// The replica of a dataset on an object store: `refresh` pulls again.
+    replica: Option<rollway_remote::Replica>,
 }
 
 fn order(ds: &Dataset) -> Vec<u64> {
@@ -37,16 +37,15 @@ impl DatasetHandle {
     #[new]
     #[pyo3(signature = (path, skip_damaged=false))]
     fn new(py: Python<'_>, path: PathBuf, skip_damaged: bool) -> PyResult<Self> {
-        let url = rollway_remote::is_remote(&path).then(|| path.clone());
-        let path = py.detach(|| crate::errors::readable_dataset(&path, false))?;
+        let (path, replica) = py.detach(|| crate::errors::dataset_source(&path))?;
         let ds = py.detach(|| Dataset::open_with(&path, OpenOptions { skip_damaged })).py()?;
-        Ok(DatasetHandle { order: order(&ds), ds, url })
+        Ok(DatasetHandle { order: order(&ds), ds, replica })
     }
 
     /// Reads the index again, taking in episodes committed since.
     fn refresh(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(url) = &self.url {
-            py.detach(|| crate::errors::readable_dataset(url, false))?;
+        if let Some(r) = self.replica.as_mut() {
+            py.detach(|| r.refresh()).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e)).py()?;
         }
         py.detach(|| self.ds.refresh()).py()?;
         self.order = order(&self.ds);

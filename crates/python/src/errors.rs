@@ -137,15 +137,21 @@ pub fn dataset_dir(p: std::path::PathBuf) -> PyResult<std::path::PathBuf> {
 }
 
 /// The local directory to read a dataset argument from: as [`dataset_dir`], or for
-/// an `s3://` URL its local replica, pulled up to date first (`rollway_remote`).
-pub fn readable_dataset(p: &std::path::Path, follow: bool) -> PyResult<std::path::PathBuf> {
+/// an `s3://` URL its local replica, pulled up to date first (`rollway_remote`),
+/// which is returned too, to pull again.
+pub fn dataset_source(p: &std::path::Path) -> PyResult<(std::path::PathBuf, Option<rollway_remote::Replica>)> {
     if !rollway_remote::is_remote(p) {
-        return dataset_dir(p.to_path_buf());
+        return Ok((dataset_dir(p.to_path_buf())?, None));
     }
-    if follow {
-        return Err(input_error(format!("{}: follow=True works on a local dataset only, for now", p.display())));
-    }
-    rollway_remote::readable(p).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e)).py()
+    let (replica, _) = rollway_remote::Replica::open(&p.display().to_string())
+        .map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))
+        .py()?;
+    Ok((replica.dir().to_path_buf(), Some(replica)))
+}
+
+/// [`dataset_source`]'s directory.
+pub fn readable_dataset(p: &std::path::Path) -> PyResult<std::path::PathBuf> {
+    dataset_source(p).map(|(dir, _)| dir)
 }
 
 /// An `InputError` with this message (for checks made in the bindings).

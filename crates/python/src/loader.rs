@@ -87,8 +87,12 @@ impl LoaderHandle {
             select,
             follow,
         };
-        let path = py.detach(|| crate::errors::readable_dataset(&path, cfg.follow.is_some()))?;
-        let inner = py.detach(|| Loader::open(&path, cfg)).py()?;
+        let (path, replica) = py.detach(|| crate::errors::dataset_source(&path))?;
+        let mut inner = py.detach(|| Loader::open(&path, cfg)).py()?;
+        if let Some(r) = replica {
+            // Each refresh, and each round of a following loader, pulls new shards first.
+            inner.before_read(r.into_hook());
+        }
         Ok(LoaderHandle { inner, fields, to_tensor, epochs_left: 0 })
     }
 

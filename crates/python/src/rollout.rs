@@ -119,6 +119,8 @@ pub struct RolloutHandle {
     raised: Raised,
     /// The dataset the rollout records into (`out=`), finished at `close`.
     writer: Option<Arc<DatasetWriter>>,
+    /// With `out` on an object store: what pushes the writer's shards there.
+    push: Option<rollway_remote::Writing>,
     /// The run summary's settings, stored at `close` with what the rollout delivered.
     summary: Option<serde_json::Value>,
 }
@@ -166,7 +168,14 @@ impl RolloutHandle {
             (None, None) => return Err(input_error("policy: give a callable or a policy's name")),
         };
         let started = py.detach(move || plan.start(policy)).py()?;
-        Ok(RolloutHandle { engine: Some(started.rollout), adapter, raised, writer: started.writer, summary: started.summary })
+        Ok(RolloutHandle {
+            engine: Some(started.rollout),
+            adapter,
+            raised,
+            writer: started.writer,
+            push: started.push,
+            summary: started.summary,
+        })
     }
 
     /// (observation space JSON, action space JSON, time limit).
@@ -230,9 +239,9 @@ impl RolloutHandle {
     /// then stores the run's summary, commits what the dataset writer holds and closes it.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let Some(engine) = self.engine.take() else { return Ok(()) };
-        let (writer, summary) = (self.writer.take(), self.summary.take());
+        let (writer, summary, push) = (self.writer.take(), self.summary.take(), self.push.take());
         // Without the GIL: the thread may be waiting for it to finish a policy call.
-        py.detach(move || rollway_engine::rollout::close(engine, writer, summary)).py()
+        py.detach(move || rollway_engine::rollout::close(engine, writer, summary, push)).py()
     }
 }
 

@@ -41,13 +41,57 @@ pub fn is_remote(p: &Path) -> bool {
 /// The local directory to read dataset `p` from: `p` itself (or a `file://` URL's
 /// path), or for an `s3://` URL its replica, brought up to date first.
 pub fn readable(p: &Path) -> Result<PathBuf> {
-    let Some(url) = p.to_str().filter(|t| Remote::is_remote(t)) else {
+    if !is_remote(p) {
         return rollway_store::local_dir(p).map_err(|message| Error::Url { url: p.display().to_string(), message });
-    };
-    let remote = Remote::open(url)?;
-    let dir = cache::replica_dir(&remote);
-    pull(&remote, &dir)?;
-    Ok(dir)
+    }
+    Ok(Replica::open(&p.display().to_string())?.0.dir)
+}
+
+/// A dataset on the store and its local replica, which readers read.
+pub struct Replica {
+    remote: Remote,
+    dir: PathBuf,
+    pulled: std::time::Instant,
+}
+
+/// A reader pulls at most this often ([`Replica::refresh`]): a following loader asks
+/// before every round, and each pull lists the store's index.
+pub const PULL_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Replica {
+    /// The store at `url` and its replica in the cache, pulled up to date; what
+    /// this first pull moved.
+    pub fn open(url: &str) -> Result<(Replica, Moved)> {
+        let remote = Remote::open(url)?;
+        let dir = cache::replica_dir(&remote);
+        let moved = pull(&remote, &dir)?;
+        Ok((Replica { remote, dir, pulled: std::time::Instant::now() }, moved))
+    }
+
+    /// The replica's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Pulls what was committed since.
+    pub fn refresh(&mut self) -> Result<Moved> {
+        self.pulled = std::time::Instant::now();
+        pull(&self.remote, &self.dir)
+    }
+
+    /// [`Replica::refresh`], unless the last pull is under [`PULL_EVERY`] old: what a
+    /// following loader calls before every round.
+    pub fn refresh_soon(&mut self) -> Result<Moved> {
+        if self.pulled.elapsed() < PULL_EVERY {
+            return Ok(Moved::default());
+        }
+        self.refresh()
+    }
+
+    /// A hook for `rollway_loader::Loader::before_read`: the replica kept up to date.
+    pub fn into_hook(mut self) -> Box<dyn FnMut() -> std::result::Result<(), String> + Send + Sync> {
+        Box::new(move || self.refresh_soon().map(drop).map_err(|e| e.to_string()))
+    }
 }
 
 impl Remote {

@@ -130,6 +130,19 @@ impl Writing {
     }
 }
 
+impl Drop for Writing {
+    /// A writer dropped unfinished (its run failed to start) stops pushing and
+    /// gives its lease back; its work directory is left for `cache` to clear.
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Ok((pusher, _, _)) = h.join() {
+                let _ = pusher.remote().delete(LEASE);
+            }
+        }
+    }
+}
+
 /// Pushes every [`POLL`] until stopped. A failed push (the store unreachable for
 /// longer than the client's retries) is tried again after a pause that doubles up
 /// to [`RENEW`]; the run goes on recording locally meanwhile.
