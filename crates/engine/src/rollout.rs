@@ -415,7 +415,7 @@ mod tests {
         let mut started = plan.start(policy).unwrap();
         let f = started.rollout.collect().unwrap();
         let g = started.rollout.collect().unwrap();
-        close(started.rollout, started.writer, started.summary).unwrap();
+        close(started.rollout, started.writer, started.summary, started.push).unwrap();
         let ds = rollway_store::Dataset::open(&out).unwrap();
         assert_eq!(ds.episodes().count(), f.finished.len() + g.finished.len());
         let run = &ds.metadata().runs[0];

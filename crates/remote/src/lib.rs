@@ -7,7 +7,7 @@
 //! guarantees on a store that has no rename, flock or fsync ("On an object store"
 //! there holds the protocol and what each fault costs):
 //!
-//! - readers ([`readable`]) pull the dataset's committed shards into a replica in the
+//! - readers ([`Replica`]) pull the dataset's committed shards into a replica in the
 //!   cache ([`cache`]) and read it locally: a second read fetches only new shards;
 //! - a writer ([`Writing`]) records into a fresh local work directory and pushes each
 //!   shard to the store as soon as it is committed locally: stage the data files
@@ -29,22 +29,13 @@ mod sync;
 use std::path::{Path, PathBuf};
 
 pub use error::{Error, Result};
-pub use replica::{pull, Moved, Pusher};
+pub use replica::{index_paths, pull, Moved, Pusher};
 pub use store::{schemes, Remote, REMOTE_SCHEMES};
 pub use sync::{Writing, LEASE_TTL, RENEW};
 
 /// Whether the dataset argument `p` names an object store (`s3://…`).
 pub fn is_remote(p: &Path) -> bool {
     p.to_str().is_some_and(Remote::is_remote)
-}
-
-/// The local directory to read dataset `p` from: `p` itself (or a `file://` URL's
-/// path), or for an `s3://` URL its replica, brought up to date first.
-pub fn readable(p: &Path) -> Result<PathBuf> {
-    if !is_remote(p) {
-        return rollway_store::local_dir(p).map_err(|message| Error::Url { url: p.display().to_string(), message });
-    }
-    Ok(Replica::open(&p.display().to_string())?.0.dir)
 }
 
 /// A dataset on the store and its local replica, which readers read.

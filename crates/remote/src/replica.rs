@@ -73,6 +73,12 @@ fn listed_files(url: &str, bytes: &[u8]) -> Result<Vec<Listed>> {
         .collect()
 }
 
+/// The data files an index object lists, each path checked to be a shard file
+/// inside the dataset (`steps/…`, `frames/<key>/…`): what a pull would write.
+pub fn index_paths(bytes: &[u8]) -> Result<Vec<String>> {
+    Ok(listed_files("index", bytes)?.into_iter().map(|f| f.path).collect())
+}
+
 fn size_of(p: &Path) -> Option<u64> {
     std::fs::metadata(p).ok().map(|m| m.len())
 }
