@@ -48,6 +48,10 @@ class Loader:
     a round (a random subset), so that new commits are sampled sooner. Iterating never
     ends (it waits while no window is eligible); :meth:`next_batch` returns None instead
     of waiting.
+
+    ``path`` may be an ``s3://bucket/prefix`` URL (see :class:`rollway.Dataset`): the
+    committed shards are pulled into a local replica first, and a following loader pulls
+    the new ones before each round (at most every 250 ms).
     """
 
     def __init__(

@@ -199,7 +199,8 @@ class Rollout:
     space), and observations and rewards (a NaN costs that env its episode, as a
     fault); ``False`` skips the checks.
     ``out``: a new dataset directory (one that holds a dataset is refused) that records every finished episode (see the
-    module docs); ``commit_every``: the longest a finished episode waits to be committed, seconds.
+    module docs), or an ``s3://bucket/prefix`` URL, whose shards are pushed as they commit so that learners on
+    other nodes can follow it; ``commit_every``: the longest a finished episode waits to be committed, seconds.
     ``seed_each_episode``: every episode starts with ``reset(seed=...)`` of its own seed,
     so it can be replayed from that seed alone (needed with ``out``). ``False`` is
     Gymnasium's vector-env convention: each env is seeded at its first reset (and after

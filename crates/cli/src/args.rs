@@ -341,15 +341,17 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Record the episodes into this new dataset directory (a DIR that already holds
-    /// a dataset needs --append). The default job records into ./rollway-data/.
+    /// a dataset needs --append). The default job records into ./rollway-data/. DIR may
+    /// be an `s3://bucket/prefix` URL: shards are pushed as they commit (credentials from
+    /// the AWS_* variables; AWS_ENDPOINT_URL names an S3-compatible store).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// With --out DIR holding a dataset (of the same env): record a new run, with
     /// its own config and seed, after the runs already there.
     #[arg(long, requires = "out")]
     pub append: bool,
-    /// Continue the last run recorded in DIR (killed, or short of workers) to its
-    /// target, with the config stored in the dataset: the run's own command with
+    /// Continue the last run recorded in DIR (a directory or an `s3://` URL; killed, or
+    /// short of workers) to its target, with the config stored in the dataset: the run's own command with
     /// --resume DIR added works. Output flags (--summary-json, --episodes-json, -q) and
     /// a larger target in the same unit (--episodes, --steps) may change; any other
     /// option given must equal the stored value (each one that differs is named).
