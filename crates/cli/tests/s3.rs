@@ -27,10 +27,16 @@ struct S3 {
 
 impl S3 {
     fn start() -> Option<S3> {
+        S3::start_with(&[])
+    }
+
+    /// The server with `env` set (moto's own settings).
+    fn start_with(env: &[(&str, &str)]) -> Option<S3> {
         let py = common::peer_python(&["moto", "pyarrow", "boto3"])?;
         let mut server = Command::new(&py)
             .arg(common::script("s3_server.py"))
             .arg(BUCKET)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -259,6 +265,21 @@ fn issue45_a_missing_bucket_or_a_live_writer_is_an_input_error_before_any_env_st
     assert!(err.contains("is being written by"), "{err}");
     assert!(first.wait().unwrap().success());
     assert_eq!(s3.pulled(&url).len(), 100000);
+}
+
+#[test]
+fn issue45_refused_credentials_are_an_input_error_before_any_env_starts() {
+    // moto checks keys against its IAM once this many requests (the bucket's creation) went unchecked.
+    let Some(s3) = S3::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "1")]) else { return };
+    let url = format!("s3://{BUCKET}/refused");
+    for args in [&["run", "--env", "CartPole-v1", "--episodes", "5", "--out", &url][..], &["inspect", &url]] {
+        let o = s3.output(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("cannot reach") && err.contains("credentials") && err.contains("InvalidAccessKeyId"), "{args:?}: {err}");
+        assert!(!err.contains("episodes/s"), "no env started: {err}");
+    }
+    assert!(s3.work_dirs().is_empty());
 }
 
 /// `rollway verify --repair`, `relabel` and imports need a local dataset: refused.

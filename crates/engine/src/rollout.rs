@@ -293,6 +293,13 @@ impl RolloutPlan {
     /// Creates the dataset of `out` and its run, and closes it again, unstarted: the
     /// run that `rollway.ray.Rollout`'s actors then join, made without starting envs.
     pub fn prepare_dataset(&self) -> Result<()> {
+        if let Some(dir) = self.request.out.as_ref().filter(|d| rollway_remote::is_remote(d)) {
+            bad!(
+                "out={}: a distributed rollout's actors each join its dataset, which needs a directory they all see; \
+                 an object store takes one writer's rollout (rollway.Rollout(out=...)) for now",
+                dir.display()
+            );
+        }
         let (w, push) = self.writer()?;
         let w = w.input(|| "preparing a rollout's dataset needs out=".into())?;
         w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })?;
