@@ -9,7 +9,6 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 // Each run also gets common::PINNED_TUNING.
 const JOB: &[&str] =
@@ -73,17 +72,9 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
         }
         let left = (want.len() - glob_once(&py, &d).len()) as u64;
         let shards_left = (left / 400).max(1);
-        let target = committed_shards(&d) + 1 + common::next(&mut rng) % (shards_left / 2).max(1);
+        let target = common::committed_shards(&d) + 1 + common::next(&mut rng) % (shards_left / 2).max(1);
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        let mut finished = false;
-        while !finished && committed_shards(&d) < target {
-            std::thread::sleep(Duration::from_millis(2));
-            finished = child.try_wait().unwrap().is_some();
-        }
-        std::thread::sleep(Duration::from_millis(common::next(&mut rng) % 20));
-        finished |= child.try_wait().unwrap().is_some();
-        let _ = child.kill();
-        child.wait().unwrap();
+        let finished = common::kill_at(&mut child, target, || common::committed_shards(&d), common::next(&mut rng) % 20);
         mid_run_kills += usize::from(!finished);
         // Before any rollway command: what a glob reads is committed, and right.
         let have = glob_once(&py, &d);
@@ -98,9 +89,4 @@ fn issue16_after_kills_the_glob_holds_committed_episodes_only_and_resume_adds_no
     let st = rollway().arg("run").arg("--resume").arg(&d).arg("-q").stdout(Stdio::null()).status().unwrap();
     assert!(st.success());
     assert_eq!(glob_once(&py, &d), want, "after resuming: exactly the clean run's episodes, each once");
-}
-
-/// Index files in `dir/index`: shards committed so far (0 before the dataset exists).
-fn committed_shards(dir: &Path) -> u64 {
-    std::fs::read_dir(dir.join("index")).map_or(0, |it| it.filter(|e| e.is_ok()).count() as u64)
 }

@@ -213,15 +213,7 @@ fn issue45_killed_writers_lose_no_committed_episode_and_resume_finishes_the_run(
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Killed once its work directory has committed a random share of what is
         // left: mid-upload, mid-commit or mid-publish, wherever the pusher is.
-        let mut finished = false;
-        while !finished && local_shards(&s3.work_dirs()) < target {
-            std::thread::sleep(Duration::from_millis(2));
-            finished = child.try_wait().unwrap().is_some();
-        }
-        std::thread::sleep(Duration::from_millis(common::next(&mut rng) % 300));
-        finished |= child.try_wait().unwrap().is_some();
-        let _ = child.kill();
-        child.wait().unwrap();
+        let finished = common::kill_at(&mut child, target, || local_shards(&s3.work_dirs()), common::next(&mut rng) % 300);
         kills += usize::from(!finished);
         // Before any rollway command: what pyarrow reads over S3 is committed and right.
         for (id, (rows, _)) in s3.glob(&url) {
@@ -237,7 +229,7 @@ fn issue45_killed_writers_lose_no_committed_episode_and_resume_finishes_the_run(
 
 /// Index files in every work directory (one writer at a time: the live one's).
 fn local_shards(dirs: &[PathBuf]) -> u64 {
-    dirs.iter().map(|d| std::fs::read_dir(d.join("index")).map_or(0, |rd| rd.count() as u64)).sum()
+    dirs.iter().map(|d| common::committed_shards(d)).sum()
 }
 
 #[test]

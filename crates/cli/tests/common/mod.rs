@@ -155,3 +155,24 @@ pub fn wait_for(path: &Path, child: &mut std::process::Child) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// Index files in `dir/index`: shards committed so far (0 before the dataset exists).
+pub fn committed_shards(dir: &Path) -> u64 {
+    std::fs::read_dir(dir.join("index")).map_or(0, |rd| rd.filter(|e| e.is_ok()).count() as u64)
+}
+
+/// Kills `child` once `progress()` reaches `target` (polled every 2 ms), `extra_ms`
+/// later: a kill placed by what the run has done, not by a clock, so it lands
+/// mid-run on a machine of any speed. Whether the child had exited by itself first.
+pub fn kill_at(child: &mut std::process::Child, target: u64, progress: impl Fn() -> u64, extra_ms: u64) -> bool {
+    let mut finished = false;
+    while !finished && progress() < target {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        finished = child.try_wait().unwrap().is_some();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(extra_ms));
+    finished |= child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    child.wait().unwrap();
+    finished
+}
