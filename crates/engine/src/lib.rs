@@ -34,7 +34,7 @@ mod execute;
 mod host_choice;
 mod job;
 pub mod progress;
-mod remote;
+pub mod remote;
 mod request;
 pub mod rollout;
 pub mod settings;

@@ -1,12 +1,14 @@
-//! Runs that record to an object store (`--out s3://…`, `--resume s3://…`).
+//! Writing to an object store (`--out s3://…`, `--resume s3://…`, a rollout's
+//! `out=`, a distributed run's driver and members).
 //!
-//! The run itself is an ordinary local run into a work directory
-//! (`rollway_remote::Writing`), whose shards are pushed to the store as they are
-//! committed; everything a local run checks and does (config, resume, append, the
-//! summary) happens on that directory. Before any env starts, the store is
-//! reached, the dataset's lease taken, and — for a resume or an append — the
-//! dataset pulled, so a missing bucket, refused credentials or a second writer is
-//! an input error that costs no work.
+//! The writing itself is local: into a work directory (`rollway_remote::Writing`)
+//! whose shards are pushed to the store as they are committed, so everything a
+//! local run checks and does (config, resume, append, the summary) happens on that
+//! directory. Before any env starts, the store is reached and the dataset's lease
+//! taken (by the one writer, or a distributed run's driver, which holds it while
+//! its members write), and the dataset pulled for a resume or an append; so a
+//! missing bucket, refused credentials or a second writer is an input error that
+//! costs no work.
 
 use std::path::PathBuf;
 
@@ -16,6 +18,39 @@ use crate::error::{Error, Result};
 use crate::execute::{execute_local, Outcome, RunHooks};
 use crate::request::RunRequest;
 
+/// What a writer wants of the dataset at a URL.
+pub enum Want {
+    /// A new dataset; `refusal` is the message when one is there already.
+    New {
+        /// What to tell the user instead (the front's own flags).
+        refusal: String,
+    },
+    /// A new run after the dataset's runs, or a new dataset.
+    Append,
+    /// The dataset's last run, continued.
+    Resume,
+}
+
+/// Takes the lease of the dataset at `url` for its one writer (or a distributed
+/// run's driver) and opens a work directory to write it from.
+pub fn hold(url: &str, want: Want) -> Result<Writing> {
+    let remote = Remote::open(url).map_err(|e| Error::remote("reaching the store", e))?;
+    let holds = remote.holds_dataset().map_err(|e| Error::remote("reaching the store", e))?;
+    match want {
+        Want::Resume if !holds => bad!("{url}: there is no dataset there to resume"),
+        Want::New { refusal } if holds => return Err(Error::input(refusal)),
+        _ => {}
+    }
+    Writing::open(remote, holds).map_err(|e| Error::remote("opening the dataset to write", e))
+}
+
+/// Opens a work directory for writer `id` of the distributed run whose driver
+/// holds the dataset at `url`.
+pub fn join(url: &str, id: &str) -> Result<Writing> {
+    let remote = Remote::open(url).map_err(|e| Error::remote("reaching the store", e))?;
+    Writing::join(remote, id).map_err(|e| Error::remote("joining the run on the store", e))
+}
+
 /// The URL of the object store `a` records to, if it does.
 pub(crate) fn target(a: &RunRequest) -> Option<String> {
     let join = a.join.as_ref().map(|(dir, _)| dir);
@@ -24,25 +59,30 @@ pub(crate) fn target(a: &RunRequest) -> Option<String> {
 
 /// Runs `a`, which records to the store at `url`.
 pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Result<Outcome> {
-    if a.join.is_some() || a.prepare {
-        bad!("{url}: a distributed run's parts (--prepare, --join) record to a local or shared directory; an object store takes single-writer runs (--out, --resume)");
+    if a.prepare {
+        bad!(
+            "--prepare {url}: a distributed run on an object store is prepared by its driver (`rollway run --backend ray`, \
+             rollway.ray.run), which holds the dataset's lease while the parts run"
+        );
     }
     if a.report {
         bad!("--report writes the report into the dataset's directory; for {url}, run `rollway report {url} --out FILE` after the run");
     }
-    let remote = Remote::open(&url).map_err(|e| Error::remote("reaching the store", e))?;
-    let holds = remote.holds_dataset().map_err(|e| Error::remote("reaching the store", e))?;
-    let resume = a.resume.is_some();
-    if resume && !holds {
-        bad!("--resume {url}: there is no dataset there to resume");
-    }
-    if !resume && holds && !a.append {
-        bad!("--out {url} already holds a dataset: `rollway run --resume {url}` continues its last run; add --append to record a new run after it");
-    }
-    let writing = Writing::open(remote, holds).map_err(|e| Error::remote("opening the dataset to write", e))?;
+    let writing = match (&a.join, &a.resume) {
+        (Some((_, part)), _) => join(&url, &part.id)?,
+        (None, Some(_)) => hold(&url, Want::Resume)?,
+        (None, None) if a.append => hold(&url, Want::Append)?,
+        (None, None) => {
+            let refusal = format!(
+                "--out {url} already holds a dataset: `rollway run --resume {url}` continues its last run; add --append to record a new run after it"
+            );
+            hold(&url, Want::New { refusal })?
+        }
+    };
     let mut local = a.clone();
     let work = writing.work_dir().to_path_buf();
-    for dir in [local.out.as_mut(), local.resume.as_mut()].into_iter().flatten() {
+    let join = local.join.as_mut().map(|(dir, _)| dir);
+    for dir in [local.out.as_mut(), local.resume.as_mut(), join].into_iter().flatten() {
         *dir = work.clone();
     }
     let ran = execute_local(&local, hooks);

@@ -295,8 +295,8 @@ impl RolloutPlan {
     pub fn prepare_dataset(&self) -> Result<()> {
         if let Some(dir) = self.request.out.as_ref().filter(|d| rollway_remote::is_remote(d)) {
             bad!(
-                "out={}: a distributed rollout's actors each join its dataset, which needs a directory they all see; \
-                 an object store takes one writer's rollout (rollway.Rollout(out=...)) for now",
+                "out={}: a distributed rollout's dataset on an object store is prepared by its driver (rollway.ray.Rollout), \
+                 which holds the dataset's lease while its actors write",
                 dir.display()
             );
         }
@@ -312,20 +312,23 @@ impl RolloutPlan {
     fn writer(&self) -> Result<(Option<DatasetWriter>, Option<Writing>)> {
         let Some(dir) = &self.request.out else { return Ok((None, None)) };
         let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
+        let url = dir.display().to_string();
         if let Some((run, id)) = &self.request.join {
-            let dir = &crate::dataset::local(dir)?;
-            let at = || format!("out={}", dir.display());
-            return DatasetWriter::join(dir, *run, id, wc).input(at).map(|w| (Some(w), None));
+            let (dir, push) = match rollway_remote::is_remote(dir) {
+                false => (crate::dataset::local(dir)?, None),
+                true => {
+                    let push = crate::remote::join(&url, id)?;
+                    (push.work_dir().to_path_buf(), Some(push))
+                }
+            };
+            let at = || format!("out={url}");
+            return DatasetWriter::join(&dir, *run, id, wc).input(at).map(|w| (Some(w), push));
         }
         let (dir, push) = match rollway_remote::is_remote(dir) {
             false => (crate::dataset::local(dir)?, None),
             true => {
-                let url = dir.display().to_string();
-                let remote = rollway_remote::Remote::open(&url).map_err(|e| Error::remote("reaching the store", e))?;
-                if remote.holds_dataset().map_err(|e| Error::remote("reaching the store", e))? {
-                    bad!("out={url}: already holds a dataset; a rollout records into a new one");
-                }
-                let push = Writing::open(remote, false).map_err(|e| Error::remote("opening the dataset to write", e))?;
+                let refusal = format!("out={url}: already holds a dataset; a rollout records into a new one");
+                let push = crate::remote::hold(&url, crate::remote::Want::New { refusal })?;
                 (push.work_dir().to_path_buf(), Some(push))
             }
         };

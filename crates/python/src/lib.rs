@@ -14,6 +14,7 @@ mod collector;
 mod convert;
 mod dataset;
 mod errors;
+mod held;
 mod host;
 mod inline_host;
 mod lag;
@@ -109,5 +110,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     vec_env::register(m)?;
     rollout::register(m)?;
     lag::register(m)?;
+    held::register(m)?;
     Ok(())
 }

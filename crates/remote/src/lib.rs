@@ -22,6 +22,8 @@
 
 pub mod cache;
 mod error;
+mod members;
+mod push;
 mod replica;
 mod store;
 mod sync;
@@ -29,7 +31,8 @@ mod sync;
 use std::path::{Path, PathBuf};
 
 pub use error::{Error, Result};
-pub use replica::{index_paths, pull, Moved, Pusher};
+pub use push::Pusher;
+pub use replica::{index_paths, pull, Moved};
 pub use store::{schemes, Remote, REMOTE_SCHEMES};
 pub use sync::{Writing, LEASE_TTL, RENEW};
 

@@ -1,6 +1,5 @@
-//! Pulling a dataset from the store into a local replica, and pushing a local
-//! dataset's new shards to the store by the object-store commit protocol
-//! (FORMAT.md, "On an object store").
+//! Pulling a dataset from the store into a local replica (FORMAT.md, "On an object
+//! store"); pushing is [`crate::push`].
 //!
 //! A replica is an ordinary local dataset that holds committed shards only, so
 //! every local reader (inspect, verify, the loader, export) works on it unchanged.
@@ -8,26 +7,19 @@
 //! have and the data files they list, each checked against the index's size and
 //! XXH3 before it is renamed into place; the index file is written last, so a pull
 //! killed half-way leaves a replica that is still whole.
-//!
-//! Pushing mirrors the local protocol step by step, with the store's atomic PUT in
-//! place of rename: data files are uploaded under `.tmp/publish/`, the index object
-//! is created with `If-None-Match: *` (the commit: an object is never half-visible),
-//! then each data file is copied to its final key and the staged copy deleted.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use bytes::Bytes;
 use object_store::ObjectStore;
 
 use crate::error::LocalContext;
 use crate::store::Remote;
 use crate::{Error, Result};
 
-const METADATA: &str = "rollway.json";
-const PUBLISH: &str = ".tmp/publish";
+pub(crate) const METADATA: &str = "rollway.json";
+pub(crate) const PUBLISH: &str = ".tmp/publish";
 /// Requests in flight at once, per transfer.
-const WIDTH: usize = 16;
+pub(crate) const WIDTH: usize = 16;
 
 /// What a pull or push moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,10 +31,11 @@ pub struct Moved {
 }
 
 /// A data file as an index lists it.
-struct Listed {
-    path: String,
-    bytes: u64,
-    xxh3: String,
+pub(crate) struct Listed {
+    /// Where the index puts it.
+    pub(crate) path: String,
+    pub(crate) bytes: u64,
+    pub(crate) xxh3: String,
 }
 
 /// `shard-NNNNNN.json`, the only names readers take for index files.
@@ -52,7 +45,7 @@ pub(crate) fn is_index_name(name: &str) -> bool {
 
 /// The data files an index lists, each path checked to be a shard file inside the
 /// dataset (a hostile index must not make a pull write outside the replica).
-fn listed_files(url: &str, bytes: &[u8]) -> Result<Vec<Listed>> {
+pub(crate) fn listed_files(url: &str, bytes: &[u8]) -> Result<Vec<Listed>> {
     let corrupt = |message: String| Error::Corrupt { url: url.to_string(), message };
     let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not JSON: {e}")))?;
     let Some(files) = v.get("files").and_then(|f| f.as_array()) else { return Ok(vec![]) };
@@ -84,7 +77,7 @@ fn size_of(p: &Path) -> Option<u64> {
 }
 
 /// Writes `bytes` to `dir/rel` by way of a temporary file and a rename.
-fn write_atomic(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     let dest = dir.join(rel);
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent).local("creating", parent)?;
@@ -94,28 +87,40 @@ fn write_atomic(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, &dest).local("renaming into place", &dest)
 }
 
-/// Brings the replica `dir` up to `remote`: its metadata, and every committed shard
-/// it lacks. `dir` is created if needed; it is only ever added to.
-pub fn pull(remote: &Remote, dir: &Path) -> Result<Moved> {
+/// The index objects `names`, fetched [`WIDTH`] at a time.
+pub(crate) fn get_indexes(remote: &Remote, names: Vec<String>) -> Result<Vec<(String, bytes::Bytes)>> {
+    let gets = names.into_iter().map(|name| async move {
+        let rel = format!("index/{name}");
+        let got = async { remote.client().get(&remote.key(&rel)).await?.bytes().await }.await;
+        got.map(|b| (name, b)).map_err(|e| remote.store_err("reading", &rel, e))
+    });
+    remote.all(WIDTH, gets.collect())
+}
+
+/// Writes `remote`'s metadata into `dir` (created if needed): what a member's work
+/// directory starts from.
+pub(crate) fn pull_metadata(remote: &Remote, dir: &Path) -> Result<()> {
     let meta = remote
         .get(METADATA)?
         .ok_or_else(|| Error::NotADataset { url: remote.url().to_string(), message: format!("it has no {METADATA}") })?;
-    for d in [dir.join("index"), dir.join(".tmp/pull")] {
-        std::fs::create_dir_all(&d).local("creating", &d)?;
-    }
-    write_atomic(dir, METADATA, &meta)?;
+    let tmp = dir.join(".tmp/pull");
+    std::fs::create_dir_all(&tmp).local("creating", &tmp)?;
+    write_atomic(dir, METADATA, &meta)
+}
+
+/// Brings the replica `dir` up to `remote`: its metadata, and every committed shard
+/// it lacks. `dir` is created if needed; it is only ever added to.
+pub fn pull(remote: &Remote, dir: &Path) -> Result<Moved> {
+    pull_metadata(remote, dir)?;
+    let index = dir.join("index");
+    std::fs::create_dir_all(&index).local("creating", &index)?;
     let new: Vec<String> = remote
         .list("index")?
         .into_iter()
         .filter(|l| is_index_name(&l.name) && size_of(&dir.join("index").join(&l.name)) != Some(l.size))
         .map(|l| l.name)
         .collect();
-    let gets = new.iter().map(|name| async move {
-        let rel = format!("index/{name}");
-        let got = async { remote.client().get(&remote.key(&rel)).await?.bytes().await }.await;
-        got.map(|b| (name.clone(), b)).map_err(|e| remote.store_err("reading", &rel, e))
-    });
-    let indexes = remote.all(WIDTH, gets.collect())?;
+    let indexes = get_indexes(remote, new)?;
     let mut wanted = vec![];
     for (name, bytes) in &indexes {
         for f in listed_files(&remote.url_of(&format!("index/{name}")), bytes)? {
@@ -160,141 +165,6 @@ async fn fetch(remote: &Remote, dir: &Path, f: &Listed) -> Result<u64> {
     }
     write_atomic(dir, &f.path, &bytes)?;
     Ok(f.bytes)
-}
-
-/// Pushes a local dataset's shards to the store, remembering what is there.
-pub struct Pusher {
-    remote: Remote,
-    dir: PathBuf,
-    known: BTreeSet<String>,
-    meta_sent: Option<Vec<u8>>,
-}
-
-impl Pusher {
-    /// A pusher of `dir` to `remote`, knowing the shards the store holds already.
-    pub fn new(remote: Remote, dir: &Path) -> Result<Pusher> {
-        let known = remote.list("index")?.into_iter().map(|l| l.name).filter(|n| is_index_name(n)).collect();
-        Ok(Pusher { remote, dir: dir.to_path_buf(), known, meta_sent: None })
-    }
-
-    /// The store.
-    pub fn remote(&self) -> &Remote {
-        &self.remote
-    }
-
-    /// Uploads the metadata if it changed and every committed local shard the store
-    /// lacks, by the commit protocol. The shards of one push go step by step
-    /// together — every data file staged, then every index created, then every file
-    /// published — with [`WIDTH`] requests in flight: a store's latency, not its
-    /// bandwidth, is what one shard at a time would wait on.
-    pub fn push(&mut self) -> Result<Moved> {
-        self.push_metadata()?;
-        let index = self.dir.join("index");
-        let mut names: Vec<String> = match std::fs::read_dir(&index) {
-            Ok(rd) => {
-                rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| is_index_name(n) && !self.known.contains(n)).collect()
-            }
-            Err(_) => vec![],
-        };
-        names.sort();
-        let mut shards = vec![];
-        for name in &names {
-            let rel = format!("index/{name}");
-            let local = self.dir.join(&rel);
-            let index = Bytes::from(std::fs::read(&local).local("reading", &local)?);
-            let files = listed_files(&self.remote.url_of(&rel), &index)?;
-            shards.push((rel, index, files));
-        }
-        let files: Vec<&Listed> = shards.iter().flat_map(|(_, _, f)| f).collect();
-        let bytes = self.remote.all(WIDTH, files.iter().map(|f| self.stage(f)).collect())?.into_iter().sum();
-        self.remote.all(WIDTH, shards.iter().map(|(rel, index, _)| self.commit(rel, index)).collect())?;
-        self.remote.all(WIDTH, files.iter().map(|f| self.publish(f)).collect())?;
-        self.known.extend(names);
-        // The counts (and a run's summary) change as a writer closes.
-        self.push_metadata()?;
-        Ok(Moved { shards: shards.len() as u64, bytes })
-    }
-
-    fn push_metadata(&mut self) -> Result<()> {
-        let path = self.dir.join(METADATA);
-        let Ok(meta) = std::fs::read(&path) else { return Ok(()) };
-        if self.meta_sent.as_ref() != Some(&meta) {
-            self.remote.put(METADATA, Bytes::from(meta.clone()), false)?;
-            self.meta_sent = Some(meta);
-        }
-        Ok(())
-    }
-
-    /// Step 1: one data file uploaded to its staged key; its size.
-    async fn stage(&self, f: &Listed) -> Result<u64> {
-        let file = final_or_staged(&self.dir, &f.path);
-        let bytes = std::fs::read(&file).local("reading", &file)?;
-        let (n, staged) = (bytes.len() as u64, format!("{PUBLISH}/{}", f.path));
-        let put = self.remote.client().put(&self.remote.key(&staged), bytes.into()).await;
-        put.map(|_| n).map_err(|e| self.remote.store_err("uploading", &staged, e))
-    }
-
-    /// Step 3: a staged file copied to its final key, then the staged copy deleted.
-    async fn publish(&self, f: &Listed) -> Result<()> {
-        let (client, staged) = (self.remote.client(), format!("{PUBLISH}/{}", f.path));
-        let copied = client.copy(&self.remote.key(&staged), &self.remote.key(&f.path)).await;
-        copied.map_err(|e| self.remote.store_err("publishing", &f.path, e))?;
-        match client.delete(&self.remote.key(&staged)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.remote.store_err("deleting", &staged, e)),
-        }
-    }
-
-    /// Step 2: the index object created only if absent. Present already with the same
-    /// bytes, it is this writer's own commit whose answer was lost (a dropped
-    /// connection, a killed push); with other bytes, another writer's.
-    async fn commit(&self, rel: &str, index: &Bytes) -> Result<()> {
-        let (client, key) = (self.remote.client(), self.remote.key(rel));
-        let opts = object_store::PutOptions::from(object_store::PutMode::Create);
-        match client.put_opts(&key, index.clone().into(), opts).await {
-            Ok(_) => Ok(()),
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                let theirs = async { client.get(&key).await?.bytes().await }.await.map_err(|e| self.remote.store_err("reading", rel, e))?;
-                if theirs == *index {
-                    return Ok(());
-                }
-                let message = "another writer committed this shard: the dataset has a second writer".into();
-                Err(Error::Conflict { url: self.remote.url_of(rel), message })
-            }
-            Err(e) => Err(self.remote.store_err("committing", rel, e)),
-        }
-    }
-}
-
-/// A local committed file is at its final place or, between commit and publish,
-/// still staged.
-fn final_or_staged(dir: &Path, rel: &str) -> PathBuf {
-    let fin = dir.join(rel);
-    if fin.exists() {
-        fin
-    } else {
-        dir.join(PUBLISH).join(rel)
-    }
-}
-
-/// A writer's cleanup on the store, as a local writer's on open: staged files of
-/// committed shards are published (roll forward), those of uncommitted shards (a
-/// killed upload) are deleted. Only under the dataset's lease.
-pub(crate) fn settle(remote: &Remote) -> Result<u64> {
-    let committed: BTreeSet<String> = remote.list("index")?.into_iter().map(|l| l.name).collect();
-    let mut cleaned = 0;
-    for staged in remote.list_all(PUBLISH)? {
-        let Some(rel) = staged.strip_prefix(&format!("{PUBLISH}/")) else { continue };
-        let file = rel.rsplit('/').next().unwrap_or(rel);
-        let shard = file.split('.').next().unwrap_or(file);
-        if committed.contains(&format!("{shard}.json")) {
-            remote.publish(&staged, rel)?;
-        } else {
-            remote.delete(&staged)?;
-        }
-        cleaned += 1;
-    }
-    Ok(cleaned)
 }
 
 #[cfg(test)]

@@ -147,11 +147,13 @@ impl Remote {
         }
     }
 
-    /// Server-side copy of `from` to `to`, then `from` deleted: the publish step.
-    pub(crate) fn publish(&self, from: &str, to: &str) -> Result<()> {
-        let (f, t) = (self.key(from), self.key(to));
-        self.rt.block_on(self.store.copy(&f, &t)).map_err(self.err("publishing", to))?;
-        self.delete(from)
+    /// Whether `rel` exists (a HEAD request).
+    pub(crate) fn exists(&self, rel: &str) -> Result<bool> {
+        match self.rt.block_on(self.store.head(&self.key(rel))) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.err("reading", rel)(e)),
+        }
     }
 
     /// Deletes `rel`; an object already gone is not an error.

@@ -13,13 +13,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 
-use crate::replica::{self, Moved, Pusher};
+use crate::error::LocalContext;
+use crate::members::Numbering;
+use crate::push::{self, Pusher};
+use crate::replica::{self, Moved};
 use crate::store::Remote;
 use crate::{Error, Result};
 
@@ -49,14 +52,28 @@ fn is_stale(v: &serde_json::Value) -> (bool, u64) {
     (age >= LEASE_TTL.as_secs() || gone, age)
 }
 
+/// The lease as stored, if any.
+fn lease(remote: &Remote) -> Result<Option<serde_json::Value>> {
+    Ok(remote.get(LEASE)?.map(|b| serde_json::from_slice(&b).unwrap_or_default()))
+}
+
+/// Who holds the dataset's lease, live or not.
+pub(crate) fn holder(remote: &Remote) -> Result<Option<String>> {
+    Ok(lease(remote)?.map(|v| v["holder"].as_str().unwrap_or("?").to_string()))
+}
+
+/// Who holds the dataset's lease, if the holder is alive.
+pub(crate) fn live_holder(remote: &Remote) -> Result<Option<String>> {
+    Ok(lease(remote)?.filter(|v| !is_stale(v).0).map(|v| v["holder"].as_str().unwrap_or("?").to_string()))
+}
+
 /// Takes the dataset's lease for `holder`, or says who holds it.
 pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
     for _ in 0..2 {
         if remote.put(LEASE, lease_body(holder), true)? {
             return Ok(());
         }
-        let Some(theirs) = remote.get(LEASE)? else { continue };
-        let v: serde_json::Value = serde_json::from_slice(&theirs).unwrap_or_default();
+        let Some(v) = lease(remote)? else { continue };
         let (stale, age) = is_stale(&v);
         if !stale {
             let who = v["holder"].as_str().unwrap_or("?");
@@ -73,11 +90,16 @@ pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
     Err(Error::Conflict { url: remote.url().to_string(), message: "its lease changed hands while this writer tried to take it".into() })
 }
 
-/// A local work directory being pushed to the store while a writer fills it.
+/// A local work directory being pushed to the store while a writer fills it: the
+/// dataset's one writer (the lease holder: a run, a rollout, a distributed run's
+/// driver) or a member of a distributed run.
 pub struct Writing {
     work: PathBuf,
+    pusher: Arc<Mutex<Pusher>>,
+    /// The lease this writer holds and renews; `None` for a member.
+    holder: Option<String>,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<(Pusher, Moved, Option<Error>)>>,
+    handle: Option<JoinHandle<(Moved, Option<Error>)>>,
 }
 
 impl Writing {
@@ -87,19 +109,39 @@ impl Writing {
     pub fn open(remote: Remote, pull_existing: bool) -> Result<Writing> {
         let holder = format!("{}-{}-{}", hostname(), std::process::id(), now());
         take_lease(&remote, &holder)?;
-        replica::settle(&remote)?;
+        push::settle(&remote)?;
         let work = crate::cache::work_dir(&remote)?;
         if pull_existing {
             replica::pull(&remote, &work)?;
         }
         let pusher = Pusher::new(remote, &work)?;
+        Self::start(work, pusher, Some(holder))
+    }
+
+    /// Member `id` of the distributed run whose driver holds `remote`'s lease: a
+    /// fresh work directory holding the dataset's metadata (the driver's run in it),
+    /// for the local writer to join, pushed under claimed shard numbers
+    /// ([`crate::members`]).
+    pub fn join(remote: Remote, id: &str) -> Result<Writing> {
+        let numbering = Numbering::start(&remote, id)?;
+        let work = crate::cache::work_dir(&remote)?;
+        replica::pull_metadata(&remote, &work)?;
+        // The folders a prepared dataset has, which a joining writer expects.
+        for d in ["index", "steps"].map(|d| work.join(d)) {
+            std::fs::create_dir_all(&d).local("creating", &d)?;
+        }
+        Self::start(work.clone(), Pusher::member(remote, &work, numbering), None)
+    }
+
+    fn start(work: PathBuf, pusher: Pusher, holder: Option<String>) -> Result<Writing> {
+        let pusher = Arc::new(Mutex::new(pusher));
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let (flag, p, h) = (stop.clone(), pusher.clone(), holder.clone());
         let handle = std::thread::Builder::new()
             .name("rollway-push".into())
-            .spawn(move || push_loop(pusher, &flag, &holder))
+            .spawn(move || push_loop(&p, &flag, h.as_deref()))
             .map_err(|source| Error::Local { op: "starting the push thread", path: work.clone(), source })?;
-        Ok(Writing { work, stop, handle: Some(handle) })
+        Ok(Writing { work, pusher, holder, stop, handle: Some(handle) })
     }
 
     /// The local directory the run writes (a dataset, pushed as it grows).
@@ -107,11 +149,26 @@ impl Writing {
         &self.work
     }
 
-    /// Pushes what is left, releases the lease and, when all is on the store,
-    /// removes the work directory. What was pushed over the writer's life.
+    /// Pushes what is committed locally now, without waiting for the push thread:
+    /// a driver's new run must be on the store before its members start.
+    pub fn flush(&self) -> Result<Moved> {
+        lock(&self.pusher).push()
+    }
+
+    /// Brings the index objects that others (a distributed run's members) committed
+    /// into the work directory, without their data: what a driver counts and sums
+    /// up. How many were new.
+    pub fn pull_index(&self) -> Result<u64> {
+        lock(&self.pusher).pull_index()
+    }
+
+    /// Pushes what is left and, for the lease holder, settles what members left on
+    /// the store and releases the lease; when all is on the store, removes the work
+    /// directory. What was pushed over the writer's life.
     pub fn finish(mut self) -> Result<Moved> {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut pusher, mut moved, _) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
+        let (mut moved, _) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
+        let mut pusher = lock(&self.pusher);
         // The last push gets a few tries more, each with the client's own retries.
         let mut last = pusher.push();
         for pause in [1, 5, 15] {
@@ -122,7 +179,10 @@ impl Writing {
             last = pusher.push();
         }
         let last = last?;
-        pusher.remote().delete(LEASE)?;
+        if self.holder.is_some() {
+            push::settle(pusher.remote())?;
+            pusher.remote().delete(LEASE)?;
+        }
         let _ = std::fs::remove_dir_all(&self.work);
         moved.shards += last.shards;
         moved.bytes += last.bytes;
@@ -130,23 +190,30 @@ impl Writing {
     }
 }
 
+fn lock(p: &Mutex<Pusher>) -> std::sync::MutexGuard<'_, Pusher> {
+    // A push that panicked left nothing half-done that the next push does not redo.
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Drop for Writing {
-    /// A writer dropped unfinished (its run failed to start) stops pushing and
-    /// gives its lease back; its work directory is left for `cache` to clear.
+    /// A writer dropped unfinished (its run failed to start) stops pushing and, if
+    /// it holds the lease, gives it back; its work directory is left for `cache` to
+    /// clear.
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
             self.stop.store(true, Ordering::Relaxed);
-            if let Ok((pusher, _, _)) = h.join() {
-                let _ = pusher.remote().delete(LEASE);
+            if h.join().is_ok() && self.holder.is_some() {
+                let _ = lock(&self.pusher).remote().delete(LEASE);
             }
         }
     }
 }
 
-/// Pushes every [`POLL`] until stopped. A failed push (the store unreachable for
-/// longer than the client's retries) is tried again after a pause that doubles up
-/// to [`RENEW`]; the run goes on recording locally meanwhile.
-fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Moved, Option<Error>) {
+/// Pushes every [`POLL`] until stopped, renewing the lease it holds. A failed push
+/// (the store unreachable for longer than the client's retries) is tried again
+/// after a pause that doubles up to [`RENEW`]; the run goes on recording locally
+/// meanwhile.
+fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>) -> (Moved, Option<Error>) {
     let mut total = Moved::default();
     let (mut renewed, mut pause, mut last_error) = (Instant::now(), POLL, None);
     while !stop.load(Ordering::Relaxed) {
@@ -154,13 +221,15 @@ fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Mo
         while slept.elapsed() < pause && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(POLL.min(pause));
         }
-        let step = pusher.push().and_then(|m| {
-            if renewed.elapsed() >= RENEW {
-                pusher.remote().put(LEASE, lease_body(holder), false)?;
+        let mut p = lock(pusher);
+        let step = p.push().and_then(|m| {
+            if let Some(holder) = holder.filter(|_| renewed.elapsed() >= RENEW) {
+                p.remote().put(LEASE, lease_body(holder), false)?;
                 renewed = Instant::now();
             }
             Ok(m)
         });
+        drop(p);
         match step {
             Ok(m) => {
                 total.shards += m.shards;
@@ -170,7 +239,7 @@ fn push_loop(mut pusher: Pusher, stop: &AtomicBool, holder: &str) -> (Pusher, Mo
             Err(e) => (pause, last_error) = ((pause * 2).min(RENEW), Some(e)),
         }
     }
-    (pusher, total, last_error)
+    (total, last_error)
 }
 
 pub(crate) fn hostname() -> String {

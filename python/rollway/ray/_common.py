@@ -72,6 +72,16 @@ def close_run(root: str, run_no: int, summary: Optional[str]) -> str:
     raise AssertionError("unreachable")
 
 
+def hold_dataset(target: Optional[str], want: str, refusal: str) -> Any:
+    """For an ``s3://`` dataset, this process's hold on it (``_rollway.HeldDataset``): the
+    lease, kept while the actors write, and a local work directory to prepare and close the
+    run in; ``want`` is ``"new"`` (refused with ``refusal`` when a dataset is there),
+    ``"append"`` or ``"resume"``. None for a directory, which every node must see."""
+    if target is None or not _rollway.HeldDataset.is_remote(target):
+        return None
+    return _rollway.HeldDataset(target, want, refusal)
+
+
 def _connect(ray: Any, address: Optional[str]) -> bool:
     """Connects to Ray; True when this call started it (and so shuts it down)."""
     if ray.is_initialized():

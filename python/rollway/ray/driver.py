@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from rollway import _rollway
 from rollway._run import PathLike, Summary, _path, _read_config, _settings, _sources, finished
 from rollway.dataset import Dataset
-from rollway.ray._common import _connect, _ray, _refuse_worker_names, close_run, ray_failure
+from rollway.ray._common import _connect, _ray, _refuse_worker_names, close_run, hold_dataset, ray_failure
 
 Range = Tuple[int, int]
 
@@ -55,9 +55,11 @@ def run(
       actor's engine afresh (for Python envs, new env processes: ~0.5 s), so by default
       each actor gets one task, an equal share of the episodes; smaller parts rebalance
       across unequal nodes at the cost of a start each.
-    - ``out``: the dataset directory, on storage every node sees; ``append=True`` adds
-      the run to an existing dataset; ``resume=DIR`` finishes its last run (killed, or
-      short of actors), ``episodes`` may raise its target.
+    - ``out``: the dataset: a directory on storage every node sees, or an
+      ``s3://bucket/prefix`` URL, for nodes that share no filesystem (each actor pushes its
+      shards as it commits them; this process holds the dataset's lease meanwhile);
+      ``append=True`` adds the run to an existing dataset; ``resume=DIR`` (or URL) finishes
+      its last run (killed, or short of actors), ``episodes`` may raise its target.
 
     The summary is a local run's (episodes, steps, returns, labels…) computed from the
     committed index, plus ``backend``, ``actors``, ``actor_failures``, ``retried``
@@ -72,31 +74,60 @@ def run(
         raise _rollway.InputError(f"part_episodes={part_episodes}: a part has at least one episode")
     ray = _ray()
     env, agent, pickle, policy = _sources(env, agent)
-    started = _connect(ray, address)
+    target = os.fspath(resume) if resume is not None else _path(out)
+    # On an object store this process holds the dataset's lease while the actors write, and prepares
+    # and closes the run in a local work directory; the actors write to the URL.
+    want = "resume" if resume is not None else "append" if append else "new"
+    hold = hold_dataset(target, want, f"out={target!r} already holds a dataset: resume= continues its last run, "
+                                      "append=True records a new run after it")
+    started = False
     try:
+        started = _connect(ray, address)
+        local = target if hold is None else os.fspath(hold.work_dir)
         if resume is not None:
             if settings or config is not None or out is not None:
                 raise _rollway.InputError(f"resume={os.fspath(resume)!r} continues the stored run; only episodes= may be given")
-            root, run_no, target, stored = _resumed(os.fspath(resume), episodes)
+            run_no, target_episodes, stored = _resumed(local, episodes)
         else:
             given = _settings(env, agent, dict(settings, episodes=episodes))
             if config is not None:
                 given = {**_read_config(config), **given}
-            root, run_no, target, stored = _prepare(given, _path(out), append, pickle, policy)
+            run_no, target_episodes, stored = _prepare(given, local, append, pickle, policy)
+        if hold is not None:
+            hold.flush()
         restarts = stored.get("max_restarts", 3) if max_restarts is None else max_restarts
         opts = dict(num_cpus=num_cpus_per_actor, num_gpus=num_gpus_per_actor, resources=dict(resources_per_actor or {}),
                     max_restarts=restarts)
-        driver = _Driver(ray, root, run_no, target, opts, num_actors, pickle, policy, part_episodes, progress)
+        ledger = _Ledger(target, local, hold)
+        driver = _Driver(ray, ledger, run_no, target_episodes, opts, num_actors, pickle, policy, part_episodes, progress)
         report = driver.drive()
-        return _finish(report, root, run_no, summary_json)
+        return _finish(report, ledger, run_no, summary_json)
     finally:
-        if started:
-            ray.shutdown()
+        try:
+            if hold is not None:
+                hold.finish()
+        finally:
+            if started:
+                ray.shutdown()
+
+
+class _Ledger:
+    """Where the run's dataset is: ``root`` as the actors are given it (a directory, or an
+    ``s3://`` URL), ``local`` the directory this process reads its index from and closes
+    the run in (the same directory, or the hold's work directory, its index pulled)."""
+
+    def __init__(self, root: str, local: str, hold: Any):
+        self.root, self.local, self.hold = root, local, hold
+
+    def committed(self, run_no: int) -> set:
+        if self.hold is not None:
+            self.hold.pull_index()
+        return {e["run_index"] for e in Dataset(self.local).episodes if e["run"] == run_no}
 
 
 def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes],
-             policy: Any) -> Tuple[str, int, int, Dict[str, Any]]:
-    """Records the run in ``out``: its dataset, run number, episode target and stored config."""
+             policy: Any) -> Tuple[int, int, Dict[str, Any]]:
+    """Records the run in ``out``: its run number, episode target and stored config."""
     if out is None:
         raise _rollway.InputError("rollway.ray.run records into out=DIR, on storage every node of the cluster sees")
     if given.get("steps") is not None:
@@ -104,10 +135,10 @@ def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Op
     _rollway.run(json.dumps(given), out=out, append=append, progress=False, env_pickle=pickle, agent_factory=policy,
                  python=sys.executable, prepare=True)
     runs = Dataset(out).metadata["runs"]
-    return out, len(runs) - 1, int(runs[-1]["config"]["episodes"]), runs[-1]["config"]
+    return len(runs) - 1, int(runs[-1]["config"]["episodes"]), runs[-1]["config"]
 
 
-def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int, Dict[str, Any]]:
+def _resumed(root: str, episodes: Optional[int]) -> Tuple[int, int, Dict[str, Any]]:
     """The last run of ``root``, as :func:`_prepare` returns a new one (its target raised to ``episodes``)."""
     runs = Dataset(root).metadata["runs"]
     if not runs:
@@ -117,7 +148,7 @@ def _resumed(root: str, episodes: Optional[int]) -> Tuple[str, int, int, Dict[st
         raise _rollway.InputError(f"resume={root!r}: its last run has a step target; a Ray run's target is episodes")
     if episodes is not None and episodes < target:
         raise _rollway.InputError(f"episodes={episodes}: the resumed run's target is {target}; it can only be raised")
-    return root, len(runs) - 1, int(episodes if episodes is not None else target), runs[-1]["config"]
+    return len(runs) - 1, int(episodes if episodes is not None else target), runs[-1]["config"]
 
 
 class _Member:
@@ -156,17 +187,17 @@ def _ranges(indices: Sequence[int], size: int) -> List[Range]:
 class _Driver:
     """The ledger and the actors: hands out ranges, re-runs what a dead actor left."""
 
-    def __init__(self, ray: Any, root: str, run_no: int, target: int, opts: Dict[str, Any], actors: int,
+    def __init__(self, ray: Any, ledger: _Ledger, run_no: int, target: int, opts: Dict[str, Any], actors: int,
                  pickle: Optional[bytes], policy: Any, part: Optional[int], progress: bool):
-        self.ray, self.root, self.run_no, self.target, self.show = ray, root, run_no, target, progress
+        self.ray, self.ledger, self.run_no, self.target, self.show = ray, ledger, run_no, target, progress
         self.size, self.n = part, actors
         cls = ray.remote(_Member).options(max_task_retries=0, **opts)
-        self.actors = [cls.remote(root, run_no, pickle, policy) for _ in range(actors)]
+        self.actors = [cls.remote(ledger.root, run_no, pickle, policy) for _ in range(actors)]
         self.parts: List[Dict[str, Any]] = []
         self.failures, self.retried, self.t0, self.shown = 0, 0, time.monotonic(), 0.0
 
     def committed(self) -> set:
-        return {e["run_index"] for e in Dataset(self.root).episodes if e["run"] == self.run_no}
+        return self.ledger.committed(self.run_no)
 
     def drive(self) -> Dict[str, Any]:
         ray = self.ray
@@ -268,13 +299,17 @@ def _summary(root: str, run_no: int, report: Dict[str, Any]) -> Tuple[Dict[str, 
     return summary, out["shortfall"]
 
 
-def _finish(report: Dict[str, Any], root: str, run_no: int, summary_json: Optional[PathLike]) -> Summary:
-    summary, short = _summary(root, run_no, report)
-    written = json.loads(close_run(root, run_no, json.dumps(summary)))
+def _finish(report: Dict[str, Any], ledger: _Ledger, run_no: int, summary_json: Optional[PathLike]) -> Summary:
+    if ledger.hold is not None:
+        ledger.hold.pull_index()
+    summary, short = _summary(ledger.local, run_no, report)
+    written = json.loads(close_run(ledger.local, run_no, json.dumps(summary)))
+    if ledger.hold is not None:
+        ledger.hold.finish()  # the summary pushed, what killed actors left settled, the lease given back
     if summary_json is not None:
         with open(os.fspath(summary_json), "w") as f:
             json.dump(summary, f, indent=2)
-    return finished({"summary": summary, "out": root, "written": written, "shortfall": short})
+    return finished({"summary": summary, "out": ledger.root, "written": written, "shortfall": short})
 
 
 def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:

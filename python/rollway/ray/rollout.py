@@ -60,7 +60,8 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tup
 
 import rollway
 from rollway import _rollway
-from rollway.ray._common import _connect, _own_error, _ray, _refuse_worker_names, close_run, ray_failure, ship_by_value
+from rollway.ray._common import (_connect, _own_error, _ray, _refuse_worker_names, close_run, hold_dataset, ray_failure,
+                                 ship_by_value)
 from rollway.rollout import Fragment
 from rollway.spaces import RowViews
 
@@ -146,9 +147,11 @@ class Rollout:
     ``max_restarts``: how often Ray restarts each actor; ``max_policy_lag`` and
     ``stale`` (``"wait"`` or ``"drop"``): see the module docs; ``address``: the Ray
     cluster (left out: this process's Ray, or a new local one, shut down at ``close``).
-    ``out``: a new dataset directory, on storage every node sees, that every actor
-    records its finished episodes into, as one run of many writers (this process
-    creates it, reading the env's spaces from one env it makes); ``commit_every`` as
+    ``out``: a new dataset that every actor records its finished episodes into, as one
+    run of many writers (this process creates it, reading the env's spaces from one env
+    it makes): a directory on storage every node sees, or an ``s3://bucket/prefix`` URL
+    (this process holds the dataset's lease until ``close``; each actor pushes its
+    shards as it commits them); ``commit_every`` as
     :class:`rollway.Rollout`'s. A follow-mode :class:`rollway.Loader` here sees every
     actor's commits. Episodes an actor had not committed when it died are lost.
     """
@@ -184,10 +187,19 @@ class Rollout:
         kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
         self._out = None if out is None else os.fspath(out)
         if self._out is not None:
-            # The run every actor joins: made here by the engine (one env made to read the spaces), then left open.
+            # The run every actor joins: made here by the engine (one env made to read the spaces), then left
+            # open. On an object store, made in the hold's work directory and pushed; the hold keeps the lease.
             from rollway.rollout import _prepare
 
-            _prepare(env, out=self._out, **kwargs)
+            refusal = f"out={self._out}: already holds a dataset; a rollout records into a new one"
+            self._hold = hold_dataset(self._out, "new", refusal)
+            try:
+                _prepare(env, out=self._local_out(), **kwargs)
+                if self._hold is not None:
+                    self._hold.flush()
+            except BaseException:
+                self.close()
+                raise
         if isinstance(policy, str) and policy.startswith("onnx:"):
             policy = "onnx:" + os.path.abspath(policy[len("onnx:"):])  # actors have working directories of their own
         ship_by_value(ray, env, policy)
@@ -353,14 +365,26 @@ class Rollout:
             self._ray.kill(h, no_restart=True)
         if actors and getattr(self, "_out", None) is not None:
             self._close_run()
+        hold, self._hold = getattr(self, "_hold", None), None
+        if hold is not None:
+            hold.finish()  # the summary pushed, what killed actors left settled, the lease given back
         if getattr(self, "_started", False):
             self._ray.shutdown()
             self._started = False
 
+    def _local_out(self) -> Optional[str]:
+        """The directory this process prepares and closes the run in: ``out``, or on an
+        object store the hold's work directory."""
+        hold = getattr(self, "_hold", None)
+        return self._out if hold is None else os.fspath(hold.work_dir)
+
     def _close_run(self) -> None:
         summary = json.dumps(self.summary(), default=str) if hasattr(self, "_stats") else None
+        hold = getattr(self, "_hold", None)
+        if hold is not None:
+            hold.pull_index()  # the actors' shards, counted in the run's summary
         if self._out is not None:
-            close_run(self._out, 0, summary)
+            close_run(self._local_out(), 0, summary)
 
     def __enter__(self) -> "Rollout":
         return self

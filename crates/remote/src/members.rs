@@ -1,0 +1,172 @@
+//! Many writers on a store: the members of a distributed run (Ray actors on nodes
+//! that share no filesystem) pushing the shards of one run into one dataset.
+//!
+//! The run's driver holds the dataset's lease ([`crate::sync`]) for the whole run;
+//! members write under it and take none of their own. What they add to the one
+//! writer's protocol is who uses which shard number (FORMAT.md, "On an object store"):
+//!
+//! - **Claims.** A member records into its own work directory, whose shards are
+//!   numbered from 0 as in any new local dataset, and gives each a store number as
+//!   it pushes it: it creates `.tmp/claims/shard-N.claim` with `If-None-Match: *`
+//!   (the store refuses a second creator of a name, as `link` does locally), and
+//!   tries N+1 when the claim is taken or shard N is committed already. The index is
+//!   renumbered on the way (its `shard` fields and its files' names); the data's
+//!   bytes, and so the hashes, do not change. The claim is deleted once the shard is
+//!   published.
+//! - **The driver's lease.** A member starts only while a live lease is held, and
+//!   checks before each commit that the same holder still has it: the members of a
+//!   driver that died, whose dataset a new writer has taken over, stop rather than
+//!   commit beside it.
+//! - **Cleanup.** Members clean up nothing. A member killed mid-push leaves a claim
+//!   and staged files, which the lease holder settles (publishes those of committed
+//!   shards, deletes the rest and every claim) when it opens the dataset and when it
+//!   finishes, after the run's members are gone. Until then, rollway's readers read
+//!   a committed shard whose member died before publishing from its staged copy.
+//!
+//! Cost per shard: a conditional PUT and a HEAD to claim, a DELETE to release; per
+//! push round, a GET of the lease. Beside uploading the shard, nothing.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use crate::store::Remote;
+use crate::{Error, Result};
+
+const CLAIMS: &str = ".tmp/claims";
+/// Claims tried for one shard before giving up: only a store that refuses every
+/// name (or hundreds of members racing) gets this far.
+const MAX_TRIES: u32 = 10_000;
+
+fn claim_rel(n: u32) -> String {
+    format!("{CLAIMS}/shard-{n:06}.claim")
+}
+
+/// The number in `shard-NNNNNN.json`, `shard-NNNNNN.claim`.
+fn number(name: &str) -> Option<u32> {
+    name.strip_prefix("shard-")?.split('.').next()?.parse().ok()
+}
+
+/// A member's shard numbers on the store.
+pub(crate) struct Numbering {
+    id: String,
+    /// The lease holder (the run's driver) when the member started.
+    holder: String,
+    next: u32,
+    /// Local index name → the store number claimed for it, until published: a push
+    /// tried again after a failure reuses its claims.
+    claimed: BTreeMap<String, u32>,
+}
+
+impl Numbering {
+    /// Member `id` of the run whose driver holds `remote`'s lease now.
+    pub(crate) fn start(remote: &Remote, id: &str) -> Result<Numbering> {
+        let Some(holder) = crate::sync::live_holder(remote)? else {
+            let message = "no run's driver holds the dataset's lease: members write into a run its driver \
+                           (rollway.ray.run, rollway.ray.Rollout) opened and holds"
+                .into();
+            return Err(Error::Conflict { url: remote.url().to_string(), message });
+        };
+        let mut taken = remote.list("index")?;
+        taken.extend(remote.list(CLAIMS)?);
+        let next = taken.iter().filter_map(|l| number(&l.name)).max().map_or(0, |n| n + 1);
+        Ok(Numbering { id: id.to_string(), holder, next, claimed: BTreeMap::new() })
+    }
+
+    /// The store number for local shard `local`: claimed now, or earlier.
+    pub(crate) fn claim(&mut self, remote: &Remote, local: &str) -> Result<u32> {
+        if let Some(&n) = self.claimed.get(local) {
+            return Ok(n);
+        }
+        for _ in 0..MAX_TRIES {
+            let n = self.next;
+            self.next += 1;
+            if !remote.put(&claim_rel(n), Bytes::from(self.id.clone()), true)? {
+                continue;
+            }
+            // A claim is deleted only after its shard's commit, so a free name can still
+            // be a committed shard's.
+            if remote.exists(&format!("index/shard-{n:06}.json"))? {
+                remote.delete(&claim_rel(n))?;
+                continue;
+            }
+            self.claimed.insert(local.to_string(), n);
+            return Ok(n);
+        }
+        Err(Error::Conflict { url: remote.url_of(CLAIMS), message: format!("no free shard number in {MAX_TRIES} claims") })
+    }
+
+    /// Checks that the driver this member started under still holds the lease.
+    pub(crate) fn check_lease(&self, remote: &Remote) -> Result<()> {
+        match crate::sync::holder(remote)? {
+            Some(h) if h == self.holder => Ok(()),
+            now => {
+                let now = now.unwrap_or_else(|| "nobody".into());
+                let message = format!(
+                    "the run's driver ({}) no longer holds the dataset's lease (now {now}): this member stops rather than commit beside another writer",
+                    self.holder
+                );
+                Err(Error::Conflict { url: remote.url().to_string(), message })
+            }
+        }
+    }
+
+    /// Deletes the claims of the local shards `published`.
+    pub(crate) fn release(&mut self, remote: &Remote, published: &[String]) -> Result<()> {
+        for local in published {
+            if let Some(n) = self.claimed.remove(local) {
+                remote.delete(&claim_rel(n))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes every claim: the lease holder's, when no member runs. How many.
+pub(crate) fn clear_claims(remote: &Remote) -> Result<u64> {
+    let claims = remote.list_all(CLAIMS)?;
+    for rel in &claims {
+        remote.delete(rel)?;
+    }
+    Ok(claims.len() as u64)
+}
+
+/// The index of local shard `local` (`shard-NNNNNN.json`) as shard `to`: its
+/// `shard` fields and its files' names changed, nothing else.
+pub(crate) fn renumber(index: &[u8], local: &str, to: u32) -> Result<Vec<u8>> {
+    let corrupt = |message: String| Error::Corrupt { url: local.to_string(), message };
+    let from = number(local).ok_or_else(|| corrupt("not an index file name".into()))?;
+    let mut v: serde_json::Value = serde_json::from_slice(index).map_err(|e| corrupt(format!("not JSON: {e}")))?;
+    let (old, new) = (format!("shard-{from:06}."), format!("shard-{to:06}."));
+    v["shard"] = to.into();
+    for e in v["episodes"].as_array_mut().into_iter().flatten() {
+        e["shard"] = to.into();
+    }
+    for f in v["files"].as_array_mut().into_iter().flatten() {
+        if let Some(p) = f["path"].as_str() {
+            f["path"] = p.replace(&old, &new).into();
+        }
+    }
+    serde_json::to_vec(&v).map_err(|e| corrupt(format!("rewriting: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renumbering_changes_the_shard_number_and_file_names_only() {
+        let index = br#"{"shard": 3, "rows": 5, "episodes": [{"episode_id": 7, "shard": 3, "run_index": 3}],
+            "files": [{"path": "steps/shard-000003.parquet", "bytes": 9, "xxh3": "ab"},
+                      {"path": "frames/observations.rgb/shard-000003.mp4", "bytes": 4, "xxh3": "cd"}]}"#;
+        let out: serde_json::Value = serde_json::from_slice(&renumber(index, "shard-000003.json", 41).unwrap()).unwrap();
+        assert_eq!(out["shard"], 41);
+        assert_eq!(out["episodes"][0]["shard"], 41);
+        assert_eq!(out["episodes"][0]["episode_id"], 7);
+        assert_eq!(out["episodes"][0]["run_index"], 3);
+        assert_eq!(out["files"][0]["path"], "steps/shard-000041.parquet");
+        assert_eq!(out["files"][1]["path"], "frames/observations.rgb/shard-000041.mp4");
+        assert_eq!(out["files"][1]["xxh3"], "cd");
+        assert_eq!(out["rows"], 5);
+    }
+}
