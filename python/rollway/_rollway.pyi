@@ -2,6 +2,7 @@
 (``rollway.Dataset``, ``rollway.Loader``, ``rollway.DataCollector``, ``rollway.run``);
 these are the handles they wrap."""
 
+import pathlib
 from typing import Any, Callable, Dict, List, Optional, Tuple, final
 
 from typing_extensions import Self
@@ -12,6 +13,7 @@ __all__ = [
     "DatasetLockedError",
     "DatasetNotFoundError",
     "FORMAT_VERSION",
+    "HeldDataset",
     "IncompleteRunError",
     "InputError",
     "Keeper",
@@ -234,6 +236,20 @@ class LagGate:
     def dropped_steps(self) -> int: ...
     @property
     def dropped_fragments(self) -> int: ...
+
+@final
+class HeldDataset:
+    """A distributed run's driver holding its dataset on an object store: the lease, and a
+    local work directory it prepares and closes the run in."""
+
+    def __new__(cls, url: str, want: str, refusal: str = ...) -> Self: ...
+    @staticmethod
+    def is_remote(path: str) -> bool: ...
+    @property
+    def work_dir(self) -> pathlib.Path: ...
+    def flush(self) -> None: ...
+    def pull_index(self) -> int: ...
+    def finish(self) -> None: ...
 
 @final
 class VecEnvHandle:

@@ -16,7 +16,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class DataCollector(gym.Wrapper):
-    """Records every episode of a Gymnasium env into a rollway dataset at ``path``.
+    """Records every episode of a Gymnasium env into a new rollway dataset at ``path``: a
+    directory, or an ``s3://bucket/prefix`` URL (shards are pushed as they commit, the rest
+    at ``close()``).
 
     The semantics are Minari's ``DataCollector``: ``reset``/``step`` pass through
     unchanged; a ``reset`` before the episode ended records it as truncated; a reset

@@ -273,12 +273,14 @@ class Dataset:
 
 
 def import_minari(src: PathLike, out: PathLike, *, progress: bool = True) -> Dataset:
-    """``rollway import minari``: a Minari dataset directory into a new rollway dataset."""
+    """``rollway import minari``: a Minari dataset directory into a new rollway dataset
+    (a directory, or an ``s3://bucket/prefix`` URL)."""
     _rollway.import_minari(os.fspath(src), os.fspath(out), progress=progress)
     return Dataset(out)
 
 
 def import_lerobot(src: PathLike, out: PathLike, *, progress: bool = True) -> Dataset:
-    """``rollway import lerobot``: a LeRobot v3.0 dataset into a new rollway dataset."""
+    """``rollway import lerobot``: a LeRobot v3.0 dataset into a new rollway dataset
+    (a directory, or an ``s3://bucket/prefix`` URL)."""
     _rollway.import_lerobot(os.fspath(src), os.fspath(out), progress=progress)
     return Dataset(out)

@@ -239,8 +239,7 @@ def test_issue34_bad_settings_are_input_errors(cluster):
     for kwargs, match in ((dict(num_actors=0), "num_actors"), (dict(stale="never"), "stale"),
                           (dict(max_policy_lag=-1), "max_policy_lag"), (dict(num_workers=2), "num_actors"),
                           (dict(episode_ids=(0, 0, 8)), "episode_ids"),
-                          (dict(out="gs://bucket/replay"), r"`gs://` are not supported by this build"),
-                          (dict(out="s3://bucket/replay"), r"actors each join its dataset.*rollway.Rollout\(out=")):
+                          (dict(out="gs://bucket/replay"), r"`gs://` are not supported by this build")):
         with pytest.raises(rollway.InputError, match=match):
             rollway.ray.Rollout("CartPole-v1", "random", **kwargs)
 

@@ -86,7 +86,9 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
 
 
 def test_the_readme_s3_example_runs(s3_store, tmp_path, monkeypatch):
-    """Issue 45: the README's `s3://` example, against the loopback S3 server."""
+    """Issue 45: the README's `s3://` example, against the loopback S3 server: a run, a loader,
+    and a Ray run (a local Ray cluster of its own) writing one dataset there."""
+    pytest.importorskip("ray")
     monkeypatch.chdir(tmp_path)
     on_s3 = python_examples()[4]
     scope: dict = {}
@@ -95,3 +97,6 @@ def test_the_readme_s3_example_runs(s3_store, tmp_path, monkeypatch):
 
     assert scope["summary"].episodes == len(rollway.Dataset("s3://my-bucket/datasets/cartpole")) == 100_000
     assert scope["batch"]["actions"].shape[0] > 0
+    on_ray = scope["on_ray"]
+    assert on_ray.complete and on_ray.out == "s3://my-bucket/datasets/cartpole-ray"
+    assert len(rollway.Dataset("s3://my-bucket/datasets/cartpole-ray")) == on_ray.episodes == 2_000

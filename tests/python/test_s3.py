@@ -1,7 +1,8 @@
 """Issue 45: the Python package on ``s3://`` datasets, against a real S3 server on
 loopback (moto's, started by ``s3_server.py``; the ``s3_store`` fixture of conftest.py): ``rollway.run(out=…)`` records to the
-store, ``Dataset`` and ``Loader`` read it back exactly as the local run's, and the entry
-points that need a local dataset say so."""
+store, ``Dataset`` and ``Loader`` read it back exactly as the local run's, a
+``DataCollector`` and an import write there, and a member without its run's driver is
+refused (Ray runs on the store: test_ray_s3.py)."""
 
 import time
 
@@ -87,10 +88,34 @@ def test_issue45_a_replay_on_s3_is_sampled_by_a_following_loader_while_it_grows(
         rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=url)
 
 
-@pytest.mark.parametrize("call", [
-    lambda url: rollway.DataCollector(__import__("gymnasium").make("CartPole-v1"), url),
-    lambda url: rollway.import_minari("data", url, progress=False),
-], ids=["DataCollector", "import_minari"])
-def test_issue45_entry_points_that_need_a_local_dataset_say_so(store, call):
-    with pytest.raises(rollway.InputError, match="local dataset"):
-        call(f"s3://{BUCKET}/py/local-only")
+def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
+    gym = pytest.importorskip("gymnasium")
+    url = f"s3://{BUCKET}/py/collected"
+    env = rollway.DataCollector(gym.make("CartPole-v1"), url, max_buffer_episodes=2)
+    for seed in range(6):
+        env.reset(seed=seed)
+        done = False
+        while not done:
+            _, _, term, trunc, _ = env.step(env.action_space.sample())
+            done = term or trunc
+    env.close()
+    collected = rollway.Dataset(url)
+    assert [e["seed"] for e in collected.episodes] == list(range(6)), "every episode, pushed at close"
+    # Round trip through Minari's format: exported from the store's replica, imported back onto the store.
+    collected.export("minari", tmp_path / "minari", dataset_id="cartpole/collected-v0", progress=False)
+    back = rollway.import_minari(tmp_path / "minari", f"s3://{BUCKET}/py/imported", progress=False)
+    assert [e["length"] for e in back.episodes] == [e["length"] for e in collected.episodes]
+    assert np.array_equal(back[3].observations, collected[3].observations)
+    with pytest.raises(rollway.InputError, match="already holds a dataset"):
+        rollway.import_minari(tmp_path / "minari", f"s3://{BUCKET}/py/imported", progress=False)
+
+
+def test_issue45_a_member_without_its_driver_is_refused(store):
+    url = f"s3://{BUCKET}/py/memberless"
+    rollway.run(env="CartPole-v1", agent="random", episodes=4, out=url, progress=False)
+    from rollway import _rollway
+
+    with pytest.raises(rollway.InputError, match="no run's driver holds the dataset's lease"):
+        _rollway.run(None, join=(url, "0:0:4:stray"), progress=False)
+    with pytest.raises(rollway.InputError, match="prepared by its driver"):
+        _rollway.run('{"env": "CartPole-v1", "episodes": 4}', out=f"s3://{BUCKET}/py/prep", prepare=True, progress=False)

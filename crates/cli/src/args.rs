@@ -167,8 +167,8 @@ pub struct ImportArgs {
     /// The dataset to import (minari: its directory or its data/ directory; lerobot: its root).
     #[arg(value_parser = dataset_dir)]
     pub path: PathBuf,
-    /// The rollway dataset directory to create.
-    #[arg(value_parser = dataset_dir)]
+    /// The rollway dataset to create: a new directory, or an `s3://bucket/prefix` URL.
+    #[arg(value_parser = readable_dataset)]
     pub outdir: PathBuf,
     /// No progress bar.
     #[arg(long, short)]
@@ -424,8 +424,9 @@ fn dataset_dir(s: &str) -> Result<PathBuf, String> {
     rollway_store::local_dir(std::path::Path::new(s))
 }
 
-/// A dataset argument read from: as [`dataset_dir`], or an object store URL
-/// (`s3://…`), which the command pulls into a local replica before reading.
+/// A dataset argument read from (or, for `import`, created): as [`dataset_dir`], or
+/// an object store URL (`s3://…`), which the command reads through a local replica
+/// (or writes through a work directory pushed to the store).
 fn readable_dataset(s: &str) -> Result<PathBuf, String> {
     if rollway_remote::Remote::is_remote(s) {
         return Ok(PathBuf::from(s));

@@ -157,16 +157,22 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
 }
 
 pub fn import(a: &ImportArgs) -> Result<bool> {
+    let target = rollway_engine::remote::NewDataset::open(&a.outdir)?;
+    let done = import_into(a, target.dir())?;
+    target.finish()?;
+    Ok(done)
+}
+
+/// Imports `a.path` into the local directory `out` (the target, or its work directory).
+fn import_into(a: &ImportArgs, out: &Path) -> Result<bool> {
+    let shown = a.outdir.display();
     match a.format {
         ImportFormat::Lerobot => {
             let bar = Bar::new(a.quiet, "importing", "episodes");
-            let rep = lerobot::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
+            let rep = lerobot::import(&a.path, out, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
-            row(
-                "imported",
-                format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()),
-            );
+            row("imported", format!("{} episodes, {} steps, {:.1} MB → {shown}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6));
             row("env", rep.env.clone());
             row(
                 "source",
@@ -183,13 +189,10 @@ pub fn import(a: &ImportArgs) -> Result<bool> {
         }
         ImportFormat::Minari => {
             let bar = Bar::new(a.quiet, "importing", "episodes");
-            let rep = minari::import(&a.path, &a.outdir, &mut |d, t| bar.update(d, t)).map_err(classify)?;
+            let rep = minari::import(&a.path, out, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
             let row = |k: &str, v: String| println!("  {k:<18} {v}");
-            row(
-                "imported",
-                format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.out.display()),
-            );
+            row("imported", format!("{} episodes, {} steps, {:.1} MB → {shown}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6));
             row("minari dataset", rep.dataset_id.clone());
             row("env", rep.env.clone());
             if !rep.skipped_infos.is_empty() {

@@ -274,16 +274,25 @@ fn issue45_refused_credentials_are_an_input_error_before_any_env_starts() {
     assert!(s3.work_dirs().is_empty());
 }
 
-/// `rollway verify --repair`, `relabel` and imports need a local dataset: refused.
+/// `rollway verify --repair` and `relabel` need a local dataset: refused. A
+/// distributed run's parts on a store belong to its driver (rollway.ray), which holds
+/// the dataset's lease: `--prepare` by hand, or a member with no driver, is refused.
 #[test]
-fn issue45_commands_that_need_a_local_dataset_say_so() {
+fn issue45_commands_that_need_a_local_dataset_or_a_driver_say_so() {
     let Some(s3) = S3::start() else { return };
     let url = format!("s3://{BUCKET}/x");
-    for args in [&["verify", "--repair", &url][..], &["relabel", &url], &["import", "minari", "d", &url]] {
+    let cases: [(&[&str], &str); 4] = [
+        (&["verify", "--repair", &url], "local dataset"),
+        (&["relabel", &url], "local dataset"),
+        (&["run", "--env", "CartPole-v1", "--episodes", "4", "--prepare", "--out", &url], "prepared by its driver"),
+        (&["run", "--join", &url, "--part", "0:0:4:stray"], "no run's driver holds the dataset's lease"),
+    ];
+    ok(&s3.output(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "4", "--out", &url]));
+    for (args, says) in cases {
         let o = s3.output(args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("local dataset"), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
     }
 }
 

@@ -93,3 +93,35 @@ pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Resul
     outcome.out = Some(PathBuf::from(url));
     Ok(outcome)
 }
+
+/// A new dataset written by a local writer (an import, a `DataCollector`): at a
+/// local directory, or at an `s3://` URL through a held work directory whose shards
+/// are pushed as they are committed.
+pub struct NewDataset {
+    dir: PathBuf,
+    push: Option<Writing>,
+}
+
+impl NewDataset {
+    /// Opens `out` for a new dataset. A local path is checked as any dataset path (a
+    /// URL of a scheme this build does not reach is an input error); the local writer
+    /// refuses a directory that holds a dataset. On a store, one there is refused here.
+    pub fn open(out: &std::path::Path) -> Result<NewDataset> {
+        if !rollway_remote::is_remote(out) {
+            return Ok(NewDataset { dir: crate::dataset::local(out)?, push: None });
+        }
+        let url = out.display().to_string();
+        let push = hold(&url, Want::New { refusal: format!("{url} already holds a dataset; write a new one to a new prefix") })?;
+        Ok(NewDataset { dir: push.work_dir().to_path_buf(), push: Some(push) })
+    }
+
+    /// The local directory to write.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Once the writer has closed: pushes what is left and releases the store.
+    pub fn finish(self) -> Result<()> {
+        self.push.map_or(Ok(()), |p| p.finish().map(drop).map_err(|e| Error::remote("pushing the dataset to the store", e)))
+    }
+}

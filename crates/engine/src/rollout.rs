@@ -161,10 +161,8 @@ impl RolloutRequest {
         };
         cfg.validate().map_err(Error::input_from)?;
         if let Some(dir) = &self.out {
-            // Refused before any env starts: a URL of a scheme this build does not
-            // read, or an object store for one of many writers (their claims need a
-            // shared filesystem).
-            if !rollway_remote::is_remote(dir) || self.join.is_some() {
+            // Refused before any env starts: a URL of a scheme this build does not reach.
+            if !rollway_remote::is_remote(dir) {
                 crate::dataset::local(dir)?;
             }
             cfg.validate_recording().map_err(Error::input_from)?;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
+use rollway_engine::remote::NewDataset;
 use rollway_store::{DatasetWriter, Recorder, WriterConfig};
 
 use crate::errors::{input_error, ToPy};
@@ -20,6 +21,8 @@ use crate::rows::{fast_row, stepped, Stepped};
 #[pyclass(module = "rollway._rollway", unsendable)]
 pub struct RecorderHandle {
     rec: Option<Recorder>,
+    /// Where it writes: pushed to the store at `close`, for an `s3://` path.
+    target: Option<NewDataset>,
     record_infos: bool,
     hooks: Option<Hooks>,
     /// Row layouts, for packing numpy values without a Python call.
@@ -72,11 +75,13 @@ impl RecorderHandle {
             ..d
         };
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
-        let path = crate::errors::dataset_dir(path)?;
-        let writer = DatasetWriter::create(&path, &spec, algorithm, 0, config, cfg)
+        // On an object store the collector writes a work directory whose shards are pushed as they commit.
+        let target = NewDataset::open(&path).py()?;
+        let writer = DatasetWriter::create(target.dir(), &spec, algorithm, 0, config, cfg)
             .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
-        Ok(RecorderHandle { rec: Some(Recorder::new(writer, ol.clone(), al.clone())), record_infos, hooks: None, ol, al })
+        let rec = Some(Recorder::new(writer, ol.clone(), al.clone()));
+        Ok(RecorderHandle { rec, target: Some(target), record_infos, hooks: None, ol, al })
     }
 
     /// Starts an episode at its reset observation (packed row), truncating an unfinished one.
@@ -128,6 +133,9 @@ impl RecorderHandle {
     fn close(&mut self, py: Python<'_>) -> PyResult<Option<(u64, u64, u64, u64)>> {
         let Some(rec) = self.rec.take() else { return Ok(None) };
         let s = py.detach(|| rec.close()).py()?;
+        if let Some(target) = self.target.take() {
+            py.detach(|| target.finish()).py()?;
+        }
         Ok(Some((s.shards, s.episodes, s.steps, s.bytes)))
     }
 }

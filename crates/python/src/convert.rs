@@ -10,6 +10,8 @@ use rollway_interop::{lerobot, minari};
 use rollway_store::{Dataset, OpenOptions};
 use serde_json::json;
 
+use rollway_engine::remote::NewDataset;
+
 use crate::errors::{dataset_dir, input_error, readable_dataset, ToPy};
 
 /// `rollway verify`: checks every committed episode and file; changes nothing.
@@ -112,12 +114,15 @@ pub fn export_lerobot(
 #[pyfunction]
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
-    let (src, out) = (dataset_dir(src)?, dataset_dir(out)?);
+    let src = dataset_dir(src)?;
+    let target = py.detach(|| NewDataset::open(&out)).py()?;
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
-        minari::import(&src, &out, &mut |d, t| bar.update(d, t))
+        minari::import(&src, target.dir(), &mut |d, t| bar.update(d, t))
     });
-    let r = r.py()?;
+    let mut r = r.py()?;
+    py.detach(|| target.finish()).py()?;
+    r.out = out;
     Ok(json!({"path": r.out, "dataset_id": r.dataset_id, "env": r.env, "episodes": r.episodes, "steps": r.steps, "bytes": r.bytes, "skipped_infos": r.skipped_infos}).to_string())
 }
 
@@ -125,12 +130,15 @@ pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool)
 #[pyfunction]
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_lerobot(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
-    let (src, out) = (dataset_dir(src)?, dataset_dir(out)?);
+    let src = dataset_dir(src)?;
+    let target = py.detach(|| NewDataset::open(&out)).py()?;
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
-        lerobot::import(&src, &out, &mut |d, t| bar.update(d, t))
+        lerobot::import(&src, target.dir(), &mut |d, t| bar.update(d, t))
     });
-    let r = r.py()?;
+    let mut r = r.py()?;
+    py.detach(|| target.finish()).py()?;
+    r.out = out;
     Ok(json!({"path": r.out, "env": r.env, "episodes": r.episodes, "steps": r.steps, "bytes": r.bytes, "from_rollway": r.from_rollway, "skipped_features": r.skipped_features}).to_string())
 }
 

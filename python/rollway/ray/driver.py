@@ -75,6 +75,9 @@ def run(
     ray = _ray()
     env, agent, pickle, policy = _sources(env, agent)
     target = os.fspath(resume) if resume is not None else _path(out)
+    if target is None:
+        raise _rollway.InputError("rollway.ray.run records into out=DIR (on storage every node of the cluster sees) "
+                                  "or out=\"s3://bucket/prefix\"")
     # On an object store this process holds the dataset's lease while the actors write, and prepares
     # and closes the run in a local work directory; the actors write to the URL.
     want = "resume" if resume is not None else "append" if append else "new"
@@ -125,11 +128,9 @@ class _Ledger:
         return {e["run_index"] for e in Dataset(self.local).episodes if e["run"] == run_no}
 
 
-def _prepare(given: Dict[str, Any], out: Optional[str], append: bool, pickle: Optional[bytes],
+def _prepare(given: Dict[str, Any], out: str, append: bool, pickle: Optional[bytes],
              policy: Any) -> Tuple[int, int, Dict[str, Any]]:
     """Records the run in ``out``: its run number, episode target and stored config."""
-    if out is None:
-        raise _rollway.InputError("rollway.ray.run records into out=DIR, on storage every node of the cluster sees")
     if given.get("steps") is not None:
         raise _rollway.InputError("steps=: a Ray run's target is a number of episodes (episodes=)")
     _rollway.run(json.dumps(given), out=out, append=append, progress=False, env_pickle=pickle, agent_factory=policy,

@@ -372,11 +372,11 @@ class Rollout:
             self._ray.shutdown()
             self._started = False
 
-    def _local_out(self) -> Optional[str]:
-        """The directory this process prepares and closes the run in: ``out``, or on an
-        object store the hold's work directory."""
+    def _local_out(self) -> str:
+        """The directory this process prepares and closes the run in (with ``out`` given):
+        ``out``, or on an object store the hold's work directory."""
         hold = getattr(self, "_hold", None)
-        return self._out if hold is None else os.fspath(hold.work_dir)
+        return str(self._out) if hold is None else os.fspath(hold.work_dir)
 
     def _close_run(self) -> None:
         summary = json.dumps(self.summary(), default=str) if hasattr(self, "_stats") else None
