@@ -6,9 +6,11 @@ Each repetition, for a local directory and for ``s3://bench/…`` in turn: a
 ``rollway.DataCollector`` creates the dataset (CartPole-v1), a ``rollway.Loader(…,
 follow=True, clip=4, batch=1)`` opens it and spins on ``next_batch()`` in a thread, and the
 main thread records one episode and ``save()``s it: the commit. The figure is the time from
-``save()`` returning to the loader's first batch. Locally that is the loader's next look at
-the index; on the store it adds the writer's push (a poll of at most 200 ms, then stage,
-commit and publish) and the loader's pull (at most every 250 ms, then the shard's GETs).
+calling ``save()`` to the loader's first batch: the commit itself (the shard written and
+fsynced), then locally the loader's next look at the index; on the store the writer's push
+(a poll of at most 50 ms, then stage, commit and publish) and the loader's pull (at most
+every 250 ms, then the shard's GETs), so the commit comes at a random moment (0–500 ms)
+after the loader opened.
 Medians and ranges of ``--reps``. Progress to stderr, the report to stdout.
 
     bench/run_s3_follow.sh [--reps 15] [--out FILE.md]
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -58,14 +61,16 @@ def one(target: str) -> float:
 
     t = threading.Thread(target=follow)
     t.start()
+    # The loader pulls at most every 250 ms: commit at a random phase of that, as a learner would.
+    time.sleep(random.uniform(0.0, 0.5))
     env.reset(seed=0)
     done = False
     while not done:
         _, _, term, trunc, _ = env.step(env.action_space.sample())
         done = term or trunc
     env.reset(seed=1)  # ends the episode for the collector; save() commits it
-    env.save()
     committed = time.monotonic()
+    env.save()
     t.join()
     env.close()
     return seen["at"] - committed
@@ -92,7 +97,7 @@ def main() -> None:
     rows = [[where, f"{statistics.median(v) * 1e3:.1f}", f"{min(v) * 1e3:.1f} – {max(v) * 1e3:.1f}"] for where, v in times.items()]
     lines = [f"### A following loader, commit to first sample (`bench/s3_follow.py --reps {a.reps}`)", ""]
     lines += md_table(["dataset", "median ms", "range ms"], rows, "lrr")
-    lines += ["", "CartPole-v1, one episode committed by `DataCollector.save()`; `Loader(follow=True, clip=4, batch=1)` "
+    lines += ["", "CartPole-v1, one episode committed by `DataCollector.save()` (timed from the call); `Loader(follow=True, clip=4, batch=1)` "
               "spinning on `next_batch()`; moto's S3 server on loopback.", ""]
     lines += machine_note(None, load0, os.getloadavg(), packages=str(module_versions(["moto", "boto3"])))
     write_report("\n".join(lines) + "\n", a.out)

@@ -102,7 +102,7 @@ def test_issue45_a_ray_rollouts_actors_record_one_replay_on_s3(nodes):
     with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=3, steps=50, out=url,
                              commit_every=0.05) as r:
         replay = rollway.Loader(url, clip=4, batch=8, follow=True)
-        # A shard reaches the store a push round (200 ms) after its commit, and the loader pulls at most
+        # A shard reaches the store a push round (50 ms) after its commit, and the loader pulls at most
         # every 250 ms: give it seconds, not a number of fragments.
         batch, frags, deadline = None, [], time.monotonic() + 60
         while time.monotonic() < deadline:

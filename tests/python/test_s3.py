@@ -4,6 +4,7 @@ store, ``Dataset`` and ``Loader`` read it back exactly as the local run's, a
 ``DataCollector`` and an import write there, and a member without its run's driver is
 refused (Ray runs on the store: test_ray_s3.py)."""
 
+import os
 import time
 
 import numpy as np
@@ -119,3 +120,21 @@ def test_issue45_a_member_without_its_driver_is_refused(store):
         _rollway.run(None, join=(url, "0:0:4:stray"), progress=False)
     with pytest.raises(rollway.InputError, match="prepared by its driver"):
         _rollway.run('{"env": "CartPole-v1", "episodes": 4}', out=f"s3://{BUCKET}/py/prep", prepare=True, progress=False)
+
+def test_issue45_a_loader_of_the_newest_episodes_fetches_only_their_shards(store, tmp_path):
+    url = f"s3://{BUCKET}/py/long-replay"
+    settings = dict(env="CartPole-v1", agent="random", episodes=1200, seed=7, max_buffer_episodes=40, progress=False)
+    rollway.run(**settings, out=url)
+    rollway.run(**settings, out=tmp_path / "local")
+    select = dict(clip=4, batch=16, seed=3, last_episodes=50)
+    remote = rollway.Loader(url, **select)
+    replica = os.path.join(os.environ["ROLLWAY_CACHE_DIR"], "replicas", "s3", BUCKET, "py", "long-replay")
+    fetched = os.listdir(os.path.join(replica, "steps"))
+    total = len(os.listdir(tmp_path / "local" / "index"))
+    assert total >= 30 and 2 <= len(fetched) <= 3, f"only the shards of the newest 50 episodes: {len(fetched)} of {total}"
+    local = rollway.Loader(tmp_path / "local", **select)
+    for a, b in zip(remote, local):
+        np.testing.assert_array_equal(a["observations"], b["observations"])
+        np.testing.assert_array_equal(a["actions"], b["actions"])
+    assert len(rollway.Dataset(url)) == 1200, "a reader of everything fetches the rest"
+    assert len(os.listdir(os.path.join(replica, "steps"))) == total

@@ -155,7 +155,7 @@ pub fn relabel(a: &RelabelArgs) -> Result<bool> {
     Ok(true)
 }
 
-fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
+pub(crate) fn load_config(a: &LoadArgs) -> rollway_loader::LoaderConfig {
     let r = &a.replay;
     rollway_loader::LoaderConfig {
         clip_len: a.clip,

@@ -77,7 +77,12 @@ fn execute(cli: Cli) -> u8 {
             pulled(&mut a.dir, None).and_then(|_| data::report(&a.dir, a.out.as_deref())).map(|_| true)
         }
         Command::Relabel(a) => data::relabel(&a),
-        Command::Load(mut a) => pulled(&mut a.dir, None).and_then(|replica| data::load(&a, replica)),
+        Command::Load(mut a) => {
+            // On a store, only the shards the selection reads are fetched (a replay's newest, say).
+            let sel = data::load_config(&a).select;
+            let choose: rollway_remote::Choose = Box::new(move |shards| rollway_loader::needed_shards(shards, &sel));
+            pulled_chosen(&mut a.dir, None, Some(choose)).and_then(|replica| data::load(&a, replica))
+        }
         Command::Export(mut a) => pulled(&mut a.dir, None).and_then(|_| interop::export(&a)),
         Command::Import(a) => interop::import(&a),
     };
@@ -99,6 +104,15 @@ fn execute(cli: Cli) -> u8 {
 /// command then reads (the replica, to pull again); `local_only` names a flag that
 /// needs the dataset itself.
 fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<Option<rollway_remote::Replica>> {
+    pulled_chosen(dir, local_only, None)
+}
+
+/// [`pulled`], fetching only the shards `choose` picks.
+fn pulled_chosen(
+    dir: &mut PathBuf,
+    local_only: Option<&str>,
+    choose: Option<rollway_remote::Choose>,
+) -> anyhow::Result<Option<rollway_remote::Replica>> {
     if !rollway_remote::is_remote(dir) {
         return Ok(None);
     }
@@ -107,7 +121,8 @@ fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<Option<
         return Err(e.into());
     }
     let url = dir.display().to_string();
-    let (replica, moved) = rollway_remote::Replica::open(&url).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
+    let (replica, moved) =
+        rollway_remote::Replica::open_chosen(&url, choose).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
     eprintln!("rollway: {url}: pulled {} new shard(s), {:.1} MB, into {}", moved.shards, moved.bytes as f64 / 1e6, replica.dir().display());
     *dir = replica.dir().to_path_buf();
     Ok(Some(replica))

@@ -45,7 +45,7 @@ pub use config::{default_threads, LoaderConfig, LoaderState, Selection, Window};
 pub use error::{Error, Result};
 pub use follow::Follow;
 pub use pipeline::LentBatch;
-pub use table::EpisodeSpan;
+pub use table::{needed_shards, EpisodeSpan};
 
 /// Batches from a dataset.
 pub struct Loader {

@@ -6,13 +6,13 @@
 //! the loader's threads.
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use rollway_core::{DType, Layout, Status, StepColumn};
 use rollway_store::format::{column_name, is_frame_leaf};
 use rollway_store::frames::FrameShard;
-use rollway_store::{Dataset, IndexEntry, ShardColumns};
+use rollway_store::{Dataset, IndexEntry, ShardColumns, ShardIndex};
 
 use crate::config::Selection;
 use crate::error::Result;
@@ -216,10 +216,14 @@ fn copy_training(t: &mut Table, cols: &ShardColumns, s: usize, n: usize, row: us
 /// The smallest episode id the selection's capacity (`last_episodes`, `last_steps`:
 /// the newest selected episodes, by id) keeps; 0 without one.
 fn oldest_kept(ds: &Dataset, sel: &Selection) -> u64 {
+    oldest_of(ds.episodes(), sel)
+}
+
+fn oldest_of<'a>(episodes: impl Iterator<Item = &'a IndexEntry>, sel: &Selection) -> u64 {
     if sel.last_episodes.is_none() && sel.last_steps.is_none() {
         return 0;
     }
-    let mut newest: Vec<(u64, u64)> = ds.select(|e| keep(sel, e)).map(|e| (e.episode_id, e.length)).collect();
+    let mut newest: Vec<(u64, u64)> = episodes.filter(|e| keep(sel, e)).map(|e| (e.episode_id, e.length)).collect();
     newest.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
     let (mut steps, mut oldest) = (0u64, u64::MAX);
     for (i, &(id, len)) in newest.iter().enumerate() {
@@ -229,6 +233,15 @@ fn oldest_kept(ds: &Dataset, sel: &Selection) -> u64 {
         (steps, oldest) = (steps + len, id);
     }
     oldest
+}
+
+/// The shards (by number) that hold an episode `sel` keeps, given every shard's
+/// index: all a loader with this selection reads. A reader of a dataset on an object
+/// store fetches only these (`rollway_remote::Replica::open_chosen`).
+pub fn needed_shards(shards: &[&ShardIndex], sel: &Selection) -> BTreeSet<u32> {
+    let oldest = oldest_of(shards.iter().flat_map(|s| &s.episodes), sel);
+    let needed = |s: &&&ShardIndex| s.episodes.iter().any(|e| e.episode_id >= oldest && keep(sel, e));
+    shards.iter().filter(needed).map(|s| s.shard).collect()
 }
 
 /// A zeroed buffer that asks for 2 MiB pages where the kernel allows it (Linux,

@@ -140,10 +140,19 @@ pub fn dataset_dir(p: std::path::PathBuf) -> PyResult<std::path::PathBuf> {
 /// an `s3://` URL its local replica, pulled up to date first (`rollway_remote`),
 /// which is returned too, to pull again.
 pub fn dataset_source(p: &std::path::Path) -> PyResult<(std::path::PathBuf, Option<rollway_remote::Replica>)> {
+    chosen_source(p, None)
+}
+
+/// [`dataset_source`] for a reader that needs only the shards `choose` picks (a
+/// loader's selection): on a store, only those are fetched.
+pub fn chosen_source(
+    p: &std::path::Path,
+    choose: Option<rollway_remote::Choose>,
+) -> PyResult<(std::path::PathBuf, Option<rollway_remote::Replica>)> {
     if !rollway_remote::is_remote(p) {
         return Ok((dataset_dir(p.to_path_buf())?, None));
     }
-    let (replica, _) = rollway_remote::Replica::open(&p.display().to_string())
+    let (replica, _) = rollway_remote::Replica::open_chosen(&p.display().to_string(), choose)
         .map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))
         .py()?;
     Ok((replica.dir().to_path_buf(), Some(replica)))

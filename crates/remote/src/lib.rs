@@ -15,7 +15,7 @@
 //!
 //! The cost: a reader downloads whole shards before its first sample (at the
 //! store's bandwidth; shards are tens of MB) and keeps them on local disk, and a
-//! writer's shards reach the store a poll (200 ms) plus an upload after their local
+//! writer's shards reach the store a poll (50 ms) plus an upload after their local
 //! commit, so a writer killed in that window loses those shards on the store; its
 //! run resumes them (`--resume` reads what is committed from the store).
 #![forbid(unsafe_code)]
@@ -28,7 +28,11 @@ mod replica;
 mod store;
 mod sync;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use rollway_store::ShardIndex;
 
 pub use error::{Error, Result};
 pub use push::Pusher;
@@ -41,11 +45,18 @@ pub fn is_remote(p: &Path) -> bool {
     p.to_str().is_some_and(Remote::is_remote)
 }
 
+/// Which committed shards a reader needs, given every committed shard's index (a
+/// loader's selection, `rollway_loader::needed_shards`): shard numbers.
+pub type Choose = Box<dyn Fn(&[&ShardIndex]) -> BTreeSet<u32> + Send + Sync>;
+
 /// A dataset on the store and its local replica, which readers read.
 pub struct Replica {
     remote: Remote,
     dir: PathBuf,
     pulled: std::time::Instant,
+    /// A reader that needs some shards only: its choice, and every index object seen.
+    choose: Option<Choose>,
+    seen: BTreeMap<String, (Bytes, ShardIndex)>,
 }
 
 /// A reader pulls at most this often ([`Replica::refresh`]): a following loader asks
@@ -56,10 +67,18 @@ impl Replica {
     /// The store at `url` and its replica in the cache, pulled up to date; what
     /// this first pull moved.
     pub fn open(url: &str) -> Result<(Replica, Moved)> {
+        Self::open_chosen(url, None)
+    }
+
+    /// [`Replica::open`] for a reader that needs only the shards `choose` picks (a
+    /// loader of the newest episodes, or of some labels, of a long replay): every
+    /// index object is fetched (they are small), data files only for those shards.
+    pub fn open_chosen(url: &str, choose: Option<Choose>) -> Result<(Replica, Moved)> {
         let remote = Remote::open(url)?;
         let dir = cache::replica_dir(&remote);
-        let moved = pull(&remote, &dir)?;
-        Ok((Replica { remote, dir, pulled: std::time::Instant::now() }, moved))
+        let mut r = Replica { remote, dir, pulled: std::time::Instant::now(), choose, seen: BTreeMap::new() };
+        let moved = r.refresh()?;
+        Ok((r, moved))
     }
 
     /// The replica's directory.
@@ -67,10 +86,27 @@ impl Replica {
         &self.dir
     }
 
-    /// Pulls what was committed since.
+    /// Pulls what was committed since (and, for a chosen replica, is needed now).
     pub fn refresh(&mut self) -> Result<Moved> {
         self.pulled = std::time::Instant::now();
-        pull(&self.remote, &self.dir)
+        let Some(choose) = &self.choose else { return pull(&self.remote, &self.dir) };
+        replica::pull_metadata(&self.remote, &self.dir)?;
+        let listed = self.remote.list("index")?;
+        let new: Vec<String> =
+            listed.into_iter().map(|l| l.name).filter(|n| replica::is_index_name(n) && !self.seen.contains_key(n)).collect();
+        for (name, bytes) in replica::get_indexes(&self.remote, new)? {
+            let url = self.remote.url_of(&format!("index/{name}"));
+            let index = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt { url, message: format!("not a shard index: {e}") })?;
+            self.seen.insert(name, (bytes, index));
+        }
+        let wanted = choose(&self.seen.values().map(|(_, i)| i).collect::<Vec<_>>());
+        let missing: Vec<(String, Bytes)> = self
+            .seen
+            .iter()
+            .filter(|(name, (_, i))| wanted.contains(&i.shard) && !self.dir.join("index").join(name).exists())
+            .map(|(name, (bytes, _))| (name.clone(), bytes.clone()))
+            .collect();
+        replica::bring(&self.remote, &self.dir, &missing)
     }
 
     /// [`Replica::refresh`], unless the last pull is under [`PULL_EVERY`] old: what a

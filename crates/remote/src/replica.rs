@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
 use object_store::ObjectStore;
 
 use crate::error::LocalContext;
@@ -88,7 +89,7 @@ pub(crate) fn write_atomic(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
 }
 
 /// The index objects `names`, fetched [`WIDTH`] at a time.
-pub(crate) fn get_indexes(remote: &Remote, names: Vec<String>) -> Result<Vec<(String, bytes::Bytes)>> {
+pub(crate) fn get_indexes(remote: &Remote, names: Vec<String>) -> Result<Vec<(String, Bytes)>> {
     let gets = names.into_iter().map(|name| async move {
         let rel = format!("index/{name}");
         let got = async { remote.client().get(&remote.key(&rel)).await?.bytes().await }.await;
@@ -120,9 +121,16 @@ pub fn pull(remote: &Remote, dir: &Path) -> Result<Moved> {
         .filter(|l| is_index_name(&l.name) && size_of(&dir.join("index").join(&l.name)) != Some(l.size))
         .map(|l| l.name)
         .collect();
-    let indexes = get_indexes(remote, new)?;
+    bring(remote, dir, &get_indexes(remote, new)?)
+}
+
+/// Brings the shards of `indexes` (name, index object) into the replica `dir`: the
+/// data files it lacks, each checked, then each index file, last.
+pub(crate) fn bring(remote: &Remote, dir: &Path, indexes: &[(String, Bytes)]) -> Result<Moved> {
+    let index = dir.join("index");
+    std::fs::create_dir_all(&index).local("creating", &index)?;
     let mut wanted = vec![];
-    for (name, bytes) in &indexes {
+    for (name, bytes) in indexes {
         for f in listed_files(&remote.url_of(&format!("index/{name}")), bytes)? {
             if size_of(&dir.join(&f.path)) != Some(f.bytes) {
                 wanted.push(f);
@@ -132,7 +140,7 @@ pub fn pull(remote: &Remote, dir: &Path) -> Result<Moved> {
     let mut moved = Moved { shards: indexes.len() as u64, bytes: 0 };
     let fetches = wanted.iter().map(|f| fetch(remote, dir, f));
     moved.bytes = remote.all(WIDTH, fetches.collect())?.into_iter().sum();
-    for (name, bytes) in &indexes {
+    for (name, bytes) in indexes {
         write_atomic(dir, &format!("index/{name}"), bytes)?;
     }
     Ok(moved)

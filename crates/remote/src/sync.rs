@@ -32,7 +32,7 @@ pub const LEASE_TTL: Duration = Duration::from_secs(60);
 /// How often a live writer renews its lease.
 pub const RENEW: Duration = Duration::from_secs(10);
 /// How often the pusher looks for newly committed local shards.
-const POLL: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(50);
 
 fn now() -> u64 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
