@@ -246,7 +246,9 @@ class Dataset:
         return os.fspath(_rollway.report(self.path, None if out is None else os.fspath(out)))
 
     def repair(self) -> Dict[str, Any]:
-        """``rollway verify --repair``: publishes committed files, moves strays to ``.quarantine``."""
+        """``rollway verify --repair``: publishes committed files, moves strays to ``.quarantine``.
+        On an ``s3://`` dataset: under its lease, publishes the staged files of committed shards
+        and deletes those of uncommitted ones (what killed writers left)."""
         return json.loads(_rollway.repair(self.path))
 
     def relabel(self, filters: Sequence[str]) -> int:

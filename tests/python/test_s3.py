@@ -138,3 +138,26 @@ def test_issue45_a_loader_of_the_newest_episodes_fetches_only_their_shards(store
         np.testing.assert_array_equal(a["actions"], b["actions"])
     assert len(rollway.Dataset(url)) == 1200, "a reader of everything fetches the rest"
     assert len(os.listdir(os.path.join(replica, "steps"))) == total
+
+
+def test_issue45_repair_on_s3_publishes_committed_staged_files_and_deletes_the_rest(store):
+    import boto3
+
+    url, prefix = f"s3://{BUCKET}/py/repair", "py/repair"
+    rollway.run(env="CartPole-v1", agent="random", episodes=50, seed=2, max_buffer_episodes=10, out=url, progress=False)
+    c = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    key = lambda rel: f"{prefix}/{rel}"  # noqa: E731
+    # What a killed writer leaves: a committed shard not yet published (its file only staged), an
+    # upload that never committed, and a member's claim.
+    c.copy_object(Bucket=BUCKET, Key=key(".tmp/publish/steps/shard-000001.parquet"),
+                  CopySource={"Bucket": BUCKET, "Key": key("steps/shard-000001.parquet")})
+    c.delete_object(Bucket=BUCKET, Key=key("steps/shard-000001.parquet"))
+    c.put_object(Bucket=BUCKET, Key=key(".tmp/publish/steps/shard-000099.parquet"), Body=b"half an upload")
+    c.put_object(Bucket=BUCKET, Key=key(".tmp/claims/shard-000099.claim"), Body=b"a-dead-member")
+    ds = rollway.Dataset(url)
+    assert len(ds) == 50, "readers read the committed shard from its staged copy meanwhile"
+    report = ds.repair()
+    assert report["published"] == 1
+    keys = {o["Key"][len(prefix) + 1:] for o in c.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/")["Contents"]}
+    assert "steps/shard-000001.parquet" in keys and not [k for k in keys if k.startswith(".tmp/")], keys
+    assert ds.verify()["problems"] == []

@@ -105,13 +105,18 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
     Ok(true)
 }
 
-pub fn verify(a: &VerifyArgs) -> Result<bool> {
+/// `rollway verify [--repair]`; `repaired`: a repair done already (on an object
+/// store, before its replica was pulled).
+pub fn verify(a: &VerifyArgs, repaired: Option<rollway_store::RepairReport>) -> Result<bool> {
     // Damaged shards are what verify is for: report them, check the rest.
     let ds = input(Dataset::open_with(&a.dir, OpenOptions { skip_damaged: true }).with_context(|| format!("opening {}", a.dir.display())))?;
     let report = rollway_store::verify(&ds);
     drop(ds);
-    let repaired =
-        if a.repair { Some(rollway_store::repair(&a.dir).with_context(|| format!("repairing {}", a.dir.display()))?) } else { None };
+    let repaired = match repaired {
+        Some(r) => Some(r),
+        None if a.repair => Some(rollway_store::repair(&a.dir).with_context(|| format!("repairing {}", a.dir.display()))?),
+        None => None,
+    };
     if a.json {
         let mut v = serde_json::to_value(&report).expect("json serializes");
         if let Some(r) = &repaired {

@@ -68,7 +68,15 @@ fn execute(cli: Cli) -> u8 {
             Ok(true)
         }
         Command::Inspect(mut a) => pulled(&mut a.dir, None).and_then(|_| data::inspect(&a)),
-        Command::Verify(mut a) => pulled(&mut a.dir, a.repair.then_some("--repair")).and_then(|_| data::verify(&a)),
+        Command::Verify(mut a) => {
+            // On a store, the repair (under the lease) comes first; the replica pulled after is verified.
+            let on_store =
+                (a.repair && rollway_remote::is_remote(&a.dir)).then(|| rollway_engine::remote::repair(&a.dir.display().to_string()));
+            match on_store.transpose() {
+                Ok(repaired) => pulled(&mut a.dir, None).and_then(|_| data::verify(&a, repaired)),
+                Err(e) => Err(e.into()),
+            }
+        }
         Command::Report(mut a) => {
             if a.out.is_none() && rollway_remote::is_remote(&a.dir) {
                 // Beside the dataset is inside the cache: the report goes here instead.

@@ -51,6 +51,15 @@ pub fn join(url: &str, id: &str) -> Result<Writing> {
     Writing::join(remote, id).map_err(|e| Error::remote("joining the run on the store", e))
 }
 
+/// `verify --repair` of the dataset at `url`: under its lease, what killed writers
+/// left is settled (staged files of committed shards published, the rest deleted,
+/// members' claims removed), as the next writer would; as a local repair's report.
+pub fn repair(url: &str) -> Result<rollway_store::RepairReport> {
+    let remote = Remote::open(url).map_err(|e| Error::remote("reaching the store", e))?;
+    let settled = rollway_remote::repair(&remote).map_err(|e| Error::remote("repairing the dataset on the store", e))?;
+    Ok(rollway_store::RepairReport { published: settled.published as usize, ..Default::default() })
+}
+
 /// The URL of the object store `a` records to, if it does.
 pub(crate) fn target(a: &RunRequest) -> Option<String> {
     let join = a.join.as_ref().map(|(dir, _)| dir);

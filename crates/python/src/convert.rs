@@ -40,8 +40,12 @@ pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<P
 /// `rollway verify --repair`: publishes, cleans up and quarantines (never deletes data).
 #[pyfunction]
 pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let path = dataset_dir(path)?;
-    let r = py.detach(|| rollway_store::repair(&path)).py()?;
+    let r = if rollway_remote::is_remote(&path) {
+        py.detach(|| rollway_engine::remote::repair(&path.display().to_string())).py()?
+    } else {
+        let path = dataset_dir(path)?;
+        py.detach(|| rollway_store::repair(&path)).py()?
+    };
     Ok(serde_json::to_string(&r).expect("reports serialize"))
 }
 

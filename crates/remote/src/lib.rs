@@ -35,10 +35,10 @@ use bytes::Bytes;
 use rollway_store::ShardIndex;
 
 pub use error::{Error, Result};
-pub use push::Pusher;
+pub use push::{Pusher, Settled};
 pub use replica::{index_paths, pull, Moved};
 pub use store::{schemes, Remote, REMOTE_SCHEMES};
-pub use sync::{Writing, LEASE_TTL, RENEW};
+pub use sync::{repair, Writing, LEASE_TTL, RENEW};
 
 /// Whether the dataset argument `p` names an object store (`s3://…`).
 pub fn is_remote(p: &Path) -> bool {

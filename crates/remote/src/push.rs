@@ -194,11 +194,22 @@ fn final_or_staged(dir: &Path, rel: &str) -> PathBuf {
     }
 }
 
+/// What [`settle`] cleaned up on the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Staged files of committed shards, published.
+    pub published: u64,
+    /// Staged files of shards never committed (a killed upload), deleted.
+    pub deleted: u64,
+    /// Claims of members gone, removed.
+    pub claims: u64,
+}
+
 /// The lease holder's cleanup on the store, as a local writer's on open: staged
 /// files of committed shards are published (roll forward), those of uncommitted
 /// shards (a killed upload) are deleted, and the claims of members, all gone by
 /// then, are removed. Only under the dataset's lease, with no member running.
-pub(crate) fn settle(remote: &Remote) -> Result<u64> {
+pub(crate) fn settle(remote: &Remote) -> Result<Settled> {
     let committed: BTreeSet<String> = remote.list("index")?.into_iter().map(|l| l.name).collect();
     let (mut forward, mut debris) = (vec![], vec![]);
     for staged in remote.list_all(PUBLISH)? {
@@ -211,10 +222,10 @@ pub(crate) fn settle(remote: &Remote) -> Result<u64> {
             debris.push(staged.clone());
         }
     }
-    let cleaned = (forward.len() + debris.len()) as u64;
+    let (published, deleted) = (forward.len() as u64, debris.len() as u64);
     remote.all(WIDTH, forward.into_iter().map(|(staged, rel)| async move { publish(remote, staged, &rel).await }).collect())?;
     for rel in &debris {
         remote.delete(rel)?;
     }
-    Ok(cleaned + members::clear_claims(remote)?)
+    Ok(Settled { published, deleted, claims: members::clear_claims(remote)? })
 }

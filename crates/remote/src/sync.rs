@@ -21,7 +21,7 @@ use bytes::Bytes;
 
 use crate::error::LocalContext;
 use crate::members::Numbering;
-use crate::push::{self, Pusher};
+use crate::push::{self, Pusher, Settled};
 use crate::replica::{self, Moved};
 use crate::store::Remote;
 use crate::{Error, Result};
@@ -88,6 +88,18 @@ pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
         return Ok(());
     }
     Err(Error::Conflict { url: remote.url().to_string(), message: "its lease changed hands while this writer tried to take it".into() })
+}
+
+/// `verify --repair` on a store: under the dataset's lease (so with no writer
+/// running), settles what killed writers left ([`push::settle`]).
+pub fn repair(remote: &Remote) -> Result<Settled> {
+    if !remote.holds_dataset()? {
+        return Err(Error::NotADataset { url: remote.url().to_string(), message: "it has no rollway.json".into() });
+    }
+    take_lease(remote, &format!("{}-{}-{}-repair", hostname(), std::process::id(), now()))?;
+    let settled = push::settle(remote);
+    remote.delete(LEASE)?;
+    settled
 }
 
 /// A local work directory being pushed to the store while a writer fills it: the
