@@ -16,8 +16,13 @@ For each repetition, in turn (fresh directories, a fresh cache each time):
   dataset, on the s3 one with an empty cache (the pull included) and again with the
   replica in place (nothing to pull) → windows/s of the whole command.
 
-Medians of ``--reps``. The follow loader does not take ``s3://`` yet, so its commit-to-
-first-sample time is not measured. Progress goes to stderr, the report to stdout.
+* **load the newest**: the same with ``--last-episodes N/10``: from the store, a loader
+  fetches only the shards its selection reads (cold cache).
+* **record the default job**: ``rollway run -q --out X`` (PixelMine-v0, the miner agent,
+  H.264 frames; 16,000 steps).
+
+Medians of ``--reps``. The follow loader's commit-to-first-sample time is
+``bench/s3_follow.py``'s. Progress goes to stderr, the report to stdout.
 
     bench/run_s3.sh [--reps 3] [--cartpole-episodes 20000] [--pixel-episodes 200] [--out FILE.md]
 """
@@ -107,7 +112,17 @@ def one_rep(rollway: str, env: Dict[str, str], work: str, rep: int, jobs: Dict[s
             secs, out = timed([rollway, load[0], ds, *load[1:]], e)
             r[f"load {name} {where}"] = json.loads(out)["windows"] / secs
         shutil.rmtree(cache, ignore_errors=True)
+        # A learner's replay: only the newest episodes; from the store, only their shards are fetched.
+        newest = [*load, "--last-episodes", str(max(1, episodes // 10))]
+        for where, ds in (("local", local), ("s3 cold", url)):
+            secs, out = timed([rollway, newest[0], ds, *newest[1:]], e)
+            r[f"newest {name} {where}"] = json.loads(out)["windows"] / secs
+        shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(local, ignore_errors=True)
+    # The default job (`rollway run`, PixelMine-v0 with the miner agent, H.264 frames): 16,000 steps.
+    for where, out in (("local", os.path.join(work, f"default-{rep}")), ("s3", f"s3://{BUCKET}/default-{rep}")):
+        secs, _ = timed([rollway, "run", "-q", "--out", out], dict(env, ROLLWAY_CACHE_DIR=os.path.join(work, f"cache-{rep}")))
+        r[f"record default {where}"] = 16000 / secs
     return r
 
 
@@ -144,6 +159,11 @@ def main() -> None:
         ld = [med[f"load {name} {w}"] for w in ("local", "s3 cold", "s3 warm")]
         rows.append([f"load {name}, windows/s", f"{ld[0]:,.0f}", f"{ld[1]:,.0f}", f"{ld[2]:,.0f}",
                      f"{ld[1] / ld[0]:.2f}×", f"{ld[2] / ld[0]:.2f}×"])
+        nl, ns = med[f"newest {name} local"], med[f"newest {name} s3 cold"]
+        rows.append([f"load {name}, newest {max(1, jobs[name] // 10)} episodes only, windows/s", f"{nl:,.0f}", f"{ns:,.0f}", "",
+                     f"{ns / nl:.2f}×", ""])
+    dl, dss = med["record default local"], med["record default s3"]
+    rows.insert(0, ["record the default job (`rollway run`), steps/s", f"{dl:,.0f}", f"{dss:,.0f}", "", f"{dss / dl:.2f}×", ""])
     lines = [f"### Datasets on S3 vs local disk (`bench/s3.py --reps {a.reps}`, moto's server on loopback)", ""]
     lines += md_table(["what (whole command)", "local disk", "s3 (cold cache)", "s3 (warm replica)", "s3 / local", "warm / local"],
                       rows, "lrrrrr")

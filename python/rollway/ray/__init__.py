@@ -14,8 +14,10 @@ config, exactly as ``rollway.run`` would store it — and hands out episode inde
 to ``num_actors`` Ray actors. Each actor hosts a whole rollway engine (Rust envs on
 threads, or Python envs in its own worker processes, with its own batched policy,
 loaded once per actor on its GPU share) and commits its episodes into the same
-dataset directory, as one of many writers (FORMAT.md, "Many writers"): the directory
-must be on storage every node sees. Episode ``i`` gets the seed a local run gives it,
+dataset, as one of many writers: a directory on storage every node sees (FORMAT.md,
+"Many writers"), or an ``s3://`` dataset for nodes that share no filesystem, whose lease
+the driver holds while each actor pushes its shards under numbers it claims on the store
+(FORMAT.md, "Many writers on a store"). Episode ``i`` gets the seed a local run gives it,
 so a Ray run records the same episodes as a local run with the same settings, however
 many actors it has and whichever of them die.
 
