@@ -7,6 +7,8 @@ staged or claimed on the store; a Ray rollout's actors record one replay there."
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -36,7 +38,9 @@ def nodes(s3_store, tmp_path_factory):
         c.add_node(num_cpus=1, env_vars={**aws, "ROLLWAY_CACHE_DIR": str(cache)})
     c.wait_for_nodes()
     ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
+    os.environ["ROLLWAY_TEST_RAY_ADDRESS"] = c.address  # for a driver in another process
     yield caches
+    os.environ.pop("ROLLWAY_TEST_RAY_ADDRESS", None)
     ray.shutdown()
     c.shutdown()
 
@@ -123,3 +127,36 @@ def test_issue45_a_ray_rollouts_actors_record_one_replay_on_s3(nodes):
     stored = ds.metadata["runs"][0]["summary"]
     assert set(stored["actors"]) == {"0", "1"} and stored["fragments"] >= len(frags)
     assert not [k for k in store_keys("ray/replay") if k.startswith(".tmp/")]
+
+
+def test_issue45_a_sigkilled_driver_is_resumed_on_s3_from_what_the_store_holds(nodes, local):
+    """The driver process killed (-9) mid-run: Ray ends its actors, the store keeps every committed
+    episode (and whatever a member staged), and a new driver's resume takes the lease over (its
+    holder, a process of this host, is gone), settles, and finishes the same episodes, each once."""
+    url = f"s3://{BUCKET}/ray/driver-killed"
+    before = set(all_member_pids())
+    code = ("import sys, rollway.ray\n"
+            f"job = {JOB!r}\n"
+            "rollway.ray.run(**job, out=sys.argv[1], address=sys.argv[2], num_actors=2, part_episodes=6, progress=False)\n")
+    p = subprocess.Popen([sys.executable, "-c", code, url, os.environ["ROLLWAY_TEST_RAY_ADDRESS"]],
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            if len(rollway.Dataset(url).episodes) >= 6:
+                break
+        except rollway.RollwayError:
+            pass  # not on the store yet
+        time.sleep(0.05)
+    p.kill()
+    p.communicate(timeout=60)
+    deadline = time.monotonic() + 60
+    while member_pids(before, running=b"ray::_Member") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not member_pids(before, running=b"ray::_Member"), "the driver's actors outlived it"
+    have = fingerprints(url)
+    assert 6 <= len(have) < 48 and set(have.items()) <= set(local.items()), "killed mid-run, nothing wrong committed"
+    s = rollway.ray.run(resume=url, num_actors=2, progress=False)
+    assert s.complete and fingerprints(url) == local
+    assert rollway.Dataset(url).verify()["problems"] == []
+    assert not [k for k in store_keys("ray/driver-killed") if k.startswith(".tmp/")]
