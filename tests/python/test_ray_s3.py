@@ -73,6 +73,8 @@ def test_issue45_ray_run_on_two_nodes_that_share_no_directory_writes_one_s3_data
     assert not [k for k in keys if k.startswith(".tmp/")], f"nothing staged, claimed or leased is left: {keys}"
     shards = sorted(k for k in keys if k.startswith("index/"))
     assert len(shards) >= 8, f"every part's shards, renumbered into one sequence: {shards}"
+    steps = rollway.ray.read_dataset(url)  # read by tasks on the two nodes, from the store
+    assert steps.count() == sum(e["length"] + 1 for e in ds.episodes)
     for cache in nodes:
         assert (cache / "work").is_dir(), "each node wrote through a work directory of its own"
         assert not list((cache / "work").iterdir()), "and removed it once its shards were on the store"

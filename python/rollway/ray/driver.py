@@ -318,13 +318,21 @@ def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:
 
     Only shards whose index is committed are read — never a file without its index —
     wherever each file is at the moment (published, or still staged); episodes
-    committed later are not included (call again). ``read_parquet_args`` go to
+    committed later are not included (call again). An ``s3://`` dataset is read from the
+    store by every node (pyarrow's S3 filesystem, configured by the ``AWS_*`` variables),
+    its committed files named by the index. ``read_parquet_args`` go to
     ``ray.data.read_parquet``.
     """
     ray = _ray()
-    files = [os.fspath(p) for p in _rollway.DatasetHandle(os.fspath(path), False).parquet_files()]
+    target = os.fspath(path)
+    handle = _rollway.DatasetHandle(target, False)
+    files = [os.fspath(p) for p in handle.parquet_files()]
     if not files:
-        raise _rollway.InputError(f"{os.fspath(path)}: no committed steps to read")
+        raise _rollway.InputError(f"{target}: no committed steps to read")
+    if _rollway.HeldDataset.is_remote(target):
+        # This machine's replica is not the other nodes': name the store's objects instead.
+        root = os.fspath(handle.root)
+        files = [target.rstrip("/") + "/" + os.path.relpath(f, root).replace(os.sep, "/") for f in files]
     return ray.data.read_parquet(files, **read_parquet_args)
 
 
