@@ -12,6 +12,7 @@ __all__ = [
     "DatasetHandle",
     "DatasetLockedError",
     "DatasetNotFoundError",
+    "EventWriter",
     "FORMAT_VERSION",
     "HeldDataset",
     "IncompleteRunError",
@@ -236,6 +237,15 @@ class LagGate:
     def dropped_steps(self) -> int: ...
     @property
     def dropped_fragments(self) -> int: ...
+
+@final
+class EventWriter:
+    """A TensorBoard event file: one record of scalars per call."""
+
+    def __new__(cls, log_dir: str, now: float) -> Self: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    def scalars(self, step: int, now: float, scalars: List[Tuple[str, float]]) -> None: ...
 
 @final
 class HeldDataset:

@@ -61,6 +61,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from rollway import _rollway
+from rollway._training_log import TrainingLog
 from rollway.spaces import RowViews
 
 
@@ -213,6 +214,10 @@ class Rollout:
     index), instead of ``j * num_envs + i``; with ``join=(run, writer_id)``, ``out`` is an
     existing dataset whose run ``run`` this rollout writes as one of many writers. Both
     are how :class:`rollway.ray.Rollout`'s actors share one run.
+    ``log_dir``: writes each fragment's stats as TensorBoard scalars into an event file
+    there (``tensorboard --logdir DIR``; tags in :mod:`rollway._training_log`);
+    ``progress``: a progress line on stderr, once a second (steps/s, episodes, the mean
+    return of the last 100 episodes, the policy version, lag, dropped steps).
     """
 
     def __init__(
@@ -237,6 +242,8 @@ class Rollout:
         episode_ids: Optional[Tuple[int, int, int]] = None,
         join: Optional[Tuple[int, str]] = None,
         policy_params: Optional[Mapping[str, Any]] = None,
+        log_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        progress: bool = False,
     ):
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
@@ -252,6 +259,7 @@ class Rollout:
         self._spaces = (obs_json, act_json)
         self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
         self.max_episode_steps: Optional[int] = limit
+        self._log = TrainingLog(log_dir, progress) if log_dir is not None or progress else None
 
     @property
     def single_observation_space(self) -> Any:
@@ -274,7 +282,10 @@ class Rollout:
         raw = self._h.collect()
         for w in raw.get("warnings", ()):
             warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
-        return Fragment(raw, self._obs, self._act)
+        frag = Fragment(raw, self._obs, self._act)
+        if self._log is not None:
+            self._log.fragment(frag, self.version)
+        return frag
 
     def publish(self, weights: Any = None, *, version: Optional[int] = None) -> int:
         """Makes the next policy version and returns it. ``weights`` (e.g. a
@@ -308,6 +319,9 @@ class Rollout:
         ``steps_per_sec``; and ``config``, its settings), commits the episodes that ended
         and closes the dataset. A rollout killed before ``close`` stores no summary: a
         report says so."""
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
         self._h.close()
 
     def __enter__(self) -> "Rollout":

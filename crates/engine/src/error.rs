@@ -66,6 +66,15 @@ pub enum Error {
         #[source]
         source: rollway_report::Error,
     },
+    /// A training log (TensorBoard event file) could not be written.
+    #[error("writing the training log {}", path.display())]
+    Log {
+        /// The event file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The run failed (a worker, a sink).
     #[error(transparent)]
     Run(rollway_runner::Error),

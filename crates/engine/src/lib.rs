@@ -39,6 +39,7 @@ mod request;
 pub mod rollout;
 pub mod settings;
 mod sinks;
+pub mod tensorboard;
 
 pub use error::{chain_text, Cause, Error, Result};
 pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};

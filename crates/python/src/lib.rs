@@ -24,6 +24,7 @@ mod pyenvs;
 mod rollout;
 mod rows;
 mod run;
+mod tblog;
 mod vec_env;
 
 use pyo3::prelude::*;
@@ -111,5 +112,6 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rollout::register(m)?;
     lag::register(m)?;
     held::register(m)?;
+    tblog::register(m)?;
     Ok(())
 }

@@ -62,6 +62,7 @@ import rollway
 from rollway import _rollway
 from rollway.ray._common import (_connect, _own_error, _ray, _refuse_worker_names, close_run, hold_dataset, ray_failure,
                                  ship_by_value)
+from rollway._training_log import TrainingLog
 from rollway.rollout import Fragment
 from rollway.spaces import RowViews
 
@@ -147,6 +148,8 @@ class Rollout:
     ``max_restarts``: how often Ray restarts each actor; ``max_policy_lag`` and
     ``stale`` (``"wait"`` or ``"drop"``): see the module docs; ``address``: the Ray
     cluster (left out: this process's Ray, or a new local one, shut down at ``close``).
+    ``log_dir`` and ``progress``: :class:`rollway.Rollout`'s, here in the learner's process
+    over the fragments of every actor.
     ``out``: a new dataset that every actor records its finished episodes into, as one
     run of many writers (this process creates it, reading the env's spaces from one env
     it makes): a directory on storage every node sees, or an ``s3://bucket/prefix`` URL
@@ -161,6 +164,7 @@ class Rollout:
                  stale: str = "wait", num_cpus_per_actor: float = 1.0, num_gpus_per_actor: float = 0.0,
                  resources_per_actor: Optional[Mapping[str, float]] = None, max_restarts: int = 3,
                  address: Optional[str] = None, out: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 log_dir: Optional[Union[str, "os.PathLike[str]"]] = None, progress: bool = False,
                  **rollout_args: Any):
         _refuse_worker_names(rollout_args)
         for own in ("episode_ids", "join"):
@@ -227,6 +231,7 @@ class Rollout:
                                            actor_failures=0, lags=collections.Counter(),
                                            actors={a: dict(fragments=0, steps=0, seconds=0.0) for a in range(num_actors)})
         self._t0 = time.monotonic()
+        self._log = TrainingLog(log_dir, progress) if log_dir is not None or progress else None
         self._dispatch()
 
     def _get(self, ref: Any) -> Any:
@@ -254,6 +259,9 @@ class Rollout:
         """The next fragment (``n`` left out), or a list of the next ``n``. Warnings the
         actors' envs raised come as :class:`rollway.RollwayWarning`, each kind once."""
         out = self._next(1 if n is None else int(n))
+        if self._log is not None:
+            for f in out:
+                self._log.fragment(f, self._version)
         for w in self._warnings:
             warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
         self._warnings.clear()
@@ -358,6 +366,9 @@ class Rollout:
         """Ends the actors (their envs and env processes with them), each first committing
         what its dataset writer holds (``out``); closes the run; shuts Ray down if this
         rollout started it."""
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
         actors, self._actors = getattr(self, "_actors", []), []
         if actors and getattr(self, "_out", None) is not None:
             self._ray.wait([h.close.remote() for h in actors], num_returns=len(actors), timeout=60)
