@@ -3,6 +3,10 @@ written as TensorBoard scalars (``log_dir=``) are read back with TensorBoard's o
 (which checks every record's CRC), and the progress line (``progress=True``) says what it
 should."""
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -41,3 +45,46 @@ def test_issue47_an_unwritable_log_dir_is_an_input_error(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(rollway.InputError, match="log_dir="):
         rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=8, log_dir=tmp_path / "file" / "tb")
+
+
+def test_issue47_the_report_of_a_recorded_rollout_draws_it_by_policy_version(tmp_path):
+    out = tmp_path / "replay"
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05) as r:
+        for _ in range(8):
+            r.collect()
+            r.publish()
+    ds = rollway.Dataset(out)
+    newest = sorted({int(ds[k].policy_version.max()) for k in range(len(ds))})
+    assert len(newest) >= 4, "episodes ended under several versions"
+    html = open(ds.report(tmp_path / "report.html")).read()
+    section = html.split('id="training"')[1].split("</section>")[0]
+    for title in ("Return by policy version (mean, ± 1 std)", "Episode length by policy version",
+                  "Episodes by policy version", "Steps by policy version"):
+        assert title in section, title
+    assert f"{newest[0]} – {newest[-1]} ({len(newest)} acted in a finished episode)" in section
+    # The learning curve has a point per version: three lines (mean, ± 1 std) of len(newest) points.
+    curve = section.split("Return by policy version", 1)[1].split("</svg>")[0]
+    assert [len(p.split('points="')[1].split('"')[0].split()) for p in curve.split("<polyline")[1:]] == [len(newest)] * 3
+    assert "fragments, lag max, dropped steps, env faults" in section, "the rollout's stored summary"
+    rendered_in_chromium(tmp_path / "report.html")
+    # A dataset no rollout recorded has no training section.
+    rollway.run(env="CartPole-v1", agent="random", episodes=5, out=tmp_path / "plain", progress=False)
+    plain = open(rollway.Dataset(tmp_path / "plain").report(tmp_path / "plain.html")).read()
+    assert 'id="training"' not in plain
+
+
+def rendered_in_chromium(page):
+    """The page loads in headless Chromium (as the Rust report tests load theirs) without a
+    script error, its training plots in the DOM."""
+    chrome = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+    if chrome is None:
+        assert not os.environ.get("ROLLWAY_REQUIRE_PEERS"), "ROLLWAY_REQUIRE_PEERS is set but no chromium is installed"
+        return
+    profile = os.path.join(os.path.dirname(page), "chromium-profile")
+    o = subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--disable-background-networking", "--enable-logging=stderr", "--v=0",
+                        "--virtual-time-budget=5000", f"--user-data-dir={profile}", "--dump-dom", f"file://{page}"],
+                       capture_output=True, text=True, timeout=120)
+    errors = [line for line in o.stderr.splitlines() if "Uncaught" in line or "CONSOLE" in line]
+    assert not errors, errors
+    assert o.stdout.count('aria-label="Return by policy version') == 1 and "Steps by policy version" in o.stdout

@@ -24,6 +24,7 @@ mod html;
 mod media;
 mod sections;
 pub mod svg;
+mod training;
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,9 @@ pub fn render(dir: &Path, media: &ReportMedia) -> Result<String> {
     page.section("overview", "Overview", &sections::overview(&ds, &entries));
     page.section("runs", "Runs: config and provenance", &sections::runs(&ds, &entries));
     page.section("episodes", "Episodes: outcomes, labels, returns, lengths", &sections::episodes(&entries));
+    if let Some(markup) = training::training(&ds, &entries) {
+        page.section("training", "Training: by policy version", &markup);
+    }
     page.section("throughput", "Throughput: over time and per worker", &sections::throughput(&ds, &entries));
     page.section("faults", "Faults: attempts, restarts, given-up episodes", &sections::faults(&ds, &entries));
     if !meta.frame_keys.is_empty() {

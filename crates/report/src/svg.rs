@@ -137,8 +137,10 @@ pub fn histogram(title: &str, xlabel: &str, values: &[f64]) -> String {
 pub fn lines(title: &str, xlabel: &str, ylabel: &str, series: &[Series]) -> String {
     let pts = || series.iter().flat_map(|s| s.points.iter());
     let xr = (pts().map(|p| p.0).fold(f64::INFINITY, f64::min), pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max));
+    // From 0, or below it for negative values (returns often are).
     let ymax = pts().map(|p| p.1).fold(0.0, f64::max);
-    let s = if xr.0.is_finite() { Scale::new(xr, (0.0, ymax * 1.05)) } else { Scale::new((0.0, 1.0), (0.0, 1.0)) };
+    let ymin = pts().map(|p| p.1).fold(0.0, f64::min);
+    let s = if xr.0.is_finite() { Scale::new(xr, (ymin * 1.05, ymax * 1.05)) } else { Scale::new((0.0, 1.0), (0.0, 1.0)) };
     let mut body = String::new();
     for (i, line) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
