@@ -87,9 +87,8 @@ fn execute(cli: Cli) -> u8 {
         Command::Relabel(a) => data::relabel(&a),
         Command::Load(mut a) => {
             // On a store, only the shards the selection reads are fetched (a replay's newest, say).
-            let sel = data::load_config(&a).select;
-            let choose: rollway_remote::Choose = Box::new(move |shards| rollway_loader::needed_shards(shards, &sel));
-            pulled_chosen(&mut a.dir, None, Some(choose)).and_then(|replica| data::load(&a, replica))
+            let choose = rollway_loader::shard_chooser(data::load_config(&a).select);
+            pulled_chosen(&mut a.dir, None, choose).and_then(|replica| data::load(&a, replica))
         }
         Command::Export(mut a) => pulled(&mut a.dir, None).and_then(|_| interop::export(&a)),
         Command::Import(a) => interop::import(&a),

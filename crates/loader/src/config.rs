@@ -29,6 +29,22 @@ pub struct Selection {
     pub min_policy_version: Option<u64>,
 }
 
+impl Selection {
+    /// Whether it leaves any committed episode out (given-up ones aside): a reader of
+    /// a store that keeps everything pulls every shard without choosing.
+    pub fn narrows(&self) -> bool {
+        let Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version } = self;
+        !labels.is_empty()
+            || min_return.is_some()
+            || max_return.is_some()
+            || min_length.is_some()
+            || max_length.is_some()
+            || last_episodes.is_some()
+            || last_steps.is_some()
+            || min_policy_version.is_some()
+    }
+}
+
 /// Loader settings.
 #[derive(Clone, Debug)]
 pub struct LoaderConfig {

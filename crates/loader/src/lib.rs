@@ -45,7 +45,7 @@ pub use config::{default_threads, LoaderConfig, LoaderState, Selection, Window};
 pub use error::{Error, Result};
 pub use follow::Follow;
 pub use pipeline::LentBatch;
-pub use table::{needed_shards, EpisodeSpan};
+pub use table::{needed_shards, shard_chooser, EpisodeSpan};
 
 /// Batches from a dataset.
 pub struct Loader {

@@ -235,6 +235,13 @@ fn oldest_of<'a>(episodes: impl Iterator<Item = &'a IndexEntry>, sel: &Selection
     oldest
 }
 
+/// For a reader of a store: the shards to fetch, chosen by [`needed_shards`]; `None`
+/// when `sel` keeps every episode (fetch them all, without choosing).
+#[allow(clippy::type_complexity)]
+pub fn shard_chooser(sel: Selection) -> Option<Box<dyn Fn(&[&ShardIndex]) -> BTreeSet<u32> + Send + Sync>> {
+    sel.narrows().then(|| Box::new(move |shards: &[&ShardIndex]| needed_shards(shards, &sel)) as Box<_>)
+}
+
 /// The shards (by number) that hold an episode `sel` keeps, given every shard's
 /// index: all a loader with this selection reads. A reader of a dataset on an object
 /// store fetches only these (`rollway_remote::Replica::open_chosen`).

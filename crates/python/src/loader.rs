@@ -88,9 +88,8 @@ impl LoaderHandle {
             follow,
         };
         // On a store, only the shards the selection reads are fetched (a replay's newest, say).
-        let sel = cfg.select.clone();
-        let choose: rollway_remote::Choose = Box::new(move |shards| rollway_loader::needed_shards(shards, &sel));
-        let (path, replica) = py.detach(|| crate::errors::chosen_source(&path, Some(choose)))?;
+        let choose = rollway_loader::shard_chooser(cfg.select.clone());
+        let (path, replica) = py.detach(|| crate::errors::chosen_source(&path, choose))?;
         let mut inner = py.detach(|| Loader::open(&path, cfg)).py()?;
         if let Some(r) = replica {
             // Each refresh, and each round of a following loader, pulls new shards first.
