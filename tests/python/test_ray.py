@@ -82,9 +82,10 @@ def test_ray_run_across_two_nodes_equals_the_local_run(cluster, local, tmp_path)
     assert not os.listdir(out / ".tmp" / "claims") and not os.listdir(out / ".tmp" / "writers")
 
 
-def test_ray_actor_sigkilled_mid_run_loses_nothing_and_duplicates_nothing(cluster, local, tmp_path):
-    out = tmp_path / "ray"
-    killed, before = [], set(all_member_pids())
+def kill_one_member(killed):
+    """An action that SIGKILLs one actor process running a part (not one of an earlier test's)
+    and records its pid in ``killed``."""
+    before = set(all_member_pids())
 
     def kill():
         # An actor between two parts has no part running (its title says so) for a moment:
@@ -96,7 +97,13 @@ def test_ray_actor_sigkilled_mid_run_loses_nothing_and_duplicates_nothing(cluste
                 killed.append(pid)
             time.sleep(0 if killed else 0.005)
 
-    watcher = when_committed(out, 6, kill)
+    return kill
+
+
+def test_ray_actor_sigkilled_mid_run_loses_nothing_and_duplicates_nothing(cluster, local, tmp_path):
+    out = tmp_path / "ray"
+    killed = []
+    watcher = when_committed(out, 6, kill_one_member(killed))
     s = rollway.ray.run(**JOB, out=out, num_actors=2, max_restarts=2, part_episodes=12, progress=False)
     watcher.join()
     assert killed, "the kill landed"

@@ -6,7 +6,6 @@ dataset must equal a local run's, with an actor SIGKILLed mid-run too, and leave
 staged or claimed on the store; a Ray rollout's actors record one replay there."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("moto")
 import rollway.ray  # noqa: E402
 
-from test_ray import JOB, fingerprints, member_pids, all_member_pids, when_committed  # noqa: E402
+from test_ray import JOB, all_member_pids, fingerprints, kill_one_member, member_pids, when_committed  # noqa: E402
 
 BUCKET = "rollway-test"
 
@@ -82,17 +81,8 @@ def test_issue45_ray_run_on_two_nodes_that_share_no_directory_writes_one_s3_data
 
 def test_issue45_ray_actor_sigkilled_mid_run_on_s3_loses_nothing_and_duplicates_nothing(nodes, local):
     url = f"s3://{BUCKET}/ray/killed"
-    killed, before = [], set(all_member_pids())
-
-    def kill():
-        deadline = time.monotonic() + 60
-        while not killed and time.monotonic() < deadline:
-            for pid in member_pids(before)[:1]:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            time.sleep(0 if killed else 0.005)
-
-    watcher = when_committed(url, 6, kill)
+    killed = []
+    watcher = when_committed(url, 6, kill_one_member(killed))
     s = rollway.ray.run(**JOB, out=url, num_actors=2, max_restarts=2, part_episodes=12, progress=False)
     watcher.join()
     assert killed, "the kill landed"
