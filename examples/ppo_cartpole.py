@@ -16,6 +16,17 @@ the two on CartPole cut at 100 steps, where most episodes end by truncation).
     python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
     python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
 
+**A long run that survives being killed.** ``--run DIR`` records every episode into the
+replay ``DIR/replay`` (a rollway dataset: ``rollway report DIR/replay`` draws the
+learning curve by policy version), writes TensorBoard scalars to ``DIR/tb`` and
+checkpoints the learner (network, optimizer, update, version, RNGs) atomically to
+``DIR/checkpoint.pt`` every ``--checkpoint-every`` updates. Run the same command again
+after a crash or a preemption: it resumes from the checkpoint into the same replay
+(``rollway.Rollout(resume=True, version=…)``), its episode numbering and seeds going on
+where the replay's end::
+
+    python examples/ppo_cartpole.py --run runs/cartpole     # kill it, run it again: it goes on
+
 Prints one line per 10 updates and a JSON summary last (steps/s, time to solved,
 time inside the policy's forward and the learner's update).
 """
@@ -27,8 +38,9 @@ import collections
 import copy
 import functools
 import json
+import os
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -134,10 +146,42 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
 
 
 def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, max_episode_steps: Optional[int] = None,
-                   **env_params: Any) -> rollway.Rollout:
-    """Where fragments come from: a rollway rollout (the bench swaps in other engines)."""
+                   rollout_args: Optional[Dict[str, Any]] = None, **env_params: Any) -> rollway.Rollout:
+    """Where fragments come from: a rollway rollout (the bench swaps in other engines);
+    ``rollout_args``: the run's recording, logging and resuming (``out``, ``log_dir``, ``resume``, ``version``)."""
     return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag, env_params=env_params,
-                           max_episode_steps=max_episode_steps)
+                           max_episode_steps=max_episode_steps, **(rollout_args or {}))
+
+
+class Checkpoint:
+    """The learner's state at ``DIR/checkpoint.pt``: network, optimizer, update, version,
+    recent returns and every RNG, written whole or not at all (a temporary file renamed
+    over the last one, fsynced), so a kill at any moment leaves the last complete one."""
+
+    def __init__(self, run_dir: str):
+        self.path = os.path.join(run_dir, "checkpoint.pt")
+
+    def save(self, agent: nn.Module, opt: torch.optim.Optimizer, update: int, version: int, recent: Any) -> None:
+        state = {"agent": agent.state_dict(), "opt": opt.state_dict(), "update": update, "version": version,
+                 "recent": list(recent), "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state()}
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def load(self, agent: nn.Module, opt: torch.optim.Optimizer, recent: Any) -> Tuple[int, int]:
+        """Restores the learner; returns (update, version), (0, 0) when there is no checkpoint yet."""
+        if not os.path.exists(self.path):
+            return 0, 0
+        state = torch.load(self.path, weights_only=False)
+        agent.load_state_dict(state["agent"])
+        opt.load_state_dict(state["opt"])
+        recent.extend(state["recent"])
+        torch.set_rng_state(state["torch_rng"])
+        np.random.set_state(state["numpy_rng"])
+        return int(state["update"]), int(state["version"])
 
 
 def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
@@ -145,11 +189,13 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
           stop_when_solved: bool = True, log: bool = True, source: Callable[..., Any] = rollway_source,
           make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
           env_params: Optional[Dict[str, Any]] = None, threads: int = 1, bootstrap: bool = True,
-          time_limit: Optional[int] = None) -> Dict[str, Any]:
+          time_limit: Optional[int] = None, run_dir: Optional[str] = None, checkpoint_every: int = 10) -> Dict[str, Any]:
     """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went.
     ``threads`` sets torch's threads (0 leaves torch's choice); ``bootstrap``: truncated episodes
     bootstrapped from their final observation's value (see the module docs); ``time_limit``:
-    episodes cut at this many steps (the env's own limit otherwise)."""
+    episodes cut at this many steps (the env's own limit otherwise). ``run_dir``: the replay,
+    TensorBoard scalars and checkpoints of a run that resumes where it was when started again
+    (see the module docs), checkpointed every ``checkpoint_every`` updates."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     if threads:
@@ -162,11 +208,19 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
     updates = total_steps // batch
     recent: collections.deque = collections.deque(maxlen=20)
     curve, solved_s, learn_s = [], None, 0.0
+    limit: Dict[str, Any] = {} if time_limit is None else {"max_episode_steps": time_limit}
+    ckpt, done = None, 0
+    if run_dir is not None:
+        os.makedirs(run_dir, exist_ok=True)
+        ckpt = Checkpoint(run_dir)
+        done, version = ckpt.load(agent, opt, recent)
+        acting.agent.load_state_dict(agent.state_dict())
+        limit["rollout_args"] = dict(out=os.path.join(run_dir, "replay"), log_dir=os.path.join(run_dir, "tb"), resume=True,
+                                     version=version)
     start = time.perf_counter()
-    limit = {} if time_limit is None else {"max_episode_steps": time_limit}
     rollout = source(acting, envs, steps, seed, lag, **limit, **(env_params or {}))
     try:
-        for update in range(1, updates + 1):
+        for update in range(done + 1, updates + 1):
             frag = rollout.collect()
             recent.extend(frag.finished["return"].tolist())
             t0 = time.perf_counter()
@@ -177,8 +231,10 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
             learn_s += time.perf_counter() - t0
             mean = float(np.mean(recent)) if recent else 0.0
             curve.append((update * batch, mean))
+            if ckpt is not None and (update % checkpoint_every == 0 or update == updates):
+                ckpt.save(agent, opt, update, rollout.version, recent)
             if log and update % 10 == 0:
-                print(f"steps {update * batch:>7}  mean return {mean:6.1f}  {update * batch / (time.perf_counter() - start):6.0f} steps/s", flush=True)
+                print(f"steps {update * batch:>7}  mean return {mean:6.1f}  {(update - done) * batch / (time.perf_counter() - start):6.0f} steps/s", flush=True)
             if solved_s is None and len(recent) == recent.maxlen and mean >= target:
                 solved_s = time.perf_counter() - start
                 if stop_when_solved:
@@ -186,9 +242,11 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
     finally:
         rollout.close()
     wall = time.perf_counter() - start
-    done = curve[-1][0]
-    return {"steps": done, "wall_s": wall, "steps_per_s": done / wall, "solved_s": solved_s,
-            "mean_return": curve[-1][1], "forward_s": acting.forward_s, "learn_s": learn_s,
+    total = curve[-1][0] if curve else done * batch
+    ran = total - done * batch
+    return {"steps": total, "wall_s": wall, "steps_per_s": ran / wall, "solved_s": solved_s,
+            "mean_return": curve[-1][1] if curve else float(np.mean(recent)) if recent else 0.0,
+            "forward_s": acting.forward_s, "learn_s": learn_s,
             "outside_share": 1.0 - (acting.forward_s + learn_s) / wall, "lag": lag, "envs": envs, "seed": seed, "curve": curve}
 
 
@@ -239,9 +297,11 @@ def main() -> None:
     p.add_argument("--no-stop", action="store_true", help="train for all the steps even once solved")
     p.add_argument("--no-bootstrap", action="store_true", help="treat a truncated episode as terminated (CleanRL's loop)")
     p.add_argument("--time-limit", type=int, help="cut episodes at this many steps (default: CartPole's 500)")
+    p.add_argument("--run", metavar="DIR", help="record the replay, TensorBoard scalars and checkpoints here; run again to resume")
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
     a = p.parse_args()
     r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop, bootstrap=not a.no_bootstrap,
-              time_limit=a.time_limit)
+              time_limit=a.time_limit, run_dir=a.run, checkpoint_every=a.checkpoint_every)
     r.pop("curve")
     print(json.dumps(r))
 

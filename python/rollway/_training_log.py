@@ -2,7 +2,8 @@
 (``progress=True``) and the per-fragment stats as TensorBoard scalars (``log_dir=``), the
 convention of CleanRL, SB3 and Sample Factory (``tensorboard --logdir DIR``).
 
-The x axis is env steps delivered so far. Tags: ``charts/episodic_return`` and
+The x axis is env steps delivered so far (a resumed rollout's goes on from the steps its
+replay holds). Tags: ``charts/episodic_return`` and
 ``charts/episodic_length`` (the mean over the episodes that ended in the fragment, when
 any did), and ``rollout/…``: ``steps_per_s``, ``policy_s``, ``env_s``, ``waited_s``,
 ``lag_mean``, ``lag_max``, ``dropped_steps``, ``env_faults``, ``episodes`` (so far) and
@@ -28,10 +29,10 @@ _TAGS = [(k, f"rollout/{k}") for k in ("steps_per_s", "policy_s", "env_s", "wait
 class TrainingLog:
     """A rollout's progress line and TensorBoard scalars, fed one fragment at a time."""
 
-    def __init__(self, log_dir: Optional[Union[str, "os.PathLike[str]"]], progress: bool):
+    def __init__(self, log_dir: Optional[Union[str, "os.PathLike[str]"]], progress: bool, steps: int = 0):
         self.writer = None if log_dir is None else _rollway.EventWriter(os.fspath(log_dir), time.time())
         self.progress = bool(progress)
-        self.steps, self.episodes = 0, 0
+        self.steps, self.episodes, self.start = int(steps), 0, int(steps)
         self.recent: Deque[float] = collections.deque(maxlen=100)
         self.t0, self.shown = time.monotonic(), float("-inf")  # the first fragment shows a line at once
 
@@ -58,7 +59,7 @@ class TrainingLog:
             self._show(frag, version)
 
     def _show(self, frag: Any, version: int) -> None:
-        rate = self.steps / max(time.monotonic() - self.t0, 1e-9)
+        rate = (self.steps - self.start) / max(time.monotonic() - self.t0, 1e-9)
         ret = f"{sum(self.recent) / len(self.recent):.2f}" if self.recent else "-"
         st = frag.stats
         print(f"\rrollway: {self.steps:,} steps ({rate:,.0f}/s), {self.episodes:,} episodes, return {ret} (last "

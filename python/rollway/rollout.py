@@ -167,11 +167,13 @@ def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tu
         raise _rollway.InputError(f"rollout settings: {e}") from None
 
 
-def _prepare(env: Union[str, Callable[[], Any]], **settings: Any) -> None:
-    """Creates the dataset and run of ``settings["out"]`` as a recording rollout would, without
-    starting one: the run :class:`rollway.ray.Rollout`'s actors join."""
+def _prepare(env: Union[str, Callable[[], Any]], **settings: Any) -> Tuple[int, Optional[Tuple[List[int], int, int]]]:
+    """Creates the dataset and run of ``settings["out"]`` as a recording rollout would (with
+    ``resume``, a run continuing the one there), without starting one: the run
+    :class:`rollway.ray.Rollout`'s actors join. Returns its number and, resumed, each of the
+    stream's slots' episodes taken, the replay's episodes and steps."""
     env, pickle, text = _request(env, {k: v for k, v in settings.items() if k != "policy_params"})
-    _rollway.prepare_rollout(env, text, pickle, sys.executable)
+    return _rollway.prepare_rollout(env, text, pickle, sys.executable)
 
 
 class Rollout:
@@ -218,6 +220,18 @@ class Rollout:
     there (``tensorboard --logdir DIR``; tags in :mod:`rollway._training_log`);
     ``progress``: a progress line on stderr, once a second (steps/s, episodes, the mean
     return of the last 100 episodes, the policy version, lag, dropped steps).
+    ``resume=True``: continues the training run recorded at ``out`` after a crash or a
+    preemption (or starts it, when nothing is there): the same dataset, a new run in it
+    (each life of the learner is a run, so a report tells the kills from the clean end),
+    every env slot numbering and seeding its episodes on from the last it committed (no
+    committed id repeats; numbers of episodes lost with the crash are reused, with their
+    seeds, as an unbroken rollout would have used them); the seed and the slot count
+    (``num_envs``) must be the recorded ones. ``version``: the version the rollout acts as
+    until the first :meth:`publish`: a resumed learner's, from its checkpoint. Steps its
+    last life recorded after that checkpoint keep their (higher) versions. :attr:`resumed`
+    then says what the replay held (``episodes``, ``steps``), and ``log_dir``'s x axis
+    goes on from those steps. ``episode_starts``: each slot's episodes already taken, as
+    :class:`rollway.ray.Rollout` gives its actors.
     """
 
     def __init__(
@@ -244,6 +258,9 @@ class Rollout:
         policy_params: Optional[Mapping[str, Any]] = None,
         log_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
         progress: bool = False,
+        resume: bool = False,
+        version: int = 0,
+        episode_starts: Optional[List[int]] = None,
     ):
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
@@ -252,14 +269,20 @@ class Rollout:
             env_params=env_params, policy_params=policy_params, seed=seed, num_envs=num_envs, workers=workers, steps=steps,
             max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
             step_timeout=step_timeout, host=host, check=check, out=out, commit_every=commit_every,
-            seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join))
+            seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join, resume=bool(resume),
+            version=int(version), episode_starts=list(episode_starts or ())))
         self._h = _rollway.RolloutHandle(env, policy, settings, pickle, sys.executable)
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
         self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
         self.max_episode_steps: Optional[int] = limit
-        self._log = TrainingLog(log_dir, progress) if log_dir is not None or progress else None
+        self.resumed: Optional[Dict[str, int]] = None
+        if self._h.resumed is not None:
+            _, episodes, steps = self._h.resumed
+            self.resumed = dict(episodes=episodes, steps=steps)
+        steps0 = self.resumed["steps"] if self.resumed else 0
+        self._log = TrainingLog(log_dir, progress, steps0) if log_dir is not None or progress else None
 
     @property
     def single_observation_space(self) -> Any:

@@ -46,7 +46,7 @@ pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, table_params, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
 pub use request::RunRequest;
-pub use rollout::{Host, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
+pub use rollout::{Host, Resumed, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
 pub use settings::{DurationSetting, ModeArg, Part, RunOptions};
 pub use sinks::{JsonLines, Sinks};
 

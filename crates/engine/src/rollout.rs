@@ -23,7 +23,7 @@ use std::time::Duration;
 use rollway_core::{EnvFactory, EnvSpec, Params};
 use rollway_remote::Writing;
 use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Policy, Rollout, RolloutConfig};
-use rollway_store::{DatasetWriter, WriterConfig};
+use rollway_store::{DatasetWriter, IndexEntry, RunInfo, WriterConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InputContext, Result};
@@ -96,6 +96,15 @@ pub struct RolloutRequest {
     pub episode_ids: Option<(u64, u64, u64)>,
     /// `(run, writer id)`: write run `run` of the dataset at `out` as one of many writers.
     pub join: Option<(u32, String)>,
+    /// With `out`: continue the rollout recorded there (a new run after its last,
+    /// each env slot numbering and seeding its episodes past what was committed), or
+    /// start it if there is none.
+    pub resume: bool,
+    /// Each slot's episodes already taken (see [`RolloutConfig::episode_starts`]): set
+    /// by a distributed rollout's driver for its actors; a local resume finds its own.
+    pub episode_starts: Vec<u64>,
+    /// The version the rollout acts as until the learner publishes (its checkpoint's).
+    pub version: u64,
 }
 
 impl Default for RolloutRequest {
@@ -121,6 +130,9 @@ impl Default for RolloutRequest {
             seed_each_episode: d.seed_each_episode,
             episode_ids: None,
             join: None,
+            resume: false,
+            episode_starts: Vec::new(),
+            version: 0,
         }
     }
 }
@@ -158,8 +170,13 @@ impl RolloutRequest {
             check: self.check,
             seed_each_episode: self.seed_each_episode,
             episode_ids: self.episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots }),
+            episode_starts: self.episode_starts.clone(),
+            version: self.version,
         };
         cfg.validate().map_err(Error::input_from)?;
+        if self.resume && (self.out.is_none() || self.join.is_some()) {
+            bad!("resume=True continues the rollout recorded at out=, which this rollout records into alone (no join=)");
+        }
         if let Some(dir) = &self.out {
             // Refused before any env starts: a URL of a scheme this build does not reach.
             if !rollway_remote::is_remote(dir) {
@@ -210,6 +227,8 @@ pub struct StartedRollout {
     /// The run summary's settings, when the rollout owns its run (`out` without
     /// `join`: a joined run's driver stores the summary of all its writers).
     pub summary: Option<serde_json::Value>,
+    /// With `resume`: what the replay held.
+    pub resumed: Option<Resumed>,
 }
 
 /// Stops `rollout` (its envs and thread) and closes its dataset as a run closes
@@ -251,6 +270,11 @@ impl RolloutPlan {
         Ok(RolloutPlan { request, cfg, envs, spec, python: sources.python })
     }
 
+    /// Env slots of the episode numbering this rollout shares (`episode_ids`' slots, or its own envs).
+    fn slots(&self) -> u64 {
+        self.request.episode_ids.map_or(self.request.num_envs as u64, |e| e.2)
+    }
+
     /// The env's spec.
     pub fn spec(&self) -> &EnvSpec {
         &self.spec
@@ -275,22 +299,29 @@ impl RolloutPlan {
         Ok(Some(Box::new(AgentPolicy(agent))))
     }
 
-    /// Creates (or joins) the dataset the request records into, then starts the envs
-    /// and the engine with `policy`. A dataset directory that already holds one is
-    /// refused before anything is written.
-    pub fn start(self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
-        let (writer, push) = self.writer()?;
-        let writer = writer.map(Arc::new);
+    /// Creates (or joins, or with `resume` continues) the dataset the request records
+    /// into, then starts the envs and the engine with `policy`. A dataset directory
+    /// that already holds one is refused before anything is written, unless resumed.
+    pub fn start(mut self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
+        let opened = self.writer()?;
+        if let Some(r) = &opened.resumed {
+            let (offset, n) = (self.request.episode_ids.map_or(0, |e| e.1) as usize, self.cfg.envs);
+            self.cfg.episode_starts = r.starts[offset..offset + n].to_vec();
+        }
+        let writer = opened.writer.map(Arc::new);
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
         let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
         let owns_run = writer.is_some() && self.request.join.is_none();
         let summary = owns_run.then(|| serde_json::json!({ "kind": "rollout", "config": stored(&self.request) }));
-        Ok(StartedRollout { rollout, writer, push, summary })
+        Ok(StartedRollout { rollout, writer, push: opened.push, summary, resumed: opened.resumed })
     }
 
-    /// Creates the dataset of `out` and its run, and closes it again, unstarted: the
-    /// run that `rollway.ray.Rollout`'s actors then join, made without starting envs.
-    pub fn prepare_dataset(&self) -> Result<()> {
+    /// Creates the dataset of `out` and its run (with `resume`, a run continuing the
+    /// recorded one), and closes it again, unstarted: the run that
+    /// `rollway.ray.Rollout`'s actors then join, made without starting envs. Returns
+    /// the run's number and, resumed, the episodes each of the stream's slots has
+    /// taken (`episode_ids`' slots of them; empty for a new run).
+    pub fn prepare_dataset(&self) -> Result<(u32, Option<Resumed>)> {
         if let Some(dir) = self.request.out.as_ref().filter(|d| rollway_remote::is_remote(d)) {
             bad!(
                 "out={}: a distributed rollout's dataset on an object store is prepared by its driver (rollway.ray.Rollout), \
@@ -298,19 +329,25 @@ impl RolloutPlan {
                 dir.display()
             );
         }
-        let (w, push) = self.writer()?;
-        let w = w.input(|| "preparing a rollout's dataset needs out=".into())?;
+        let opened = self.writer()?;
+        let w = opened.writer.input(|| "preparing a rollout's dataset needs out=".into())?;
+        let run = w.run().run;
         w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })?;
-        push.map_or(Ok(()), |p| p.finish().map(drop).map_err(|e| Error::remote("pushing the dataset to the store", e)))
+        if let Some(p) = opened.push {
+            p.finish().map(drop).map_err(|e| Error::remote("pushing the dataset to the store", e))?;
+        }
+        Ok((run, opened.resumed))
     }
 
-    /// The dataset writer of `out`: a new dataset, committing at least every
-    /// `commit_every` seconds so that a follow-mode loader sees episodes soon; or,
-    /// with `join`, one of many writers of a run already there.
-    fn writer(&self) -> Result<(Option<DatasetWriter>, Option<Writing>)> {
-        let Some(dir) = &self.request.out else { return Ok((None, None)) };
+    /// The dataset writer of `out`: a new dataset (or, with `resume`, a new run
+    /// continuing the one there), committing at least every `commit_every` seconds so
+    /// that a follow-mode loader sees episodes soon; or, with `join`, one of many
+    /// writers of a run already there.
+    fn writer(&self) -> Result<OpenedOut> {
+        let Some(dir) = &self.request.out else { return Ok(OpenedOut::default()) };
         let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
         let url = dir.display().to_string();
+        let at = || format!("out={url}");
         if let Some((run, id)) = &self.request.join {
             let (dir, push) = match rollway_remote::is_remote(dir) {
                 false => (crate::dataset::local(dir)?, None),
@@ -319,27 +356,84 @@ impl RolloutPlan {
                     (push.work_dir().to_path_buf(), Some(push))
                 }
             };
-            let at = || format!("out={url}");
-            return DatasetWriter::join(&dir, *run, id, wc).input(at).map(|w| (Some(w), push));
+            let w = DatasetWriter::join(&dir, *run, id, wc).input(at)?;
+            return Ok(OpenedOut { writer: Some(w), push, resumed: None });
         }
+        let refusal = format!("out={url}: already holds a dataset; a rollout records into a new one (resume=True continues it)");
         let (dir, push) = match rollway_remote::is_remote(dir) {
             false => (crate::dataset::local(dir)?, None),
             true => {
-                let refusal = format!("out={url}: already holds a dataset; a rollout records into a new one");
-                let push = crate::remote::hold(&url, crate::remote::Want::New { refusal })?;
+                let want =
+                    if self.request.resume { crate::remote::Want::Append } else { crate::remote::Want::New { refusal: refusal.clone() } };
+                let push = crate::remote::hold(&url, want)?;
                 (push.work_dir().to_path_buf(), Some(push))
             }
         };
+        let config = serde_json::json!({ "rollout": stored(&self.request) });
+        let (agent, seed) = ("policy", self.request.seed);
+        if self.request.resume {
+            let (stream, slots) = (self.request.seed, self.slots());
+            let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, stream, slots);
+            let (w, resumed) = DatasetWriter::continue_runs(&dir, &self.spec, (agent, seed, config), wc, check).input(at)?;
+            return Ok(OpenedOut { writer: Some(w), push, resumed: Some(resumed) });
+        }
         // Appending would restart the versions at 0 beside the last run's: a staleness
         // bound counted from the new learner's version would keep the old run's data.
         if rollway_store::format::holds_dataset(&dir) {
-            bad!("out={}: already holds a dataset; a rollout records into a new one", dir.display());
+            return Err(Error::input(refusal));
         }
-        let config = serde_json::json!({ "rollout": stored(&self.request) });
-        let at = || format!("out={}", self.request.out.as_deref().unwrap_or(&dir).display());
-        let w = DatasetWriter::create(&dir, &self.spec, "policy", self.request.seed, config, wc).input(at)?;
-        Ok((Some(w), push))
+        let w = DatasetWriter::create(&dir, &self.spec, agent, seed, config, wc).input(at)?;
+        Ok(OpenedOut { writer: Some(w), push, resumed: None })
     }
+}
+
+/// The dataset a rollout records into, as opened.
+#[derive(Default)]
+struct OpenedOut {
+    writer: Option<DatasetWriter>,
+    push: Option<Writing>,
+    /// Resumed: what the replay held.
+    resumed: Option<Resumed>,
+}
+
+/// What a resumed rollout found in its replay.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resumed {
+    /// The episodes each slot of the stream has taken (`episode_ids`' slots of them).
+    pub starts: Vec<u64>,
+    /// Committed episodes, of every earlier life.
+    pub episodes: u64,
+    /// Their steps.
+    pub steps: u64,
+}
+
+/// How far each of a recorded rollout's `slots` env slots got: one past the highest
+/// episode it committed (its run index, `(k × slots + slot)`), so that the resumed
+/// rollout numbers and seeds its episodes as the unbroken stream would, reusing only
+/// numbers no committed episode has (those of episodes lost with the last life).
+/// Refuses a dataset whose last run is no rollout, or one of another seed or slot count.
+fn continued(last: Option<&RunInfo>, entries: &[IndexEntry], seed: u64, slots: u64) -> std::result::Result<Resumed, String> {
+    let mut starts = vec![0; slots as usize];
+    let steps = entries.iter().filter(|e| e.status != rollway_core::Status::GivenUp).map(|e| e.length).sum();
+    let Some(last) = last else { return Ok(Resumed { starts, episodes: 0, steps: 0 }) };
+    let Some(r) = last.config.get("rollout") else {
+        return Err(format!("its last run ({}) was not recorded by a rollout; resume=True continues a rollout's replay", last.run));
+    };
+    let was = r.get("episode_ids").and_then(|e| e.get(2)).or_else(|| r.get("num_envs")).and_then(|v| v.as_u64());
+    if last.seed != seed || was != Some(slots) {
+        return Err(format!(
+            "resume=True continues the rollout recorded there with seed={} over {} env slots (num_envs, times num_actors on Ray); \
+             this one has seed={seed} over {slots}",
+            last.seed,
+            was.map_or("unknown".into(), |w| w.to_string())
+        ));
+    }
+    for e in entries.iter().filter(|e| e.episode_id >= last.first_episode_id) {
+        let i = e.episode_id - last.first_episode_id;
+        let s = &mut starts[(i % slots) as usize];
+        *s = (*s).max(i / slots + 1);
+    }
+    Ok(Resumed { starts, episodes: entries.len() as u64, steps })
 }
 
 /// An env's or agent's error while being made: an unknown name or a bad parameter
@@ -355,7 +449,7 @@ fn core(e: rollway_core::Error) -> Error {
 fn stored(r: &RolloutRequest) -> serde_json::Value {
     let mut v = serde_json::to_value(r).expect("requests serialize");
     if let Some(m) = v.as_object_mut() {
-        for own in ["out", "join", "commit_every"] {
+        for own in ["out", "join", "commit_every", "resume", "episode_starts", "version"] {
             m.remove(own);
         }
     }

@@ -84,6 +84,9 @@ impl Drop for ThreadState {
     }
 }
 
+/// A resumed rollout's replay as Python sees it: (starts, episodes, steps).
+type Resumed = (Vec<u64>, u64, u64);
+
 type RolloutAnswer = (Vec<u8>, Option<(Vec<u8>, usize)>, Vec<(String, Vec<u8>, Vec<usize>)>);
 
 impl Policy for PyRolloutPolicy {
@@ -123,6 +126,8 @@ pub struct RolloutHandle {
     push: Option<rollway_remote::Writing>,
     /// The run summary's settings, stored at `close` with what the rollout delivered.
     summary: Option<serde_json::Value>,
+    /// With `resume`: what the replay held.
+    resumed: Option<rollway_engine::Resumed>,
 }
 
 #[pymethods]
@@ -175,6 +180,7 @@ impl RolloutHandle {
             writer: started.writer,
             push: started.push,
             summary: started.summary,
+            resumed: started.resumed,
         })
     }
 
@@ -227,6 +233,12 @@ impl RolloutHandle {
             Some(v) => engine.publish_version(v, update).py(),
             None => Ok(engine.publish(update)),
         }
+    }
+
+    /// With `resume`: (each slot's episodes already taken, committed episodes, their steps).
+    #[getter]
+    fn resumed(&self) -> Option<Resumed> {
+        self.resumed.clone().map(|r| (r.starts, r.episodes, r.steps))
     }
 
     /// The latest published version.
@@ -341,14 +353,22 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
 }
 
 /// Creates the dataset a rollout's `out` names, and its run, without starting the
-/// rollout (one env is made to read the spaces): the run `rollway.ray.Rollout`'s actors join.
+/// rollout (one env is made to read the spaces): the run `rollway.ray.Rollout`'s actors
+/// join. Returns the run's number and, with `resume`, each of the stream's slots' starts.
 #[pyfunction]
 #[pyo3(signature = (env, settings, env_pickle=None, python=None))]
-fn prepare_rollout(py: Python<'_>, env: String, settings: &str, env_pickle: Option<Vec<u8>>, python: Option<PathBuf>) -> PyResult<()> {
+fn prepare_rollout(
+    py: Python<'_>,
+    env: String,
+    settings: &str,
+    env_pickle: Option<Vec<u8>>,
+    python: Option<PathBuf>,
+) -> PyResult<(u32, Option<Resumed>)> {
     let mut request = RolloutRequest::from_json(settings).py()?;
     request.env = env;
     let sources = RolloutSources { envs: None, env_pickle, python };
-    py.detach(move || RolloutPlan::new(request, sources)?.prepare_dataset()).py()
+    let (run, resumed) = py.detach(move || RolloutPlan::new(request, sources)?.prepare_dataset()).py()?;
+    Ok((run, resumed.map(|r| (r.starts, r.episodes, r.steps))))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

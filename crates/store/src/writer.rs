@@ -99,6 +99,50 @@ fn frame_dirs(paths: &Paths, meta: &Metadata) -> Result<()> {
     create_dir_durable(&paths.staged(&paths.steps_dir()))
 }
 
+/// A run about to be added.
+struct NewRun<'a> {
+    agent: &'a str,
+    seed: u64,
+    config: serde_json::Value,
+    first_episode_id: u64,
+}
+
+/// Opens `dir` (locked) to add a run of `spec`'s env: frame media checked, the
+/// dataset's metadata read (or made, for a new dataset), its env and spaces matched.
+fn open_for_run(dir: &Path, spec: &EnvSpec, cfg: &WriterConfig) -> Result<(Opened, Metadata)> {
+    let obs = Layout::of(&spec.observation_space);
+    frames::check_setting(&cfg.frame_media, &format::frame_keys(&obs))
+        .map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
+    for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
+        let key = format::column_name("observations", leaf);
+        let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options).expect("checked above");
+        media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
+    }
+    let o = open_locked(dir)?;
+    let env = EnvInfo::of(spec);
+    let meta = match o.meta.clone() {
+        Some(m) => {
+            if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
+                return Err(Error::Mismatch {
+                    path: dir.to_path_buf(),
+                    message: format!("it holds {} with other spaces than {}", m.env.id, env.id),
+                });
+            }
+            m
+        }
+        None => Metadata {
+            format: "rollway".into(),
+            format_version: format::FORMAT_VERSION,
+            env,
+            frame_keys: format::frame_keys(&obs),
+            frame_media: cfg.frame_media.clone(),
+            runs: vec![],
+            counts: Default::default(),
+        },
+    };
+    Ok((o, meta))
+}
+
 impl DatasetWriter {
     /// Creates a dataset at `dir`, or appends a new run to the one there (same env
     /// and spaces required). `config` describes the run for `resume`.
@@ -110,43 +154,41 @@ impl DatasetWriter {
         config: serde_json::Value,
         cfg: WriterConfig,
     ) -> Result<DatasetWriter> {
-        let obs = Layout::of(&spec.observation_space);
-        frames::check_setting(&cfg.frame_media, &format::frame_keys(&obs))
-            .map_err(|m| Error::Unsupported(format!("frame_media `{}`: {m}", cfg.frame_media)))?;
-        for leaf in obs.leaves().iter().filter(|l| is_frame_leaf(l)) {
-            let key = format::column_name("observations", leaf);
-            let media = frames::media_for(&cfg.frame_media, &key, &cfg.frame_options).expect("checked above");
-            media.supports(&Geom::of(leaf)).map_err(|e| Error::Unsupported(format!("{key}: {e}")))?;
-        }
-        let o = open_locked(dir)?;
-        let env = EnvInfo::of(spec);
-        let mut meta = match o.meta.clone() {
-            Some(m) => {
-                if m.env.id != env.id || m.env.spaces()? != (spec.observation_space.clone(), spec.action_space.clone()) {
-                    return Err(Error::Mismatch {
-                        path: dir.to_path_buf(),
-                        message: format!("it holds {} with other spaces than {}", m.env.id, env.id),
-                    });
-                }
-                m
-            }
-            None => Metadata {
-                format: "rollway".into(),
-                format_version: format::FORMAT_VERSION,
-                env,
-                frame_keys: format::frame_keys(&obs),
-                frame_media: cfg.frame_media.clone(),
-                runs: vec![],
-                counts: Default::default(),
-            },
-        };
+        let (o, meta) = open_for_run(dir, spec, &cfg)?;
         let first_episode_id = o.entries.iter().map(|e| e.episode_id + 1).max().unwrap_or(0);
+        Self::add_run(o, meta, NewRun { agent, seed, config, first_episode_id }, cfg)
+    }
+
+    /// Appends a new run to the dataset at `dir` (created if there is none) that goes on
+    /// numbering its episodes as the last run did: it shares the last run's
+    /// `first_episode_id`, so its run indices are that run's episode numbers (a
+    /// resumed training run's rollout continues each env slot's numbering, and seeds,
+    /// past what its last life committed; which indices it uses is the caller's to
+    /// keep apart). `check` sees the last run (`None` in a new dataset) and every
+    /// committed episode's index entry before anything is written; what it refuses
+    /// is an [`Error::Mismatch`], what it returns comes back with the writer.
+    pub fn continue_runs<T>(
+        dir: &Path,
+        spec: &EnvSpec,
+        new: (&str, u64, serde_json::Value),
+        cfg: WriterConfig,
+        check: impl FnOnce(Option<&RunInfo>, &[IndexEntry]) -> std::result::Result<T, String>,
+    ) -> Result<(DatasetWriter, T)> {
+        let (o, meta) = open_for_run(dir, spec, &cfg)?;
+        let last = meta.runs.last();
+        let seen = check(last, &o.entries).map_err(|message| Error::Mismatch { path: dir.to_path_buf(), message })?;
+        let first_episode_id = last.map_or(0, |r| r.first_episode_id);
+        let (agent, seed, config) = new;
+        Ok((Self::add_run(o, meta, NewRun { agent, seed, config, first_episode_id }, cfg)?, seen))
+    }
+
+    fn add_run(o: Opened, mut meta: Metadata, new: NewRun<'_>, cfg: WriterConfig) -> Result<DatasetWriter> {
         let run = RunInfo {
             run: meta.runs.len() as u32,
-            agent: agent.into(),
-            seed,
-            first_episode_id,
-            config,
+            agent: new.agent.into(),
+            seed: new.seed,
+            first_episode_id: new.first_episode_id,
+            config: new.config,
             summary: None,
             rollway_version: env!("CARGO_PKG_VERSION").into(),
         };

@@ -77,8 +77,9 @@ class _RolloutActor:
     across actors, and seeded as ``rollway.run``'s episode of that index."""
 
     def __init__(self, index: int, actors: int, env: Any, policy: Any, kwargs: Dict[str, Any],
-                 record: Optional[Tuple[str, int]]):
+                 record: Optional[Tuple[str, int]], starts: Optional[List[int]] = None):
         self.index, self.actors, self.env, self.policy, self.kwargs, self.record = index, actors, env, policy, kwargs, record
+        self.starts = starts  # a resumed run's: each of this actor's slots' episodes already taken
         self.r: Any = None
         self.incarnation, self.version = -1, 0
 
@@ -91,7 +92,7 @@ class _RolloutActor:
                 self.r.close()
             n = int(self.kwargs["num_envs"])
             ids = (incarnation << _INCARNATION_SHIFT, self.index * n, self.actors * n)
-            kw = dict(self.kwargs, episode_ids=ids)
+            kw = dict(self.kwargs, episode_ids=ids, episode_starts=self.starts)
             if self.record is not None:
                 out, run = self.record
                 kw.update(out=out, join=(run, f"rollout{run}-a{self.index}-i{incarnation}-{uuid.uuid4().hex[:8]}"))
@@ -157,6 +158,11 @@ class Rollout:
     shards as it commits them); ``commit_every`` as
     :class:`rollway.Rollout`'s. A follow-mode :class:`rollway.Loader` here sees every
     actor's commits. Episodes an actor had not committed when it died are lost.
+    ``resume=True`` and ``version``: :class:`rollway.Rollout`'s, for the whole cluster: a
+    learner killed or preempted continues its replay at ``out`` in a new run, every actor's
+    slots numbering and seeding their episodes on from what the replay holds (the seed,
+    ``num_actors`` × ``num_envs`` must be the recorded ones), acting as the learner's
+    checkpointed ``version``; :attr:`resumed` says what the replay held.
     """
 
     def __init__(self, env: Union[str, Callable[[], Any]], policy: Union[str, Callable[..., Any]], *,
@@ -165,9 +171,9 @@ class Rollout:
                  resources_per_actor: Optional[Mapping[str, float]] = None, max_restarts: int = 3,
                  address: Optional[str] = None, out: Optional[Union[str, "os.PathLike[str]"]] = None,
                  log_dir: Optional[Union[str, "os.PathLike[str]"]] = None, progress: bool = False,
-                 **rollout_args: Any):
+                 resume: bool = False, version: int = 0, **rollout_args: Any):
         _refuse_worker_names(rollout_args)
-        for own in ("episode_ids", "join"):
+        for own in ("episode_ids", "join", "episode_starts"):
             if own in rollout_args:
                 raise _rollway.InputError(f"{own}=: rollway.ray.Rollout sets it for its actors")
         if num_actors < 1:
@@ -190,26 +196,37 @@ class Rollout:
                             resources_per_actor=dict(resources_per_actor or {}))
         kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
         self._out = None if out is None else os.fspath(out)
+        self._run, starts = 0, None
+        self.resumed: Optional[Dict[str, int]] = None
+        if resume and self._out is None:
+            raise _rollway.InputError("resume=True continues the rollout recorded at out=; give out=")
         if self._out is not None:
             # The run every actor joins: made here by the engine (one env made to read the spaces), then left
             # open. On an object store, made in the hold's work directory and pushed; the hold keeps the lease.
             from rollway.rollout import _prepare
 
-            refusal = f"out={self._out}: already holds a dataset; a rollout records into a new one"
-            self._hold = hold_dataset(self._out, "new", refusal)
+            refusal = f"out={self._out}: already holds a dataset; a rollout records into a new one (resume=True continues it)"
+            self._hold = hold_dataset(self._out, "append" if resume else "new", refusal)
             try:
-                _prepare(env, out=self._local_out(), **kwargs)
+                # Numbered over every actor's slots, so that a resume finds each slot's stream.
+                self._run, found = _prepare(env, out=self._local_out(), resume=bool(resume),
+                                            episode_ids=(0, 0, num_actors * num_envs), **kwargs)
                 if self._hold is not None:
                     self._hold.flush()
             except BaseException:
                 self.close()
                 raise
+            if found is not None:
+                starts = found[0]
+                self.resumed = dict(episodes=found[1], steps=found[2])
         if isinstance(policy, str) and policy.startswith("onnx:"):
             policy = "onnx:" + os.path.abspath(policy[len("onnx:"):])  # actors have working directories of their own
         ship_by_value(ray, env, policy)
         cls = ray.remote(_RolloutActor).options(**opts)
-        record = None if self._out is None else (self._out, 0)
-        self._actors = [cls.remote(a, num_actors, env, policy, kwargs, record) for a in range(num_actors)]
+        record = None if self._out is None else (self._out, self._run)
+        n = int(num_envs)
+        self._actors = [cls.remote(a, num_actors, env, policy, kwargs, record, None if starts is None else starts[a * n:(a + 1) * n])
+                        for a in range(num_actors)]
         self._incarnation = [0] * num_actors
         try:
             spaces, self.max_episode_steps, _ = self._get(self._actors[0].spec.remote(0))
@@ -217,7 +234,7 @@ class Rollout:
             self.close()
             raise
         self._obs, self._act = RowViews(spaces[0]), RowViews(spaces[1])
-        self._version, self._weights = 0, None
+        self._version, self._weights = int(version), None
         self._sent: List[Any] = [None] * num_actors  # the weights each actor has (None: as it was built)
         self._warnings: List[str] = []
         self._warned: Set[str] = set()
@@ -231,7 +248,8 @@ class Rollout:
                                            actor_failures=0, lags=collections.Counter(),
                                            actors={a: dict(fragments=0, steps=0, seconds=0.0) for a in range(num_actors)})
         self._t0 = time.monotonic()
-        self._log = TrainingLog(log_dir, progress) if log_dir is not None or progress else None
+        steps0 = self.resumed["steps"] if self.resumed else 0
+        self._log = TrainingLog(log_dir, progress, steps0) if log_dir is not None or progress else None
         self._dispatch()
 
     def _get(self, ref: Any) -> Any:
@@ -395,7 +413,7 @@ class Rollout:
         if hold is not None:
             hold.pull_index()  # the actors' shards, counted in the run's summary
         if self._out is not None:
-            close_run(self._local_out(), 0, summary)
+            close_run(self._local_out(), self._run, summary)
 
     def __enter__(self) -> "Rollout":
         return self

@@ -23,7 +23,6 @@ use super::{Fragment, LagGate, Policy, RolloutConfig, RolloutTotals, Update, Ver
 use crate::{Error, Result};
 
 /// What the learner and the collecting thread share.
-#[derive(Default)]
 struct Shared {
     versions: Versions,
     /// Which fragments the collecting thread may start, and which the learner gets.
@@ -99,7 +98,12 @@ impl Rollout {
         let spec = envs.spec()?;
         let cfg = Arc::new(cfg);
         let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy, record)?;
-        let shared = Arc::new(Shared { gate: Mutex::new(LagGate::new(cfg.max_policy_lag)), ..Shared::default() });
+        let shared = Arc::new(Shared {
+            versions: Versions::at(cfg.version),
+            gate: Mutex::new(LagGate::new(cfg.max_policy_lag)),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
         if cfg.max_policy_lag == 0 {
             let driver = Driver::Caller { sampler: Box::new(sampler), since: Instant::now() };
             return Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false, totals: RolloutTotals::default() });

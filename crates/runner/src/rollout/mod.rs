@@ -103,6 +103,13 @@ pub struct RolloutConfig {
     /// How episodes are numbered, and so seeded; `None` is `j × N + i` for slot `i`'s
     /// `j`-th episode.
     pub episode_ids: Option<EpisodeIds>,
+    /// Episodes each slot has already taken, in a stream this rollout continues (a
+    /// resumed training run: the episodes its last life committed): slot `i` numbers
+    /// its episodes, and so seeds them, from `episode_starts[i]` on. Empty: from 0.
+    pub episode_starts: Vec<u64>,
+    /// The version the rollout acts as until the first publish: a resumed learner's,
+    /// from its checkpoint (0 for a new one).
+    pub version: u64,
 }
 
 /// Slot `i`'s `j`-th episode is episode `(base + j) × slots + offset + i`, seeded as
@@ -133,6 +140,8 @@ impl Default for RolloutConfig {
             check: true,
             seed_each_episode: true,
             episode_ids: None,
+            episode_starts: Vec::new(),
+            version: 0,
         }
     }
 }
@@ -156,6 +165,9 @@ impl RolloutConfig {
         if let Some(ids) = self.episode_ids.filter(|ids| ids.offset.saturating_add(self.envs as u64) > ids.slots) {
             return bad("episode_ids", format!("offset {} + envs {} must be at most slots {}", ids.offset, self.envs, ids.slots));
         }
+        if !self.episode_starts.is_empty() && self.episode_starts.len() != self.envs {
+            return bad("episode_starts", format!("gives {} slots' starts for {} envs", self.episode_starts.len(), self.envs));
+        }
         Ok(())
     }
 
@@ -171,7 +183,6 @@ impl RolloutConfig {
 }
 
 /// The learner's versions and the updates not yet applied, shared with the collecting thread.
-#[derive(Default)]
 pub(crate) struct Versions {
     published: AtomicU64,
     pending: AtomicBool,
@@ -179,6 +190,11 @@ pub(crate) struct Versions {
 }
 
 impl Versions {
+    /// Versions that start at `version` (a resumed learner's).
+    fn at(version: u64) -> Versions {
+        Versions { published: AtomicU64::new(version), pending: AtomicBool::new(false), updates: Mutex::default() }
+    }
+
     /// Makes version `version` (the next one when `None`); returns it. A given version
     /// must be newer than the current one: it is the learner's own count, kept by a
     /// rollout that is not the only one acting for it (`rollway.ray`'s actors).

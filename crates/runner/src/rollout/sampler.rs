@@ -135,13 +135,26 @@ impl Sampler {
             memory: vec![Vec::new(); n],
             rng: (0..n).map(|_| seed::agent_rng(0)).collect(),
             track: vec![Track::default(); n],
-            started: vec![0; n],
+            started: if cfg.episode_starts.is_empty() { vec![0; n] } else { cfg.episode_starts.clone() },
             fails: vec![0; n],
             live: vec![false; n],
         };
         let checks = Checks::new(cfg.check, spec, &ol, &al);
         let record = record.map(|o| Recording::new(o, n, ol.row_bytes(), al.row_bytes()));
-        Ok(Sampler { cfg, ol, al, envs, policy, slots, version: 0, extras: Vec::new(), state_dim: 0, begun: false, checks, record })
+        Ok(Sampler {
+            version: cfg.version,
+            cfg,
+            ol,
+            al,
+            envs,
+            policy,
+            slots,
+            extras: Vec::new(),
+            state_dim: 0,
+            begun: false,
+            checks,
+            record,
+        })
     }
 
     /// Collects one fragment. `stop` ends it early with [`Error::Stopped`].

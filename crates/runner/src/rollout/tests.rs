@@ -440,3 +440,25 @@ fn issue48_the_learners_version_numbers_are_the_rollouts() {
     assert!(e.contains("version 25 is not newer than the current version 25"), "{e}");
     assert_eq!(r.publish(None), 26, "publish goes on from the learner's number");
 }
+
+/// Issue 47: a resumed rollout continues each slot's numbering (and so its seeds) from
+/// where the last life stopped, and acts as the learner's checkpointed version.
+#[test]
+fn issue47_episode_starts_continue_each_slots_stream_at_the_given_version() {
+    let env = envs("CartPole-v1", &[]);
+    let whole = RolloutConfig { envs: 2, steps: 400, seed: 9, ..Default::default() };
+    let all = start(whole.clone(), &env, agent("random", &env)).collect().unwrap();
+    // Slot 0 had taken 3 episodes, slot 1 five: their next are 3 × 2 + 0 and 5 × 2 + 1.
+    let cfg = RolloutConfig { episode_starts: vec![3, 5], version: 7, ..whole };
+    let f = start(cfg, &env, agent("random", &env)).collect().unwrap();
+    assert_eq!(&f.episode[..2], &[6, 11]);
+    assert!(f.version.iter().all(|&v| v == 7), "acts as the version it was given");
+    let later: Vec<&Finished> = f.finished.iter().filter(|e| all.finished.iter().any(|a| a.episode == e.episode)).collect();
+    assert!(later.len() >= 4, "{} episodes in both", later.len());
+    for e in later {
+        let a = all.finished.iter().find(|a| a.episode == e.episode).unwrap();
+        assert_eq!((e.length, e.ret), (a.length, a.ret), "episode {} plays as in the unbroken stream", e.episode);
+    }
+    let wrong = RolloutConfig { envs: 2, episode_starts: vec![1], ..Default::default() };
+    assert!(Rollout::start(wrong, env.clone(), agent("random", &env)).err().unwrap().to_string().contains("episode_starts"));
+}

@@ -1,0 +1,206 @@
+"""Issue 47: a training run that is killed or preempted resumes into the same replay.
+
+A resumed rollout (``Rollout(out=, resume=True, version=)``, locally and on Ray) adds a
+run to the replay, numbers and seeds each env slot's episodes on from the last one the
+replay holds, and acts as the learner's checkpointed version; the PPO example
+checkpoints its learner and is killed with SIGKILL mid-training, several times, then
+run to its end."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import rollway
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def _record(out, updates, **kw):
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05, **kw) as r:
+        for _ in range(updates):
+            r.collect()
+            r.publish()
+        return r.version
+
+
+def _by_id(ds):
+    return {e["id"]: e for e in ds.episodes}
+
+
+def _unbroken(n_steps):
+    """The random policy's episodes, by id, of one rollout that was never stopped."""
+    got = {}
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=n_steps) as r:
+        f = r.collect()
+        for k in range(len(f.finished["episode"])):
+            got[int(f.finished["episode"][k])] = (float(f.finished["return"][k]), int(f.finished["length"][k]))
+    return got
+
+
+def test_issue47_a_resumed_rollout_continues_the_replay_in_a_new_run(tmp_path):
+    out = tmp_path / "replay"
+    _record(out, 3)
+    before = _by_id(rollway.Dataset(out))
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05, resume=True,
+                         version=40) as r:
+        assert r.resumed == {"episodes": len(before), "steps": sum(e["length"] for e in before.values())}
+        f = r.collect()
+        # Each slot goes on from one past its last committed episode: ids k × 4 + slot.
+        for slot in range(4):
+            mine = [i for i in before if i % 4 == slot]
+            assert f.episode[0, slot] == (max(mine) // 4 + 1) * 4 + slot
+        assert (f.version == 40).all(), "acts as the learner's checkpointed version"
+        r.publish()
+        r.collect()
+    ds = rollway.Dataset(out)
+    runs = ds.metadata["runs"]
+    assert [r["run"] for r in runs] == [0, 1] and runs[1]["first_episode_id"] == runs[0]["first_episode_id"] == 0
+    assert runs[1]["summary"]["versions"] == [40, 41], "the second life's summary"
+    after = ds.episodes
+    ids = [e["id"] for e in after]
+    assert len(ids) == len(set(ids)) > len(before), "no id twice"
+    for i, e in before.items():
+        assert _by_id(ds)[i] == e, f"episode {i} kept as it was"
+    # Numbers continue the unbroken stream's, and so its seeds: each episode plays as there.
+    unbroken = _unbroken(2000)
+    shared = [e for e in after if e["id"] in unbroken]
+    assert len(shared) > len(before), "the resumed life's episodes are the unbroken stream's too"
+    for e in shared:
+        assert (e["return"], e["length"]) == unbroken[e["id"]], e
+
+
+def test_issue47_resume_refuses_another_stream_and_a_new_rollout_refuses_a_replay(tmp_path):
+    out = tmp_path / "replay"
+    _record(out, 1)
+    with pytest.raises(rollway.InputError, match="resume=True continues it"):
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, out=out)
+    with pytest.raises(rollway.InputError, match="seed=0 over 4 env slots.*seed=0 over 2"):
+        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=8, out=out, resume=True)
+    with pytest.raises(rollway.InputError, match="seed=3 over 4"):
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, seed=3, out=out, resume=True)
+    assert len(rollway.Dataset(out).metadata["runs"]) == 1, "a refusal adds no run"
+    ran = tmp_path / "ran"
+    rollway.run("CartPole-v1", "random", episodes=4, out=ran)
+    with pytest.raises(rollway.InputError, match="not recorded by a rollout"):
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, out=ran, resume=True)
+    with pytest.raises(rollway.InputError, match="out="):
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, resume=True)
+    # Nothing there yet: resume=True starts the replay.
+    _record(tmp_path / "new", 1, resume=True)
+    assert len(rollway.Dataset(tmp_path / "new").metadata["runs"]) == 1
+
+
+def _ppo(run_dir, total, timeout=240):
+    cmd = [sys.executable, os.path.join(ROOT, "examples", "ppo_cartpole.py"), "--steps-total", str(total),
+           "--envs", "4", "--steps", "128", "--run", str(run_dir), "--checkpoint-every", "2", "--no-stop"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(run_dir.parent))
+
+
+def _checkpointed(run_dir):
+    path = run_dir / "checkpoint.pt"
+    return path.stat().st_mtime_ns if path.exists() else None
+
+
+def test_issue47_a_ppo_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path):
+    """Three SIGKILLs at random moments after a checkpoint, then a run to the end."""
+    torch = pytest.importorskip("torch")
+    run_dir, total, rng = tmp_path / "run", 40 * 512, random.Random(47)
+    kept = {}
+    for life in range(3):
+        seen = _checkpointed(run_dir)
+        p = _ppo(run_dir, total)
+        deadline = time.monotonic() + 120
+        while _checkpointed(run_dir) == seen and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.poll() is None, f"life {life} ended before it was killed: {p.communicate()}"
+        time.sleep(rng.uniform(0.0, 1.5))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        ds = rollway.Dataset(run_dir / "replay")
+        kept.update(_by_id(ds))
+        assert all(_by_id(ds)[i] == e for i, e in kept.items()), f"after kill {life + 1}: a committed episode changed or went"
+    p = _ppo(run_dir, total)
+    out, err = p.communicate(timeout=240)
+    assert p.returncode == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["steps"] == total, result
+    ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert ckpt["update"] == 40 and ckpt["version"] == 40, "training reached its target"
+
+    ds = rollway.Dataset(run_dir / "replay")
+    runs = ds.metadata["runs"]
+    assert len(runs) == 4, "one dataset, a run per life"
+    assert [r.get("summary") is not None for r in runs] == [False, False, False, True], "kills told from the clean end"
+    eps = ds.episodes
+    ids = [e["id"] for e in eps]
+    assert len(ids) == len(set(ids)), "no episode id twice"
+    assert set(kept) <= set(ids), "every committed episode kept"
+    # Versions never go back within a run: per env slot, episode after episode.
+    for run in range(4):
+        for slot in range(4):
+            mine = sorted((e["id"], k) for k, e in enumerate(eps) if e["run"] == run and e["id"] % 4 == slot)
+            versions = [int(v) for _, k in mine for v in ds[k].policy_version]
+            assert versions == sorted(versions), f"run {run}, slot {slot}"
+    lives = [[k for k, e in enumerate(eps) if e["run"] == run] for run in range(1, 4)]
+    firsts = [min(int(ds[k].policy_version.min()) for k in life) for life in lives if life]
+    assert lives[-1] and all(v % 2 == 0 for v in firsts), f"each life starts at a checkpoint's version: {firsts}"
+    # The learner still learned across its lives (a random policy averages ~22).
+    assert result["mean_return"] > 60, result
+
+
+RAY_LEARNER = textwrap.dedent("""
+    import sys, time
+    import rollway, rollway.ray
+    out, address, version, updates = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=32, max_policy_lag=0, out=out,
+                             commit_every=0.05, address=address, resume=True, version=version) as r:
+        print("resumed", r.resumed, flush=True)
+        for _ in range(updates):
+            f = r.collect()
+            r.publish()
+            print("version", r.version, flush=True)
+            time.sleep(0.05)
+""")
+
+
+def test_issue47_a_ray_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path, cluster):
+    out, script = tmp_path / "replay", tmp_path / "learner.py"
+    script.write_text(RAY_LEARNER)
+    version, kept, address = 0, {}, cluster.address
+    for life in range(2):
+        p = subprocess.Popen([sys.executable, str(script), str(out), address, str(version), "1000"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        seen = []
+        for line in p.stdout:
+            if line.startswith("version"):
+                seen.append(int(line.split()[1]))
+            if len(seen) >= 6:
+                break
+        assert len(seen) >= 6, p.communicate()
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        version = seen[-3]  # the learner's last checkpoint, a little behind what it published
+        time.sleep(1.0)  # the killed driver's actors go with it
+        ds = rollway.Dataset(out)
+        kept.update(_by_id(ds))
+    p = subprocess.run([sys.executable, str(script), str(out), address, str(version), "4"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "resumed {'episodes'" in p.stdout, p.stdout
+    ds = rollway.Dataset(out)
+    runs = ds.metadata["runs"]
+    assert len(runs) == 3 and runs[2]["summary"] is not None and runs[0].get("summary") is None
+    assert runs[2]["summary"]["config"]["num_actors"] == 2
+    ids = [e["id"] for e in ds.episodes]
+    assert len(ids) == len(set(ids)), "no episode id twice"
+    by_id = _by_id(ds)
+    assert all(by_id[i] == e for i, e in kept.items()), "every committed episode kept"
+    last = [k for k, e in enumerate(ds.episodes) if e["run"] == 2]
+    assert last and min(int(ds[k].policy_version.min()) for k in last) == version, "the last life acts from the given version"
