@@ -174,7 +174,7 @@ def test_issue47_a_ray_learner_killed_mid_training_resumes_into_the_same_replay(
     out, script = tmp_path / "replay", tmp_path / "learner.py"
     script.write_text(RAY_LEARNER)
     version, kept, address = 0, {}, cluster.address
-    for life in range(2):
+    for _ in range(2):
         p = subprocess.Popen([sys.executable, str(script), str(out), address, str(version), "1000"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         seen = []
