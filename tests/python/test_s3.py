@@ -89,6 +89,23 @@ def test_issue45_a_replay_on_s3_is_sampled_by_a_following_loader_while_it_grows(
         rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=url)
 
 
+def test_issue47_a_replay_on_s3_is_resumed_in_a_new_run_on_the_store(store, tmp_path):
+    """A learner that lost its node resumes its replay from the store (a new node, a new cache)."""
+    url = f"s3://{BUCKET}/py/resumed"
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, commit_every=0.05) as r:
+        for _ in range(3):
+            r.collect()
+    before = {e["id"]: e for e in rollway.Dataset(url).episodes}
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, resume=True, version=7) as r:
+        assert r.resumed["episodes"] == len(before)
+        assert (r.collect().version == 7).all()
+        r.collect()
+    ds = rollway.Dataset(url)
+    assert [run["summary"]["versions"] for run in ds.metadata["runs"]] == [[0, 0], [7, 7]]
+    ids = [e["id"] for e in ds.episodes]
+    assert len(ids) == len(set(ids)) > len(before) and set(before) <= set(ids)
+
+
 def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
     gym = pytest.importorskip("gymnasium")
     url = f"s3://{BUCKET}/py/collected"

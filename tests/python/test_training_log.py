@@ -6,6 +6,7 @@ should."""
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -88,3 +89,32 @@ def rendered_in_chromium(page):
     errors = [line for line in o.stderr.splitlines() if "Uncaught" in line or "CONSOLE" in line]
     assert not errors, errors
     assert o.stdout.count('aria-label="Return by policy version') == 1 and "Steps by policy version" in o.stdout
+
+
+def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_clips(tmp_path):
+    """Two lives of a pixel learner's replay (the first killed: no summary), drawn by wall time,
+    each life in the table, and clips of the earliest and latest versions' episodes."""
+    out = tmp_path / "replay"
+    params = {"size": 32, "max_steps": 20}
+    script = (f"import rollway, os\n"
+              f"r = rollway.Rollout('PixelMine-v0', 'random', num_envs=2, steps=30, env_params={params!r}, out={str(out)!r},"
+              f" commit_every=0.05)\n"
+              f"for _ in range(4):\n    r.collect(); r.publish()\n"
+              f"r._h.collect(); import time; time.sleep(0.3); os._exit(0)\n")  # dies without close: no summary
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    with rollway.Rollout("PixelMine-v0", "random", num_envs=2, steps=30, env_params=params, out=out, commit_every=0.05,
+                         resume=True, version=3) as r:
+        for _ in range(4):
+            r.collect()
+            r.publish()
+    html = open(rollway.Dataset(out).report(tmp_path / "report.html")).read()
+    section = html.split('id="training-time"')[1].split("</section>")[0]
+    assert "killed (or still running): no summary" in section and "closed cleanly" in section
+    assert "<td>3 – 6</td>" in section, "the second life's versions"
+    for title in ("Return by wall time (mean, ± 1 std)", "Throughput over time (steps recorded)"):
+        assert title in section, title
+    clips = section.split("earliest policy versions, then the latest")[1]
+    captions = [c.split("</figcaption>")[0] for c in clips.split("<figcaption>")[1:]]
+    versions = [int(c.split("policy version ")[1].split(" ")[0]) for c in captions]
+    assert len(versions) == 4 and versions == sorted(versions) and versions[0] <= 1 and versions[-1] == 6, captions
+    assert clips.count("<video") == 4

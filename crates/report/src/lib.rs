@@ -25,6 +25,7 @@ mod media;
 mod sections;
 pub mod svg;
 mod training;
+mod training_time;
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,7 @@ pub fn render(dir: &Path, media: &ReportMedia) -> Result<String> {
     page.section("episodes", "Episodes: outcomes, labels, returns, lengths", &sections::episodes(&entries));
     if let Some(markup) = training::training(&ds, &entries) {
         page.section("training", "Training: by policy version", &markup);
+        page.section("training-time", "Training: by wall time, lives and actors", &training_time::over_time(&ds, &entries, media)?);
     }
     page.section("throughput", "Throughput: over time and per worker", &sections::throughput(&ds, &entries));
     page.section("faults", "Faults: attempts, restarts, given-up episodes", &sections::faults(&ds, &entries));

@@ -189,6 +189,11 @@ pub struct IndexEntry {
     /// training rollout recorded (a follow-mode loader's staleness bound reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_version: Option<[u64; 2]>,
+    /// When the writer took the episode (Unix seconds): for a rollout, which hands each
+    /// episode over as it ends, when it ended. A report draws a training run by wall
+    /// time from it. Absent in datasets written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<f64>,
 }
 
 /// A data file of a shard as committed: where it is, how long, and its content hash.

@@ -203,7 +203,8 @@ impl WriterThread {
                 frames.push(rx);
             }
         }
-        Pending { ep, frames }
+        let taken = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        Pending { ep, taken, frames }
     }
 
     /// Writes and commits one shard holding `buf`'s episodes.
@@ -223,7 +224,7 @@ impl WriterThread {
             .map(|p| {
                 // Encoder jobs may still hold their clone for a moment after answering.
                 let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
-                let entry = self.entry(n, row, &keys, e);
+                let entry = IndexEntry { ended_at: Some(p.taken), ..self.entry(n, row, &keys, e) };
                 row += entry.rows;
                 entry
             })
@@ -303,6 +304,7 @@ impl WriterThread {
             error: e.error,
             frames,
             policy_version,
+            ended_at: None,
         }
     }
 }
@@ -314,6 +316,8 @@ fn parquet_err(path: &Path, e: parquet::errors::ParquetError) -> Error {
 /// An episode waiting in the buffer, with its frame encodings under way.
 struct Pending {
     ep: Arc<EpisodeResult>,
+    /// When the writer took it, Unix seconds.
+    taken: f64,
     /// One per frame key, in `frame_leaves` order (empty for given-up episodes).
     frames: Vec<crossbeam_channel::Receiver<Result<Encoded>>>,
 }
