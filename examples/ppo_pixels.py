@@ -13,6 +13,7 @@ then to place a table and craft.
 
     python examples/ppo_pixels.py                       # 300k steps, one line per 10 updates
     python examples/ppo_pixels.py --steps-total 1000000 --lag 1
+    python examples/ppo_pixels.py --run runs/pixels      # replay + TensorBoard + checkpoints; run again to resume
 
 Prints a JSON summary last (steps/s, the learning curve's first and last means,
 time inside the policy's forward and the learner's update).
@@ -75,19 +76,22 @@ class PixelAgent(nn.Module):
         return {"actions": action, "logprob": logprob, "value": value.flatten()}
 
 
-def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, **env_params: Any) -> rollway.Rollout:
+def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, rollout_args: Optional[Dict[str, Any]] = None,
+                 **env_params: Any) -> rollway.Rollout:
     return rollway.Rollout(ENV, acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag,
-                           env_params={**PARAMS, **env_params})
+                           env_params={**PARAMS, **env_params}, **(rollout_args or {}))
 
 
 def train_pixels(total_steps: int = 300_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
                  lr: float = 2.5e-4, threads: int = 0, log: bool = True, source: Any = pixel_source,
-                 bootstrap: bool = True) -> Dict[str, Any]:
+                 bootstrap: bool = True, run_dir: Optional[str] = None, checkpoint_every: int = 10) -> Dict[str, Any]:
     """Trains for ``total_steps``; returns what ``ppo_cartpole.train`` does (with the curve).
-    ``bootstrap``: episodes cut by PixelMine's step limit are bootstrapped from their final frame's value."""
+    ``bootstrap``: episodes cut by PixelMine's step limit are bootstrapped from their final frame's value;
+    ``run_dir``, ``checkpoint_every``: a run that records its replay and resumes (``ppo_cartpole.train``)."""
     # CleanRL's Atari PPO clips at 0.1 (its CartPole PPO at 0.2); the update is the same.
     return train(total_steps, envs, steps, lag, seed, lr=lr, target=float("inf"), stop_when_solved=False, log=log,
-                 source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1, bootstrap=bootstrap), threads=threads)
+                 source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1, bootstrap=bootstrap), threads=threads,
+                 run_dir=run_dir, checkpoint_every=checkpoint_every)
 
 
 def curve_ends(curve: list, share: float = 0.2) -> tuple:
@@ -105,9 +109,13 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="torch threads (default 0: torch's own choice)")
     p.add_argument("--no-bootstrap", action="store_true", help="treat an episode cut by the step limit as terminated")
+    p.add_argument("--run", metavar="DIR", help="record the replay (frames too), TensorBoard scalars and checkpoints here; "
+                   "run again to resume (as examples/ppo_cartpole.py --run)")
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
     a = p.parse_args()
-    r = train_pixels(a.steps_total, a.envs, a.steps, a.lag, a.seed, threads=a.threads, bootstrap=not a.no_bootstrap)
-    r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve"))
+    r = train_pixels(a.steps_total, a.envs, a.steps, a.lag, a.seed, threads=a.threads, bootstrap=not a.no_bootstrap,
+                     run_dir=a.run, checkpoint_every=a.checkpoint_every)
+    r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (None, None)
     print(json.dumps(r))
 
 

@@ -153,6 +153,11 @@ def test_issue47_a_ppo_learner_killed_mid_training_resumes_into_the_same_replay(
     assert lives[-1] and all(v % 2 == 0 for v in firsts), f"each life starts at a checkpoint's version: {firsts}"
     # The learner still learned across its lives (a random policy averages ~22).
     assert result["mean_return"] > 60, result
+    # The report draws the run: its learning curve by version and by wall time, and each life.
+    html = open(ds.report(tmp_path / "report.html")).read()
+    assert "Return by policy version" in html and "Return by wall time" in html
+    lives = html.split("The run's lives")[1].split("</table>")[0]
+    assert lives.count("killed (or still running)") == 3 and lives.count("closed cleanly") == 1, lives
 
 
 RAY_LEARNER = textwrap.dedent("""

@@ -20,6 +20,8 @@ use crate::svg::{self, num, Series};
 
 /// Time bins the wall-time plots draw.
 const BINS: usize = 50;
+/// The throughput's window: this fraction of the run.
+const WINDOWS: f64 = 15.0;
 /// Episodes shown as clips: the earliest versions' and the latest's.
 const CLIPS: usize = 2;
 
@@ -48,7 +50,7 @@ fn lives(ds: &Dataset, entries: &[&IndexEntry]) -> String {
                 if lo <= hi { format!("{lo} – {hi}") } else { "–".into() },
                 mine.len().to_string(),
                 steps.to_string(),
-                rate.map_or("–".into(), num),
+                rate.map_or("–".into(), |r| format!("{r:.0}")),
                 if r.summary.is_some() { "closed cleanly".into() } else { "killed (or still running): no summary".into() },
             ]
         })
@@ -56,33 +58,41 @@ fn lives(ds: &Dataset, entries: &[&IndexEntry]) -> String {
     table(&["run (a life of the learner)", "policy versions", "episodes", "steps", "steps/s", "ended"], &rows)
 }
 
-/// Return (mean, ± 1 std) and env steps per second in [`BINS`] bins of wall time.
+/// Return (mean, ± 1 std) in [`BINS`] bins of wall time, and env steps per second
+/// over a sliding window of a [`WINDOWS`]th of the run: episodes of equal length end
+/// together (8 envs × 200 steps, every few seconds), so narrow bins would draw their
+/// rhythm instead of the rate.
 fn by_time(entries: &[&IndexEntry]) -> Option<String> {
-    let timed: Vec<(f64, f64, u64)> =
+    let mut timed: Vec<(f64, f64, u64)> =
         entries.iter().filter(|e| e.status != Status::GivenUp).filter_map(|e| e.ended_at.map(|t| (t, e.ret, e.length))).collect();
-    let t0 = timed.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
-    let span = timed.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max) - t0;
-    if timed.len() < 2 || span <= 0.0 {
+    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (t0, span) = (timed.first()?.0, timed.last()?.0 - timed.first()?.0);
+    if span <= 0.0 {
         return None;
     }
     let width = span / BINS as f64;
-    let mut bins = vec![(0u64, 0u64, 0.0f64, 0.0f64); BINS];
-    for &(t, ret, len) in &timed {
+    let mut bins = vec![(0u64, 0.0f64, 0.0f64); BINS];
+    for &(t, ret, _) in &timed {
         let b = &mut bins[(((t - t0) / width) as usize).min(BINS - 1)];
-        *b = (b.0 + 1, b.1 + len, b.2 + ret, b.3 + ret * ret);
+        *b = (b.0 + 1, b.1 + ret, b.2 + ret * ret);
     }
-    let (mut mean, mut lo, mut hi, mut rate) = (vec![], vec![], vec![], vec![]);
-    for (i, &(n, steps, sum, sq)) in bins.iter().enumerate() {
-        let x = (i as f64 + 0.5) * width / 60.0;
-        rate.push((x, steps as f64 / width));
-        if n > 0 {
-            let m = sum / n as f64;
-            let sd = (sq / n as f64 - m * m).max(0.0).sqrt();
-            mean.push((x, m));
-            lo.push((x, m - sd));
-            hi.push((x, m + sd));
-        }
+    let (mut mean, mut lo, mut hi) = (vec![], vec![], vec![]);
+    for (i, &(n, sum, sq)) in bins.iter().enumerate().filter(|(_, b)| b.0 > 0) {
+        let (x, m) = ((i as f64 + 0.5) * width / 60.0, sum / n as f64);
+        let sd = (sq / n as f64 - m * m).max(0.0).sqrt();
+        mean.push((x, m));
+        lo.push((x, m - sd));
+        hi.push((x, m + sd));
     }
+    let window = span / WINDOWS;
+    let rate = (1..=BINS)
+        .map(|i| {
+            let at = t0 + span * i as f64 / BINS as f64;
+            let from = (at - window).max(t0);
+            let steps: u64 = timed.iter().filter(|x| x.0 > from && x.0 <= at).map(|x| x.2).sum();
+            ((at - t0) / 60.0, steps as f64 / (at - from))
+        })
+        .collect();
     let s = |name: &str, points| Series { name: name.into(), points };
     let mut out = svg::lines(
         "Return by wall time (mean, ± 1 std)",
@@ -90,7 +100,8 @@ fn by_time(entries: &[&IndexEntry]) -> Option<String> {
         "return",
         &[s("mean", mean), s("− 1 std", lo), s("+ 1 std", hi)],
     );
-    out += &svg::lines("Throughput over time (steps recorded)", "minutes", "env steps / s", &[s("steps/s", rate)]);
+    let xlabel = format!("minutes (each point: the last 1/{WINDOWS} of the run)");
+    out += &svg::lines("Throughput over time (steps recorded)", &xlabel, "env steps / s", &[s("steps/s", rate)]);
     Some(out)
 }
 
