@@ -16,6 +16,11 @@ the two on CartPole cut at 100 steps, where most episodes end by truncation).
     python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
     python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
 
+**Evaluation.** ``--eval-every N`` plays ``--eval-episodes`` greedy episodes (the most
+likely action, no exploration) every N updates on seeds of their own, recorded apart
+from the replay into ``DIR/eval`` with the version evaluated: ``rollway report
+DIR/eval`` draws the evaluation return by version and plays the earliest and latest.
+
 **A long run that survives being killed.** ``--run DIR`` records every episode into the
 replay ``DIR/replay`` (a rollway dataset: ``rollway report DIR/replay`` draws the
 learning curve by policy version), writes TensorBoard scalars to ``DIR/tb`` and
@@ -68,6 +73,9 @@ class Agent(nn.Module):
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         return self.critic(x)
 
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.actor(x)
+
     def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None):
         dist = Categorical(logits=self.actor(x))
         if action is None:
@@ -96,6 +104,14 @@ class Acting:
 
     def load(self, weights: Dict[str, torch.Tensor]) -> None:
         self.agent.load_state_dict(weights)
+
+
+def greedy(agent: nn.Module) -> Callable[..., np.ndarray]:
+    """The agent without exploration: the most likely action, for evaluation episodes."""
+    @torch.no_grad()
+    def act(obs: Any, first: np.ndarray, state: Any) -> np.ndarray:
+        return agent.logits(tensors(obs)).argmax(-1).numpy()
+    return act
 
 
 def tensors(obs: Any) -> Any:
@@ -189,13 +205,15 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
           stop_when_solved: bool = True, log: bool = True, source: Callable[..., Any] = rollway_source,
           make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
           env_params: Optional[Dict[str, Any]] = None, threads: int = 1, bootstrap: bool = True,
-          time_limit: Optional[int] = None, run_dir: Optional[str] = None, checkpoint_every: int = 10) -> Dict[str, Any]:
+          time_limit: Optional[int] = None, run_dir: Optional[str] = None, checkpoint_every: int = 10,
+          eval_every: int = 0, eval_episodes: int = 8) -> Dict[str, Any]:
     """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went.
     ``threads`` sets torch's threads (0 leaves torch's choice); ``bootstrap``: truncated episodes
     bootstrapped from their final observation's value (see the module docs); ``time_limit``:
     episodes cut at this many steps (the env's own limit otherwise). ``run_dir``: the replay,
     TensorBoard scalars and checkpoints of a run that resumes where it was when started again
-    (see the module docs), checkpointed every ``checkpoint_every`` updates."""
+    (see the module docs), checkpointed every ``checkpoint_every`` updates; every ``eval_every``
+    updates (0: never), ``eval_episodes`` greedy evaluation episodes, recorded into ``run_dir/eval``."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     if threads:
@@ -233,6 +251,11 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
             curve.append((update * batch, mean))
             if ckpt is not None and (update % checkpoint_every == 0 or update == updates):
                 ckpt.save(agent, opt, update, rollout.version, recent)
+            if eval_every and update % eval_every == 0:
+                out = None if run_dir is None else os.path.join(run_dir, "eval")
+                ev = rollout.evaluate(greedy(agent), episodes=eval_episodes, out=out)
+                if log:
+                    print(f"eval   version {ev['version']:>5}  mean return {ev['return']['mean']:6.1f} over {ev['episodes']} episodes", flush=True)
             if log and update % 10 == 0:
                 print(f"steps {update * batch:>7}  mean return {mean:6.1f}  {(update - done) * batch / (time.perf_counter() - start):6.0f} steps/s", flush=True)
             if solved_s is None and len(recent) == recent.maxlen and mean >= target:
@@ -299,9 +322,12 @@ def main() -> None:
     p.add_argument("--time-limit", type=int, help="cut episodes at this many steps (default: CartPole's 500)")
     p.add_argument("--run", metavar="DIR", help="record the replay, TensorBoard scalars and checkpoints here; run again to resume")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
+    p.add_argument("--eval-every", type=int, default=0, metavar="N", help="updates between greedy evaluations (default 0: none)")
+    p.add_argument("--eval-episodes", type=int, default=8, metavar="K", help="episodes per evaluation (default 8)")
     a = p.parse_args()
     r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop, bootstrap=not a.no_bootstrap,
-              time_limit=a.time_limit, run_dir=a.run, checkpoint_every=a.checkpoint_every)
+              time_limit=a.time_limit, run_dir=a.run, checkpoint_every=a.checkpoint_every, eval_every=a.eval_every,
+              eval_episodes=a.eval_episodes)
     r.pop("curve")
     print(json.dumps(r))
 

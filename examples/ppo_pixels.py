@@ -64,6 +64,9 @@ class PixelAgent(nn.Module):
     def get_value(self, obs: Dict[str, torch.Tensor]) -> torch.Tensor:
         return self.critic(self.features(obs))
 
+    def logits(self, obs: Dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.actor(self.features(obs))
+
     def get_action_and_value(self, obs: Dict[str, torch.Tensor], action: Optional[torch.Tensor] = None):
         h = self.features(obs)
         dist = Categorical(logits=self.actor(h))
@@ -84,14 +87,15 @@ def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, rollou
 
 def train_pixels(total_steps: int = 300_000, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
                  lr: float = 2.5e-4, threads: int = 0, log: bool = True, source: Any = pixel_source,
-                 bootstrap: bool = True, run_dir: Optional[str] = None, checkpoint_every: int = 10) -> Dict[str, Any]:
+                 bootstrap: bool = True, run_dir: Optional[str] = None, checkpoint_every: int = 10,
+                 eval_every: int = 0, eval_episodes: int = 8) -> Dict[str, Any]:
     """Trains for ``total_steps``; returns what ``ppo_cartpole.train`` does (with the curve).
     ``bootstrap``: episodes cut by PixelMine's step limit are bootstrapped from their final frame's value;
     ``run_dir``, ``checkpoint_every``: a run that records its replay and resumes (``ppo_cartpole.train``)."""
     # CleanRL's Atari PPO clips at 0.1 (its CartPole PPO at 0.2); the update is the same.
     return train(total_steps, envs, steps, lag, seed, lr=lr, target=float("inf"), stop_when_solved=False, log=log,
                  source=source, make_agent=PixelAgent, update=functools.partial(learn, clip=0.1, bootstrap=bootstrap), threads=threads,
-                 run_dir=run_dir, checkpoint_every=checkpoint_every)
+                 run_dir=run_dir, checkpoint_every=checkpoint_every, eval_every=eval_every, eval_episodes=eval_episodes)
 
 
 def curve_ends(curve: list, share: float = 0.2) -> tuple:
@@ -112,9 +116,12 @@ def main() -> None:
     p.add_argument("--run", metavar="DIR", help="record the replay (frames too), TensorBoard scalars and checkpoints here; "
                    "run again to resume (as examples/ppo_cartpole.py --run)")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
+    p.add_argument("--eval-every", type=int, default=0, metavar="N", help="updates between greedy evaluations, recorded with "
+                   "frames into DIR/eval (default 0: none)")
+    p.add_argument("--eval-episodes", type=int, default=8, metavar="K", help="episodes per evaluation (default 8)")
     a = p.parse_args()
     r = train_pixels(a.steps_total, a.envs, a.steps, a.lag, a.seed, threads=a.threads, bootstrap=not a.no_bootstrap,
-                     run_dir=a.run, checkpoint_every=a.checkpoint_every)
+                     run_dir=a.run, checkpoint_every=a.checkpoint_every, eval_every=a.eval_every, eval_episodes=a.eval_episodes)
     r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (None, None)
     print(json.dumps(r))
 

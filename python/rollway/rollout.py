@@ -264,7 +264,7 @@ class Rollout:
     ):
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
-        self._policy = policy
+        self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
         env, pickle, settings = _request(env, dict(
             env_params=env_params, policy_params=policy_params, seed=seed, num_envs=num_envs, workers=workers, steps=steps,
             max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
@@ -329,6 +329,37 @@ class Rollout:
     def version(self) -> int:
         """The latest published version (0 before any)."""
         return self._h.version
+
+    def evaluate(self, policy: Optional[Callable[..., Any]] = None, *, episodes: int = 8, seed: int = 1_000_003,
+                 out: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
+        """Plays ``episodes`` evaluation episodes with the current policy, between updates,
+        and returns ``{"version", "episodes", "steps", "return", "length"}`` (``return`` and
+        ``length``: mean, std, min, max). ``policy``: the one
+        to evaluate (the rollout's own when left out; give a greedy one, e.g. the argmax of
+        the logits, for no exploration), called as a rollout's policy (a dict answer's
+        ``"actions"`` and ``"state"`` are taken). The episodes run as ``rollway.run``'s on
+        the rollout's env, one worker, with seeds of their own (``seed``: the same
+        ``episodes`` seeds at every call, so checkpoints are compared on the same starts),
+        apart from the rollout: nothing of them reaches the fragments or the replay. With
+        ``out``, they are recorded (frames too) into the evaluation dataset there, a run per
+        call, every step's ``policy_version`` the version evaluated: ``rollway report OUT``
+        draws return by version and plays the earliest and the latest versions' episodes."""
+        from rollway._run import run
+
+        acting = self._policy if policy is None else policy
+        if isinstance(acting, str):
+            agent: Any = acting
+        else:
+            def agent(obs: Any, first: Any, state: Any) -> Any:
+                out_ = acting(obs, first, state)
+                if isinstance(out_, dict) and "actions" in out_:
+                    return out_["actions"] if out_.get("state") is None else (out_["actions"], out_["state"])
+                return out_
+        s = run(self._env, agent, episodes=int(episodes), seed=int(seed), workers=1, env_params=self._env_params,
+                max_steps=self.max_episode_steps, out=out, append=out is not None, record=out is not None,
+                progress=False, policy_version=self.version)
+        return {"version": self.version, "episodes": int(s.episodes), "steps": int(s.steps), "return": dict(s.return_),
+                "length": dict(s.length)}
 
     def __iter__(self) -> Iterator[Fragment]:
         while True:

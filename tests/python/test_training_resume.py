@@ -97,6 +97,39 @@ def test_issue47_resume_refuses_another_stream_and_a_new_rollout_refuses_a_repla
     assert len(rollway.Dataset(tmp_path / "new").metadata["runs"]) == 1
 
 
+def test_issue47_evaluation_episodes_are_recorded_apart_with_the_version_they_evaluate(tmp_path):
+    import numpy as np
+
+    calls = []
+
+    def policy(obs, first, state):
+        calls.append(len(obs))
+        return {"actions": np.zeros(len(obs), dtype=np.int64), "value": np.zeros(len(obs), dtype=np.float32)}
+
+    with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps=32, out=tmp_path / "replay", commit_every=0.05) as r:
+        r.collect()
+        r.publish()
+        replay = len(rollway.Dataset(tmp_path / "replay"))
+        first = r.evaluate(episodes=3, out=tmp_path / "eval")
+        r.publish()
+        second = r.evaluate(episodes=3, out=tmp_path / "eval")
+        assert len(rollway.Dataset(tmp_path / "replay")) == replay, "nothing of an evaluation reaches the replay"
+        f = r.collect()
+        assert f.episode.min() < 100, "the rollout's own numbering goes on undisturbed"
+    assert (first["version"], second["version"]) == (1, 2) and first["episodes"] == 3
+    # Always pushing left: every episode ends early, with the same starts each time.
+    assert first["return"] == second["return"] and first["return"]["max"] < 20
+    ev = rollway.Dataset(tmp_path / "eval")
+    assert [run["run"] for run in ev.metadata["runs"]] == [0, 1]
+    for k, e in enumerate(ev.episodes):
+        assert set(ev[k].policy_version.tolist()) == {e["run"] + 1}, "each step carries the version evaluated"
+    seeds = [[e["seed"] for e in ev.episodes if e["run"] == run] for run in (0, 1)]
+    assert seeds[0] == seeds[1], "each evaluation plays the same seeds"
+    assert not set(seeds[0]) & {e["seed"] for e in rollway.Dataset(tmp_path / "replay").episodes}, "seeds of their own"
+    html = open(ev.report(tmp_path / "eval.html")).read()
+    assert "Return by policy version" in html and "each run is one evaluation" in html
+
+
 def _ppo(run_dir, total, timeout=240):
     cmd = [sys.executable, os.path.join(ROOT, "examples", "ppo_cartpole.py"), "--steps-total", str(total),
            "--envs", "4", "--steps", "128", "--run", str(run_dir), "--checkpoint-every", "2", "--no-stop"]

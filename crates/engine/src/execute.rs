@@ -129,7 +129,7 @@ pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outco
     let summary_out = create(job.summary_json.as_deref(), "--summary-json")?;
     let mut progress = Display::new(generator.config().target, a.quiet);
     progress.stop = hooks.stop;
-    let mut sinks = Sinks { lines, record: writer, progress };
+    let mut sinks = Sinks { lines, record: writer, progress, version: job.policy_version };
     let summary = generator.run(&mut sinks);
     sinks.progress.finish();
     if let (Ok(s), Some(w)) = (&summary, &sinks.record) {

@@ -38,6 +38,8 @@ pub struct Job {
     pub calibrate: bool,
     /// Nor was the mode: calibrating may switch it to sync.
     pub calibrate_mode: bool,
+    /// The training policy version acting in every step (`--policy-version`), recorded with each step.
+    pub policy_version: Option<u64>,
     origin: Origin,
 }
 
@@ -92,6 +94,7 @@ impl Job {
             x264_params: Some(self.writer.frame_options.h264.x264_params.clone()),
             env_opt: vec![],
             agent_opt: vec![],
+            policy_version: self.policy_version,
         }
     }
 }
@@ -287,6 +290,7 @@ impl RunRequest {
             is_default,
             calibrate: fast && o.envs_per_worker.is_none(),
             calibrate_mode: fast && o.mode.is_none(),
+            policy_version: o.policy_version,
             origin,
         };
         if let Err(e) = job.cfg.validate() {

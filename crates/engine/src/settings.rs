@@ -180,6 +180,11 @@ pub struct RunOptions {
     /// h264: extra x264 options, `key=value:key=value` (as ffmpeg's -x264-params).
     #[cfg_attr(feature = "clap", arg(long, value_name = "OPTS"))]
     pub x264_params: Option<String>,
+    /// The version of a training run's policy that acts in every step, recorded as
+    /// each step's `policy_version`: an evaluation of a learner's checkpoint
+    /// (`rollway.Rollout.evaluate`), drawn by version in `rollway report`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub policy_version: Option<u64>,
 }
 
 impl RunOptions {

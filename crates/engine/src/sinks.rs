@@ -25,10 +25,15 @@ pub struct Sinks<'a> {
     pub record: Option<DatasetWriter>,
     /// Progress on the terminal, the caller's stop hook and the run's timeline.
     pub progress: Display<'a>,
+    /// The training policy version acting in every step, if the run evaluates one: stamped on each recorded step.
+    pub version: Option<u64>,
 }
 
 impl Observer for Sinks<'_> {
-    fn on_episode(&mut self, episode: EpisodeResult) -> Result<(), SinkError> {
+    fn on_episode(&mut self, mut episode: EpisodeResult) -> Result<(), SinkError> {
+        if let (Some(v), Some(t)) = (self.version, episode.trajectory.as_mut()) {
+            t.versions = vec![v; t.rewards.len()];
+        }
         if let Some(l) = &mut self.lines {
             l.write(&episode)?;
         }

@@ -55,7 +55,7 @@ fn lives(ds: &Dataset, entries: &[&IndexEntry]) -> String {
             ]
         })
         .collect();
-    table(&["run (a life of the learner)", "policy versions", "episodes", "steps", "steps/s", "ended"], &rows)
+    table(&["run", "policy versions", "episodes", "steps", "steps/s", "ended"], &rows)
 }
 
 /// Return (mean, ± 1 std) in [`BINS`] bins of wall time, and env steps per second
@@ -127,7 +127,9 @@ fn per_actor(ds: &Dataset, entries: &[&IndexEntry]) -> Option<String> {
 
 /// The markup: lives, wall-time plots, actors, and clips early vs late.
 pub fn over_time(ds: &Dataset, entries: &[&IndexEntry], m: &ReportMedia) -> Result<String> {
-    let mut out = String::from("<h3>The run's lives</h3>") + &lives(ds, entries);
+    let mut out = String::from("<h3>The run's lives</h3>");
+    out += &note("In a replay, each run is a life of the learner (a resumed rollout adds one); in an evaluation dataset (Rollout.evaluate), each run is one evaluation.");
+    out += &lives(ds, entries);
     let plots = [by_time(entries), per_actor(ds, entries)].into_iter().flatten().collect::<String>();
     if plots.is_empty() {
         out += &note("No episode carries the time it ended (a dataset from before rollway kept it), so nothing is drawn by wall time.");
