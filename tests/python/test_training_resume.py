@@ -58,7 +58,16 @@ def test_issue47_a_resumed_rollout_continues_the_replay_in_a_new_run(tmp_path):
             assert f.episode[0, slot] == (max(mine) // 4 + 1) * 4 + slot
         assert (f.version == 40).all(), "acts as the learner's checkpointed version"
         r.publish()
-        r.collect()
+        # The resumed learner's following loader samples the replay as it was, and what this life adds.
+        loader = rollway.Loader(out, clip=2, batch=64, follow=True, seed=1)
+        seen = set(loader.next_batch()["episode_id"].tolist())
+        assert seen <= set(before) and seen, "the earlier lives' episodes"
+        deadline = time.monotonic() + 30
+        while not seen - set(before) and time.monotonic() < deadline:
+            r.collect()
+            b = loader.next_batch()
+            seen |= set(b["episode_id"].tolist()) if b is not None else set()
+        assert seen - set(before), "this life's commits reach it"
     ds = rollway.Dataset(out)
     runs = ds.metadata["runs"]
     assert [r["run"] for r in runs] == [0, 1] and runs[1]["first_episode_id"] == runs[0]["first_episode_id"] == 0
