@@ -51,6 +51,8 @@ def cluster():
     import ray
     from ray.cluster_utils import Cluster
 
+    if ray.is_initialized():
+        ray.shutdown()  # a local Ray an earlier module's test left connected (rollway.ray starts one when none runs)
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     c.add_node(num_cpus=1)
     c.add_node(num_cpus=1, num_gpus=1)
