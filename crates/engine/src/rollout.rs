@@ -320,7 +320,7 @@ impl RolloutPlan {
     /// recorded one), and closes it again, unstarted: the run that
     /// `rollway.ray.Rollout`'s actors then join, made without starting envs. Returns
     /// the run's number and, resumed, the episodes each of the stream's slots has
-    /// taken (`episode_ids`' slots of them; empty for a new run).
+    /// taken (`episode_ids`' slots of them; `None` unless resumed).
     pub fn prepare_dataset(&self) -> Result<(u32, Option<Resumed>)> {
         if let Some(dir) = self.request.out.as_ref().filter(|d| rollway_remote::is_remote(d)) {
             bad!(
@@ -372,8 +372,8 @@ impl RolloutPlan {
         let config = serde_json::json!({ "rollout": stored(&self.request) });
         let (agent, seed) = ("policy", self.request.seed);
         if self.request.resume {
-            let (stream, slots) = (self.request.seed, self.slots());
-            let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, stream, slots);
+            let slots = self.slots();
+            let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, seed, slots);
             let (w, resumed) = DatasetWriter::continue_runs(&dir, &self.spec, (agent, seed, config), wc, check).input(at)?;
             return Ok(OpenedOut { writer: Some(w), push, resumed: Some(resumed) });
         }
@@ -416,10 +416,10 @@ fn continued(last: Option<&RunInfo>, entries: &[IndexEntry], seed: u64, slots: u
     let mut starts = vec![0; slots as usize];
     let steps = entries.iter().filter(|e| e.status != rollway_core::Status::GivenUp).map(|e| e.length).sum();
     let Some(last) = last else { return Ok(Resumed { starts, episodes: 0, steps: 0 }) };
-    let Some(r) = last.config.get("rollout") else {
+    if last.config.get("rollout").is_none() {
         return Err(format!("its last run ({}) was not recorded by a rollout; resume=True continues a rollout's replay", last.run));
-    };
-    let was = r.get("episode_ids").and_then(|e| e.get(2)).or_else(|| r.get("num_envs")).and_then(|v| v.as_u64());
+    }
+    let was = last.rollout_slots().map(|(slots, _)| slots);
     if last.seed != seed || was != Some(slots) {
         return Err(format!(
             "resume=True continues the rollout recorded there with seed={} over {} env slots (num_envs, times num_actors on Ray); \

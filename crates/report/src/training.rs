@@ -31,20 +31,29 @@ fn series(name: &str, points: Vec<(f64, f64)>) -> Series {
     Series { name: name.into(), points }
 }
 
+/// A return curve with its spread: from `(x, episodes, sum of returns, sum of squared
+/// returns)` per point, the lines of the mean and of ± 1 standard deviation.
+pub(crate) fn mean_and_spread(points: impl IntoIterator<Item = (f64, f64, f64, f64)>) -> [Series; 3] {
+    let (mut mean, mut lo, mut hi) = (vec![], vec![], vec![]);
+    for (x, n, sum, sq) in points {
+        let m = sum / n;
+        let sd = (sq / n - m * m).max(0.0).sqrt();
+        mean.push((x, m));
+        lo.push((x, m - sd));
+        hi.push((x, m + sd));
+    }
+    [series("mean", mean), series("− 1 std", lo), series("+ 1 std", hi)]
+}
+
 /// The section's markup, or `None` for a dataset no rollout recorded.
 pub fn training(ds: &Dataset, entries: &[&IndexEntry]) -> Option<String> {
     let by = tally(entries);
     if by.is_empty() {
         return None;
     }
-    let (mut mean, mut lo, mut hi, mut length, mut episodes, mut steps) = (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for (&v, &(n, s, sum, sq, len)) in &by {
+    let (mut length, mut episodes, mut steps) = (vec![], vec![], vec![]);
+    for (&v, &(n, s, _, _, len)) in &by {
         let (x, n_f) = (v as f64, n as f64);
-        let m = sum / n_f;
-        let sd = (sq / n_f - m * m).max(0.0).sqrt();
-        mean.push((x, m));
-        lo.push((x, m - sd));
-        hi.push((x, m + sd));
         length.push((x, len as f64 / n_f));
         episodes.push((x, n_f));
         steps.push((x, s as f64));
@@ -69,7 +78,7 @@ pub fn training(ds: &Dataset, entries: &[&IndexEntry]) -> Option<String> {
         "Return by policy version (mean, ± 1 std)",
         "policy version",
         "return",
-        &[series("mean", mean), series("− 1 std", lo), series("+ 1 std", hi)],
+        &mean_and_spread(by.iter().map(|(&v, &(n, _, sum, sq, _))| (v as f64, n as f64, sum, sq))),
     );
     out += &svg::lines("Episode length by policy version", "policy version", "steps", &[series("mean length", length)]);
     out += &svg::lines("Episodes by policy version", "policy version", "episodes", &[series("episodes", episodes)]);

@@ -25,12 +25,9 @@ const WINDOWS: f64 = 15.0;
 /// Episodes shown as clips: the earliest versions' and the latest's.
 const CLIPS: usize = 2;
 
-/// The slots of the episode numbering a rollout's runs share, and the envs per actor.
+/// The slots of the episode numbering a distributed rollout's runs share, and the envs per actor.
 fn actors(run: &RunInfo) -> Option<(u64, u64)> {
-    let r = run.config.get("rollout")?;
-    let per = r.get("num_envs")?.as_u64()?;
-    let slots = r.get("episode_ids").and_then(|e| e.get(2)).and_then(|v| v.as_u64()).unwrap_or(per);
-    (per > 0 && slots > per).then_some((slots, per))
+    run.rollout_slots().filter(|&(slots, per)| per > 0 && slots > per)
 }
 
 /// One row per run: versions, episodes, steps, how it ended.
@@ -76,14 +73,8 @@ fn by_time(entries: &[&IndexEntry]) -> Option<String> {
         let b = &mut bins[(((t - t0) / width) as usize).min(BINS - 1)];
         *b = (b.0 + 1, b.1 + ret, b.2 + ret * ret);
     }
-    let (mut mean, mut lo, mut hi) = (vec![], vec![], vec![]);
-    for (i, &(n, sum, sq)) in bins.iter().enumerate().filter(|(_, b)| b.0 > 0) {
-        let (x, m) = ((i as f64 + 0.5) * width / 60.0, sum / n as f64);
-        let sd = (sq / n as f64 - m * m).max(0.0).sqrt();
-        mean.push((x, m));
-        lo.push((x, m - sd));
-        hi.push((x, m + sd));
-    }
+    let returns =
+        bins.iter().enumerate().filter(|(_, b)| b.0 > 0).map(|(i, &(n, sum, sq))| ((i as f64 + 0.5) * width / 60.0, n as f64, sum, sq));
     let window = span / WINDOWS;
     let rate = (1..=BINS)
         .map(|i| {
@@ -98,7 +89,7 @@ fn by_time(entries: &[&IndexEntry]) -> Option<String> {
         "Return by wall time (mean, ± 1 std)",
         "minutes since the first episode ended",
         "return",
-        &[s("mean", mean), s("− 1 std", lo), s("+ 1 std", hi)],
+        &crate::training::mean_and_spread(returns),
     );
     let xlabel = format!("minutes (each point: the last 1/{WINDOWS} of the run)");
     out += &svg::lines("Throughput over time (steps recorded)", &xlabel, "env steps / s", &[s("steps/s", rate)]);

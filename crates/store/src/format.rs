@@ -102,6 +102,18 @@ pub struct RunInfo {
     pub rollway_version: String,
 }
 
+impl RunInfo {
+    /// For a run a training rollout recorded (its config's `rollout` mapping): the env
+    /// slots its episode numbering spans (`episode_ids`' slots: every actor's envs on
+    /// Ray; else its own `num_envs`), and its own envs. `None` for any other run.
+    pub fn rollout_slots(&self) -> Option<(u64, u64)> {
+        let r = self.config.get("rollout")?;
+        let envs = r.get("num_envs")?.as_u64()?;
+        let slots = r.get("episode_ids").and_then(|e| e.get(2)).and_then(|v| v.as_u64()).unwrap_or(envs);
+        Some((slots, envs))
+    }
+}
+
 /// `rollway.json`: what the dataset is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {

@@ -224,7 +224,7 @@ impl WriterThread {
             .map(|p| {
                 // Encoder jobs may still hold their clone for a moment after answering.
                 let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
-                let entry = IndexEntry { ended_at: Some(p.taken), ..self.entry(n, row, &keys, e) };
+                let entry = self.entry(n, row, &keys, e, p.taken);
                 row += entry.rows;
                 entry
             })
@@ -279,8 +279,8 @@ impl WriterThread {
         Ok(sums)
     }
 
-    /// The index entry of episode `e`, whose rows start at `row` of shard `n`.
-    fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult) -> IndexEntry {
+    /// The index entry of episode `e`, whose rows start at `row` of shard `n`, taken by the writer at `taken` (Unix seconds).
+    fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult, taken: f64) -> IndexEntry {
         let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
         let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
         let versions = e.trajectory.as_ref().map_or(&[][..], |t| &t.versions[..]);
@@ -304,7 +304,7 @@ impl WriterThread {
             error: e.error,
             frames,
             policy_version,
-            ended_at: None,
+            ended_at: Some(taken),
         }
     }
 }
