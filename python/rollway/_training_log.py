@@ -3,7 +3,9 @@
 convention of CleanRL, SB3 and Sample Factory (``tensorboard --logdir DIR``).
 
 The x axis is env steps delivered so far (a resumed rollout's goes on from the steps its
-replay holds). Tags: ``charts/episodic_return`` and
+replay holds, and its event file starts with TensorBoard's purge marker at that step, as
+``SummaryWriter(purge_step=)`` writes it: the viewer drops what the killed life logged past
+its last commit, so the curves never step back). Tags: ``charts/episodic_return`` and
 ``charts/episodic_length`` (the mean over the episodes that ended in the fragment, when
 any did), and ``rollout/…``: ``steps_per_s``, ``policy_s``, ``env_s``, ``waited_s``,
 ``lag_mean``, ``lag_max``, ``dropped_steps``, ``env_faults``, ``episodes`` (so far) and
@@ -29,8 +31,10 @@ _TAGS = [(k, f"rollout/{k}") for k in ("steps_per_s", "policy_s", "env_s", "wait
 class TrainingLog:
     """A rollout's progress line and TensorBoard scalars, fed one fragment at a time."""
 
-    def __init__(self, log_dir: Optional[Union[str, "os.PathLike[str]"]], progress: bool, steps: int = 0):
-        self.writer = None if log_dir is None else _rollway.EventWriter(os.fspath(log_dir), time.time())
+    def __init__(self, log_dir: Optional[Union[str, "os.PathLike[str]"]], progress: bool, steps: int = 0,
+                 resumed: bool = False):
+        purge = int(steps) if resumed else None
+        self.writer = None if log_dir is None else _rollway.EventWriter(os.fspath(log_dir), time.time(), purge)
         self.progress = bool(progress)
         self.steps, self.episodes, self.start = int(steps), 0, int(steps)
         self.recent: Deque[float] = collections.deque(maxlen=100)

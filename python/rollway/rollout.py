@@ -282,7 +282,7 @@ class Rollout:
             _, episodes, steps = self._h.resumed
             self.resumed = dict(episodes=episodes, steps=steps)
         steps0 = self.resumed["steps"] if self.resumed else 0
-        self._log = TrainingLog(log_dir, progress, steps0) if log_dir is not None or progress else None
+        self._log = TrainingLog(log_dir, progress, steps0, self.resumed is not None) if log_dir is not None or progress else None
 
     @property
     def single_observation_space(self) -> Any:

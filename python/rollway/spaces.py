@@ -100,20 +100,25 @@ def leaves(space_json: str) -> Tuple[List[Leaf], int]:
 
 class RowViews:
     """Numpy views of packed rows of a space, leaf by leaf, with leading axes in front
-    (a batch ``(n,)``; a fragment's ``(t, n)``): the array itself for a space of one
-    unpadded leaf, else a dict of arrays by leaf path. No copy: the views share ``buf``."""
+    (a batch ``(n,)``; a fragment's ``(t, n)``): an array for a space of one leaf (a Box,
+    Discrete, …: contiguous when its row is unpadded, strided over the padding when the row
+    is padded to the packing's alignment, e.g. a ``Box(3,)`` of float32 in 16-byte rows),
+    else a dict of arrays by leaf path. No copy: the views share ``buf``."""
 
     def __init__(self, space_json: str):
         self.leaves, self.row = leaves(space_json)
+        # A space of one leaf is seen as that leaf's array, padded or not.
+        self.one = len(self.leaves) == 1 and self.leaves[0].path == ""
         # One unpadded leaf: the rows are that leaf's array as is.
-        self.single = len(self.leaves) == 1 and self.leaves[0].path == "" and self.leaves[0].nbytes == self.row
+        self.single = self.one and self.leaves[0].nbytes == self.row
 
     def view(self, buf: Any, *lead: int) -> Any:
         if self.single:
             leaf = self.leaves[0]
             return np.frombuffer(buf, dtype=leaf.dtype).reshape((*lead, *leaf.shape))
         if 0 in lead:  # no rows (a fragment where no episode ended): nothing to view, any strides
-            return {leaf.path: np.empty((*lead, *leaf.shape), leaf.dtype) for leaf in self.leaves}
+            empty = {leaf.path: np.empty((*lead, *leaf.shape), leaf.dtype) for leaf in self.leaves}
+            return empty[""] if self.one else empty
         outer: List[int] = []
         step = self.row
         for d in reversed(lead):
@@ -124,7 +129,7 @@ class RowViews:
             inner = np.empty(leaf.shape, leaf.dtype).strides
             out[leaf.path] = np.ndarray((*lead, *leaf.shape), dtype=leaf.dtype, buffer=buf, offset=leaf.offset,
                                         strides=(*outer, *inner))
-        return out
+        return out[""] if self.one else out
 
 
 def leaf_value(value: Any, path: str) -> Any:

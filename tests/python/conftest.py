@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -31,6 +32,29 @@ def pixels(tmp_path_factory):
     out = tmp_path_factory.mktemp("data") / "pixels"
     rollway.run(episodes=4, env_params={"size": 32, "max_steps": 50}, out=out, progress=False)
     return os.fspath(out)
+
+
+def committed(out):
+    """Episodes the dataset at ``out`` has committed (0 while there is none yet)."""
+    try:
+        return len(rollway.Dataset(out))
+    except (rollway.RollwayError, OSError):
+        return 0
+
+
+def interrupt_once_committed(args, out, at_least=1, timeout=120):
+    """Runs ``args`` (a Python child), sends it SIGINT once the dataset at ``out`` holds
+    ``at_least`` committed episodes (a moment placed by progress, never by a clock, so the
+    Ctrl-C lands mid-run on a fast machine and a slow one alike), and returns the finished
+    process with its stdout and stderr."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while committed(out) < at_least and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    out_, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(args, p.returncode, out_, err)
 
 
 def rollway_cli():

@@ -2,12 +2,12 @@
 processes or in the caller's process (``host=``); ``"auto"`` measures both on a run
 long enough to pay for it and takes the faster. The episodes are the same either way."""
 
-import subprocess
 import sys
 
 import pytest
 
 import rollway
+from conftest import interrupt_once_committed
 from test_hosted import arrays, importable_test_envs, same  # noqa: F401  (autouse: no env process outlives its run)
 
 
@@ -50,16 +50,16 @@ def test_issue48_built_in_envs_have_no_host_and_a_bad_host_is_an_input_error():
         rollway.run(env="gym:CartPole-v1", agent="random", episodes=2, record=False, progress=False, host="gpu")
 
 
+# Interrupted by the test once episodes are committed (conftest.interrupt_once_committed).
 INTERRUPT_INLINE = r"""
-import os, signal, sys, threading, time, gymnasium as gym, rollway
+import sys, time, gymnasium as gym, rollway
 class Slow(gym.Wrapper):
     def step(self, action):
         time.sleep(0.002)  # the signal lands here, in the env's code on this thread
         return self.env.step(action)
-threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     rollway.run(env=lambda: Slow(gym.make("CartPole-v1")), agent="random", episodes=10**6, out=sys.argv[1], progress=False,
-                host="inline")
+                host="inline", workers=1, envs_per_worker=4, max_buffer_episodes=4)
 except KeyboardInterrupt:
     print("interrupted")
     sys.exit(0)
@@ -69,7 +69,7 @@ sys.exit("not interrupted")
 
 def test_issue48_ctrl_c_landing_in_an_inline_env_stops_the_run_and_it_resumes(tmp_path):
     out = tmp_path / "ds"
-    p = subprocess.run([sys.executable, "-c", INTERRUPT_INLINE, str(out)], capture_output=True, text=True, timeout=120)
+    p = interrupt_once_committed([sys.executable, "-c", INTERRUPT_INLINE, str(out)], out)
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
     ds = rollway.Dataset(out)
     assert len(ds) > 0 and ds.verify()["problems"] == []

@@ -21,15 +21,30 @@ def python_examples() -> list:
     return blocks
 
 
+UNTIL_SAMPLED = """
+def _until_sampled(n):
+    import itertools, time
+    t0 = time.monotonic()
+    for u in itertools.count():
+        if u >= n and (globals().get("sampled", 0) >= 5 or time.monotonic() - t0 > 60):
+            return
+        yield u
+"""
+
+
 def training_run(training: str, replay: str, on_ray: str, tmp_path) -> dict:
     """Runs the three training blocks in turn in a new interpreter (in the current directory,
     examples/ importable) and returns what the test checks of them."""
     probe = {
         "after_training": 'seen = {"trained_return": float(frag.finished["return"].mean()), '
                           '"trained_versions": sorted(set(frag.version.ravel().tolist()))}',
-        "after_replay": 'seen["sampled"], seen["after_close"] = sampled, batch is not None',
+        "after_replay": 'seen["sampled"], seen["after_close"], seen["updates"] = sampled, batch is not None, update + 1',
         "after_ray": 'seen["ray_summary"] = rollout.summary(); seen["ray_min_version"] = int(frag.version.min())',
     }
+    # Commits land on their own clock (commit_every), so a fast machine can run the replay block's 20 updates
+    # before the first lands: its loop goes on past 20 updates until it has sampled 5 batches (60 s at most).
+    assert "for update in range(20):" in replay
+    replay = UNTIL_SAMPLED + replay.replace("for update in range(20):", "for update in _until_sampled(20):")
     script = "\n".join([training, probe["after_training"], replay, probe["after_replay"], on_ray, probe["after_ray"],
                         f"import json; json.dump(seen, open({str(tmp_path / 'seen.json')!r}, 'w'), default=str)"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([EXAMPLES, os.environ.get("PYTHONPATH", "")]))
@@ -75,7 +90,7 @@ def test_the_readme_python_examples_run(tmp_path, monkeypatch):
     # peer's tests: their encoder left this process real-time, and the example inherited it; see that module.)
     assert seen["sampled"] >= 5, seen["sampled"]
     assert len(recorded) > 0 and seen["after_close"]
-    assert recorded[len(recorded) - 1].policy_version.max() <= 20 and "logprob" in recorded[0].extras
+    assert recorded[len(recorded) - 1].policy_version.max() <= seen["updates"] and "logprob" in recorded[0].extras
     summary = seen["ray_summary"]
     assert summary["fragments"] == 20 and max(int(k) for k in summary["lag_histogram"]) <= 2 and seen["ray_min_version"] >= 17
 

@@ -143,12 +143,19 @@ def test_long_calls_release_the_gil(tmp_path):
 
     t = threading.Thread(target=tick)
     t.start()
-    start = time.perf_counter()
-    rollway.run(env="PixelMine-v0", agent="miner", episodes=8, env_params={"size": 32}, progress=False, record=False)
-    took = time.perf_counter() - start
+    # A run long enough to tell on any machine: 4× the episodes until it lasts half a second.
+    episodes = 8
+    while True:
+        start = time.perf_counter()
+        rollway.run(env="PixelMine-v0", agent="miner", episodes=episodes, env_params={"size": 32}, progress=False,
+                    record=False)
+        took = time.perf_counter() - start
+        if took >= 0.5 or episodes >= 8 * 4**5:
+            break
+        episodes *= 4
     stop.set()
     t.join()
     during = [x for x in ticks if start < x < start + took]
-    assert took > 0.1, "the run is too short to tell"
+    assert took >= 0.5, "the run is too short to tell"
     # A thread that cannot get the GIL does not tick at all during the run.
     assert len(during) >= took / 0.01 / 4

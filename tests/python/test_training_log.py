@@ -100,14 +100,25 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
               f"r = rollway.Rollout('PixelMine-v0', 'random', num_envs=2, steps=30, env_params={params!r}, out={str(out)!r},"
               f" commit_every=0.05)\n"
               f"for _ in range(4):\n    r.collect(); r.publish()\n"
-              f"r._h.collect(); import time; time.sleep(0.3); os._exit(0)\n")  # dies without close: no summary
+              # Dies without close (no summary) once the early versions' episodes are committed.
+              f"import time; t0 = time.monotonic()\n"
+              f"def early():\n"
+              f"    try:\n        ds = rollway.Dataset({str(out)!r})\n    except rollway.RollwayError:\n        return False\n"
+              f"    return any(int(ds[k].policy_version.min()) <= 1 for k in range(len(ds)))\n"
+              f"while not early() and time.monotonic() - t0 < 60:\n    time.sleep(0.05)\n"
+              f"r._h.collect(); os._exit(0)\n")
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     with rollway.Rollout("PixelMine-v0", "random", num_envs=2, steps=30, env_params=params, out=out, commit_every=0.05,
                          resume=True, version=3) as r:
         for _ in range(4):
             r.collect()
             r.publish()
-    html = open(rollway.Dataset(out).report(tmp_path / "report.html")).read()
+    ds = rollway.Dataset(out)
+    html = open(ds.report(tmp_path / "report.html")).read()
+    for run in (0, 1):  # the Runs table says where each life's ids start (both lives' runs share first_episode_id)
+        ids = [e["id"] for e in ds.episodes if e["run"] == run]
+        assert f"<td>{len(ids)}, ids {min(ids)} – {max(ids)}</td>" in html, run
+    assert min(e["id"] for e in ds.episodes if e["run"] == 1) > 0
     section = html.split('id="training-time"')[1].split("</section>")[0]
     assert "killed (or still running): no summary" in section and "closed cleanly" in section
     assert "<td>3 – 6</td>" in section, "the second life's versions"
@@ -118,3 +129,29 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
     versions = [int(c.split("policy version ")[1].split(" ")[0]) for c in captions]
     assert len(versions) == 4 and versions == sorted(versions) and versions[0] <= 1 and versions[-1] == 6, captions
     assert clips.count("<video") == 4
+
+
+def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
+    """A killed life logged steps past its last commit; the resumed life starts at the committed
+    steps, and its event file's purge marker makes TensorBoard's loader drop the killed tail."""
+    out, tb = tmp_path / "replay", tmp_path / "tb"
+    script = (f"import rollway, os\n"
+              f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps=64, out={str(out)!r}, log_dir={str(tb)!r},"
+              f" commit_every=0.05)\n"
+              f"for _ in range(6):\n    r.collect(); r.publish()\n"
+              f"os._exit(0)\n")  # dies without close
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, log_dir=tb, commit_every=0.05,
+                         resume=True, version=6) as r:
+        start = r.resumed["steps"]
+        for _ in range(3):
+            r.collect()
+            r.publish()
+    assert start < 6 * 256, "the killed life logged past its commits (episodes in flight are not committed)"
+    acc = EventAccumulator(str(tb))
+    acc.Reload()
+    steps = [e.step for e in acc.Scalars("rollout/policy_version")]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps), f"never back: {steps}"
+    kept = [s for s in steps if s < start]
+    assert kept == [256 * (i + 1) for i in range(len(kept))], "the killed life's committed part stays"
+    assert steps[len(kept):] == [start + 256 * (i + 1) for i in range(3)], "then the resumed life"

@@ -51,6 +51,11 @@ def test_issue47_a_resumed_rollout_continues_the_replay_in_a_new_run(tmp_path):
     with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05, resume=True,
                          version=40) as r:
         assert r.resumed == {"episodes": len(before), "steps": sum(e["length"] for e in before.values())}
+        # The resumed learner's following loader samples the replay as it was (taken before this life
+        # collects, so before any of its commits can land), and then what this life adds.
+        loader = rollway.Loader(out, clip=2, batch=64, follow=True, seed=1)
+        seen = set(loader.next_batch()["episode_id"].tolist())
+        assert seen <= set(before) and seen, "the earlier lives' episodes"
         f = r.collect()
         # Each slot goes on from one past its last committed episode: ids k × 4 + slot.
         for slot in range(4):
@@ -58,10 +63,6 @@ def test_issue47_a_resumed_rollout_continues_the_replay_in_a_new_run(tmp_path):
             assert f.episode[0, slot] == (max(mine) // 4 + 1) * 4 + slot
         assert (f.version == 40).all(), "acts as the learner's checkpointed version"
         r.publish()
-        # The resumed learner's following loader samples the replay as it was, and what this life adds.
-        loader = rollway.Loader(out, clip=2, batch=64, follow=True, seed=1)
-        seen = set(loader.next_batch()["episode_id"].tolist())
-        assert seen <= set(before) and seen, "the earlier lives' episodes"
         deadline = time.monotonic() + 30
         while not seen - set(before) and time.monotonic() < deadline:
             r.collect()
@@ -115,16 +116,21 @@ def test_issue47_evaluation_episodes_are_recorded_apart_with_the_version_they_ev
         calls.append(len(obs))
         return {"actions": np.zeros(len(obs), dtype=np.int64), "value": np.zeros(len(obs), dtype=np.float32)}
 
+    delivered = set()
     with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps=32, out=tmp_path / "replay", commit_every=0.05) as r:
-        r.collect()
+        delivered |= set(r.collect().finished["episode"].tolist())
         r.publish()
-        replay = len(rollway.Dataset(tmp_path / "replay"))
         first = r.evaluate(episodes=3, out=tmp_path / "eval")
         r.publish()
         second = r.evaluate(episodes=3, out=tmp_path / "eval")
-        assert len(rollway.Dataset(tmp_path / "replay")) == replay, "nothing of an evaluation reaches the replay"
         f = r.collect()
+        delivered |= set(f.finished["episode"].tolist())
         assert f.episode.min() < 100, "the rollout's own numbering goes on undisturbed"
+    # The replay holds the rollout's episodes, each delivered in a fragment, and nothing else (its commits
+    # land on their own clock, so it is compared once closed, not counted between calls).
+    replay = rollway.Dataset(tmp_path / "replay")
+    assert {e["id"] for e in replay.episodes} == delivered, "nothing of an evaluation reaches the replay"
+    assert len(replay.metadata["runs"]) == 1
     assert (first["version"], second["version"]) == (1, 2) and first["episodes"] == 3
     # Always pushing left: every episode ends early, with the same starts each time.
     assert first["return"] == second["return"] and first["return"]["max"] < 20
@@ -145,24 +151,61 @@ def _ppo(run_dir, total, timeout=240):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(run_dir.parent))
 
 
+# The example's learner as `_ppo` runs it, held alive by the test: after `hold` fragments of this life
+# it waits on its stdin, which the test never writes, so a kill always lands on a learner still
+# training, however fast the machine (a learner that reached its end would close its run cleanly).
+HELD_PPO = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import ppo_cartpole as ppo
+    run_dir, total, hold = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+
+    class Held:
+        def __init__(self, rollout):
+            self.rollout, self.collected = rollout, 0
+
+        def __getattr__(self, name):
+            return getattr(self.rollout, name)
+
+        def collect(self):
+            self.collected += 1
+            if self.collected > hold:
+                sys.stdin.readline()
+            return self.rollout.collect()
+
+    ppo.train(total, 4, 128, stop_when_solved=False, log=False, run_dir=run_dir, checkpoint_every=2,
+              source=lambda *a, **kw: Held(ppo.rollway_source(*a, **kw)))
+""")
+
+
+def _held_ppo(run_dir, total, hold):
+    cmd = [sys.executable, "-c", HELD_PPO, os.path.join(ROOT, "examples"), str(run_dir), str(total), str(hold)]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=str(run_dir.parent))
+
+
 def _checkpointed(run_dir):
     path = run_dir / "checkpoint.pt"
     return path.stat().st_mtime_ns if path.exists() else None
 
 
 def test_issue47_a_ppo_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path):
-    """Three SIGKILLs at random moments after a checkpoint, then a run to the end."""
+    """Three SIGKILLs at random moments after a checkpoint, each while the learner trains, then a run to the end."""
     torch = pytest.importorskip("torch")
     run_dir, total, rng = tmp_path / "run", 40 * 512, random.Random(47)
     kept = {}
     for life in range(3):
         seen = _checkpointed(run_dir)
-        p = _ppo(run_dir, total)
+        # Held after 6 fragments: a checkpoint (every 2 updates) lands first, and no killed life reaches
+        # the end of training (40 updates) on its own.
+        p = _held_ppo(run_dir, total, hold=6)
         deadline = time.monotonic() + 120
         while _checkpointed(run_dir) == seen and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert p.poll() is None, f"life {life} ended before it was killed: {p.communicate()}"
+        assert p.poll() is None and _checkpointed(run_dir) != seen, f"life {life} checkpointed: {p.communicate()}"
+        # A random moment after the checkpoint: mid-update, mid-commit, or waiting at the gate.
         time.sleep(rng.uniform(0.0, 1.5))
+        assert p.poll() is None, f"life {life} is held alive until killed: {p.communicate()}"
         p.send_signal(signal.SIGKILL)
         p.wait()
         ds = rollway.Dataset(run_dir / "replay")
@@ -218,6 +261,8 @@ RAY_LEARNER = textwrap.dedent("""
 
 
 def test_issue47_a_ray_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path, cluster):
+    from test_ray_rollout import gone_within
+
     out, script = tmp_path / "replay", tmp_path / "learner.py"
     script.write_text(RAY_LEARNER)
     version, kept, address = 0, {}, cluster.address
@@ -234,7 +279,8 @@ def test_issue47_a_ray_learner_killed_mid_training_resumes_into_the_same_replay(
         p.send_signal(signal.SIGKILL)
         p.wait()
         version = seen[-3]  # the learner's last checkpoint, a little behind what it published
-        time.sleep(1.0)  # the killed driver's actors go with it
+        # The killed driver's actors go with it, in Ray's time: the next life waits for that, not for a clock.
+        assert gone_within(60), "the killed driver's actors ended"
         ds = rollway.Dataset(out)
         kept.update(_by_id(ds))
     p = subprocess.run([sys.executable, str(script), str(out), address, str(version), "4"], capture_output=True, text=True,

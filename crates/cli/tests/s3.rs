@@ -213,7 +213,7 @@ fn issue45_killed_writers_lose_no_committed_episode_and_resume_finishes_the_run(
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Killed once its work directory has committed a random share of what is
         // left: mid-upload, mid-commit or mid-publish, wherever the pusher is.
-        let finished = common::kill_at(&mut child, target, || local_shards(&s3.work_dirs()), common::next(&mut rng) % 300);
+        let finished = common::kill_at(&mut child, target, || local_shards(&s3.work_dirs()), common::next(&mut rng) % 20);
         kills += usize::from(!finished);
         // Before any rollway command: what pyarrow reads over S3 is committed and right.
         for (id, (rows, _)) in s3.glob(&url) {

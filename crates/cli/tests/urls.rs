@@ -47,3 +47,29 @@ fn issue45_a_file_url_names_a_local_dataset() {
     let o = rollway_in(tmp.path(), &["inspect", &url]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+#[test]
+fn issue54_a_url_with_credentials_exits_2_naming_the_aws_variables_and_never_echoes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = "s3://AKIAEXAMPLE:hunter2secret@bucket/ds";
+    let commands: [&[&str]; 7] = [
+        &["run", "--env", "CartPole-v1", "--episodes", "2", "--out", url],
+        &["run", "--resume", url],
+        &["inspect", url],
+        &["verify", url],
+        &["report", url],
+        &["load", url],
+        &["export", url, "--to", "minari", "out/x-v0"],
+    ];
+    for args in commands {
+        let o = rollway_in(tmp.path(), args);
+        let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("AWS_ACCESS_KEY_ID") && err.contains("AWS_SECRET_ACCESS_KEY"), "{args:?}: {err}");
+        for secret in ["hunter2secret", "AKIAEXAMPLE"] {
+            assert!(!err.contains(secret) && !out.contains(secret), "{args:?} echoed the credentials: {err}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "nothing was created: {left:?}");
+}

@@ -12,8 +12,11 @@
 //! ([`tune::measure`]), when the run's target is large enough to pay for it
 //! ([`MIN_STEPS`], [`MIN_EPISODES`]): first in processes, the host that can be
 //! killed, timed once every process is up (~1.5 s with their start); then, when that
-//! probe saw episodes end (a healthy env) and the run, at that pace, pays for one
-//! more probe ([`tune::within_budget`]), inline; the faster is taken. Other runs keep
+//! probe saw episodes end (a healthy env), inline; the faster is taken. Both probes
+//! run on every run that long, whatever the machine's pace: the threshold is the
+//! run's size, never a time budget, which a fast machine would exhaust (a 100,000-step
+//! CartPole run lasts ~1.2 s at 80k steps/s, where a budget share of it left no room
+//! for the second probe, and auto then kept processes unmeasured). Other runs keep
 //! processes, as does a run with a `step_timeout` (only a process can be killed).
 //! An env that may crash its interpreter or hang for good is safer with
 //! `host="process"`, which the front documents.
@@ -40,8 +43,6 @@ use crate::rollout::Host;
 pub const MIN_STEPS: u64 = 100_000;
 /// The smallest episodes target for which `Auto` measures (below it: processes).
 pub const MIN_EPISODES: u64 = 2_000;
-/// What the inline probe costs, seconds (its envs are made in the probe; the window).
-const INLINE_PROBE_S: f64 = 0.5;
 
 fn long_enough(cfg: &RunConfig) -> bool {
     match cfg.target {
@@ -88,18 +89,15 @@ pub(crate) fn choose(
                 eprintln!("rollway: measuring where the Python envs step faster, in env processes or in this process (host= skips this)");
             }
             let at_process = match tune::measure(&job.cfg, envs.clone(), agents.clone()) {
-                Ok((rate, Some(length))) => (rate, length),
+                Ok((rate, Some(_))) => rate,
                 _ => return (envs, choice("process", "no episode ended in env processes: not tried inline", None, None)),
             };
-            if !tune::within_budget(&job.cfg, INLINE_PROBE_S, at_process.0, Some(at_process.1)) {
-                return (envs, choice("process", "the run is too short for a second probe", None, Some(at_process.0)));
-            }
             match tune::measure(&one, inline.clone(), agents.clone()) {
-                Ok((at_inline, _)) if at_inline > at_process.0 => {
+                Ok((at_inline, _)) if at_inline > at_process => {
                     job.cfg = one;
-                    (inline, choice("inline", "measured", Some(at_inline), Some(at_process.0)))
+                    (inline, choice("inline", "measured", Some(at_inline), Some(at_process)))
                 }
-                at_inline => (envs, choice("process", "measured", at_inline.ok().map(|(r, _)| r), Some(at_process.0))),
+                at_inline => (envs, choice("process", "measured", at_inline.ok().map(|(r, _)| r), Some(at_process))),
             }
         }
     }

@@ -11,6 +11,13 @@
 //! one record. Cost: encoding a dozen scalars and one buffered `write` per
 //! fragment, flushed so that TensorBoard sees it at once (14 µs a fragment with
 //! the package's Python around it: bench/RESULTS.md, "Training logs").
+//!
+//! A resumed run's log starts over at the steps its replay committed, below the last
+//! step the killed life logged. So that its curves do not step back, a resumed log's
+//! file starts with TensorBoard's purge marker, as `SummaryWriter(purge_step=)`
+//! writes it: an event at that step holding `session_log { status: START }`, on
+//! which TensorBoard's loader drops every event of the directory at that step or later
+//! that it read before (the killed life's uncommitted tail).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -45,6 +52,18 @@ fn wall_time(buf: &mut Vec<u8>, seconds: f64) {
     buf.extend_from_slice(&seconds.to_le_bytes());
 }
 
+/// The largest `<seconds>` among the event files already in `dir` (`events.out.tfevents.<seconds>.…`).
+fn latest_file_seconds(dir: &Path) -> Option<u64> {
+    let files = std::fs::read_dir(dir).ok()?;
+    files.flatten().filter_map(|e| e.file_name().to_str()?.strip_prefix("events.out.tfevents.")?.split('.').next()?.parse().ok()).max()
+}
+
+/// `Event.step` (field 2, a varint: two's complement for negatives, as protobuf's int64).
+fn step_field(buf: &mut Vec<u8>, step: i64) {
+    buf.push(2 << 3);
+    varint(buf, step as u64);
+}
+
 fn masked_crc(bytes: &[u8]) -> u32 {
     let crc = crc32c::crc32c(bytes);
     crc.rotate_right(15).wrapping_add(0xa282_ead8)
@@ -52,18 +71,29 @@ fn masked_crc(bytes: &[u8]) -> u32 {
 
 impl EventFile {
     /// Creates `dir` if needed and a new event file in it, named as TensorBoard's
-    /// writers name theirs (`events.out.tfevents.<seconds>.<host>.<pid>`).
-    pub fn create(dir: &Path, now: f64) -> Result<EventFile> {
+    /// writers name theirs (`events.out.tfevents.<seconds>.<host>.<pid>`); with
+    /// `purge_step`, the file starts with the purge marker at that step (see the module docs).
+    pub fn create(dir: &Path, now: f64, purge_step: Option<i64>) -> Result<EventFile> {
         let at = || format!("log_dir={}", dir.display());
         std::fs::create_dir_all(dir).input(at)?;
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "host".into());
-        let path = dir.join(format!("events.out.tfevents.{}.{host}.{}.rollway", now as u64, std::process::id()));
+        // TensorBoard reads a directory's files in name order: a file made in the same second as an
+        // earlier one (a quick resume) is named a second later, so it is read after it.
+        let seconds = latest_file_seconds(dir).map_or(now as u64, |s| (now as u64).max(s + 1));
+        let path = dir.join(format!("events.out.tfevents.{seconds}.{host}.{}.rollway", std::process::id()));
         let out = BufWriter::new(File::create(&path).input(at)?);
         let mut f = EventFile { path, out };
         let mut header = Vec::new();
         wall_time(&mut header, now);
         bytes_field(&mut header, 3, b"brain.Event:2");
         f.record(&header)?;
+        if let Some(step) = purge_step {
+            let mut purge = Vec::new();
+            wall_time(&mut purge, now);
+            step_field(&mut purge, step);
+            bytes_field(&mut purge, 7, &[1 << 3, 1]); // session_log { status: START (1) }
+            f.record(&purge)?;
+        }
         Ok(f)
     }
 
@@ -85,8 +115,7 @@ impl EventFile {
         }
         let mut event = Vec::with_capacity(summary.len() + 24);
         wall_time(&mut event, now);
-        event.push(2 << 3); // step: a varint (two's complement for negatives, as protobuf's int64)
-        varint(&mut event, step as u64);
+        step_field(&mut event, step);
         bytes_field(&mut event, 5, &summary);
         self.record(&event)
     }

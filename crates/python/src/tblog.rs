@@ -14,10 +14,13 @@ pub struct EventWriter(EventFile);
 
 #[pymethods]
 impl EventWriter {
-    /// Creates `log_dir` if needed and a new event file in it; `now`: Unix seconds.
+    /// Creates `log_dir` if needed and a new event file in it; `now`: Unix seconds;
+    /// `purge_step`: a resumed run's first step, from which TensorBoard drops what earlier
+    /// files of the directory logged (the killed life's uncommitted tail).
     #[new]
-    fn new(log_dir: PathBuf, now: f64) -> PyResult<Self> {
-        EventFile::create(&log_dir, now).py().map(EventWriter)
+    #[pyo3(signature = (log_dir, now, purge_step=None))]
+    fn new(log_dir: PathBuf, now: f64, purge_step: Option<i64>) -> PyResult<Self> {
+        EventFile::create(&log_dir, now, purge_step).py().map(EventWriter)
     }
 
     /// The event file.

@@ -49,7 +49,10 @@ impl Remote {
     /// The store at `url` (`s3://bucket/prefix`), checked reachable: a missing bucket
     /// or refused credentials is an error here, before any work starts.
     pub fn open(url: &str) -> Result<Remote> {
-        let bad = |message: &str| Error::Url { url: url.to_string(), message: message.to_string() };
+        let bad = |message: &str| Error::Url { url: rollway_store::redacted(url).into_owned(), message: message.to_string() };
+        if rollway_store::has_credentials(url) {
+            return Err(bad(rollway_store::CREDENTIALS_REFUSED));
+        }
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("not a URL"))?;
         if !REMOTE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
             return Err(bad(&format!("unsupported scheme; object stores are reached by {}", schemes())));

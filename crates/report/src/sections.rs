@@ -84,7 +84,7 @@ pub fn runs(ds: &Dataset, entries: &[&IndexEntry]) -> String {
                 r.run.to_string(),
                 t(&r.agent),
                 r.seed.to_string(),
-                format!("{} from id {}", mine.len(), r.first_episode_id),
+                id_span(&mine),
                 num(mine.iter().map(|e| e.length as f64).sum()),
                 f("seconds").map_or("—".into(), |x| format!("{x:.2} s")),
                 f("steps_per_sec").map_or("—".into(), |x| format!("{}/s", num(x.round()))),
@@ -101,6 +101,17 @@ pub fn runs(ds: &Dataset, entries: &[&IndexEntry]) -> String {
         );
     }
     out
+}
+
+/// A run's episodes and the ids they span: a resumed rollout's lives share the
+/// run's first id, and each goes on from where the last left off, so the span says
+/// where each life's ids start.
+fn id_span(mine: &[&&IndexEntry]) -> String {
+    let ids = mine.iter().map(|e| e.episode_id);
+    match (ids.clone().min(), ids.max()) {
+        (Some(lo), Some(hi)) => format!("{}, ids {lo} – {hi}", mine.len()),
+        _ => "0".into(),
+    }
 }
 
 pub fn episodes(entries: &[&IndexEntry]) -> String {

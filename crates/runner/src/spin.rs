@@ -165,10 +165,11 @@ mod tests {
         for wait in [Wait::new(true), Wait::new(false)] {
             let (tx, rx) = unbounded::<u32>();
             let t = std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(5));
+                // Far past the poll (1 ms), so that the receiver polls first even when a loaded
+                // machine deschedules it for a while: the message arrives while parked.
+                std::thread::sleep(Duration::from_millis(200));
                 tx.send(7).unwrap();
             });
-            // Past the poll (1 ms): the message arrives while parked.
             assert_eq!(wait.recv(&rx), Ok(7));
             t.join().unwrap();
             if wait.poll {

@@ -120,13 +120,6 @@ pub fn measure(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Agen
     probe(base, base.envs_per_worker, envs, agents)
 }
 
-/// Whether calibrating may spend `seconds` more on a run of `base` going at `rate`
-/// steps a second ([`BUDGET`] of its predicted time; a run whose length cannot be
-/// told yet may).
-pub fn within_budget(base: &RunConfig, seconds: f64, rate: f64, mean_length: Option<f64>) -> bool {
-    run_seconds(base, rate, mean_length).is_none_or(|t| seconds <= BUDGET * t)
-}
-
 /// Times the generator of `base` (its workers and mode, nothing recorded) at each
 /// of [`CANDIDATES`] up to what the target can use, and returns the fastest size.
 /// Sizes stop growing once one is slower than the best so far, or once the

@@ -48,7 +48,7 @@ pub use config::{WriteStats, WriterConfig, MAX_SHARD_EPISODES};
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};
 pub use format::{FileSum, IndexEntry, Metadata, RunInfo, ShardIndex, FORMAT_VERSION};
-pub use location::{local_dir, OBJECT_STORES, SCHEMES};
+pub use location::{has_credentials, local_dir, redacted, CREDENTIALS_REFUSED, OBJECT_STORES, SCHEMES};
 pub use maintenance::{close_run, repair, rewrite_index, RepairReport};
 pub use reader::{Damaged, Dataset, EpisodeData, OpenOptions, ShardColumns};
 pub use recorder::{EpisodeCallback, Recorder};

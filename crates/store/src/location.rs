@@ -9,7 +9,13 @@
 //! writes are [`SCHEMES`], and the refusal names them. Datasets on object stores
 //! ([`OBJECT_STORES`]) are reached through `rollway-remote`, by the fronts that take
 //! them; [`local_dir`] refuses them, saying that a local dataset is needed there.
+//!
+//! A URL never carries credentials (`s3://KEY:SECRET@bucket/x`): they would be echoed
+//! by every error, log line, stored config and report that names the dataset. Such a
+//! URL is refused, the refusal naming the `AWS_*` variables to use instead, and every
+//! message that names a URL prints it through [`redacted`], which hides the userinfo.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// The URL schemes a dataset may be named with (besides a plain path).
@@ -22,12 +28,41 @@ pub const OBJECT_STORES: &[&str] = &["s3"];
 /// what Python's `pathlib.Path("s3://b/x")` makes of a URL).
 const REMOTE: &[&str] = &["s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "hf", "http", "https"];
 
+/// What to say of a URL that carries credentials (see the module docs).
+pub const CREDENTIALS_REFUSED: &str = "credentials do not go in a dataset URL (they would be echoed by errors, logs, \
+     stored configs and reports): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+     temporary ones) in the environment, and name the dataset s3://BUCKET/PREFIX";
+
+/// Whether the URL `text` carries userinfo (`USER[:SECRET]@`) before its host.
+pub fn has_credentials(text: &str) -> bool {
+    authority(text).is_some_and(|a| a.contains('@'))
+}
+
+/// `text` with the userinfo of its URL, if any, replaced by `***` (`s3://***@bucket/x`):
+/// the form in which a URL is printed.
+pub fn redacted(text: &str) -> Cow<'_, str> {
+    match (text.split_once("://"), authority(text)) {
+        (Some((scheme, rest)), Some(a)) if a.contains('@') => {
+            let host = &a[a.rfind('@').map_or(0, |k| k + 1)..];
+            Cow::Owned(format!("{scheme}://***@{host}{}", &rest[a.len()..]))
+        }
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// The authority of the URL `text` (what lies between `://` and the next `/`), if it is a URL.
+fn authority(text: &str) -> Option<&str> {
+    let (_, rest) = text.split_once("://")?;
+    Some(rest.split('/').next().unwrap_or(rest))
+}
+
 /// The local directory `p` names: `p` itself, or the path of a `file://` URL
 /// (`file:///data/x`, `file://localhost/data/x`). A URL of another scheme is an
 /// error that says which schemes are supported.
 pub fn local_dir(p: &Path) -> Result<PathBuf, String> {
-    let Some(text) = p.to_str() else { return Ok(p.to_path_buf()) };
-    let Some((scheme, rest)) = text.split_once("://") else {
+    let Some(raw) = p.to_str() else { return Ok(p.to_path_buf()) };
+    let text = redacted(raw);
+    let Some((scheme, rest)) = raw.split_once("://") else {
         return match text.split_once(":/") {
             Some((scheme, _)) if REMOTE.contains(&scheme.to_ascii_lowercase().as_str()) => {
                 Err(format!("{text}: a `{scheme}://` URL with its `//` collapsed (as pathlib.Path does): pass the URL as a string"))
@@ -47,6 +82,7 @@ pub fn local_dir(p: &Path) -> Result<PathBuf, String> {
             local if local.starts_with('/') => Ok(PathBuf::from(local)),
             _ => Err(format!("{text}: a file:// URL names a path on this machine (file:///PATH)")),
         },
+        _ if has_credentials(raw) => Err(format!("{text}: {CREDENTIALS_REFUSED}")),
         s if OBJECT_STORES.contains(&s) => {
             Err(format!("{text}: a dataset on an object store; a local dataset is needed here (a path or file://)"))
         }
@@ -84,5 +120,17 @@ mod tests {
         assert!(local("s3://bucket/x").unwrap_err().contains("a local dataset is needed here"));
         // pathlib.Path("s3://b/x") is "s3:/b/x": still refused, saying why.
         assert!(local("s3:/bucket/x").unwrap_err().contains("pass the URL as a string"));
+    }
+
+    #[test]
+    fn issue54_credentials_in_a_url_are_refused_and_never_echoed() {
+        for url in ["s3://AKIA1:hunter2@bucket/d", "s3://hunter2@bucket", "gs://AKIA1:hunter2@b/x"] {
+            let e = local(url).unwrap_err();
+            assert!(!e.contains("hunter2") && !e.contains("AKIA1") && e.contains("***@b") && e.contains("AWS_SECRET_ACCESS_KEY"), "{e}");
+        }
+        assert_eq!(redacted("s3://K:S@bucket/a@b/c"), "s3://***@bucket/a@b/c", "an @ in the path is not userinfo");
+        assert_eq!(redacted("s3://bucket/a@b"), "s3://bucket/a@b");
+        assert!(!has_credentials("s3://bucket/x@y") && has_credentials("s3://k:s@bucket"));
+        assert_eq!(redacted("data/x"), "data/x");
     }
 }

@@ -249,7 +249,7 @@ class Rollout:
                                            actors={a: dict(fragments=0, steps=0, seconds=0.0) for a in range(num_actors)})
         self._t0 = time.monotonic()
         steps0 = self.resumed["steps"] if self.resumed else 0
-        self._log = TrainingLog(log_dir, progress, steps0) if log_dir is not None or progress else None
+        self._log = TrainingLog(log_dir, progress, steps0, self.resumed is not None) if log_dir is not None or progress else None
         self._dispatch()
 
     def _get(self, ref: Any) -> Any:

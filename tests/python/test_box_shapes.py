@@ -1,0 +1,94 @@
+"""Issue 55: an observation of one Box comes back as an array of the space's shape and dtype,
+whatever the packing pads its row to (a ``Box(3,)`` of float32 is 12 bytes in a 16-byte row),
+in fragments, final observations, a rollout policy's input and a run's policy input; the
+values are the env's, checked against the env itself (Gymnasium) step by step."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rollway
+
+SHAPES = [
+    ((3,), np.float32),  # Pendulum's: 12 bytes, a padded row
+    ((5,), np.float64),  # (float16 is not a dtype rollway packs yet)
+    ((2, 3), np.float64),
+    ((7,), np.int8),
+    ((3,), np.bool_),
+    ((), np.float32),  # a scalar Box
+    ((4,), np.float32),  # unpadded: the contiguous path
+]
+
+
+class Counting(gym.Env):
+    """Observations that say which step of which episode they are: step k of an episode
+    seeded s is ``(s + k) % 7`` in every cell, cast to the space's dtype; 5 steps an episode."""
+
+    def __init__(self, shape=(3,), dtype="float32"):
+        self.dtype = np.dtype(dtype)
+        low, high = (0, 1) if self.dtype == np.bool_ else (-10, 10)
+        self.observation_space = gym.spaces.Box(low, high, shape=tuple(shape), dtype=self.dtype)
+        self.action_space = gym.spaces.Discrete(2)
+        self.base, self.k = 0, 0
+
+    def _obs(self):
+        return np.full(self.observation_space.shape, (self.base + self.k) % 7, dtype=self.dtype)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.base, self.k = (seed or 0) % 7, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.k += 1
+        return self._obs(), 1.0, self.k >= 5, False, {}
+
+
+def _env(shape, dtype):
+    return lambda: Counting(shape, np.dtype(dtype).name)
+
+
+def _check(a, shape, dtype, lead, what):
+    assert isinstance(a, np.ndarray), f"{what}: {type(a).__name__}, not an array"
+    assert a.shape == (*lead, *shape) and a.dtype == np.dtype(dtype), f"{what}: {a.shape} {a.dtype}"
+
+
+@pytest.mark.parametrize("shape,dtype", SHAPES, ids=[f"{s}-{np.dtype(d).name}" for s, d in SHAPES])
+def test_issue55_a_box_of_any_shape_and_dtype_is_an_array_in_fragments_and_policies(shape, dtype):
+    seen = []
+
+    def policy(obs, first, state):
+        seen.append(np.array(obs))
+        _check(obs, shape, dtype, (len(first),), "a rollout policy's obs")
+        return np.zeros(len(first), dtype=np.int64)
+
+    with rollway.Rollout(_env(shape, dtype), policy, num_envs=3, steps=12, host="inline") as r:
+        f = r.collect()
+    _check(f.obs, shape, dtype, (13, 3), "frag.obs")
+    n = len(f.finished["episode"])
+    assert n > 0
+    _check(f.final_obs, shape, dtype, (n,), "frag.final_obs")
+    # The values are the env's, not the padding's nor a neighbour's: every cell of a row holds
+    # one value, and within an episode it goes up by one (mod 7) a step.
+    flat = np.asarray(f.obs, dtype=np.float64).reshape(13, 3, -1)
+    assert (flat == flat[..., :1]).all(), "one value in every cell of a row"
+    assert np.array_equal(np.asarray(f.final_obs, dtype=np.float64).reshape(n, -1),
+                          np.asarray(f.final_obs, dtype=np.float64).reshape(n, -1)[:, :1].repeat(max(1, int(np.prod(shape))), 1))
+    if np.dtype(dtype) != np.bool_:
+        v = flat[..., 0]
+        follows = ~f.first[1:]
+        assert np.array_equal(v[1:][follows], ((v[:-1] + 1) % 7)[follows]), "step k of an episode is (seed + k) % 7"
+        # An episode's final observation is its fifth step's: one past the row before it ended.
+        assert set(np.asarray(f.final_obs, dtype=np.float64).reshape(n, -1)[:, 0].tolist()) <= set(range(7))
+    assert seen and all(o.shape == (3, *shape) for o in seen)
+
+    got = []
+
+    def run_policy(obs, first, state):
+        _check(obs, shape, dtype, (len(first),), "a run policy's obs")
+        got.append(len(first))
+        return np.zeros(len(first), dtype=np.int64)
+
+    s = rollway.run(env=_env(shape, dtype), agent=run_policy, episodes=4, workers=1, envs_per_worker=2, record=False,
+                    progress=False, host="inline")
+    assert s.episodes == 4 and got
