@@ -276,7 +276,8 @@ class Rollout:
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
         self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
-        self.max_episode_steps: Optional[int] = limit
+        # The episodes' limit: the rollout's cut or the env's own, whichever comes first (as nested TimeLimits).
+        self.max_episode_steps: Optional[int] = min((x for x in (limit, max_episode_steps) if x is not None), default=None)
         self.resumed: Optional[Dict[str, int]] = None
         if self._h.resumed is not None:
             _, episodes, steps = self._h.resumed

@@ -37,6 +37,23 @@ def test_issue45_unsupported_schemes_are_input_errors_and_create_nothing(cwd, ca
         call()
 
 
+SECRET_URL = "s3://AKIAEXAMPLE:hunter2secret@bucket/ds"
+
+
+@pytest.mark.parametrize("call", [
+    lambda: rollway.Dataset(SECRET_URL),
+    lambda: rollway.Loader(SECRET_URL, clip=4),
+    lambda: rollway.DataCollector(gym.make("CartPole-v1"), SECRET_URL),
+    lambda: rollway.run(env="CartPole-v1", agent="random", episodes=2, out=SECRET_URL, progress=False),
+    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=SECRET_URL),
+], ids=["Dataset", "Loader", "DataCollector", "run-out", "Rollout"])
+def test_issue54_credentials_in_a_url_are_an_input_error_that_never_repeats_them(cwd, call):
+    with pytest.raises(rollway.InputError, match="AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") as e:
+        call()
+    text = "".join(str(x) for x in (e.value, e.value.__cause__, e.value.__context__) if x is not None)
+    assert "hunter2secret" not in text and "AKIAEXAMPLE" not in text, text
+
+
 def test_issue45_a_url_that_pathlib_collapsed_is_refused_saying_why(cwd):
     with pytest.raises(rollway.InputError, match="pass the URL as a string"):
         rollway.Dataset(pathlib.Path(URL))

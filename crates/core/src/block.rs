@@ -66,6 +66,11 @@ pub struct BlockOptions {
     /// A round whose ops take longer fails them all (hosts in other processes
     /// only: an env in the worker's own thread cannot be interrupted).
     pub step_timeout: Option<Duration>,
+    /// The run's own episode limit (`max_steps`), when it has one: the step that
+    /// reaches it ends the episode though the env did not, so its info is a final
+    /// info (Gymnasium's `TimeLimit` reads it the same way). A block that reads
+    /// infos only at episode ends counts each slot's steps to know.
+    pub cut: Option<u64>,
 }
 
 /// A block of env slots, stepped a round at a time.

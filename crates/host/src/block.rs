@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use rollway_core::{EnvBlock, Failure, Info, InfoNeed, Op, Rows, SlotResult, StepOutcome};
+use rollway_core::{BlockOptions, EnvBlock, Failure, Info, InfoNeed, Op, Rows, SlotResult, StepOutcome};
 
 use crate::process::{Gone, Process};
 use crate::proto::{self, RoundReply};
@@ -19,13 +19,15 @@ pub(crate) struct Hosted {
     n: usize,
     infos: InfoNeed,
     timeout: Option<std::time::Duration>,
+    cut: Option<u64>,
     live: Option<(Process, Region)>,
     last_info: Vec<Info>,
 }
 
 impl Hosted {
-    pub fn new(target: Arc<Target>, n: usize, infos: InfoNeed, timeout: Option<std::time::Duration>) -> Hosted {
-        Hosted { target, n, infos, timeout, live: None, last_info: vec![Info::new(); n] }
+    pub fn new(target: Arc<Target>, n: usize, options: BlockOptions) -> Hosted {
+        let (infos, timeout, cut) = (options.infos, options.step_timeout, options.cut);
+        Hosted { target, n, infos, timeout, cut, live: None, last_info: vec![Info::new(); n] }
     }
 
     fn start(&mut self) -> Result<(), String> {
@@ -36,7 +38,7 @@ impl Hosted {
             InfoNeed::Final => "final",
             InfoNeed::All => "all",
         };
-        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos)?;
+        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos, self.cut)?;
         // Mapped on both sides now: the name is no longer needed, and gone it cannot leak.
         drop(path);
         self.live = Some((process, region));

@@ -103,7 +103,7 @@ impl EnvFactory for PythonEnvs {
     }
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
-        Some(Box::new(block::Hosted::new(self.target.clone(), n, options.infos, options.step_timeout)))
+        Some(Box::new(block::Hosted::new(self.target.clone(), n, options)))
     }
 
     fn steps_in_worker(&self) -> bool {

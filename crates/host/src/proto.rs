@@ -68,6 +68,9 @@ pub struct Setup {
     pub shm: Option<String>,
     /// Which infos rounds return: `none`, `final` or `all`.
     pub infos: String,
+    /// The run's own episode limit: with `final`, the step that reaches it returns its info too.
+    #[serde(default)]
+    pub cut: Option<u64>,
 }
 
 /// The env's spec, as the process read it from its first env.

@@ -39,7 +39,7 @@ impl Target {
     }
 
     /// Starts a process for `n` slots and reads its hello.
-    pub fn open(&self, n: usize, shm: Option<&str>, infos: &str) -> std::result::Result<(Process, Hello), String> {
+    pub fn open(&self, n: usize, shm: Option<&str>, infos: &str, cut: Option<u64>) -> std::result::Result<(Process, Hello), String> {
         let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
         let setup = Setup {
             target: self.name.clone(),
@@ -48,6 +48,7 @@ impl Target {
             n,
             shm: shm.map(str::to_string),
             infos: infos.into(),
+            cut,
         };
         let what =
             |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
@@ -69,7 +70,7 @@ impl Target {
             return Ok(s.clone());
         }
         let env_err = |message: String| Error::Env { env: self.name.clone(), message };
-        let (_, hello) = self.open(0, None, "none").map_err(env_err)?;
+        let (_, hello) = self.open(0, None, "none", None).map_err(env_err)?;
         let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
         let spec = s.to_spec(&self.name)?;
         *cached = Some(spec.clone());

@@ -79,7 +79,7 @@ fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJ
         "final" => InfoNeed::Final,
         _ => InfoNeed::None,
     };
-    let envs = PyEnvs::new(&t, &spec, setup.n, infos)?;
+    let envs = PyEnvs::new(&t, &spec, setup.n, infos, setup.cut)?;
     let (ol, al) = envs.layouts();
     let region = Region::open(path.as_ref(), setup.n, al.row_bytes(), ol.row_bytes())?;
     Ok((Some(Host { envs, region }), spec))

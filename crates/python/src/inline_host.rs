@@ -29,8 +29,15 @@ impl InlineEnvs {
     /// Envs `name` (`gym:ID`, `module:callable`, or a display name with `pickled`,
     /// a cloudpickled factory) with `params`, resolved as the env processes do.
     pub fn new(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>) -> PyResult<InlineEnvs> {
-        let setup =
-            Setup { target: name.into(), params: params.0.clone(), pickled: pickled.is_some(), n: 0, shm: None, infos: "none".into() };
+        let setup = Setup {
+            target: name.into(),
+            params: params.0.clone(),
+            pickled: pickled.is_some(),
+            n: 0,
+            shm: None,
+            infos: "none".into(),
+            cut: None,
+        };
         let setup = serde_json::to_string(&setup).expect("setups serialize");
         let pickled = pickled.unwrap_or_default();
         // As the process host reports it: the env named, the Python error's text.
@@ -62,8 +69,9 @@ impl EnvFactory for InlineEnvs {
     }
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
-        let made =
-            Python::attach(|py| prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, &self.spec_json, n, options.infos)));
+        let made = Python::attach(|py| {
+            prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, &self.spec_json, n, options.infos, options.cut))
+        });
         Some(Box::new(match made {
             Ok(envs) => Inline { envs: Some(envs), infos: vec![Info::new(); n], error: None },
             // Every op of the block fails with why; the run counts and reports it like any env failure.

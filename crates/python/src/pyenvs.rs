@@ -24,6 +24,10 @@ pub(crate) struct PyEnvs {
     ol: Layout,
     al: Layout,
     infos: InfoNeed,
+    /// The run's own episode limit, and each slot's steps into its episode: a step that
+    /// reaches the limit ends the episode, so `Final` reads its info too.
+    cut: Option<u64>,
+    lengths: Vec<u64>,
     buf: Vec<u8>,
     /// The env's id (or class name), which every error names.
     id: String,
@@ -31,8 +35,10 @@ pub(crate) struct PyEnvs {
 
 impl PyEnvs {
     /// `n` slots from what `prepare` returned (its spec already read: `spec`); the
-    /// first env goes to slot 0.
-    pub fn new(prepared: &Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed) -> PyResult<PyEnvs> {
+    /// first env goes to slot 0. `cut`: the run's own episode limit (see [`BlockOptions::cut`]).
+    ///
+    /// [`BlockOptions::cut`]: rollway_core::BlockOptions::cut
+    pub fn new(prepared: &Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed, cut: Option<u64>) -> PyResult<PyEnvs> {
         let layout =
             |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
         let mut envs: Vec<Option<Py<PyAny>>> = (0..n).map(|_| None).collect();
@@ -48,6 +54,8 @@ impl PyEnvs {
             ol: layout(&spec.observation_space)?,
             al: layout(&spec.action_space)?,
             infos,
+            cut,
+            lengths: vec![0; n],
             buf: Vec::new(),
             id: spec.id.clone(),
         })
@@ -75,7 +83,9 @@ impl PyEnvs {
         let out = env.call_method1(pyo3::intern!(py, "step"), (action,)).map_err(|e| env_error(py, e))?;
         let Stepped { obs: o, reward, terminated, truncated, info } = stepped(&out).map_err(|e| e.value(py).to_string())?;
         self.write_obs(&o, obs)?;
-        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && (terminated || truncated));
+        self.lengths[slot] += 1;
+        let ends = terminated || truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
+        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
         let info = if wanted { Some(self.info(&info)?) } else { None };
         Ok((StepOutcome { reward, terminated, truncated }, info))
     }
@@ -106,6 +116,7 @@ impl PyEnvs {
         }
         .map_err(|e| env_error(py, e))?;
         let t = out.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or("env.reset must return (obs, info)")?;
+        self.lengths[slot] = 0;
         self.write_obs(&t.get_item(0).map_err(|e| e.to_string())?, obs)?;
         if self.infos == InfoNeed::All {
             return Ok(Some(self.info(&t.get_item(1).map_err(|e| e.to_string())?)?));

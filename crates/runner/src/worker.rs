@@ -147,7 +147,7 @@ impl Worker {
     pub fn new(ctx: WorkerCtx) -> Worker {
         let cfg = &ctx.cfg;
         let infos = if cfg.record_infos { InfoNeed::All } else { InfoNeed::Final };
-        let options = BlockOptions { infos, step_timeout: cfg.step_timeout };
+        let options = BlockOptions { infos, step_timeout: cfg.step_timeout, cut: cfg.max_steps };
         let serial = |n| Box::new(Serial::new(ctx.envs.clone(), n, ctx.obs_layout.clone(), ctx.act_layout.clone())) as Box<dyn EnvBlock>;
         let envs = ctx.blocks.iter().map(|b| ctx.envs.block(b.len(), options).unwrap_or_else(|| serial(b.len()))).collect();
         let slots = ctx.blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
@@ -253,7 +253,8 @@ impl Worker {
         run.length += 1;
         run.ret += out.reward;
         let cut = cfg.max_steps.is_some_and(|m| run.length >= m);
-        let truncated = out.truncated || (cut && !out.terminated);
+        // As Gymnasium's TimeLimit: the limit truncates, even a step that also terminates.
+        let truncated = out.truncated || cut;
         if let Some(t) = &mut run.traj {
             t.actions.extend_from_slice(b.act.row(j));
             t.obs.extend_from_slice(b.obs.row(j));

@@ -127,7 +127,7 @@ impl Sampler {
         }
         let (ol, al) = (Arc::new(Layout::of(&spec.observation_space)), Arc::new(Layout::of(&spec.action_space)));
         // Final infos only: one per episode end, for `Finished::info` and the recording.
-        let options = BlockOptions { infos: InfoNeed::Final, step_timeout: cfg.step_timeout };
+        let options = BlockOptions { infos: InfoNeed::Final, step_timeout: cfg.step_timeout, cut: cfg.max_steps };
         let envs = Envs::new(factory, cfg.envs, cfg.workers, &ol, &al, options)?;
         let n = cfg.envs;
         let slots = Slots {
@@ -312,7 +312,8 @@ impl Sampler {
                     Ok(out) => {
                         let tr = &mut s.track[g];
                         (tr.ret, tr.len, s.fails[g]) = (tr.ret + out.reward, tr.len + 1, 0);
-                        let cut = self.cfg.max_steps.is_some_and(|m| tr.len >= m) && !out.terminated;
+                        // As Gymnasium's TimeLimit: the limit truncates, even a step that also terminates.
+                        let cut = self.cfg.max_steps.is_some_and(|m| tr.len >= m);
                         f.rewards[at] = out.reward as f32;
                         (f.terminated[at], f.truncated[at]) = (out.terminated, out.truncated || cut);
                         s.first[g] = false;
