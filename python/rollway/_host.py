@@ -21,7 +21,7 @@ import json
 import os
 import signal
 import sys
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 RENDER_KEY = "render"
 
@@ -48,9 +48,7 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
         raise ValueError(f"{target} was a Python callable given to rollway.run(env=...), which a dataset cannot store: "
                          "resume the run from Python, passing it again: rollway.run(resume=DIR, env=callable)")
     if kind == "gym":
-        import gymnasium
-
-        return lambda: gymnasium.make(rest, **kwargs)
+        return lambda: _gym_make(rest, kwargs)
     module = importlib.import_module(kind)
     obj: Any = module
     for part in rest.split("."):
@@ -58,6 +56,52 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a callable that makes an env")
     return lambda: obj(**kwargs)
+
+
+def _gym_make(env_id: str, kwargs: Dict[str, Any]) -> Any:
+    """``gymnasium.make(env_id)``; an id of a namespace no module registered in this (fresh)
+    process says how to name the module that does."""
+    import gymnasium
+
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.NamespaceNotFound as e:
+        ns = env_id.split(":")[-1].split("/")[0]
+        raise gymnasium.error.NamespaceNotFound(
+            f"{e} An env process is a fresh Python: name the module that registers the {ns} namespace before the id, "
+            f"gym:MODULE:{env_id} (Atari: gym:ale_py:ALE/Pong-v5), or pass a callable that makes the env "
+            "(registrations made in the calling process travel with it)") from None
+
+
+class Registered:
+    """An env callable together with the Gymnasium registrations its process had made
+    beyond Gymnasium's own (``gym.register_envs(ale_py)``, ``gym.register(...)`` in a
+    script): an env process is a fresh interpreter, where ``gym.make("ALE/Pong-v5")``
+    would otherwise fail with ``NamespaceNotFound``. The specs are registered there,
+    where missing, before the callable is first called; their entry points are imported
+    then, as ``gym.make`` would import them here."""
+
+    def __init__(self, fn: Callable[..., Any], specs: List[Any]):
+        self.fn, self.specs = fn, specs
+
+    @staticmethod
+    def of(fn: Callable[..., Any]) -> Any:
+        """``fn`` with this process's own registrations, or ``fn`` itself when there are none."""
+        gym = sys.modules.get("gymnasium")
+        if gym is None:
+            return fn
+        own = [spec for spec in gym.registry.values()
+               if not (isinstance(spec.entry_point, str) and spec.entry_point.startswith(("gymnasium.", "gymnasium:")))]
+        return Registered(fn, own) if own else fn
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if self.specs:
+            import gymnasium
+
+            for spec in self.specs:
+                gymnasium.registry.setdefault(spec.id, spec)
+            self.specs = []
+        return self.fn(**kwargs)
 
 
 class Rendered:

@@ -111,12 +111,18 @@ def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -
 
 def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:
     # A callable env travels to the env processes pickled by value (lambdas and
-    # closures too); runs record it as `python:<its name>`.
+    # closures too), with the Gymnasium registrations this process made, so that
+    # `gym.make(id)` finds there what it finds here (see `_host.Registered`); runs
+    # record it as `python:<its name>`.
     import cloudpickle
 
+    from rollway._host import Registered
     from rollway.policy import name_of
 
-    return name_of(env), cloudpickle.dumps(env)
+    try:
+        return name_of(env), cloudpickle.dumps(Registered.of(env))
+    except Exception:  # a registration that does not pickle: the env alone, as before
+        return name_of(env), cloudpickle.dumps(env)
 
 
 def run(

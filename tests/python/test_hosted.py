@@ -261,8 +261,9 @@ def test_ctrl_c_during_a_hung_env_still_ends_the_run(tmp_path):
     marks.mkdir()
     p = subprocess.run([sys.executable, "-c", HUNG, str(marks)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
-    # The hang is 60 s; the run's processes were killed about 3 s after Ctrl-C instead.
-    assert int(p.stdout.split()[-1]) < 20
+    # The hang is 60 s; the run's processes were killed about 3 s after Ctrl-C instead (well under the
+    # hang on a loaded machine too).
+    assert int(p.stdout.split()[-1]) < 40
 
 
 def test_a_killed_run_takes_its_env_processes_with_it(tmp_path):
@@ -290,3 +291,26 @@ def test_cli_hosts_module_callables(tmp_path):
 
     s = json.load(open(tmp_path / "s.json"))
     assert s["episodes"] == 10 and s["length"]["max"] <= 12
+
+
+REGISTERED_HERE = r"""
+import sys, gymnasium as gym, rollway
+# Registered at module level of the learner's script, as `gym.register_envs(ale_py)` does: the env
+# processes are fresh interpreters that never ran this line.
+gym.register(id="RollwayTest/Counted-v0", entry_point="hosted_envs:make_cartpole", max_episode_steps=50)
+with rollway.Rollout(lambda: gym.make("RollwayTest/Counted-v0"), "random", num_envs=2, steps=60, host=sys.argv[1]) as r:
+    f = r.collect()
+    print("lengths", sorted(set(f.finished["length"].tolist())))
+s = rollway.run(env=lambda: gym.make("RollwayTest/Counted-v0"), agent="random", episodes=4, record=False, progress=False,
+                host=sys.argv[1])
+print("episodes", s.episodes)
+"""
+
+
+@pytest.mark.parametrize("host", ["process", "inline"])
+def test_issue55_an_env_registered_in_the_learners_process_is_made_in_env_processes(host):
+    p = subprocess.run([sys.executable, "-c", REGISTERED_HERE, host], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "episodes 4" in p.stdout, p.stdout
+    lengths = eval(p.stdout.split("lengths ")[1].splitlines()[0])
+    assert lengths and max(lengths) <= 50, "the registration's own TimeLimit, as registered in the learner"

@@ -178,3 +178,73 @@ def test_issue45_repair_on_s3_publishes_committed_staged_files_and_deletes_the_r
     keys = {o["Key"][len(prefix) + 1:] for o in c.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/")["Contents"]}
     assert "steps/shard-000001.parquet" in keys and not [k for k in keys if k.startswith(".tmp/")], keys
     assert ds.verify()["problems"] == []
+
+
+# A run on the store whose envs sleep a little each step (a paced run, light on disk), recording until
+# the test interrupts it: the test decides when it ends, after it has seen what it waits for.
+PACED_RUN = r"""
+import sys, time, gymnasium as gym, rollway
+class Paced(gym.Wrapper):
+    def step(self, action):
+        time.sleep(0.001)
+        return self.env.step(action)
+try:
+    rollway.run(env=lambda: Paced(gym.make("CartPole-v1")), agent="random", episodes=10**9, out=sys.argv[1],
+                host="inline", workers=1, envs_per_worker=4, max_buffer_episodes=4)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, tmp_path):
+    import queue
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from conftest import committed
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proxy = subprocess.Popen([sys.executable, os.path.join(here, "fault_proxy.py"), store.rsplit(":", 1)[1]],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = proxy.stdout.readline().strip()
+    url = f"s3://{BUCKET}/py/outage"
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+    run = subprocess.Popen([sys.executable, "-c", PACED_RUN, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in run.stderr], daemon=True).start()
+
+    def wait_for(text, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if text in line:
+                return line
+        return None
+
+    try:
+        deadline = time.monotonic() + 60
+        while committed(url) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert committed(url) > 0, "the run pushes before the outage"
+        proxy.stdin.write("down 20\n")
+        proxy.stdin.flush()
+        assert proxy.stdout.readline().strip() == "ok"
+        warning = wait_for("rollway: warning:", 90)
+        assert warning is not None and url in warning and "retrying" in warning, "said while it happens"
+        assert run.poll() is None, "the run goes on meanwhile"
+        assert wait_for("the store answers again", 120) is not None
+        run.send_signal(signal.SIGINT)
+        out, _ = run.communicate(timeout=120)
+        assert "interrupted" in out
+    finally:
+        if run.poll() is None:
+            run.kill()
+        proxy.kill()
+    ds = rollway.Dataset(url)
+    assert len(ds) > 0 and ds.verify()["problems"] == []

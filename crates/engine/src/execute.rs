@@ -36,6 +36,9 @@ pub struct RunHooks<'a> {
     pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
     /// Where the env and agent come from when not from their names.
     pub sources: Sources,
+    /// The store a run on `s3://` pushes to, whose trouble its progress tells: set by the
+    /// engine for such a run; a front leaves it `None`.
+    pub store: Option<rollway_remote::StoreHealth>,
 }
 
 /// Env and agent factories a caller brings itself (a Python callable, say), and
@@ -129,6 +132,7 @@ pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outco
     let summary_out = create(job.summary_json.as_deref(), "--summary-json")?;
     let mut progress = Display::new(generator.config().target, a.quiet);
     progress.stop = hooks.stop;
+    progress.store = hooks.store;
     let mut sinks = Sinks { lines, record: writer, progress, version: job.policy_version };
     let summary = generator.run(&mut sinks);
     sinks.progress.finish();

@@ -32,6 +32,10 @@ pub struct Display<'a> {
     pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
     /// Progress over time, stored with the run's summary for `rollway report`.
     pub timeline: Timeline,
+    /// The store the run pushes to: its trouble goes on the progress line, and is said
+    /// once on stderr when it begins and when it ends, even when quiet.
+    pub store: Option<rollway_remote::StoreHealth>,
+    troubled: bool,
 }
 
 /// Progress samples `[seconds, steps acted, episodes]` — steps acted count
@@ -90,7 +94,7 @@ impl Display<'_> {
         // Off a terminal (a log file, CI) a line now and then says how far the run is
         // and how long it still needs; often enough to see it move, rare enough to read.
         let log_every = (!quiet && !tty).then_some(LOG_EVERY);
-        Display { bar, log_every, last_log: Instant::now(), stop: None, timeline: Timeline::default() }
+        Display { bar, log_every, last_log: Instant::now(), stop: None, timeline: Timeline::default(), store: None, troubled: false }
     }
 
     /// Clears the bar.
@@ -107,11 +111,13 @@ impl Display<'_> {
         }
         self.timeline.record(p);
         let rate = p.steps as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        let trouble = self.store_trouble();
         let msg = format!(
-            "{} ep, {}/s steps{}",
+            "{} ep, {}/s steps{}{}",
             p.episodes,
             human(rate),
-            if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() }
+            if p.restarts > 0 { format!(", {} restarts", p.restarts) } else { String::new() },
+            trouble.map_or(String::new(), |t| format!(", store trouble: {t}"))
         );
         let (pos, len, unit) = match p.target {
             Target::Episodes(n) => (p.episodes, n, "episodes"),
@@ -130,6 +136,24 @@ impl Display<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Display<'_> {
+    /// The store's trouble now, said on stderr when it begins and when it ends.
+    fn store_trouble(&mut self) -> Option<String> {
+        let trouble = self.store.as_ref()?.trouble();
+        let say = |line: String| match &self.bar {
+            Some(b) => b.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        };
+        match (&trouble, self.troubled) {
+            (Some(t), false) => say(format!("rollway: warning: {t}")),
+            (None, true) => say(format!("rollway: the store answers again: {}", self.store.as_ref().map_or("", |s| s.url()))),
+            _ => {}
+        }
+        self.troubled = trouble.is_some();
+        trouble
     }
 }
 

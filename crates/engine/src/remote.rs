@@ -94,7 +94,7 @@ pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Resul
     for dir in [local.out.as_mut(), local.resume.as_mut(), join].into_iter().flatten() {
         *dir = work.clone();
     }
-    let ran = execute_local(&local, hooks);
+    let ran = execute_local(&local, RunHooks { store: Some(writing.health()), ..hooks });
     // Whatever the run did, what it committed goes to the store.
     let pushed = writing.finish().map_err(|e| Error::remote("pushing the run's shards to the store", e));
     let mut outcome = ran?;

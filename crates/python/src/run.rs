@@ -71,7 +71,7 @@ pub fn run(
         let agents = agent_factory.map(|(name, policy)| Arc::new(PyPolicies::new(name, policy)) as Arc<dyn AgentFactory>);
         // A callable env: pickled by the package, unpickled in each env process.
         let sources = Sources { envs: None, env_pickle, agents, python, inline, host };
-        execute(&request, RunHooks { stop: Some(stop), sources })
+        execute(&request, RunHooks { stop: Some(stop), sources, ..Default::default() })
     });
     Ok(report(&outcome.py()?).to_string())
 }

@@ -22,6 +22,7 @@
 
 pub mod cache;
 mod error;
+mod health;
 mod members;
 mod push;
 mod replica;
@@ -35,6 +36,7 @@ use bytes::Bytes;
 use rollway_store::ShardIndex;
 
 pub use error::{Error, Result};
+pub use health::{StoreHealth, STALLED};
 pub use push::{Pusher, Settled};
 pub use replica::{index_paths, pull, Moved};
 pub use store::{schemes, Remote, REMOTE_SCHEMES};

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 
 use crate::error::LocalContext;
+use crate::health::StoreHealth;
 use crate::members::Numbering;
 use crate::push::{self, Pusher, Settled};
 use crate::replica::{self, Moved};
@@ -112,6 +113,7 @@ pub struct Writing {
     holder: Option<String>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<(Moved, Option<Error>)>>,
+    health: StoreHealth,
 }
 
 impl Writing {
@@ -146,14 +148,20 @@ impl Writing {
     }
 
     fn start(work: PathBuf, pusher: Pusher, holder: Option<String>) -> Result<Writing> {
+        let health = StoreHealth::new(pusher.remote().url());
         let pusher = Arc::new(Mutex::new(pusher));
         let stop = Arc::new(AtomicBool::new(false));
-        let (flag, p, h) = (stop.clone(), pusher.clone(), holder.clone());
+        let (flag, p, h, told) = (stop.clone(), pusher.clone(), holder.clone(), health.clone());
         let handle = std::thread::Builder::new()
             .name("rollway-push".into())
-            .spawn(move || push_loop(&p, &flag, h.as_deref()))
+            .spawn(move || push_loop(&p, &flag, h.as_deref(), &told))
             .map_err(|source| Error::Local { op: "starting the push thread", path: work.clone(), source })?;
-        Ok(Writing { work, pusher, holder, stop, handle: Some(handle) })
+        Ok(Writing { work, pusher, holder, stop, handle: Some(handle), health })
+    }
+
+    /// Whether the store answers the push thread, for a run's progress line ([`StoreHealth::trouble`]).
+    pub fn health(&self) -> StoreHealth {
+        self.health.clone()
     }
 
     /// The local directory the run writes (a dataset, pushed as it grows).
@@ -225,7 +233,7 @@ impl Drop for Writing {
 /// (the store unreachable for longer than the client's retries) is tried again
 /// after a pause that doubles up to [`RENEW`]; the run goes on recording locally
 /// meanwhile.
-fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>) -> (Moved, Option<Error>) {
+fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>, health: &StoreHealth) -> (Moved, Option<Error>) {
     let mut total = Moved::default();
     let (mut renewed, mut pause, mut last_error) = (Instant::now(), POLL, None);
     while !stop.load(Ordering::Relaxed) {
@@ -234,6 +242,7 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>) ->
             std::thread::sleep(POLL.min(pause));
         }
         let mut p = lock(pusher);
+        health.pushing();
         let step = p.push().and_then(|m| {
             if let Some(holder) = holder.filter(|_| renewed.elapsed() >= RENEW) {
                 p.remote().put(LEASE, lease_body(holder), false)?;
@@ -242,6 +251,7 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>) ->
             Ok(m)
         });
         drop(p);
+        health.pushed(step.as_ref().err().map(ToString::to_string));
         match step {
             Ok(m) => {
                 total.shards += m.shards;
