@@ -279,6 +279,8 @@ class Rollout:
         # The episodes' limit: the rollout's cut or the env's own, whichever comes first (as nested TimeLimits).
         self.max_episode_steps: Optional[int] = min((x for x in (limit, max_episode_steps) if x is not None), default=None)
         self.resumed: Optional[Dict[str, int]] = None
+        # What is wrong with the store (out="s3://…") as of the last collect(); None while it answers.
+        self.store_trouble: Optional[str] = None
         if self._h.resumed is not None:
             _, episodes, steps = self._h.resumed
             self.resumed = dict(episodes=episodes, steps=steps)
@@ -302,10 +304,15 @@ class Rollout:
     def collect(self) -> Fragment:
         """The next fragment (waits for it with the GIL released). Values an env returned
         that Gymnasium would warn about are given as :class:`rollway.RollwayWarning`, each
-        kind once."""
+        kind once; so is a store (``out="s3://…"``) that stops answering, when it does (the
+        rollout goes on recording locally), and :attr:`store_trouble` says it meanwhile."""
         raw = self._h.collect()
         for w in raw.get("warnings", ()):
             warnings.warn(w, _rollway.RollwayWarning, stacklevel=2)
+        trouble = self._h.store_trouble()
+        if trouble is not None and self.store_trouble is None:
+            warnings.warn(trouble, _rollway.RollwayWarning, stacklevel=2)
+        self.store_trouble = trouble
         frag = Fragment(raw, self._obs, self._act)
         if self._log is not None:
             self._log.fragment(frag, self.version)

@@ -196,7 +196,28 @@ except KeyboardInterrupt:
 """
 
 
-def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, tmp_path):
+@pytest.fixture
+def proxy(store):
+    """The fault proxy (fault_proxy.py) in front of the store: ``(its endpoint URL, send(command))``."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.Popen([sys.executable, os.path.join(here, "fault_proxy.py"), store.rsplit(":", 1)[1]],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    endpoint = f"http://127.0.0.1:{p.stdout.readline().strip()}"
+
+    def send(command):
+        p.stdin.write(command + "\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    yield endpoint, send
+    p.kill()
+    p.wait()
+
+
+def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, proxy, tmp_path):
     import queue
     import signal
     import subprocess
@@ -205,14 +226,10 @@ def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, tm
 
     from conftest import committed
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    proxy = subprocess.Popen([sys.executable, os.path.join(here, "fault_proxy.py"), store.rsplit(":", 1)[1]],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    port = proxy.stdout.readline().strip()
+    endpoint, send = proxy
     url = f"s3://{BUCKET}/py/outage"
-    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
     run = subprocess.Popen([sys.executable, "-c", PACED_RUN, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env)
+                           env=dict(os.environ, AWS_ENDPOINT_URL=endpoint))
     lines: "queue.Queue[str]" = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in run.stderr], daemon=True).start()
 
@@ -232,9 +249,7 @@ def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, tm
         while committed(url) == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert committed(url) > 0, "the run pushes before the outage"
-        proxy.stdin.write("down 20\n")
-        proxy.stdin.flush()
-        assert proxy.stdout.readline().strip() == "ok"
+        assert send("down 20") == "ok"
         warning = wait_for("rollway: warning:", 90)
         assert warning is not None and url in warning and "retrying" in warning, "said while it happens"
         assert run.poll() is None, "the run goes on meanwhile"
@@ -245,6 +260,30 @@ def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, tm
     finally:
         if run.poll() is None:
             run.kill()
-        proxy.kill()
     ds = rollway.Dataset(url)
     assert len(ds) > 0 and ds.verify()["problems"] == []
+
+
+def test_issue54_a_rollout_says_when_its_store_stops_answering(store, proxy, monkeypatch):
+    import threading
+
+    endpoint, send = proxy
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    url = f"s3://{BUCKET}/py/rollout-outage"
+
+    def paced(obs, first, state):
+        time.sleep(0.002)
+        return np.zeros(len(first), dtype=np.int64)
+
+    with rollway.Rollout("CartPole-v1", paced, num_envs=2, steps=16, out=url, commit_every=0.05) as r:
+        r.collect()
+        threading.Thread(target=send, args=("down 20",), daemon=True).start()  # answers once the outage is over
+        deadline = time.monotonic() + 120
+        with pytest.warns(rollway.RollwayWarning, match="retrying, the run keeps recording locally"):
+            while r.store_trouble is None and time.monotonic() < deadline:
+                r.collect()
+        assert url in r.store_trouble
+        while r.store_trouble is not None and time.monotonic() < deadline:
+            r.collect()
+        assert r.store_trouble is None, "and it says so no longer once the store answers"
+    assert len(rollway.Dataset(url)) > 0

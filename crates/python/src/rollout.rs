@@ -190,6 +190,12 @@ impl RolloutHandle {
         Ok((s.observation_space.to_json(), s.action_space.to_json(), s.max_episode_steps))
     }
 
+    /// With `out` on an object store: what is wrong with the store now, or `None` while
+    /// it answers (`rollway_remote::StoreHealth::trouble`).
+    fn store_trouble(&self) -> Option<String> {
+        self.push.as_ref().and_then(|p| p.health().trouble())
+    }
+
     /// The next fragment as a dict of arrays (see `rollway.rollout.Fragment`).
     fn collect<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         loop {
