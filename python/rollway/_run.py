@@ -84,6 +84,7 @@ def _sources(env: Any, agent: Any) -> Tuple[Optional[str], Optional[str], Option
     """Env and agent as the names a run records, with a callable env pickled for the env
     processes and a callable agent kept as the policy: ``(env, agent, pickle, policy)``."""
     pickle = policy = None
+    _refuse_env_instance(env)
     if callable(env):
         env, pickle = _env_factory(env)
     if callable(agent):
@@ -107,6 +108,16 @@ def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -
     return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
 
 
+
+
+def _refuse_env_instance(env: Any) -> None:
+    """An env object (``gym.make(...)``) where a name or a factory belongs: rollway makes an env
+    per slot, in processes of its own, so it needs to know how to make one, not one made."""
+    if env is None or isinstance(env, str) or isinstance(env, type) or not hasattr(env, "step") or not hasattr(env, "reset"):
+        return
+    raise _rollway.InputError(
+        f"env= got an env instance ({type(env).__name__}); rollway makes one env per slot, in processes of its own: pass "
+        "a factory, `env=lambda: gym.make(...)`, or a Gymnasium id, `env=\"gym:ID\"`")
 
 
 def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:

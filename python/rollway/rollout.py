@@ -150,10 +150,11 @@ def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tu
     """The env's name, its pickle (a callable's), and the settings as the one JSON mapping the
     engine reads (``rollway_engine::RolloutRequest``: it declares them and their defaults, and
     names an unknown or mistyped one)."""
-    pickle = None
-    if callable(env):
-        from rollway._run import _env_factory
+    from rollway._run import _env_factory, _refuse_env_instance
 
+    pickle = None
+    _refuse_env_instance(env)
+    if callable(env):
         env, pickle = _env_factory(env)
     s = dict(settings)
     for k in ("env_params", "policy_params"):

@@ -82,6 +82,21 @@ def test_bad_input_is_an_input_error(kwargs, needle):
     assert needle in str(e.value)
 
 
+def test_issue58_a_gymnasium_id_without_its_prefix_is_told_how_to_name_it():
+    with pytest.raises(rollway.InputError, match="a Gymnasium env is named `gym:LunarLander-v3`"):
+        rollway.run(env="LunarLander-v3", agent="random", episodes=1, progress=False)
+
+
+def test_issue58_an_env_instance_is_told_to_be_a_factory_or_an_id():
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    for call in (lambda: rollway.run(env=env, agent="random", episodes=1, progress=False),
+                 lambda: rollway.Rollout(env, "random", num_envs=2, steps=4)):
+        with pytest.raises(rollway.InputError, match=r"env instance \(TimeLimit\).*lambda: gym.make.*gym:ID"):
+            call()
+
+
 def test_out_that_holds_a_dataset_is_refused_and_kept(cartpole):
     before = sorted(os.listdir(cartpole))
     with pytest.raises(rollway.InputError, match="already holds a dataset"):
@@ -106,7 +121,7 @@ def test_missing_dataset_is_file_not_found(tmp_path):
 INTERRUPT = r"""
 import sys, rollway
 try:
-    rollway.run(episodes=3000, env_params={"size": 32, "max_steps": 50}, out=sys.argv[1], max_buffer_episodes=10, progress=False)
+    rollway.run(episodes=3000, env_params={"size": 32, "max_steps": 20}, out=sys.argv[1], max_buffer_episodes=10, progress=False)
 except KeyboardInterrupt as e:
     print("interrupted:", e)
     sys.exit(0)

@@ -213,3 +213,10 @@ fn issue10_help_documents_the_exit_codes() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("EXIT STATUS") && out.contains("0  success") && out.contains("2  usage or input error"), "{out}");
 }
+
+#[test]
+fn issue58_a_gymnasium_id_without_its_prefix_exits_2_saying_how_to_name_it() {
+    let o = rollway(&["run", "--env", "LunarLander-v3", "--episodes", "1", "--no-record"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a Gymnasium env is named `gym:LunarLander-v3`"), "{}", stderr(&o));
+}

@@ -43,7 +43,11 @@ pub fn find(id: &str) -> Result<&'static EnvEntry> {
     REGISTRY.iter().copied().find(|e| e.id == id).ok_or_else(|| Error::Unknown {
         what: "env",
         name: id.into(),
-        known: REGISTRY.iter().map(|e| e.id).collect::<Vec<_>>().join(", "),
+        // The usual slip: a Gymnasium id without its prefix.
+        known: format!(
+            "{}; a Gymnasium env is named `gym:{id}`, a Python factory `module:callable`",
+            REGISTRY.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+        ),
     })
 }
 
