@@ -137,19 +137,18 @@ impl Display<'_> {
         }
         Ok(())
     }
-}
 
-impl Display<'_> {
     /// The store's trouble now, said on stderr when it begins and when it ends.
     fn store_trouble(&mut self) -> Option<String> {
-        let trouble = self.store.as_ref()?.trouble();
+        let store = self.store.as_ref()?;
+        let trouble = store.trouble();
         let say = |line: String| match &self.bar {
             Some(b) => b.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
         };
         match (&trouble, self.troubled) {
             (Some(t), false) => say(format!("rollway: warning: {t}")),
-            (None, true) => say(format!("rollway: the store answers again: {}", self.store.as_ref().map_or("", |s| s.url()))),
+            (None, true) => say(format!("rollway: the store answers again: {}", store.url())),
             _ => {}
         }
         self.troubled = trouble.is_some();

@@ -17,28 +17,25 @@ use crate::target::Target;
 pub(crate) struct Hosted {
     target: Arc<Target>,
     n: usize,
-    infos: InfoNeed,
-    timeout: Option<std::time::Duration>,
-    cut: Option<u64>,
+    options: BlockOptions,
     live: Option<(Process, Region)>,
     last_info: Vec<Info>,
 }
 
 impl Hosted {
     pub fn new(target: Arc<Target>, n: usize, options: BlockOptions) -> Hosted {
-        let (infos, timeout, cut) = (options.infos, options.step_timeout, options.cut);
-        Hosted { target, n, infos, timeout, cut, live: None, last_info: vec![Info::new(); n] }
+        Hosted { target, n, options, live: None, last_info: vec![Info::new(); n] }
     }
 
     fn start(&mut self) -> Result<(), String> {
         let (ab, ob) = self.target.row_bytes()?;
         let (region, path) = Region::create(self.n, ab, ob).map_err(|e| format!("creating the shared memory of an env block: {e}"))?;
-        let infos = match self.infos {
+        let infos = match self.options.infos {
             InfoNeed::None => "none",
             InfoNeed::Final => "final",
             InfoNeed::All => "all",
         };
-        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos, self.cut)?;
+        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos, self.options.cut)?;
         // Mapped on both sides now: the name is no longer needed, and gone it cannot leak.
         drop(path);
         self.live = Some((process, region));
@@ -75,7 +72,7 @@ impl EnvBlock for Hosted {
                 Op::Reset(None) => region.ops_mut()[slot] = shm::RESET_UNSEEDED,
             }
         }
-        let reply = process.send(&[proto::ROUND]).and_then(|()| process.recv(self.timeout));
+        let reply = process.send(&[proto::ROUND]).and_then(|()| process.recv(self.options.step_timeout));
         let frame = match reply {
             Ok(frame) => frame,
             Err(gone) => {

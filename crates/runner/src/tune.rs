@@ -146,6 +146,9 @@ pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Ag
     let mut length = None;
     let over_budget = |best: f64, length| run_seconds(base, best, length).is_some_and(|t| started.elapsed().as_secs_f64() > BUDGET * t);
     let costly = |rate: f64| base.workers as f64 / rate.max(1e-9) > COSTLY_STEP.as_secs_f64();
+    // The second look costs about what the calibration has so far.
+    let reprobe_pays =
+        |rate, length| run_seconds(base, rate, length).is_none_or(|t| 2.0 * started.elapsed().as_secs_f64() <= REPROBE_SHARE * t);
     for &n in &CANDIDATES {
         if n > CANDIDATES[0]
             && (n > useful_size(base, length) || over_budget(best.1, length) || probes.first().is_some_and(|p| costly(p.steps_per_s)))
@@ -153,9 +156,7 @@ pub fn calibrate(base: &RunConfig, envs: Arc<dyn EnvFactory>, agents: Arc<dyn Ag
             break;
         }
         let (mut rate, mut mean_length) = probe(base, n, envs.clone(), agents.clone())?;
-        // The second look costs about what the calibration has so far.
-        let reprobe_pays = run_seconds(base, rate, mean_length).is_none_or(|t| 2.0 * started.elapsed().as_secs_f64() <= REPROBE_SHARE * t);
-        if n == CANDIDATES[0] && costly(rate) && reprobe_pays {
+        if n == CANDIDATES[0] && costly(rate) && reprobe_pays(rate, mean_length) {
             // A stall reads as a costly env: look once more (see the module docs).
             let (again, again_length) = probe(base, n, envs.clone(), agents.clone())?;
             if again > rate {
