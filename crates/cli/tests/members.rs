@@ -1,6 +1,6 @@
 //! Issue 13: many writers, one dataset. The members of a distributed run (what each Ray
 //! actor runs: `rollway run --join DIR --part RUN:START:END:ID`) commit into the same
-//! directory at once; killed with SIGKILL at seeded moments, they leave nothing that
+//! directory at once; killed with SIGKILL at seeded points of their progress, they leave nothing that
 //! the next member or the driver's `close_run` cannot clean up, and the episodes their
 //! ranges lacked, run again by other members, make the dataset equal to a local run's.
 
@@ -8,9 +8,8 @@ use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{after_kill, committed, next, wait_for, Committed};
+use common::{after_kill, committed, kill_at, next, Committed};
 
 // Small shards (2 episodes) and lz4 frames: many commits, several files each.
 const JOB: &[&str] = &[
@@ -80,14 +79,19 @@ fn missing(dir: &Path) -> Vec<(u64, u64)> {
     out
 }
 
-fn reference(tmp: &Path) -> (Committed, u128) {
+/// Episodes of `range` committed so far, read as any reader would while members write.
+fn committed_in(dir: &Path, range: std::ops::Range<u64>) -> u64 {
+    let Ok(ds) = rollway_store::Dataset::open(dir) else { return 0 };
+    ds.episodes().filter(|e| range.contains(&e.run_index)).count() as u64
+}
+
+fn reference(tmp: &Path) -> Committed {
     let dir = tmp.join("reference");
-    let t = Instant::now();
     let o = rollway().arg("run").arg("--out").arg(&dir).args(JOB).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let want = committed(&dir);
     assert_eq!(want.len() as u64, EPISODES);
-    (want, t.elapsed().as_millis().max(50))
+    want
 }
 
 /// Nothing of the writers is left once the run is closed: no claims, no writer files,
@@ -103,7 +107,7 @@ fn assert_clean(dir: &Path) {
 #[test]
 fn issue13_members_writing_at_once_record_what_a_local_run_records() {
     let tmp = tempfile::tempdir().unwrap();
-    let (want, _) = reference(tmp.path());
+    let want = reference(tmp.path());
     let dir = tmp.path().join("members");
     prepare(&dir);
     let ranges = [(0, 31), (31, 58), (58, 90)];
@@ -125,28 +129,26 @@ fn issue13_members_writing_at_once_record_what_a_local_run_records() {
 #[test]
 fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
     let tmp = tempfile::tempdir().unwrap();
-    let (want, full_ms) = reference(tmp.path());
+    let want = reference(tmp.path());
     let dir = tmp.path().join("killed");
     prepare(&dir);
     let mut rng = 0x2545_F491_4F6C_DD1D_u64;
     let (mut kills, mut left_behind, mut seen) = (0, 0, Committed::new());
     for life in 0..8 {
-        let Some(&(a, b)) = missing(&dir).first() else { break };
-        // One member is killed while another, on the other half of the range, keeps
+        // The longest range still missing (a killed member's episodes finish out of
+        // order, so its range leaves short holes behind it as well as its tail).
+        let Some((a, b)) = missing(&dir).into_iter().max_by_key(|(a, b)| b - a) else { break };
+        // One member is killed while another, on the last third of the range, keeps
         // writing and finishes: what a joining member cleans up must not be live work.
-        let mid = a + (b - a).div_ceil(2);
+        let mid = a + ((b - a) * 2).div_ceil(3);
         let mut victim = member(&dir, (a, mid), &format!("victim{life}"));
         let bystander = (mid < b).then(|| member(&dir, (mid, b), &format!("bystander{life}")));
-        // The kill lands a seeded slice after the victim joined (its lock file appears):
-        // a slow start on a busy machine must not turn the kill into one before any write.
-        wait_for(&dir.join(format!(".tmp/writers/victim{life}.lock")), &mut victim);
-        // Up to half the time the victim's share of the work took in the reference run.
-        let share = full_ms as u64 * (mid - a) / EPISODES;
-        std::thread::sleep(Duration::from_millis(next(&mut rng) % (share / 2).max(1)));
-        let mid_run = victim.try_wait().unwrap().is_none();
-        victim.kill().ok(); // SIGKILL
-        victim.wait().unwrap();
-        if mid_run {
+        // The kill is placed by the victim's own progress, never by a clock: once it has
+        // committed a seeded share (up to half) of its range, a few ms later. The rest of
+        // its range is still to write then, on a machine of any speed.
+        let target = 1 + next(&mut rng) % ((mid - a) / 2).max(1);
+        let finished = kill_at(&mut victim, target, || committed_in(&dir, a..mid), next(&mut rng) % 5);
+        if !finished {
             kills += 1;
             // A killed member cannot clean up after itself: its files wait for the next member.
             left_behind += usize::from(dir.join(format!(".tmp/writers/victim{life}.lock")).exists());
@@ -154,6 +156,7 @@ fn issue13_killed_members_lose_nothing_and_other_members_finish_their_ranges() {
         bystander.into_iter().for_each(finish);
         seen = after_kill(&dir, &seen, &want);
     }
+    eprintln!("{kills} kills landed mid-run, {left_behind} left files behind");
     assert!(kills >= 2 && left_behind >= 1, "kills should land mid-run ({kills}, {left_behind} left files behind)");
     for (i, r) in missing(&dir).into_iter().enumerate() {
         finish(member(&dir, r, &format!("last{i}")));
