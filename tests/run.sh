@@ -21,12 +21,22 @@ case "$part" in all | rust | python) ;; *) echo "usage: tests/run.sh [rust|pytho
 
 times=()
 phase() { # phase NAME CMD…: runs CMD, noting its wall time
-    local name="$1" t0=$SECONDS
+    local name="$1" t0=$SECONDS rc=0
     shift
-    "$@"
+    "$@" || rc=$?
     times+=("$(printf '%-28s %4d s' "$name" $((SECONDS - t0)))")
+    return "$rc"
 }
 report() { printf '== times\n'; printf '  %s\n' "${times[@]}"; }
+# A failing test phase does not stop the next one: one CI run shows
+# every failure, Rust and Python, and the script still exits non-zero at the end.
+failed=()
+check() { # check NAME CMD…: a phase whose failure is noted, not fatal
+    local name="$1"
+    if ! phase "$@"; then
+        failed+=("$name")
+    fi
+}
 venv_done=""
 trap 'report; rm -f "$venv_done"' EXIT
 
@@ -62,7 +72,7 @@ if [ "$part" != python ]; then
     echo "== rust: cargo test ${features[*]}"
     phase "rust: build" cargo test --release --workspace --locked "${features[@]}" --no-run ${ROLLWAY_TIMINGS:+--timings}
     wait_venv
-    phase "rust: run" cargo test --release --workspace --locked "${features[@]}"
+    check "rust: run" cargo test --release --workspace --locked --no-fail-fast "${features[@]}"
 fi
 
 if [ "$part" != rust ]; then
@@ -70,5 +80,9 @@ if [ "$part" != rust ]; then
     echo "== python: pip install . && pytest"
     export MATURIN_PEP517_ARGS="${ROLLWAY_FEATURES:+--features ${ROLLWAY_FEATURES// /,}}"
     phase "python: pip install ." "$py" -m pip install --quiet --disable-pip-version-check .
-    phase "python: pytest" "$py" -m pytest -q --durations=10 tests/python
+    check "python: pytest" "$py" -m pytest -q --durations=10 tests/python
+fi
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "== failed: ${failed[*]}" >&2
+    exit 1
 fi
