@@ -13,10 +13,13 @@
 #   make lint                                             checks only: rustfmt, clippy -D warnings (lint-rust);
 #                                                         ruff, mypy over the package, and the stubs against
 #                                                         the installed extension, stubtest (lint-python)
+#   make docs                                             the docs site, strictly (a broken link or reference
+#                                                         fails it), into site/: cargo doc + mkdocs build
+#   make docs-serve                                       the same, served on 127.0.0.1:8000, rebuilt on edits
 #   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
 #                                                         (default run_all: CartPole throughput; bench/README.md
 #                                                         lists them); its markdown report goes to stdout
-.PHONY: run test test-rust test-python deps test-deps fmt lint lint-rust lint-python bench wheel test-wheel
+.PHONY: docs docs-serve run test test-rust test-python deps test-deps fmt lint lint-rust lint-python bench wheel test-wheel
 
 deps:
 	@bash scripts/deps.sh
@@ -79,3 +82,14 @@ lint-python:
 	$(PY) -m mypy
 	@if $(PY) -c "import rollway._rollway" 2>/dev/null; then bash scripts/stubtest.sh $(abspath $(PY)); \
 	else echo "stubtest skipped: rollway is not installed in $(PY) (pip install .)"; fi
+
+# The docs site (mkdocs.yml; scripts/docs_hooks.py generates the reference pages from the installed package,
+# so it is built by $(PY), which has rollway and mkdocs: the test venv).
+# A broken intra-doc link fails the Rust half too (links to private items stay warnings: they are the
+# module docs' notes for contributors).
+docs:
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --release --workspace --no-deps --locked
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve:
+	NO_MKDOCS_2_WARNING=1 ROLLWAY_DOCS_NO_RUST=1 $(PY) -m mkdocs serve --strict

@@ -197,6 +197,18 @@ def run(
     ``preset``, ``keyint``, ``fps``, ``jpeg_quality``, ``x264_params``, ``summary_json``,
     ``episodes_json``.
 
+    - ``episodes``, ``steps``: the run's target, in episodes or in env steps over all envs
+      (the default: 64 episodes; the default job 16); ``max_steps``: cut each episode at
+      this many steps (recorded as truncated); ``seed``: the run seed (episode ``i`` always
+      gets the same env seed and agent stream, whatever the workers; default 0).
+    - ``max_attempts``: attempts per episode before it is given up (default 3);
+      ``max_restarts``: env rebuilds a worker may make in a row (default 3; the count
+      starts again when an episode finishes, so a flaky env does not use it up).
+    - ``filters``: label filters, as ``rollway run --filter`` takes them
+      (``"key=mine_block,val=diamond.*,num=1,label=diamond"``, ``"kind=return,min=100,label=good"``,
+      ``"kind=length,max=50,label=short"``).
+    - ``record``: ``False`` records nothing (the default job otherwise records under
+      ``./rollway-data``); ``progress``: the progress line on stderr while it runs.
     - ``workers``, ``envs_per_worker``, ``mode`` (``"sync"``/``"async"``): left out, they are
       chosen for speed: a worker per core, and envs per worker measured by a short
       calibration at start (built-in envs with a large enough target; reported as

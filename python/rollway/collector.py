@@ -29,8 +29,12 @@ class DataCollector(gym.Wrapper):
     the Python process is killed, the dataset holds every committed episode intact
     (``max_buffer_steps``/``max_buffer_episodes`` bound what is not yet committed).
 
+    ``env``: the Gymnasium env to wrap (its spec id and spaces are the dataset's).
     ``record_infos=True`` also keeps every step's info dict (JSON-serializable values
-    and numpy arrays). ``to_minari(dataset_id)`` exports a dataset ``minari`` loads.
+    and numpy arrays). ``frame_media``: how image observations are stored (``lz4``,
+    ``raw``, ``jpeg``, ``h264``; default ``lz4``); ``algorithm_name``: the agent's name the
+    dataset records for this run (shown by ``rollway inspect``, and as Minari's
+    ``algorithm_name`` on export). ``to_minari(dataset_id)`` exports a dataset ``minari`` loads.
     """
 
     def __init__(

@@ -14,15 +14,22 @@ PathLike = Union[str, "os.PathLike[str]"]
 class Loader:
     """Batches of fixed-length windows from a dataset, assembled by rollway's threads.
 
-    Each batch is a dict of numpy arrays ``[batch, clip, ...]``: ``observations`` and
-    ``actions`` (arrays, or dicts by leaf path for Dict spaces), ``rewards``,
-    ``terminated``, ``truncated``, ``first`` (true at an episode's first step), ``mask``
-    (false on padding), ``state`` (the agent's recurrent state going into the window),
-    and per window ``episode_id`` and ``step``; from a training rollout's dataset
-    (``rollway.Rollout(out=...)``) also ``extras`` (a dict of the policy's per-step
-    outputs, float32 ``[batch, clip, ...]``) and ``policy_version`` (uint64). The arrays **view rollway's batch
-    buffers without a copy**; a buffer is reused only after every array viewing it is
-    gone, so keeping a batch (or a ``torch.from_numpy`` tensor of it) is always safe.
+    Each batch is a dict of numpy arrays ``[batch, clip, ...]``:
+
+    - ``observations``, ``actions``: arrays (dicts of arrays by leaf path for Dict spaces)
+    - ``rewards``: float64; ``terminated``, ``truncated``: bool
+    - ``first``: true at an episode's first step; ``mask``: false on padding
+    - ``state``: the agent's recurrent state going into each window, ``[batch, d]``
+    - ``episode_id``, ``step``: per window, its episode and the step it starts at, ``[batch]``
+    - ``index``: the batch's position in its epoch (an int)
+    - ``extras``: from a training rollout's dataset (``rollway.Rollout(out=...)``), a dict of
+      the policy's per-step outputs, float32 ``[batch, clip, ...]``; ``policy_version``:
+      from such a dataset too, the version that chose each step's action (uint64)
+    - ``next_observations``: with ``next_observations=True`` (below)
+
+    The arrays **view rollway's batch buffers without a copy**; a buffer is reused only
+    after every array viewing it is gone, so keeping a batch (or a ``torch.from_numpy``
+    tensor of it) is always safe.
 
     ``next_observations=True`` adds ``next_observations`` (same layout as
     ``observations``): the observation after each step, and at an episode's last step
@@ -38,6 +45,17 @@ class Loader:
     ``state_dict()``/``load_state_dict()`` resume mid-epoch with exactly the windows not
     yet delivered. ``torch=True`` gives ``torch.from_numpy`` tensors of the same memory.
 
+    **Windows and batches.** A window is ``clip`` consecutive steps of one episode; window
+    starts are ``stride`` steps apart. ``pad=True`` also takes windows that run past an
+    episode's end (padded with zeros, ``mask`` false there). ``batch`` windows make a batch;
+    ``drop_last=True`` drops an epoch's last batch when it is short. ``shuffle`` (the
+    default) orders each epoch's windows by ``seed`` (``False``: dataset order);
+    ``replacement=True`` samples windows with replacement instead. ``rank`` and ``world``
+    shard the windows for data-parallel training: rank ``r`` of ``world`` ranks gets its own
+    disjoint share of each epoch. ``threads`` background threads (default: a core less
+    than the machine has, at least one) assemble batches, ``prefetch`` of them ahead; the
+    consuming thread helps whenever the next batch is not ready.
+
     **Follow mode** (``follow=True``): a replay buffer over a dataset that is still being
     written, e.g. by ``rollway.Rollout(out=...)`` in this process or another. Batches come
     in *rounds*: each round reads the dataset's commits again and shuffles the windows
@@ -46,8 +64,8 @@ class Loader:
     version − ``max_version_lag`` acted in (tell it the version with :meth:`set_version`),
     and without windows already delivered in ``max_reuse`` rounds; ``round_windows`` caps
     a round (a random subset), so that new commits are sampled sooner. Iterating never
-    ends (it waits while no window is eligible); :meth:`next_batch` returns None instead
-    of waiting.
+    ends (it waits while no window is eligible, looking again every ``poll`` seconds);
+    :meth:`next_batch` returns None instead of waiting.
 
     ``path`` may be an ``s3://bucket/prefix`` URL (see :class:`rollway.Dataset`): the
     committed shards are pulled into a local replica first, and a following loader pulls

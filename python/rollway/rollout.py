@@ -74,6 +74,7 @@ class Fragment:
 
     Attributes (numpy arrays; ``torch.from_numpy`` takes each without a copy):
 
+    - ``steps``: T, the steps per env in this fragment (an int); ``envs``: N, the envs (an int)
     - ``obs``: ``[T + 1, N, *shape]`` (a dict of such arrays by leaf path for Dict/Tuple spaces)
     - ``actions``: ``[T, N, *shape]`` (likewise)
     - ``rewards``: float32 ``[T, N]``; ``terminated``, ``truncated``: bool ``[T, N]``
@@ -93,10 +94,10 @@ class Fragment:
       the last observation a recording rollout stores). Bootstrap a truncated episode
       with its value, as Gymnasium's ``final_obs`` and SB3's ``terminal_observation``::
 
-          v = value(frag.final_obs)                       # [F]
-          cut = ~frag.finished["terminated"]
-          t, i = frag.finished["step"][cut], frag.finished["env"][cut]
-          rewards[t, i] += gamma * v[cut]                 # then treat every done as terminal
+              v = value(frag.final_obs)                       # [F]
+              cut = ~frag.finished["terminated"]
+              t, i = frag.finished["step"][cut], frag.finished["env"][cut]
+              rewards[t, i] += gamma * v[cut]                 # then treat every done as terminal
 
       A step truncated by an env fault (``stats["env_faults"]``) has no entry: the env
       failed, there is nothing to bootstrap from.
@@ -134,7 +135,7 @@ class Fragment:
 
     @property
     def dones(self) -> np.ndarray:
-        """``terminated | truncated``, bool ``[T, N]``."""
+        """``dones``: ``terminated | truncated``, bool ``[T, N]``."""
         return self.terminated | self.truncated
 
     def __repr__(self) -> str:

@@ -50,7 +50,7 @@ fn open_existing(dir: &Path) -> Result<(Opened, Metadata)> {
     Ok((o, meta))
 }
 
-/// Ends run `run` of the dataset at `dir`, written by many writers ([`DatasetWriter::join`]):
+/// Ends run `run` of the dataset at `dir`, written by many writers ([`DatasetWriter::join`](crate::DatasetWriter::join)):
 /// under the writer lock (so only once all of them are gone), cleans up as a writer
 /// does on open, then records the run's `summary` (when given) and the dataset's counts.
 pub fn close_run(dir: &Path, run: u32, summary: Option<serde_json::Value>) -> Result<WriteStats> {

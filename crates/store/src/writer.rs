@@ -240,7 +240,7 @@ impl DatasetWriter {
     /// Joins the dataset at `dir` as writer `id`, one of many writing its run `run` at
     /// once (the actors of a distributed run, on storage they share): shard numbers are
     /// claimed, dead writers' leftovers cleaned up, and `rollway.json` left alone —
-    /// [`close_run`] records the run's end once every writer is gone. Episodes are
+    /// [`close_run`](crate::close_run) records the run's end once every writer is gone. Episodes are
     /// given with their run index, as to any writer; which writer commits which
     /// indices is the caller's to decide (FORMAT.md, "Many writers").
     pub fn join(dir: &Path, run: u32, id: &str, cfg: WriterConfig) -> Result<DatasetWriter> {

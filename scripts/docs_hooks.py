@@ -1,0 +1,222 @@
+"""MkDocs hooks (mkdocs.yml `hooks:`): the reference pages that are generated from the code, so they
+cannot drift from it.
+
+- `<!-- generated: cli -->` becomes every `rollway` command's `--help` (clap's own text: flags,
+  defaults, exit codes), read from the installed package's command line (`python -m rollway`, the
+  same binary as `target/release/rollway`).
+- `<!-- generated: fields Fragment -->` / `<!-- generated: fields batch -->` becomes the attributes
+  of a real fragment / the keys of a real `Loader` batch (from a tiny CartPole rollout made at build
+  time), each with its dtype and shape there and the docstring's sentence about it (`Fragment`'s,
+  `Loader`'s): a field the docstring never names fails the build.
+- `<!-- generated: settings NAME -->` becomes a table of one entry point's keyword arguments: each
+  with its default (from the signature) and the sentence of the docstring that documents it. A
+  keyword its docstring never names fails the build: an undocumented setting is a bug.
+
+- `<!-- generated: crates -->` becomes the workspace's crates with their Cargo descriptions, linked to
+  their `cargo doc` pages, which `on_post_build` copies into the site from `$CARGO_TARGET_DIR/doc`
+  (`make docs` runs `cargo doc` first; `ROLLWAY_DOCS_NO_RUST=1` builds without them, as the tests do).
+
+The site is built by the Python that runs mkdocs, which must have rollway installed (`make docs`
+uses the test venv, where `pip install .` put it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+MARK = re.compile(r"<!-- generated: (?P<what>\w+)(?: (?P<arg>[\w.]+))? -->")
+
+# The entry points whose settings are tabled: `<!-- generated: settings KEY -->`.
+ENTRY_POINTS: Dict[str, str] = {
+    "run": "rollway:run",
+    "Rollout": "rollway:Rollout",
+    "Loader": "rollway:Loader",
+    "ray.Rollout": "rollway.ray:Rollout",
+    "DataCollector": "rollway:DataCollector",
+    "Dataset": "rollway:Dataset",
+}
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    def one(m: re.Match) -> str:
+        if m["what"] == "cli":
+            return cli_reference()
+        if m["what"] == "settings":
+            return settings_table(m["arg"])
+        if m["what"] == "fields":
+            return fields_table(m["arg"])
+        if m["what"] == "crates":
+            return crates_table()
+        raise ValueError(f"{page.file.src_path}: unknown generated section {m['what']!r}")
+
+    return MARK.sub(one, markdown)
+
+
+def rollway_cli(*args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "rollway", *args], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def commands() -> List[str]:
+    """The subcommands, in `rollway --help`'s order."""
+    text = rollway_cli("--help")
+    block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    names = [line.split()[0] for line in block.splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    return [n for n in names if n != "help"]
+
+
+def cli_reference() -> str:
+    parts = ["## rollway\n", "```text\n" + rollway_cli("--help").rstrip() + "\n```\n"]
+    for name in commands():
+        parts.append(f"## rollway {name}\n")
+        parts.append("```text\n" + rollway_cli(name, "--help").rstrip() + "\n```\n")
+    return "\n".join(parts)
+
+
+def resolve(key: str) -> Callable[..., Any]:
+    module, name = ENTRY_POINTS[key].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def units(doc: str) -> List[str]:
+    """A docstring cut into list items and sentences, each flattened to one line."""
+    out: List[str] = []
+    for para in re.split(r"\n\s*\n", doc):
+        items = re.split(r"\n\s*- ", "\n" + para) if re.match(r"\s*- ", para) or "\n- " in para else [para]
+        for item in items:
+            flat = re.sub(r"\s*\n\s*", " ", item).strip()
+            flat = re.sub(r"^\*\*[^*]+\*\*\s*", "", flat)  # a paragraph's bold lead-in
+            out += [u for u in re.split(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.])\s+(?=[A-Z`*(])", flat) if u]
+    return out
+
+
+def top_level_parts(text: str) -> List[str]:
+    """`text` split at its `; ` outside parentheses and brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c in "([") - (c in ")]")
+        if c == ";" and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts + [text[start:].strip()]
+
+
+def documented(doc: str, name: str) -> str:
+    """The docstring's sentence (or list item) that first names ``name``, as Markdown; of a sentence
+    that defines several names in `;`-separated parts (```a``, ``b``: ...`), the part that defines it
+    (else the first that names it)."""
+    named = re.compile(rf"``{re.escape(name)}(=[^`]*)?``")
+    for unit in units(doc):
+        if named.search(unit):
+            parts = top_level_parts(unit)
+            defining = [p for p in parts if named.search(p.split(": ", 1)[0])]
+            naming = [p for p in parts if named.search(p)]
+            return rst_to_md((defining or naming)[0].strip(" -;"))
+    raise ValueError(f"{name}: not documented in the docstring (write a sentence naming ``{name}``)")
+
+
+def rst_to_md(text: str) -> str:
+    text = re.sub(r":(?:class|meth|func|mod|attr|data|exc):`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`").replace("|", "\\|")
+
+
+def settings_table(key: str) -> str:
+    f = resolve(key)
+    target = f.__init__ if inspect.isclass(f) else f
+    doc = "\n".join(d for d in (inspect.getdoc(f), inspect.getdoc(target) if target is not f else None) if d)
+    rows = ["| setting | default | what it does |", "|---|---|---|"]
+    for p in inspect.signature(target).parameters.values():
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = "required" if p.default is p.empty else f"`{p.default!r}`"
+        rows.append(f"| `{p.name}` | {default} | {documented(doc, p.name)} |")
+    return "\n".join(rows) + "\n"
+
+
+def describe(value: Any) -> str:
+    """dtype and shape of an array (or of a dict's arrays), as the field list shows them."""
+    if isinstance(value, dict):
+        inner = sorted({describe(v) for v in value.values()})
+        return "dict of " + (", ".join(inner) if inner else "arrays")
+    if isinstance(value, list):
+        return "list"
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return type(value).__name__
+    return f"{value.dtype} {list(shape)}"
+
+
+def sample_fields(kind: str) -> Dict[str, Any]:
+    """A real fragment's attributes or a real batch's keys, from a tiny CartPole run made here."""
+    import tempfile
+
+    import numpy as np
+
+    import rollway
+
+    def policy(obs: Any, first: Any, state: Any) -> Dict[str, Any]:
+        return {"actions": np.zeros(len(obs), np.int64), "value": np.zeros(len(obs), np.float32)}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=8, out=f"{tmp}/replay") as rollout:
+            frag = rollout.collect()
+            for _ in range(8):
+                rollout.collect()
+        if kind == "Fragment":
+            names = [n for n in type(frag).__slots__] + [n for n, v in vars(type(frag)).items() if isinstance(v, property)]
+            return {n: getattr(frag, n) for n in names}
+        batch = next(iter(rollway.Loader(f"{tmp}/replay", clip=4, batch=2, next_observations=True)))
+        return dict(batch)
+
+
+def fields_table(kind: str) -> str:
+    owner = resolve("Rollout") if kind == "Fragment" else resolve("Loader")
+    cls = importlib.import_module("rollway").Fragment if kind == "Fragment" else owner
+    # A property's own docstring documents it (`Fragment.dones`).
+    props = [inspect.getdoc(v) for v in vars(cls).values() if isinstance(v, property)]
+    doc = "\n\n".join([inspect.getdoc(cls) or ""] + [d for d in props if d])
+    rows = ["| field | in the example | what it holds |", "|---|---|---|"]
+    for name, value in sample_fields(kind).items():
+        rows.append(f"| `{name}` | {describe(value)} | {documented(doc, name)} |")
+    return "\n".join(rows) + "\n"
+
+
+def crates() -> List[Dict[str, str]]:
+    out = []
+    for manifest in sorted(ROOT.glob("crates/*/Cargo.toml")):
+        toml = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        package = toml["package"]
+        lib = toml.get("lib", {}).get("name", package["name"].replace("-", "_"))
+        out.append({"dir": manifest.parent.name, "name": package["name"], "lib": lib, "description": package.get("description", "")})
+    return out
+
+
+def crates_table() -> str:
+    rows = ["| crate | what it is |", "|---|---|"]
+    for c in crates():
+        lib = c["lib"]
+        # Raw HTML: the pages are copied in after the build, so MkDocs cannot check a Markdown link to them.
+        rows.append(f'| <a href="../rust/{lib}/index.html"><code>{c["name"]}</code></a> (`crates/{c["dir"]}`) | {c["description"]} |')
+    return "\n".join(rows) + "\n"
+
+
+def on_post_build(config: Any) -> None:
+    if os.environ.get("ROLLWAY_DOCS_NO_RUST"):
+        return
+    doc = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "doc"
+    libs = [c["lib"] for c in crates()]
+    missing = [lib for lib in libs if not (doc / lib / "index.html").exists()]
+    if missing:
+        raise RuntimeError(f"{doc}: no cargo doc pages for {', '.join(missing)}: run `cargo doc --workspace --no-deps` first "
+                           "(make docs does), or set ROLLWAY_DOCS_NO_RUST=1 to build without them")
+    shutil.copytree(doc, Path(config["site_dir"]) / "rust", dirs_exist_ok=True)

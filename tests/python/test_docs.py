@@ -1,0 +1,148 @@
+"""Issue 57: the docs site. Every page's examples run as written (docs_pages.py), the site builds
+strictly (a broken link, anchor or reference fails it), its reference names every public setting,
+field and flag, and it works in a real browser: headless Chromium finds "resume" and "final_obs"
+with the site's own search, with no console error."""
+
+import functools
+import http.server
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import docs_pages
+import rollway
+
+ROOT = docs_pages.ROOT
+PAGES = [p for p in docs_pages.pages() if any(not b.skip for b in docs_pages.parse(p).blocks)]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(docs_pages.DOCS)) for p in PAGES])
+def test_every_example_on_the_page_runs(path, tmp_path, request):
+    page = docs_pages.parse(path)
+    for need in page.needs:
+        assert need == "s3", f"{path}: unknown need {need!r}"
+        request.getfixturevalue("s3_store")  # sets AWS_* for the page's processes
+    failures = docs_pages.run_page(page, str(tmp_path))
+    assert not failures, "\n".join(failures)
+
+
+def test_a_skipped_block_says_why():
+    for path in docs_pages.pages():
+        for b in docs_pages.parse(path).blocks:
+            assert b.skip is None or len(b.skip) > 10, f"{path}:{b.line}: skip needs a reason"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built strictly as `make docs` builds it (without the cargo doc pages)."""
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, ROLLWAY_DOCS_NO_RUST="1", NO_MKDOCS_2_WARNING="1")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+def text_of(site, page):
+    return (site / page).read_text(encoding="utf-8")
+
+
+def public_settings():
+    import rollway.ray
+
+    for name, f in [("run", rollway.run), ("Rollout", rollway.Rollout), ("Loader", rollway.Loader),
+                    ("ray.Rollout", rollway.ray.Rollout)]:
+        target = f.__init__ if inspect.isclass(f) else f
+        for p in inspect.signature(target).parameters.values():
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                yield name, p.name
+
+
+def test_the_reference_names_every_setting_field_and_flag(site):
+    settings = text_of(site, "reference/settings.html")
+    for owner, name in public_settings():
+        assert f"<code>{name}</code>" in settings, f"{owner}({name}=...) is missing from the settings reference"
+    fields = text_of(site, "reference/fields.html")
+    frag_fields = list(rollway.Fragment.__slots__) + [n for n, v in vars(rollway.Fragment).items() if isinstance(v, property)]
+    for name in frag_fields:
+        assert f"<code>{name}</code>" in fields, f"Fragment.{name} is missing from the fields reference"
+    for key in ("observations", "index", "mask", "episode_id", "policy_version", "next_observations"):
+        assert f"<code>{key}</code>" in fields, f"the batch key {key!r} is missing from the fields reference"
+    cli = text_of(site, "reference/cli.html")
+    commands = re.findall(r"^  (\w+) ", subprocess.run([sys.executable, "-m", "rollway", "--help"], capture_output=True,
+                                                       text=True).stdout.split("Commands:", 1)[1], flags=re.M)
+    assert "run" in commands and "export" in commands
+    for command in (c for c in commands if c != "help"):
+        help_text = subprocess.run([sys.executable, "-m", "rollway", command, "--help"], capture_output=True, text=True).stdout
+        for flag in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", help_text)):
+            assert flag in cli, f"rollway {command} {flag} is missing from the command-line reference"
+    assert "EXIT STATUS" in cli
+
+
+def test_the_front_page_reaches_every_reference_page_in_one_click(site):
+    front = text_of(site, "index.html")
+    for page in ("reference/settings.html", "reference/fields.html", "reference/cli.html", "reference/python.html",
+                 "getting-started.html", "concepts/failures.html"):
+        assert f'href="{page}' in front, f"the front page does not link {page}"
+
+
+def chromium():
+    chrome = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+    if chrome is None:
+        assert not os.environ.get("ROLLWAY_REQUIRE_PEERS"), "ROLLWAY_REQUIRE_PEERS is set but no chromium is installed"
+        pytest.skip("no chromium")
+    return chrome
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    """The built site on a loopback HTTP server (the search runs in a web worker, which file:// pages may
+    not start)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from cdp import Browser
+
+    b = Browser(chromium(), str(tmp_path / "profile"))
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("query, pages", [("resume", ("long-runs.html", "dataset.html", "record.html")),
+                                          ("final_obs", ("fragments.html", "fields.html", "train.html"))])
+def test_the_sites_search_finds_it_in_chromium(served, browser, query, pages):
+    # Material opens its search with ?q=, once its web worker has indexed the site.
+    browser.open(f"{served}/index.html?q={query}")
+    links = browser.wait_for("[...document.querySelectorAll('.md-search-result__link')].map(a => a.href)")
+    assert links, f"no search results for {query!r}"
+    assert any(page in link for link in links for page in pages), f"{query!r}: none of {pages} among {links}"
+    assert not browser.errors, browser.errors
+
+
+def test_the_front_page_renders_offline(served, browser, site, tmp_path):
+    browser.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                 session=True)
+    browser.open(f"{served}/index.html")
+    assert browser.wait_for("document.readyState === 'complete' && document.querySelector('h1').textContent")
+    shot = tmp_path / "front.png"
+    browser.screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    assert not browser.errors, browser.errors
+    # Offline: no page of the site loads anything from another host.
+    for html in site.rglob("*.html"):
+        remote = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?://[^"]+)"', html.read_text(encoding="utf-8"))
+        assert not remote, f"{html}: loads {remote}"
+    if os.environ.get("ROLLWAY_DOCS_SCREENSHOT"):
+        shutil.copy(shot, os.environ["ROLLWAY_DOCS_SCREENSHOT"])
