@@ -38,6 +38,7 @@ time inside the policy's forward and the learner's update).
 
 from __future__ import annotations
 
+# --8<-- [start:imports]
 import argparse
 import collections
 import copy
@@ -53,8 +54,10 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
+# --8<-- [end:imports]
 
 
+# --8<-- [start:agent]
 def layer(i: int, o: int, std: float = float(np.sqrt(2))) -> nn.Linear:
     lin = nn.Linear(i, o)
     nn.init.orthogonal_(lin.weight, std)
@@ -85,8 +88,10 @@ class Agent(nn.Module):
     def act(self, obs: torch.Tensor, first: np.ndarray, state: Any) -> Dict[str, Any]:
         action, logprob, _, value = self.get_action_and_value(obs)
         return {"actions": action, "logprob": logprob, "value": value.flatten()}
+# --8<-- [end:agent]
 
 
+# --8<-- [start:acting]
 class Acting:
     """The policy the rollout calls: actions, with log-probs and values as extras."""
 
@@ -104,6 +109,7 @@ class Acting:
 
     def load(self, weights: Dict[str, torch.Tensor]) -> None:
         self.agent.load_state_dict(weights)
+# --8<-- [end:acting]
 
 
 def greedy(agent: nn.Module) -> Callable[..., np.ndarray]:
@@ -114,6 +120,7 @@ def greedy(agent: nn.Module) -> Callable[..., np.ndarray]:
     return act
 
 
+# --8<-- [start:update]
 def tensors(obs: Any) -> Any:
     """Observations as tensors without a copy: a Dict space's come as one array per leaf."""
     return {k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.from_numpy(obs)
@@ -159,6 +166,7 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
         last = delta + gamma * lam * nonterminal[t] * last
         adv[t] = last
     return adv, adv + values
+# --8<-- [end:update]
 
 
 def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, max_episode_steps: Optional[int] = None,
@@ -273,6 +281,7 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
             "outside_share": 1.0 - (acting.forward_s + learn_s) / wall, "lag": lag, "envs": envs, "seed": seed, "curve": curve}
 
 
+# --8<-- [start:learn]
 def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epochs: int, minibatches: int,
           gamma: float = 0.99, lam: float = 0.95, clip: float = 0.2, ent_coef: float = 0.01,
           vf_coef: float = 0.5, max_grad_norm: float = 0.5, bootstrap: bool = True) -> None:
@@ -308,6 +317,7 @@ def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epoc
             loss.backward()
             nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
             opt.step()
+# --8<-- [end:learn]
 
 
 def main() -> None:

@@ -87,16 +87,9 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
     for (k, v) in &labels {
         row(&format!("label {k}"), format!("{v} ({:.1}%)", 100.0 * *v as f64 / n));
     }
-    row(
-        "size",
-        format!(
-            "{:.2} MB, {:.1} bytes/step, frames: {} ({})",
-            bytes as f64 / 1e6,
-            bytes as f64 / steps.max(1) as f64,
-            m.frame_keys.join(", "),
-            m.frame_media
-        ),
-    );
+    // A dataset without image observations has no frames to speak of (nor a media).
+    let frames = if m.frame_keys.is_empty() { String::new() } else { format!(", frames: {} ({})", m.frame_keys.join(", "), m.frame_media) };
+    row("size", format!("{:.2} MB, {:.1} bytes/step{frames}", bytes as f64 / 1e6, bytes as f64 / steps.max(1) as f64));
     println!("\n  {:>6} {:>9} {:>10} {:>10} {:>12}", "shard", "episodes", "steps", "rows", "parquet");
     for s in &shards {
         let n = |k: &str| s[k].as_u64().unwrap_or(0);

@@ -194,3 +194,17 @@ fn issue14_resume_takes_only_a_larger_target_and_output_files() {
     assert_eq!(inspect(&dir)["episodes"], 6);
     assert!(summary.exists());
 }
+
+/// Issue 58: `inspect` speaks of frames only where a dataset has them.
+#[test]
+fn issue58_inspect_names_frames_only_for_a_dataset_that_has_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let size = |dir: &Path| {
+        ok(&rollway(&["inspect", dir.to_str().unwrap()])).lines().find(|l| l.trim_start().starts_with("size")).unwrap().to_string()
+    };
+    let (cp, px) = (tmp.path().join("cp"), tmp.path().join("px"));
+    ok(&rollway(&["run", "--env", "CartPole-v1", "--agent", "random", "--episodes", "5", "--out", cp.to_str().unwrap(), "-q"]));
+    ok(&rollway(&["run", "--env-opt", "size=32,max_steps=20", "--episodes", "2", "--out", px.to_str().unwrap(), "-q"]));
+    assert!(!size(&cp).contains("frames"), "{}", size(&cp));
+    assert!(size(&px).contains("frames: observations/rgb (h264)"), "{}", size(&px));
+}

@@ -86,6 +86,10 @@ def _connect(ray: Any, address: Optional[str]) -> bool:
     """Connects to Ray; True when this call started it (and so shuts it down)."""
     if ray.is_initialized():
         return False
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # Left alone, ray.init() joins the cluster a `ray start` on this machine last recorded
+        # (/tmp/ray/ray_current_cluster), even one long gone; the promise is a new local cluster.
+        address = "local"
     if address not in (None, "auto", "local"):
         # ray.init retries an address nothing listens at for minutes: ask first, briefly.
         import socket

@@ -50,7 +50,8 @@ def run(
     - ``max_restarts``: how often Ray restarts a dead actor (default: the run's
       ``max_restarts``, 3); the run's own key also bounds env rebuilds in each actor.
     - ``address``: the cluster (``"auto"``, ``"HOST:PORT"``); left out, this process's
-      Ray if ``ray.init`` was called, else a new local cluster for this run.
+      Ray if ``ray.init`` was called, else the one ``$RAY_ADDRESS`` names, else a new local
+      cluster for this run (never one an earlier ``ray start`` left recorded).
     - ``part_episodes``: episodes per task an actor is given. Each task starts the
       actor's engine afresh (for Python envs, new env processes: ~0.5 s), so by default
       each actor gets one task, an equal share of the episodes; smaller parts rebalance
@@ -321,7 +322,9 @@ def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:
     committed later are not included (call again). An ``s3://`` dataset is read from the
     store by every node (pyarrow's S3 filesystem, configured by the ``AWS_*`` variables),
     its committed files named by the index. ``read_parquet_args`` go to
-    ``ray.data.read_parquet``.
+    ``ray.data.read_parquet``. Without a Ray in this process, it starts one as
+    :func:`run` does (the cluster ``$RAY_ADDRESS`` names, else a new local one), which
+    stays up for the dataset's reads.
     """
     ray = _ray()
     target = os.fspath(path)
@@ -333,6 +336,9 @@ def read_dataset(path: PathLike, **read_parquet_args: Any) -> Any:
         # This machine's replica is not the other nodes': name the store's objects instead.
         root = os.fspath(handle.root)
         files = [target.rstrip("/") + "/" + os.path.relpath(f, root).replace(os.sep, "/") for f in files]
+    # ray.data would start Ray on its own, joining whatever cluster `ray start` last recorded here;
+    # this starts it as a run does (this process's Ray, $RAY_ADDRESS's, else a new local one).
+    _connect(ray, None)
     return ray.data.read_parquet(files, **read_parquet_args)
 
 

@@ -148,7 +148,8 @@ class Rollout:
     ``num_gpus_per_actor`` GPUs (fractions share one) and ``resources_per_actor``;
     ``max_restarts``: how often Ray restarts each actor; ``max_policy_lag`` and
     ``stale`` (``"wait"`` or ``"drop"``): see the module docs; ``address``: the Ray
-    cluster (left out: this process's Ray, or a new local one, shut down at ``close``).
+    cluster (left out: this process's Ray, else ``$RAY_ADDRESS``'s, else a new local one,
+    shut down at ``close``).
     ``log_dir`` and ``progress``: :class:`rollway.Rollout`'s, here in the learner's process
     over the fragments of every actor.
     ``out``: a new dataset that every actor records its finished episodes into, as one
