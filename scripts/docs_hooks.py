@@ -12,6 +12,8 @@ cannot drift from it.
   with its default (from the signature) and the sentence of the docstring that documents it. A
   keyword its docstring never names fails the build: an undocumented setting is a bug.
 
+- `<!-- generated: bars COLUMN -->` right above a Markdown table draws that table's COLUMN as a bar
+  chart (an inline SVG, log scale, under the table): the plot is made from the very figures shown.
 - `<!-- generated: crates -->` becomes the workspace's crates with their Cargo descriptions, linked to
   their `cargo doc` pages, which `on_post_build` copies into the site from `$CARGO_TARGET_DIR/doc`
   (`make docs` runs `cargo doc` first; `ROLLWAY_DOCS_NO_RUST=1` builds without them, as the tests do).
@@ -47,7 +49,12 @@ ENTRY_POINTS: Dict[str, str] = {
 }
 
 
+BARS = re.compile(r"<!-- generated: bars (?P<column>[^>]+?) -->\n(?P<table>(?:\|.*\|\n)+)")
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    markdown = BARS.sub(lambda m: m["table"] + "\n" + bar_chart(m["table"], m["column"]) + "\n", markdown)
+
     def one(m: re.Match) -> str:
         if m["what"] == "cli":
             return cli_reference()
@@ -220,3 +227,44 @@ def on_post_build(config: Any) -> None:
         raise RuntimeError(f"{doc}: no cargo doc pages for {', '.join(missing)}: run `cargo doc --workspace --no-deps` first "
                            "(make docs does), or set ROLLWAY_DOCS_NO_RUST=1 to build without them")
     shutil.copytree(doc, Path(config["site_dir"]) / "rust", dirs_exist_ok=True)
+
+
+def number(cell: str) -> float:
+    """A table's figure: `**11.29M**`, `471.4k`, `12,166`, `29.3 s (15.7–39.3)` → a float."""
+    m = re.search(r"([\d,]+(?:\.\d+)?)\s*([kM]?)", cell.replace("*", ""))
+    if not m:
+        raise ValueError(f"bar chart: {cell!r} holds no number")
+    return float(m[1].replace(",", "")) * {"": 1, "k": 1e3, "M": 1e6}[m[2]]
+
+
+def plain(cell: str) -> str:
+    return re.sub(r"[*`]", "", cell).strip()
+
+
+def bar_chart(table: str, column: str) -> str:
+    """An inline SVG of `column` of a Markdown table, one bar a row, on a log scale (the figures of
+    a benchmark table span orders of magnitude)."""
+    import html
+    import math
+
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.strip().splitlines()]
+    header, body = rows[0], [r for r in rows[2:] if len(r) == len(rows[0])]
+    col = header.index(column) if column in header else None
+    if col is None:
+        raise ValueError(f"bar chart: no column {column!r} in {header}")
+    data = [(plain(r[0]), number(r[col]), plain(r[col])) for r in body]
+    top = max(math.log10(v) for _, v, _ in data)
+    bottom = min(0.0, math.floor(min(math.log10(v) for _, v, _ in data)))
+    width, label_w, bar_h = 760, 330, 22
+    bars = []
+    for i, (name, value, shown) in enumerate(data):
+        w = (width - label_w - 90) * (math.log10(value) - bottom) / max(top - bottom, 1e-9)
+        y = i * (bar_h + 6)
+        label = name if len(name) <= 44 else name[:43] + "\u2026"
+        bars.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>'
+                    f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{"#3f51b5" if i == 0 else "#9fa8da"}"/>'
+                    f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{html.escape(shown)}</text>')
+    height = len(data) * (bar_h + 6)
+    return (f'<figure class="bars"><svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'aria-label="{html.escape(column)}, log scale" style="max-width: 100%; height: auto; font: 12px sans-serif">{"".join(bars)}</svg>'
+            f'<figcaption>{html.escape(column)}, log scale: the table above, drawn</figcaption></figure>')

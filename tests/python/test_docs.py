@@ -146,3 +146,17 @@ def test_the_front_page_renders_offline(served, browser, site, tmp_path):
         assert not remote, f"{html}: loads {remote}"
     if os.environ.get("ROLLWAY_DOCS_SCREENSHOT"):
         shutil.copy(shot, os.environ["ROLLWAY_DOCS_SCREENSHOT"])
+
+
+def test_the_layout_table_lists_every_workspace_crate():
+    """Issue 58: the repository's layout (Contributing) names every crate of the workspace."""
+    import tomllib
+
+    members = tomllib.loads((ROOT / "Cargo.toml").read_text(encoding="utf-8"))["workspace"]["members"]
+    crates = sorted({m for pattern in members for m in (
+        [p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern)] if "*" in pattern else [pattern])})
+    table = (docs_pages.DOCS / "contributing.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.M))
+    assert len(crates) >= 15, crates
+    missing = [c for c in crates if c not in rows]
+    assert not missing, f"the layout table in docs/contributing.md misses {missing}"

@@ -13,7 +13,9 @@ use rollway_engine::{Part, RunOptions, RunRequest};
 #[command(name = "rollway", version, about = "Generate, filter, record and load RL episodes, fast.", long_about = "rollway runs environments and agents in parallel to generate episodes, \
 labels them with filters, records them crash-safely (Parquet + lz4/JPEG/H.264 frames), loads them back as training batches, \
 and exports/imports Minari and LeRobot datasets.\n\nStart with `rollway run` (the pixel mining world, a scripted miner and a diamond filter), \
-then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.",
+then try `rollway run --env CartPole-v1 --agent random --steps 10000000`. `rollway envs` and `rollway agents` list what is built in.\n\n\
+Documentation: the docs site, built from a checkout's docs/ by `make docs` (getting started, concepts, a guide per task, \
+every setting and flag).",
 after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
@@ -25,7 +27,8 @@ const EXIT_STATUS: &str = "EXIT STATUS:\n  \
 1  the work failed: a run gave up or left untried episodes, or its agent, a worker or the disk failed; \
 `verify` found damage\n  \
 2  usage or input error: a bad flag, config key or value, an unknown env or agent, an unusable path, \
-a directory that is not a dataset; nothing was run";
+a directory that is not a dataset; nothing was run\n\
+What each failure costs and what survives it: the docs' failure model (docs/concepts/failures.md).";
 
 #[derive(Subcommand)]
 pub enum Command {
