@@ -186,7 +186,7 @@ def run(
     exported with ``torch.onnx.export``, run natively by ONNX Runtime or tract (where the
     build has it: ``rollway._rollway.ONNX_ENGINES``; the wheel does) with no Python in the loop; ``agent_params`` such as ``backend``, ``device``, ``threads``,
     ``sample`` and ``extras`` are listed by ``rollway.agents()``), or a Python policy
-    ``policy(obs, first, state) -> actions | (actions, state)`` called once per batch on
+    ``policy(obs, first, state)`` returning actions or ``(actions, state)``, called once per batch on
     numpy arrays (see :mod:`rollway.policy`; a torch module needs a two-line adapter).
 
     The keyword arguments are the keys of ``rollway run --config FILE`` (the TOML

@@ -34,7 +34,10 @@ class DataCollector(gym.Wrapper):
     and numpy arrays). ``frame_media``: how image observations are stored (``lz4``,
     ``raw``, ``jpeg``, ``h264``; default ``lz4``); ``algorithm_name``: the agent's name the
     dataset records for this run (shown by ``rollway inspect``, and as Minari's
-    ``algorithm_name`` on export). ``to_minari(dataset_id)`` exports a dataset ``minari`` loads.
+    ``algorithm_name`` on export). ``append``: a ``path`` that already holds a dataset is
+    refused (nothing is written) unless ``append=True``, which records a new run into it
+    (local datasets; a store's is always refused). ``to_minari(dataset_id)`` exports a
+    dataset ``minari`` loads.
     """
 
     def __init__(
@@ -47,9 +50,11 @@ class DataCollector(gym.Wrapper):
         max_buffer_episodes: Optional[int] = None,
         frame_media: Optional[str] = None,
         algorithm_name: str = "python",
+        append: bool = False,
     ):
         super().__init__(env)
         self.path = os.fspath(path)
+        _refuse_existing(self.path, append)
         spec = env_spec(env)
         obs_json, act_json = spec["observation_space"], spec["action_space"]
         self._pack_obs, self._pack_act = packer(obs_json), packer(act_json)
@@ -105,3 +110,16 @@ class DataCollector(gym.Wrapper):
         report = json.loads(_rollway.export_minari(self.path, os.fspath(path), dataset_id=dataset_id, force=force,
                                                    author=author, description=description, progress=False))
         return minari.MinariDataset(report["path"])
+
+
+def _refuse_existing(path: str, append: bool) -> None:
+    """A new dataset unless told to append: recording into an existing one by accident would mix
+    runs silently. An ``s3://`` URL is checked by the store's writer (which never appends)."""
+    if "://" in path and not path.startswith("file://"):
+        if append:
+            raise _rollway.InputError(f"append=True: {path} is on an object store, where DataCollector writes new datasets only")
+        return
+    local = path[len("file://"):] if path.startswith("file://") else path
+    if not append and os.path.exists(os.path.join(local, "rollway.json")):
+        raise _rollway.InputError(f"{path} already holds a dataset: DataCollector records into a new one; "
+                                  "pass append=True to add a run to it")

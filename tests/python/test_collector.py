@@ -144,3 +144,24 @@ def test_unsupported_space_is_input_error(tmp_path):
     with pytest.raises(rollway.InputError, match="Sequence"):
         rollway.DataCollector(SequenceEnv(), tmp_path / "dc")
     assert not (tmp_path / "dc").exists()
+
+
+def test_issue58_an_existing_dataset_is_refused_unless_told_to_append(tmp_path):
+    import gymnasium as gym
+
+    out = tmp_path / "dc"
+    env = rollway.DataCollector(gym.make("CartPole-v1"), out)
+    env.reset(seed=0)
+    while not any(env.step(env.action_space.sample())[2:4]):
+        pass
+    env.close()
+    before = sorted((p.relative_to(out), p.stat().st_size) for p in out.rglob("*") if p.is_file())
+    with pytest.raises(rollway.InputError, match="already holds a dataset.*append=True"):
+        rollway.DataCollector(gym.make("CartPole-v1"), out)
+    assert sorted((p.relative_to(out), p.stat().st_size) for p in out.rglob("*") if p.is_file()) == before, "nothing written"
+    env = rollway.DataCollector(gym.make("CartPole-v1"), out, append=True)
+    env.reset(seed=1)
+    env.step(env.action_space.sample())
+    env.close()
+    ds = rollway.Dataset(out)
+    assert len(ds.metadata["runs"]) == 2 and len(ds) == len(set(e["id"] for e in ds.episodes))
