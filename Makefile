@@ -19,7 +19,7 @@
 #   make bench [BENCH=run_record] [BENCH_ARGS=--quick]    a benchmark against its peers, bench/$(BENCH).sh
 #                                                         (default run_all: CartPole throughput; bench/README.md
 #                                                         lists them); its markdown report goes to stdout
-.PHONY: docs docs-serve run test test-rust test-python deps test-deps fmt lint lint-rust lint-python bench wheel test-wheel
+.PHONY: docs docs-env docs-serve run test test-rust test-python deps test-deps fmt lint lint-rust lint-python bench wheel test-wheel
 
 deps:
 	@bash scripts/deps.sh
@@ -84,12 +84,18 @@ lint-python:
 	else echo "stubtest skipped: rollway is not installed in $(PY) (pip install .)"; fi
 
 # The docs site (mkdocs.yml; scripts/docs_hooks.py generates the reference pages from the installed package,
-# so it is built by $(PY), which has rollway and mkdocs: the test venv).
-# A broken intra-doc link fails the Rust half too (links to private items stay warnings: they are the
-# module docs' notes for contributors).
-docs:
+# so it is built by $(PY), which must have rollway and the docs tools). From a clean clone this makes ./.venv,
+# installs docs/requirements.txt and the package from the checkout (a few minutes: the extension's build);
+# with the test venv (after make test) both are there already. A broken intra-doc link fails the Rust half
+# too (links to private items stay warnings: they are the module docs' notes for contributors).
+docs-env: deps
+	@[ -x "$(PY)" ] || python3 -m venv .venv
+	@$(PY) -c "import mkdocs, material, mkdocstrings, gymnasium" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt
+	@$(PY) -c "import rollway._rollway" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check .
+
+docs: docs-env
 	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --release --workspace --no-deps --locked
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
-docs-serve:
+docs-serve: docs-env
 	NO_MKDOCS_2_WARNING=1 ROLLWAY_DOCS_NO_RUST=1 $(PY) -m mkdocs serve --strict

@@ -12,7 +12,8 @@
 set -euo pipefail
 venv="${1:?usage: tests/python/venv.sh VENV}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-reqs=("$here/requirements.txt" "$here/requirements-nodeps.txt")
+# docs/requirements.txt is included by requirements.txt: listed here so that a change to it remakes the venv too.
+reqs=("$here/requirements.txt" "$here/requirements-nodeps.txt" "$here/../../docs/requirements.txt")
 uv_version="0.13.9"
 if cat "${reqs[@]}" | cmp -s - "$venv/.installed-requirements" 2>/dev/null; then
     exit 0
