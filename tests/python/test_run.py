@@ -99,14 +99,19 @@ def test_issue58_an_env_instance_is_told_to_be_a_factory_or_an_id():
 
 def test_out_that_holds_a_dataset_is_refused_and_kept(cartpole):
     before = sorted(os.listdir(cartpole))
-    with pytest.raises(rollway.InputError, match="already holds a dataset"):
+    with pytest.raises(rollway.InputError, match="already holds a dataset") as e:
         rollway.run(env="CartPole-v1", agent="random", episodes=2, out=cartpole, progress=False)
     assert sorted(os.listdir(cartpole)) == before
+    # Issue 58: in the caller's words, run()'s keywords, not the command line's flags.
+    assert "resume=" in str(e.value) and "append=True" in str(e.value) and "--" not in str(e.value), str(e.value)
 
 
-def test_resume_refuses_changed_settings(cartpole):
-    with pytest.raises(rollway.InputError, match="these differ from it: --seed: stored 3, given 9"):
+def test_resume_refuses_changed_settings_naming_them_as_python_does(cartpole):
+    with pytest.raises(rollway.InputError, match="these differ from it: seed: stored 3, given 9") as e:
         rollway.run(resume=cartpole, seed=9)
+    assert "beside resume=, episodes, steps" in str(e.value) and "--" not in str(e.value), str(e.value)
+    with pytest.raises(rollway.InputError, match="episodes=1: the resumed run's target is episodes=40; with resume="):
+        rollway.run(resume=cartpole, episodes=1)
 
 
 def test_missing_dataset_is_file_not_found(tmp_path):

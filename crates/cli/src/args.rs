@@ -417,6 +417,7 @@ impl RunArgs {
             quiet: self.quiet,
             prepare: self.prepare,
             join: self.join.clone().zip(self.part.clone()),
+            python: false,
         }
     }
 }

@@ -120,7 +120,7 @@ pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outco
     let writer = match (&out, writer) {
         (Some(dir), None) => {
             let w = rollway_store::DatasetWriter::create(dir, generator.spec(), &job.cfg.agent, job.cfg.seed, stored, job.writer.clone());
-            Some(w.input(|| format!("--out {}", dir.display()))?)
+            Some(w.input(|| a.said("out", dir.display()))?)
         }
         (_, w) => w,
     };
@@ -302,8 +302,7 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
     if let Some(dir) = &a.out {
         // A second `run --out D` after a crash would otherwise record a duplicate run.
         if !a.append && rollway_store::format::holds_dataset(dir) {
-            let d = dir.display();
-            bad!("--out {d} already holds a dataset: `rollway run --resume {d}` continues its last run; add --append to record a new run after it");
+            bad!("{}", a.holds_a_dataset(dir.display()));
         }
     }
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));

@@ -115,10 +115,14 @@ pub fn resume_from(dir: &std::path::Path, a: &RunRequest) -> Result<Job> {
     if let Some(out) = &a.out {
         let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
         if same(out) != same(dir) {
-            bad!("--out {}: a resumed run records into the dataset it resumes (--resume {})", out.display(), dir.display());
+            bad!(
+                "{}: a resumed run records into the dataset it resumes ({})",
+                a.said("out", out.display()),
+                a.said("resume", dir.display())
+            );
         }
     }
-    let ds = rollway_store::Dataset::open(dir).input(|| format!("--resume {}", dir.display()))?;
+    let ds = rollway_store::Dataset::open(dir).input(|| a.said("resume", dir.display()))?;
     let run = ds.metadata().runs.last().cloned().input(|| "the dataset has no run to resume".into())?;
     let file = match (&a.file, &a.config) {
         (Some(f), _) => Some(f.clone()),
@@ -141,13 +145,16 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
     let given = RunRequest { settings: strip(&a.settings), ..RunRequest::default() };
     let file = file.unwrap_or_default();
     let merged = strip(&file).over(stored_opts);
-    let differ = differences(&job.to_file_config(), &given.resolve_with(merged)?.to_file_config());
+    // A setting as the caller names it: the flag on the command line, the keyword in Python.
+    let name = |k: &str| if a.python { k.to_string() } else { RunOptions::flag(k).unwrap_or_else(|| k.to_string()) };
+    let differ = differences(&job.to_file_config(), &given.resolve_with(merged)?.to_file_config(), &name);
     if !differ.is_empty() {
-        let takes: Vec<String> = RESUME_TAKES.iter().map(|k| RunOptions::flag(k).unwrap_or_else(|| k.to_string())).collect();
+        let takes: Vec<String> = RESUME_TAKES.iter().map(|k| name(k)).collect();
         bad!(
             "a resumed run keeps the config stored in its dataset; these differ from it: {}. Leave them out or give the stored values \
-             (beside --resume, {} may change)",
+             (beside {}, {} may change)",
             differ.join("; "),
+            if a.python { "resume=" } else { "--resume" },
             takes.join(", ")
         );
     }
@@ -157,12 +164,13 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
         (Target::Episodes(n), Some(e), None) if e >= n => Target::Episodes(e),
         (Target::Steps(n), None, Some(s)) if s >= n => Target::Steps(s),
         (t, e, s) => {
-            let given = e.map_or_else(|| format!("--steps {}", s.unwrap_or_default()), |e| format!("--episodes {e}"));
+            let given = e.map_or_else(|| a.said("steps", s.unwrap_or_default()), |e| a.said("episodes", e));
             let stored = match t {
-                Target::Episodes(n) => format!("--episodes {n}"),
-                Target::Steps(n) => format!("--steps {n}"),
+                Target::Episodes(n) => a.said("episodes", n),
+                Target::Steps(n) => a.said("steps", n),
             };
-            bad!("{given}: the resumed run's target is {stored}; with --resume a target can only be raised, in the same unit");
+            let resume = if a.python { "resume=" } else { "--resume" };
+            bad!("{given}: the resumed run's target is {stored}; with {resume} a target can only be raised, in the same unit");
         }
     };
     job.origin.given = a.settings.given();
@@ -172,7 +180,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
 }
 
 /// The keys whose values differ between two resolved configs, as `--flag: stored X, given Y`.
-fn differences(stored: &RunOptions, given: &RunOptions) -> Vec<String> {
+fn differences(stored: &RunOptions, given: &RunOptions, name: &dyn Fn(&str) -> String) -> Vec<String> {
     let (s, g) = (serde_json::to_value(stored).expect("configs serialize"), serde_json::to_value(given).expect("configs serialize"));
     let (s, g) = (s.as_object().cloned().unwrap_or_default(), g.as_object().cloned().unwrap_or_default());
     let text = |v: Option<&serde_json::Value>| match v {
@@ -182,7 +190,7 @@ fn differences(stored: &RunOptions, given: &RunOptions) -> Vec<String> {
     };
     g.iter()
         .filter(|(k, v)| s.get(*k) != Some(*v) && !RESUME_TAKES.contains(&k.as_str()))
-        .map(|(k, v)| format!("{}: stored {}, given {}", RunOptions::flag(k).unwrap_or_else(|| k.clone()), text(s.get(k)), text(Some(v))))
+        .map(|(k, v)| format!("{}: stored {}, given {}", name(k), text(s.get(k)), text(Some(v))))
         .collect()
 }
 

@@ -81,12 +81,7 @@ pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Resul
         (Some((_, part)), _) => join(&url, &part.id)?,
         (None, Some(_)) => hold(&url, Want::Resume)?,
         (None, None) if a.append => hold(&url, Want::Append)?,
-        (None, None) => {
-            let refusal = format!(
-                "--out {url} already holds a dataset: `rollway run --resume {url}` continues its last run; add --append to record a new run after it"
-            );
-            hold(&url, Want::New { refusal })?
-        }
+        (None, None) => hold(&url, Want::New { refusal: a.holds_a_dataset(&url) })?,
     };
     let mut local = a.clone();
     let work = writing.work_dir().to_path_buf();

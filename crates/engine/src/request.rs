@@ -35,4 +35,35 @@ pub struct RunRequest {
     pub prepare: bool,
     /// Run one part of a prepared run, as one of many writers of the dataset.
     pub join: Option<(PathBuf, Part)>,
+    /// The caller is Python's `rollway.run`: refusals name its keyword arguments
+    /// (`out='D'`, `append=True`), not the command line's flags.
+    pub python: bool,
+}
+
+impl RunRequest {
+    /// A setting as this caller writes it: `--out D` on the command line, `out='D'`
+    /// from Python (`flag` is the flag's name; Python's keyword has `_` for `-`).
+    pub fn said(&self, flag: &str, value: impl std::fmt::Display) -> String {
+        if self.python {
+            // As Python would write it: numbers bare, paths and the rest as strings.
+            let v = value.to_string();
+            let v = if v.parse::<f64>().is_ok() { v } else { format!("{v:?}") };
+            format!("{}={v}", flag.replace('-', "_"))
+        } else {
+            format!("--{flag} {value}")
+        }
+    }
+
+    /// The refusal of a new run into `dir`, which holds a dataset, in this caller's words.
+    pub(crate) fn holds_a_dataset(&self, dir: impl std::fmt::Display) -> String {
+        if self.python {
+            format!(
+                "out={:?} already holds a dataset: rollway.run(..., resume={0:?}) continues its last run; \
+                 append=True records a new run after it",
+                dir.to_string()
+            )
+        } else {
+            format!("--out {dir} already holds a dataset: `rollway run --resume {dir}` continues its last run; add --append to record a new run after it")
+        }
+    }
 }

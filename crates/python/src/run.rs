@@ -63,8 +63,19 @@ pub fn run(
     let inline = inline_envs(py, file.as_ref(), env_pickle.clone(), host, join.is_some() || prepare || resume.is_some())?;
     // The summary says where Python envs stepped: offered inline, or asked to stay in processes.
     let host = if inline.is_some() || python_env(file.as_ref(), env_pickle.is_some()) { host } else { Host::Auto };
-    let request =
-        RunRequest { file, settings, out, resume, append, no_record: !record, quiet: !progress, prepare, join, ..RunRequest::default() };
+    let request = RunRequest {
+        file,
+        settings,
+        out,
+        resume,
+        append,
+        no_record: !record,
+        quiet: !progress,
+        prepare,
+        join,
+        python: true,
+        ..RunRequest::default()
+    };
     let outcome = py.detach(|| {
         // A Ctrl-C that landed in an inline env's code was raised there (pyenvs.rs): taken here too.
         let stop = Box::new(|| crate::pyenvs::take_interrupt() || Python::attach(|py| py.check_signals().is_err()));
