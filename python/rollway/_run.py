@@ -230,7 +230,8 @@ def run(
     A run that ends short (episodes given up after ``max_attempts`` failed attempts, or
     left untried when every worker used up its ``max_restarts``) raises
     :class:`IncompleteRunError` with the :class:`Summary` as ``err.summary``; what it
-    finished is committed. Actions, observations and rewards are checked (``check=False``
+    finished is committed. When a Python policy's exception failed it, that exception, with
+    its traceback, is the error's ``__cause__`` (as ``Rollout.collect`` raises it). Actions, observations and rewards are checked (``check=False``
     skips it): a wrong one fails its attempt, naming the env slot, the value and the space;
     values Gymnasium would only warn about are given as :class:`RollwayWarning`.
     """
@@ -246,13 +247,22 @@ def run(
     # With resume=, the settings given must equal the stored ones (episodes/steps may
     # raise the target): the same call with resume= added continues its run. A callable
     # env or agent cannot be stored, so a run made with one is resumed by passing it again.
-    report = _rollway.run(json.dumps(settings), resume=_path(resume), env_pickle=pickle, agent_factory=policy, **common)
-    return finished(json.loads(report))
+    _rollway.take_policy_error()  # one a run before this left behind is not this run's
+    try:
+        report = _rollway.run(json.dumps(settings), resume=_path(resume), env_pickle=pickle, agent_factory=policy, **common)
+    except _rollway.RollwayError as e:
+        # A Python policy's own exception, with its traceback, is what the run failed of.
+        cause = _rollway.take_policy_error()
+        if cause is None or e.__cause__ is not None:
+            raise
+        raise e from cause
+    return finished(json.loads(report), _rollway.take_policy_error())
 
 
-def finished(report: Mapping[str, Any]) -> Summary:
+def finished(report: Mapping[str, Any], cause: Optional[BaseException] = None) -> Summary:
     """The summary of a run that ended: its warnings given as :class:`RollwayWarning`, and
-    :class:`IncompleteRunError` raised when it ended short (the CLI's exit code 1)."""
+    :class:`IncompleteRunError` raised when it ended short (the CLI's exit code 1), from
+    ``cause`` (the last exception a Python policy raised) when there is one."""
     summary = Summary(report)
     for w in summary.to_dict().get("warnings") or []:
         warnings.warn(w, _rollway.RollwayWarning, stacklevel=3)
@@ -262,7 +272,7 @@ def finished(report: Mapping[str, Any]) -> Summary:
             text += f"; rollway.run(resume={summary.out!r}) runs the untried ones"
         e = _rollway.IncompleteRunError(f"run ended short: {text}")
         e.summary = summary
-        raise e
+        raise e from cause
     return summary
 
 

@@ -100,6 +100,27 @@ def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
     assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
 
 
+def test_issue58_a_policys_exception_is_the_runs_cause_with_its_traceback():
+    """Whether the run ends short (few episodes: they are given up) or the agent gives up (many),
+    the error is raised from the policy's own exception, as Rollout.collect raises it."""
+    import traceback
+
+    def broken(obs, first, state):
+        return {"nope": 1}["actions"]  # a bug: KeyError
+
+    for episodes, kind in ((4, rollway.IncompleteRunError), (2000, rollway.RollwayError)):
+        with pytest.raises(kind) as e:
+            rollway.run(env="CartPole-v1", agent=broken, episodes=episodes, record=False, progress=False)
+        cause = e.value.__cause__
+        assert isinstance(cause, KeyError) and cause.args == ("actions",), (episodes, repr(cause))
+        frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
+        assert "broken" in frames, frames
+    # A later run that fails of something else is not raised from an old policy's exception.
+    with pytest.raises(rollway.RollwayError) as e:
+        rollway.run(env="CartPole-v1", agent="random", episodes=2, env_params={"nope": 1}, record=False, progress=False)
+    assert e.value.__cause__ is None
+
+
 def test_dict_and_tuple_actions_pack_like_the_spaces_packer():
     from gymnasium import spaces
 

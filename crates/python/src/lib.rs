@@ -98,6 +98,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(envs, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::take_policy_error, m)?)?;
     m.add_function(wrap_pyfunction!(run::close_run, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_summary, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;

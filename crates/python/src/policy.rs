@@ -18,6 +18,19 @@ use pyo3::types::PyByteArray;
 use rollway_core::check::Problem;
 use rollway_core::{ActBatch, Agent, AgentFactory, EnvSpec, Error, Layout, Result};
 
+/// The exception a Python policy last raised, kept (with its traceback) for `rollway.run`
+/// to raise its error from: the engine carries errors as text, the user wants their own
+/// exception. One slot for the process: `run` empties it before it starts and takes it
+/// when it ends.
+static LAST_ERROR: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+
+/// Takes the exception a Python policy last raised in this process (and forgets it).
+#[pyfunction]
+pub fn take_policy_error(py: Python<'_>) -> Option<Py<PyAny>> {
+    let e = LAST_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    Some(e.into_value(py).into_any())
+}
+
 /// An [`AgentFactory`] for a Python callable `policy(obs, first, state)`.
 pub struct PyPolicies {
     name: String,
@@ -157,7 +170,11 @@ impl Agent for PyPolicy {
                 let (obs, first, state, n, d) = gather(py, batch)?;
                 self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
             };
-            call().map_err(|e| action_error(py, &e, &self.name, batch.act_layout).unwrap_or_else(|| err(e.to_string())))
+            call().map_err(|e| {
+                let error = action_error(py, &e, &self.name, batch.act_layout).unwrap_or_else(|| err(e.to_string()));
+                *LAST_ERROR.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                error
+            })
         })?;
         scatter(batch, answer, err)
     }
