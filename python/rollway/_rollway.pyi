@@ -43,6 +43,7 @@ __all__ = [
     "report",
     "run",
     "run_summary",
+    "take_policy_error",
     "verify",
 ]
 
