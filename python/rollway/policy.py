@@ -22,16 +22,53 @@ A torch module needs two lines::
 Batch sizes follow the run's ``batch=(min, max)`` and ``max_wait`` settings, as for
 the built-in agents. An exception fails the batch's episodes' attempts (they are
 retried from their seeds), like a failing built-in agent.
+
+**Sampling policies: same seed, same dataset.** Which episodes share a batch depends on
+the workers, the mode and timing, so a policy that samples from its own generator (or
+torch's) records different actions on every run. A policy decorated with
+:func:`draws` is called with a fourth argument instead, ``uniform``: ``float64[n, k]``
+in ``[0, 1)``, drawn from each episode's own random stream, the one a built-in agent
+samples from, so the same episode sees the same numbers at the same step whatever the
+batch. Sampling from them gives the same dataset for the same seed at any worker
+count::
+
+    @rollway.policy.draws(1)
+    @torch.no_grad()
+    def policy(obs, first, state, uniform):
+        probs = model(torch.from_numpy(obs)).softmax(-1)
+        u = torch.from_numpy(uniform).to(probs.dtype)                  # [n, 1]
+        return (probs.cumsum(-1) < u).sum(-1).clamp(max=probs.shape[-1] - 1).numpy()
+
+(A training rollout calls its policy on the same N envs every step, so a seeded torch
+generator is deterministic there already; :class:`rollway.Rollout` refuses ``draws``.)
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
 from rollway.spaces import RowViews, batch_packer
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def draws(k: int) -> Callable[[F], F]:
+    """Marks a policy as one that samples: ``rollway.run`` calls it as
+    ``policy(obs, first, state, uniform)`` with ``uniform`` of shape ``(n, k)``, ``k``
+    numbers in ``[0, 1)`` a row, drawn from each episode's own random stream (see the
+    module docs: the same seed gives the same dataset at any worker count)."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"draws({k!r}): the numbers a row takes per step, an int of at least 1")
+
+    def mark(fn: F) -> F:
+        fn.rollway_draws = k  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 class Adapter:
@@ -40,6 +77,8 @@ class Adapter:
 
     def __init__(self, fn: Callable[..., Any], obs_json: str, act_json: str):
         self.fn = fn
+        # Uniform numbers a row per call (rollway.policy.draws), drawn by the Rust agent.
+        self.draws = int(getattr(fn, "rollway_draws", 0))
         self.obs = RowViews(obs_json)
         self._pack = batch_packer(act_json, strict_as="the policy returned actions")
         # A Tuple action space's actions are a tuple too: then a 2-tuple carries a
@@ -54,8 +93,11 @@ class Adapter:
             raise ValueError(f"the policy returned a state of shape {s.shape}; it must be (n, d) with n = {n}")
         return s.tobytes(), int(s.shape[1])
 
-    def _call(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Any:
+    def _call(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int, uniform: Optional[bytearray] = None) -> Any:
         st = np.frombuffer(state, dtype=np.float32).reshape(n, d)
+        if self.draws:
+            u = np.frombuffer(uniform, dtype=np.float64).reshape(n, self.draws)  # type: ignore[arg-type]
+            return self.fn(self.obs.view(obs, n), np.frombuffer(first, dtype=np.bool_), st, u)
         return self.fn(self.obs.view(obs, n), np.frombuffer(first, dtype=np.bool_), st)
 
     def _split(self, out: Any, n: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
@@ -65,8 +107,9 @@ class Adapter:
             new_state = self._state(s, n)
         return self._pack(_numpy(out), n), new_state
 
-    def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
-        return self._split(self._call(obs, first, state, n, d), n)
+    def __call__(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int,
+                 uniform: Optional[bytearray] = None) -> Tuple[bytes, Optional[Tuple[bytes, int]]]:
+        return self._split(self._call(obs, first, state, n, d, uniform), n)
 
     def rollout(self, obs: bytearray, first: bytearray, state: bytearray, n: int, d: int) -> Tuple[bytes, Optional[Tuple[bytes, int]], List[Tuple[str, bytes, List[int]]]]:
         """A rollout's call: the answer may also be a dict with ``"actions"``, an

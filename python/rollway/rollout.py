@@ -266,6 +266,9 @@ class Rollout:
     ):
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
+        if getattr(policy, "rollway_draws", 0):
+            raise _rollway.InputError("a rollway.policy.draws policy is for rollway.run, whose batches vary; a rollout calls "
+                                      "its policy on the same N envs every step: seed your framework's generator instead")
         self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
         env, pickle, settings = _request(env, dict(
             env_params=env_params, policy_params=policy_params, seed=seed, num_envs=num_envs, workers=workers, steps=steps,

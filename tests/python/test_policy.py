@@ -51,6 +51,39 @@ def test_a_torch_mlp_acts_on_every_step_and_any_worker_count_gives_the_same_data
         np.testing.assert_array_equal(a.actions, expect)
 
 
+def test_issue58_a_sampling_torch_policy_gives_the_same_dataset_at_any_worker_count(tmp_path):
+    """rollway.policy.draws: the numbers a sampling policy draws from come from each episode's own
+    stream, so batches that differ (workers, envs per worker, mode, batch bounds) record the same
+    actions; without them, the policy's own generator would not."""
+    model = mlp(1)
+
+    @rollway.policy.draws(1)
+    @torch.no_grad()
+    def sampling(obs, first, state, uniform):
+        assert uniform.shape == (len(obs), 1) and uniform.dtype == np.float64
+        assert ((uniform >= 0) & (uniform < 1)).all()
+        probs = model(torch.from_numpy(obs)).softmax(-1)
+        u = torch.from_numpy(uniform).to(probs.dtype)
+        return (probs.cumsum(-1) < u).sum(-1).clamp(max=1).numpy()
+
+    runs = []
+    for i, (w, n, mode, batch) in enumerate([(1, 8, "sync", (1, 8)), (2, 5, "async", (1, 3)), (2, 16, "sync", (1, 0))]):
+        out = tmp_path / f"run{i}"
+        rollway.run(env="CartPole-v1", agent=sampling, episodes=40, seed=7, workers=w, envs_per_worker=n, mode=mode,
+                    batch=batch, out=out, progress=False)
+        runs.append(rollway.Dataset(out))
+    first, *others = runs
+    for other in others:
+        for a, b in zip(first, other):
+            np.testing.assert_array_equal(a.actions, b.actions)
+    actions = np.concatenate([ep.actions for ep in first])
+    assert 0.2 < actions.mean() < 0.8, "it samples: both actions, not the argmax"
+    with pytest.raises(rollway.InputError, match="draws policy is for rollway.run"):
+        rollway.Rollout("CartPole-v1", sampling, num_envs=2, steps=4)
+    with pytest.raises(ValueError, match="at least 1"):
+        rollway.policy.draws(0)
+
+
 def test_a_recurrent_policy_state_is_recorded_and_fed_back_by_the_loader(tmp_path):
     def counter(obs, first, state):
         n = len(obs)

@@ -11,6 +11,16 @@ use crate::{Result, StepColumn};
 /// The random generator each env slot gives its agent (PCG, 128-bit state).
 pub type AgentRng = rand_pcg::Pcg64Mcg;
 
+/// Fills `out` with numbers in `[0, 1)` from an episode's stream: what an agent
+/// that samples outside Rust (a Python policy, `rollway.policy.draws`) is given, so
+/// that its episodes, too, do not depend on who shares their batch.
+pub fn uniforms(rng: &mut AgentRng, out: &mut [f64]) {
+    use rand::Rng;
+    for x in out {
+        *x = rng.random::<f64>();
+    }
+}
+
 /// Recurrent agent state of one env slot; the agent decides its meaning.
 /// The runner empties it when an episode starts.
 pub type Memory = Vec<f32>;

@@ -36,7 +36,7 @@ pub mod space;
 mod space_json;
 pub mod value;
 
-pub use agent::{ActBatch, Agent, AgentRng, AgentRow, Memory, Segment};
+pub use agent::{uniforms, ActBatch, Agent, AgentRng, AgentRow, Memory, Segment};
 pub use block::{BlockOptions, EnvBlock, Failure, InfoNeed, Op, SlotResult};
 pub use check::{Problem, Role, RowCheck};
 pub use dtype::DType;

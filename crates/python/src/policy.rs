@@ -49,9 +49,13 @@ impl AgentFactory for PyPolicies {
     }
 
     fn make(&self, spec: &EnvSpec) -> Result<Box<dyn Agent>> {
-        let adapter = Python::attach(|py| adapter(py, &self.policy, spec))
-            .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
-        Ok(Box::new(PyPolicy { name: self.name.clone(), adapter }))
+        let (adapter, draws) = Python::attach(|py| -> PyResult<_> {
+            let a = adapter(py, &self.policy, spec)?;
+            let draws: usize = a.bind(py).getattr("draws")?.extract()?;
+            Ok((a, draws))
+        })
+        .map_err(|e| Error::Agent { agent: self.name.clone(), message: e.to_string() })?;
+        Ok(Box::new(PyPolicy { name: self.name.clone(), adapter, draws }))
     }
 }
 
@@ -64,6 +68,17 @@ pub(crate) fn adapter(py: Python<'_>, policy: &Py<PyAny>, spec: &EnvSpec) -> PyR
 struct PyPolicy {
     name: String,
     adapter: Py<PyAny>,
+    /// Numbers in `[0, 1)` a row takes per call (`rollway.policy.draws`; 0: none).
+    draws: usize,
+}
+
+/// `draws` numbers a row, from each row's own stream, in batch order (as `gather`'s rows).
+fn draw_uniforms<'py>(py: Python<'py>, batch: &mut ActBatch<'_>, draws: usize) -> PyResult<Bound<'py, PyByteArray>> {
+    let mut u = vec![0f64; batch.len() * draws];
+    for (rng, out) in batch.segments.iter_mut().flat_map(|s| s.rng.iter_mut()).zip(u.chunks_exact_mut(draws)) {
+        rollway_core::uniforms(rng, out);
+    }
+    Ok(PyByteArray::new(py, bytemuck::cast_slice(&u)))
 }
 
 /// What the adapter returns: packed actions, and the new state (bytes, width) if any.
@@ -166,9 +181,10 @@ impl Agent for PyPolicy {
     fn act(&mut self, batch: &mut ActBatch<'_>) -> Result<()> {
         let err = |message: String| Error::Agent { agent: self.name.clone(), message };
         let answer = Python::attach(|py| -> std::result::Result<Answer, Error> {
-            let call = || -> PyResult<Answer> {
+            let mut call = || -> PyResult<Answer> {
+                let uniform = if self.draws > 0 { Some(draw_uniforms(py, batch, self.draws)?) } else { None };
                 let (obs, first, state, n, d) = gather(py, batch)?;
-                self.adapter.bind(py).call1((obs, first, state, n, d))?.extract()
+                self.adapter.bind(py).call1((obs, first, state, n, d, uniform))?.extract()
             };
             call().map_err(|e| {
                 let error = action_error(py, &e, &self.name, batch.act_layout).unwrap_or_else(|| err(e.to_string()));
