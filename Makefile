@@ -86,15 +86,15 @@ lint-python:
 # The docs site (mkdocs.yml; scripts/docs_hooks.py generates the reference pages from the installed package,
 # so it is built by $(PY), which must have rollway and the docs tools). From a clean clone this makes ./.venv,
 # installs docs/requirements.txt and the package from the checkout (a few minutes: the extension's build);
-# with the test venv (after make test) both are there already. A broken intra-doc link fails the Rust half
-# too (links to private items stay warnings: they are the module docs' notes for contributors).
+# with the test venv (after make test) both are there already. A rustdoc warning (a broken intra-doc link)
+# fails the Rust half too.
 docs-env: deps
 	@[ -x "$(PY)" ] || python3 -m venv .venv
 	@$(PY) -c "import mkdocs, material, mkdocstrings, gymnasium" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt
 	@$(PY) -c "import rollway._rollway" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check .
 
 docs: docs-env
-	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --release --workspace --no-deps --locked
+	RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps --locked
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 docs-serve: docs-env

@@ -40,8 +40,8 @@ pub struct Display<'a> {
 
 /// Progress samples `[seconds, steps acted, episodes]` — steps acted count
 /// running episodes too (`Progress::acted`), so the pace shows while long episodes
-/// are still going — at least [`Timeline::FIRST`] apart and at most
-/// [`Timeline::MAX`] of them: when full, every other sample is dropped and the
+/// are still going — at least `Timeline::FIRST` apart and at most
+/// `Timeline::MAX` of them: when full, every other sample is dropped and the
 /// spacing doubles, so a run of any length keeps an even record in a few kB.
 #[derive(Default)]
 pub struct Timeline {

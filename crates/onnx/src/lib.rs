@@ -3,9 +3,9 @@
 //!
 //! `--agent onnx:policy.onnx` (or `rollway.run(agent="onnx:policy.onnx")`, or a
 //! Ray run) builds an [`OnnxAgents`] factory; each agent it makes loads the model,
-//! binds its inputs and outputs to the env's spaces by name ([`binding`]: refused
+//! binds its inputs and outputs to the env's spaces by name (`binding`: refused
 //! before the run, both shapes named, when they do not fit) and then makes one
-//! model call per batch ([`agent`]), so `--batch MIN:MAX`, `--max-wait`, sync and
+//! model call per batch (`agent`), so `--batch MIN:MAX`, `--max-wait`, sync and
 //! async modes, fault accounting and recording are those of any agent.
 //!
 //! # Engines

@@ -2,11 +2,11 @@
 //! this crate (the core crates know nothing of Python); the package around it,
 //! with the pure-Python parts, the stubs and `py.typed`, is `python/rollway/`.
 //!
-//! Each file binds one part: [`run`] the generator, [`dataset`] reading,
-//! [`loader`] the training loader (zero-copy batches), [`collector`] recording
-//! from a Python env, [`host`] the env process hosting Python envs for a run,
-//! [`policy`] Python policies as a run's agent, [`rollout`] the rollout engine of a training loop,
-//! [`arrays`] the numpy views they share, [`errors`] the mapping of every error to
+//! Each file binds one part: `run` the generator, `dataset` reading,
+//! `loader` the training loader (zero-copy batches), `collector` recording
+//! from a Python env, `host` the env process hosting Python envs for a run,
+//! `policy` Python policies as a run's agent, `rollout` the rollout engine of a training loop,
+//! `arrays` the numpy views they share, `errors` the mapping of every error to
 //! a Python exception.
 
 mod arrays;

@@ -69,7 +69,7 @@ impl Pusher {
     /// Uploads the metadata if it changed and every committed local shard the store
     /// lacks, by the commit protocol. The shards of one push go step by step
     /// together — every data file staged, then every index created, then every file
-    /// published — with [`WIDTH`] requests in flight: a store's latency, not its
+    /// published — with `WIDTH` requests in flight: a store's latency, not its
     /// bandwidth, is what one shard at a time would wait on.
     pub fn push(&mut self) -> Result<Moved> {
         self.push_metadata()?;
@@ -194,7 +194,7 @@ fn final_or_staged(dir: &Path, rel: &str) -> PathBuf {
     }
 }
 
-/// What [`settle`] cleaned up on the store.
+/// What `settle` cleaned up on the store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settled {
     /// Staged files of committed shards, published.

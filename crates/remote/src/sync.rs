@@ -92,7 +92,7 @@ pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
 }
 
 /// `verify --repair` on a store: under the dataset's lease (so with no writer
-/// running), settles what killed writers left ([`push::settle`]).
+/// running), settles what killed writers left (`push::settle`).
 pub fn repair(remote: &Remote) -> Result<Settled> {
     if !remote.holds_dataset()? {
         return Err(Error::NotADataset { url: remote.url().to_string(), message: "it has no rollway.json".into() });
@@ -135,7 +135,7 @@ impl Writing {
     /// Member `id` of the distributed run whose driver holds `remote`'s lease: a
     /// fresh work directory holding the dataset's metadata (the driver's run in it),
     /// for the local writer to join, pushed under claimed shard numbers
-    /// ([`crate::members`]).
+    /// (`crate::members`).
     pub fn join(remote: Remote, id: &str) -> Result<Writing> {
         let numbering = Numbering::start(&remote, id)?;
         let work = crate::cache::work_dir(&remote)?;

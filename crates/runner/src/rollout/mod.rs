@@ -21,9 +21,9 @@
 //! ```
 //!
 //! # Design
-//! One collecting thread owns the envs ([`envs`]: part 0 stepped by this thread,
+//! One collecting thread owns the envs (`envs`: part 0 stepped by this thread,
 //! other parts by a thread each) and the policy, and makes fragments one step of
-//! all N envs at a time ([`sampler`]). The learner talks to it through three
+//! all N envs at a time (`sampler`). The learner talks to it through three
 //! things only:
 //! - **permits** ([`LagGate`], shared with `rollway.ray`'s rollout): the collecting
 //!   thread starts a fragment only with a permit.
@@ -43,7 +43,7 @@
 //! At `k = 0` nothing overlaps, and the thread that calls `collect` makes the
 //! fragment itself: no collecting thread, no hand-off, and a policy that keeps
 //! per-thread state (torch's thread pool) runs on the learner's own thread
-//! ([`engine`] says what that saved). Permits and delivery are then trivially met.
+//! (`engine` says what that saved). Permits and delivery are then trivially met.
 //!
 //! The cost per fragment is two channel hand-offs and a condition variable (none
 //! at `k = 0`); per step, a policy call, an env round per part and a row copy into

@@ -5,7 +5,7 @@
 //! turns one episode's frames into bytes (on the encoder pool, episodes in parallel)
 //! and [`FrameMedia::write`] lays a shard's encoded episodes into one file at commit.
 //! Media: `raw` (frames back to back), `lz4` and `jpeg` (one blob per frame in a
-//! [`blob`] file) and `h264` (one mp4 per shard, [`h264`]); each frame key may use
+//! `blob` file) and `h264` (one mp4 per shard, `h264`); each frame key may use
 //! its own ([`media_name_for`]).
 
 mod blob;
