@@ -69,6 +69,15 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return MARK.sub(one, markdown)
 
 
+ROLE = re.compile(r":(?:class|meth|func|mod|attr|data|exc):(?=<code>)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """The docstrings' Sphinx roles (``:class:`Summary```), rendered by mkdocstrings as Markdown, keep
+    the role's name before the code: drop it, as Sphinx would."""
+    return ROLE.sub("", html)
+
+
 def rollway_cli(*args: str) -> str:
     out = subprocess.run([sys.executable, "-m", "rollway", *args], capture_output=True, text=True, check=True)
     return out.stdout
