@@ -197,8 +197,9 @@ class Rollout:
     own thread under the GIL (no process, no pipe round trip: fastest for few cheap envs,
     but an env that hangs or crashes the interpreter takes the learner with it),
     ``"process"`` in env processes (``workers`` of them, stepping in parallel, outside the
-    GIL, killable), or ``"auto"``: inline with one worker at ``max_policy_lag=0``, where a
-    process would only add its round trip; processes otherwise.
+    GIL, killable), or ``"auto"``: inline with one worker at ``max_policy_lag=0`` and no
+    ``step_timeout``, where a process would only add its round trip; processes otherwise
+    (``host="inline"`` with a ``step_timeout`` is refused: a thread cannot be stopped).
     ``check``: actions are checked against the action space (one outside it ends the
     rollout with :class:`rollway.RollwayError`, naming the env slot, the value and the
     space), and observations and rewards (a NaN costs that env its episode, as a

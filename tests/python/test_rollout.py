@@ -245,6 +245,22 @@ def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path
     assert faults >= len(os.listdir(marks)) > 0
 
 
+def test_a_step_timeout_keeps_auto_in_env_processes_and_inline_refuses_it(tmp_path):
+    """A hung env is cut at step_timeout under host="auto" (one worker, lag 0: inline otherwise, where
+    nothing could stop it); host="inline" with a step_timeout is refused, by a rollout and a run alike."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env_params = {"marks": str(marks), "how": "hang", "every": 1, "at": 3}
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=1, steps=10, seed=5, env_params=env_params,
+                         step_timeout=1.0) as r:
+        assert r.collect().stats["env_faults"] >= 1, "the hang was cut, not waited out (60 s) in this thread"
+    for call in (lambda: rollway.Rollout("gym:CartPole-v1", left, host="inline", step_timeout=1.0),
+                 lambda: rollway.run(env="gym:CartPole-v1", agent="random", episodes=2, host="inline", step_timeout=1.0,
+                                     record=False, progress=False)):
+        with pytest.raises(rollway.InputError, match='step_timeout needs host="process"'):
+            call()
+
+
 @pytest.mark.parametrize("host", ["inline", "process"])
 def test_a_callable_env_is_hosted(host):
     import gymnasium as gym

@@ -104,6 +104,9 @@ pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outco
     let python = hooks.sources.python.clone();
     let own_agents = hooks.sources.agents.is_none();
     let (inline, host) = (hooks.sources.inline.clone(), hooks.sources.host);
+    if inline.is_some() && host == crate::rollout::Host::Inline && job.cfg.step_timeout.is_some() {
+        bad!("{}", crate::rollout::INLINE_CANNOT_TIME_OUT);
+    }
     let (envs, mut agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
     let started = Instant::now();

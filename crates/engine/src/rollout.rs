@@ -28,11 +28,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InputContext, Result};
 
+/// Why `host="inline"` and a `step_timeout` do not go together, for a run and a rollout alike.
+pub(crate) const INLINE_CANNOT_TIME_OUT: &str = "host=\"inline\" steps the envs in this thread, where a hung env cannot be \
+     stopped: step_timeout needs host=\"process\" (or \"auto\", which then keeps env processes)";
+
 /// Where a rollout's Python envs step.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Host {
-    /// Inline with one worker at lag 0 (a process would only add its round trip); processes otherwise.
+    /// Inline with one worker at lag 0 and no `step_timeout` (a process would only add its
+    /// round trip); processes otherwise.
     #[default]
     Auto,
     /// In the rollout's own thread, under the caller's interpreter (the front brings the factory).
@@ -143,17 +148,21 @@ impl RolloutRequest {
         serde_json::from_str(text).input(|| "rollout settings".into())
     }
 
-    /// Whether Python envs step inline: `host`, where `auto` is one worker at lag 0.
+    /// Whether Python envs step inline: `host`, where `auto` is one worker at lag 0
+    /// without a `step_timeout` (only a process can be killed, as in a run).
     pub fn inline(&self) -> bool {
         match self.host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => self.workers == 1 && self.max_policy_lag == 0,
+            Host::Auto => self.workers == 1 && self.max_policy_lag == 0 && self.step_timeout.is_none(),
         }
     }
 
     /// The engine's configuration, checked.
     pub fn config(&self) -> Result<RolloutConfig> {
+        if self.host == Host::Inline && self.step_timeout.is_some() {
+            return Err(Error::input(INLINE_CANNOT_TIME_OUT.to_string()));
+        }
         let step_timeout = self
             .step_timeout
             .map(|s| Duration::try_from_secs_f64(s).map_err(|e| Error::input(format!("step_timeout={s}: {e}"))))
@@ -472,6 +481,15 @@ mod example;
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_step_timeout_keeps_auto_in_processes_and_is_refused_inline() {
+        let r = RolloutRequest { step_timeout: Some(2.0), ..Default::default() };
+        assert!(RolloutRequest::default().inline() && !r.inline(), "auto: inline unless a step may have to be stopped");
+        let e = RolloutRequest { host: Host::Inline, ..r }.config().unwrap_err();
+        assert!(e.is_input() && crate::chain_text(&e).contains("step_timeout needs host=\"process\""), "{}", crate::chain_text(&e));
+    }
+
     use super::*;
 
     #[test]
