@@ -163,5 +163,6 @@ def test_issue58_an_existing_dataset_is_refused_unless_told_to_append(tmp_path):
     env.reset(seed=1)
     env.step(env.action_space.sample())
     env.close()
+    assert env.episodes == 1, "closed, it still says what it recorded (the unfinished episode, truncated)"
     ds = rollway.Dataset(out)
     assert len(ds.metadata["runs"]) == 2 and len(ds) == len(set(e["id"] for e in ds.episodes))

@@ -28,6 +28,8 @@ pub struct RecorderHandle {
     /// Row layouts, for packing numpy values without a Python call.
     ol: Layout,
     al: Layout,
+    /// What the writer recorded, once closed (`episodes` still answers then).
+    closed: Option<u64>,
 }
 
 /// The Python callables `wrapped_step` uses: the env's `step`, the packers for values
@@ -81,7 +83,7 @@ impl RecorderHandle {
             .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
         let rec = Some(Recorder::new(writer, ol.clone(), al.clone()));
-        Ok(RecorderHandle { rec, target: Some(target), record_infos, hooks: None, ol, al })
+        Ok(RecorderHandle { rec, target: Some(target), record_infos, hooks: None, ol, al, closed: None })
     }
 
     /// Starts an episode at its reset observation (packed row), truncating an unfinished one.
@@ -125,7 +127,7 @@ impl RecorderHandle {
     /// Episodes recorded so far.
     #[getter]
     fn episodes(&self) -> u64 {
-        self.rec.as_ref().map_or(0, Recorder::episodes)
+        self.rec.as_ref().map_or(self.closed.unwrap_or(0), Recorder::episodes)
     }
 
     /// Truncates the unfinished episode, commits and closes; returns
@@ -133,6 +135,7 @@ impl RecorderHandle {
     fn close(&mut self, py: Python<'_>) -> PyResult<Option<(u64, u64, u64, u64)>> {
         let Some(rec) = self.rec.take() else { return Ok(None) };
         let s = py.detach(|| rec.close()).py()?;
+        self.closed = Some(s.episodes);
         if let Some(target) = self.target.take() {
             py.detach(|| target.finish()).py()?;
         }
