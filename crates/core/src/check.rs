@@ -229,7 +229,7 @@ impl RowCheck {
         }
         let get = |i| leaf.dtype.read_f64(bytes, i);
         let warning = self.role == Role::Observation;
-        let outside = |i: usize, x: f64| problem(i, fmt(x), format!("is outside {}", self.space), warning);
+        let outside = |i: usize, x: f64| problem(i, fmt_as(leaf.dtype, x), format!("is outside {}", self.space), warning);
         match &leaf.kind {
             LeafKind::Discrete { n, start } => {
                 let v = i64::from_ne_bytes(bytes[..8].try_into().expect("a Discrete leaf is an i64"));
@@ -241,7 +241,7 @@ impl RowCheck {
             LeafKind::MultiBinary => (0..leaf.len()).find(|&i| get(i) != 0.0 && get(i) != 1.0).map(|i| outside(i, get(i))),
             LeafKind::Box { low, high } => (0..leaf.len()).find(|&i| !(get(i) >= low[i] && get(i) <= high[i])).map(|i| {
                 let (x, side, bound) = if get(i) > high[i] { (get(i), "above", high[i]) } else { (get(i), "below", low[i]) };
-                problem(i, fmt(x), format!("is {side} its bound {} in {}", fmt(bound), self.space), warning)
+                problem(i, fmt_as(leaf.dtype, x), format!("is {side} its bound {} in {}", fmt_as(leaf.dtype, bound), self.space), warning)
             }),
             LeafKind::Text { .. } => None,
         }
@@ -266,6 +266,16 @@ fn fmt(x: f64) -> String {
         format!("{}", x as i64)
     } else {
         format!("{x}")
+    }
+}
+
+/// A value of a leaf of type `dtype`, as short as that type writes it: a float32 1.2 is
+/// `1.2`, not its float64 widening `1.2000000476837158`.
+fn fmt_as(dtype: DType, x: f64) -> String {
+    if dtype == DType::F32 && x.fract() != 0.0 && x.is_finite() {
+        format!("{}", x as f32)
+    } else {
+        fmt(x)
     }
 }
 
@@ -312,6 +322,9 @@ mod tests {
         let p = c.check(&row([0.0, 3.0, 0.0])).unwrap();
         assert!(p.warning, "{p:?}");
         assert_eq!(p.describe("observation"), "observation[1] = 3 is above its bound 1 in Box(float32, [3])");
+        // A float32 value as float32 writes it, not widened: 1.2, not 1.2000000476837158.
+        let p = c.check(&row([0.0, 1.2, 0.0])).unwrap();
+        assert_eq!(p.describe("observation"), "observation[1] = 1.2 is above its bound 1 in Box(float32, [3])");
         // The error wins over an earlier warning in the same row.
         let p = c.check(&row([3.0, f32::NAN, 0.0])).unwrap();
         assert!(!p.warning && p.index == 1, "{p:?}");
