@@ -11,6 +11,10 @@ from rollway import _rollway
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+# The keys `select` takes besides label/labels, in the order errors list them.
+SELECT_KEYS = ("min_return", "max_return", "min_length", "max_length", "min_policy_version")
+
+
 class Loader:
     """Batches of fixed-length windows from a dataset, assembled by rollway's threads.
 
@@ -41,7 +45,9 @@ class Loader:
     Iterating yields ``epochs`` epochs (None: one epoch per ``for`` loop, continuing
     with the next epoch the next time). ``clip=0`` loads whole episodes (padded).
     ``select`` keeps episodes by ``label``/``labels``, ``min_return``, ``max_return``,
-    ``min_length``, ``max_length``. ``fields`` limits the batch to those keys.
+    ``min_length``, ``max_length``, and, in a training rollout's dataset,
+    ``min_policy_version`` (episodes every action of which a policy at least that new
+    chose; ``rollway load --min-policy-version``). ``fields`` limits the batch to those keys.
     ``state_dict()``/``load_state_dict()`` resume mid-epoch with exactly the windows not
     yet delivered. ``torch=True`` gives ``torch.from_numpy`` tensors of the same memory.
 
@@ -105,9 +111,9 @@ class Loader:
         labels = sel.pop("labels", None) or []
         if "label" in sel:
             labels = [sel.pop("label")] + list(labels)
-        unknown = set(sel) - {"min_return", "max_return", "min_length", "max_length"}
+        unknown = set(sel) - set(SELECT_KEYS)
         if unknown:
-            raise _rollway.InputError(f"select: unknown key(s) {', '.join(sorted(unknown))}; expected label(s), min_return, max_return, min_length, max_length")
+            raise _rollway.InputError(f"select: unknown key(s) {', '.join(sorted(unknown))}; expected label(s), {', '.join(SELECT_KEYS)}")
         if epochs is not None and epochs < 1:
             raise _rollway.InputError(f"epochs={epochs}: must be at least 1 (or None)")
         self.path = os.fspath(path)
@@ -119,6 +125,7 @@ class Loader:
             [str(x) for x in labels], sel.get("min_return"), sel.get("max_return"), sel.get("min_length"),
             sel.get("max_length"), list(fields) if fields is not None else None, torch,
             bool(follow), last_episodes, last_steps, max_version_lag, max_reuse, round_windows, bool(next_observations),
+            min_policy_version=sel.get("min_policy_version"),
         )
         self.follow, self._poll = bool(follow), float(poll)
 

@@ -168,6 +168,15 @@ def test_batches_carry_the_extras_and_policy_versions(tmp_path):
         np.testing.assert_array_equal(b["policy_version"][i], e.policy_version[s:s + 4])
     only = rollway.Loader(out, clip=4, batch=4, fields=["policy_version"]).next_batch()
     assert set(only) == {"policy_version", "index"}
+    # select={"min_policy_version": v}: episodes every action of which a policy at least v chose (as the CLI's flag).
+    newer = [e.id for e in eps.values() if int(e.policy_version.min()) >= 1]
+    assert 0 < len(newer) < len(eps), "the replay holds episodes of version 0 and later ones"
+    seen = set()
+    for b in rollway.Loader(out, clip=0, batch=2, epochs=1, select={"min_policy_version": 1}, pad=True):
+        seen.update(b["episode_id"].tolist())
+    assert seen == set(newer)
+    with pytest.raises(rollway.InputError, match="expected label.*min_policy_version"):
+        rollway.Loader(out, select={"min_policy_verison": 1})
 
 
 ROLLOUT_PROCESS = textwrap.dedent("""

@@ -33,7 +33,7 @@ pub struct LoaderHandle {
 #[pymethods]
 impl LoaderHandle {
     #[new]
-    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false, follow=false, last_episodes=None, last_steps=None, max_version_lag=None, max_reuse=None, round_windows=None, next_observations=false))]
+    #[pyo3(signature = (path, clip=16, stride=1, batch=256, shuffle=true, seed=0, rank=0, world=1, pad=false, drop_last=false, replacement=false, prefetch=4, threads=None, labels=vec![], min_return=None, max_return=None, min_length=None, max_length=None, fields=None, torch=false, follow=false, last_episodes=None, last_steps=None, max_version_lag=None, max_reuse=None, round_windows=None, next_observations=false, min_policy_version=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -64,10 +64,10 @@ impl LoaderHandle {
         max_reuse: Option<u32>,
         round_windows: Option<usize>,
         next_observations: bool,
+        min_policy_version: Option<u64>,
     ) -> PyResult<Self> {
         let to_tensor = if torch { Some(py.import("torch")?.getattr("from_numpy")?.unbind()) } else { None };
-        let select =
-            Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version: None };
+        let select = Selection { labels, min_return, max_return, min_length, max_length, last_episodes, last_steps, min_policy_version };
         let follow = follow.then_some(Follow { max_version_lag, max_reuse, round_windows });
         let d = LoaderConfig::default();
         let cfg = LoaderConfig {
