@@ -287,3 +287,66 @@ def test_issue54_a_rollout_says_when_its_store_stops_answering(store, proxy, mon
             r.collect()
         assert r.store_trouble is None, "and it says so no longer once the store answers"
     assert len(rollway.Dataset(url)) > 0
+
+
+READER = """
+import sys, rollway
+ds = rollway.Dataset(sys.argv[1])
+print(len(ds), flush=True)
+sys.stdin.read()  # holds the dataset open until the test closes this pipe
+"""
+
+
+def test_issue54_a_bounded_cache_keeps_a_followers_newest_shards_and_spares_an_open_reader(store, tmp_path, monkeypatch):
+    """ROLLWAY_CACHE_MAX: a learner following a growing replay on the store keeps only the shards it
+    samples, its older ones evicted once two rounds have passed them by; a reader that has the whole
+    dataset open (another process) keeps the replica whole until it is gone."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ROLLWAY_CACHE_DIR", str(cache))
+    url = f"s3://{BUCKET}/py/bounded"
+    settings = dict(env="CartPole-v1", agent="random", seed=7, max_buffer_episodes=40, progress=False)
+    rollway.run(**settings, episodes=600, out=url)
+    rollway.run(**settings, episodes=1200, out=tmp_path / "local")
+    local = tmp_path / "local" / "steps"
+    shard = max(f.stat().st_size for f in local.iterdir())
+    monkeypatch.setenv("ROLLWAY_CACHE_MAX", str(int(2.5 * shard)))  # room for the newest 50 episodes' 2 shards
+    replica = cache / "replicas" / "s3" / BUCKET / "py" / "bounded"
+
+    def steps():
+        return sorted(p.name for p in (replica / "steps").iterdir())
+
+    # Small rounds (2 batches), so that rounds, and with them pulls, come often.
+    loader = rollway.Loader(url, clip=4, batch=16, last_episodes=50, round_windows=32, follow=True)
+    first = steps()
+    assert loader.next_batch() is not None and len(first) == 2, first
+    rollway.run(**settings, episodes=1200, resume=url)  # the replay grows past what the follower holds
+
+    def follow_until(pred, what):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            b = loader.next_batch()
+            if b is not None and pred(b):
+                return
+            time.sleep(0.15)  # a follower pulls at most every 250 ms
+        pytest.fail(f"{what}: {steps()}")
+
+    follow_until(lambda b: b["episode_id"].min() >= 1150 and not set(first) & set(steps()), "the old shards stayed")
+    assert len(steps()) == 2, steps()
+
+    # A whole-dataset reader in another process pins the replica: nothing of it goes while it lives.
+    reader = subprocess.Popen([sys.executable, "-c", READER, url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().strip() == "1200"
+    everything = len(list(local.iterdir()))
+    for _ in range(8):
+        time.sleep(0.15)
+        assert loader.next_batch() is not None
+        assert len(steps()) == everything, "an open reader's shards were evicted"
+    reader.stdin.close()
+    reader.wait(timeout=60)
+    follow_until(lambda b: len(steps()) == 2, "the cache stayed over its bound once the reader was gone")
+    monkeypatch.setenv("ROLLWAY_CACHE_MAX", "lots")
+    with pytest.raises(rollway.InputError, match="ROLLWAY_CACHE_MAX"):
+        rollway.Dataset(url)

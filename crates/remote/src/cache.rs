@@ -1,7 +1,8 @@
 //! Where replicas live on this machine: `$ROLLWAY_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/rollway`, else `~/.cache/rollway`. Read replicas are kept and
-//! reused (a second read fetches only new shards); a writer's work directory is
-//! its own, and removed once everything in it is on the store.
+//! reused (a second read fetches only new shards), within `$ROLLWAY_CACHE_MAX` when
+//! it is set (`crate::bound`); a writer's work directory is its own, and removed
+//! once everything in it is on the store.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

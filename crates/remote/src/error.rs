@@ -59,6 +59,14 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// An environment variable of this crate's holds a value it cannot use.
+    #[error("{name}: {message}")]
+    Setting {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// Another writer holds the dataset, or committed a shard this writer meant to.
     #[error("{url}: {message}")]
     Conflict {
@@ -77,7 +85,9 @@ impl Error {
     /// wrong credentials, not a dataset, another writer): an input error, exit 2.
     pub fn is_input(&self) -> bool {
         match self {
-            Error::Url { .. } | Error::NotADataset { .. } | Error::Conflict { .. } | Error::Unreachable { .. } => true,
+            Error::Url { .. } | Error::NotADataset { .. } | Error::Conflict { .. } | Error::Unreachable { .. } | Error::Setting { .. } => {
+                true
+            }
             Error::Store { source, .. } => {
                 matches!(
                     **source,

@@ -20,6 +20,7 @@
 //! run resumes them (`--resume` reads what is committed from the store).
 #![forbid(unsafe_code)]
 
+mod bound;
 pub mod cache;
 mod error;
 mod health;
@@ -35,6 +36,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use rollway_store::ShardIndex;
 
+pub use bound::{max_bytes, CACHE_MAX};
 pub use error::{Error, Result};
 pub use health::{StoreHealth, STALLED};
 pub use push::{Pusher, Settled};
@@ -59,7 +61,14 @@ pub struct Replica {
     /// A reader that needs some shards only: its choice, and every index object seen.
     choose: Option<Choose>,
     seen: BTreeMap<String, (Bytes, ShardIndex)>,
+    /// What this reader holds against the cache's bound (`ROLLWAY_CACHE_MAX`, [`bound`]):
+    /// the shards it chose this round and the last.
+    pin: Option<bound::Pin>,
+    chosen_last: BTreeSet<u32>,
 }
+
+/// Tells one reader's pin from another's in the same process.
+static READERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A reader pulls at most this often ([`Replica::refresh`]): a following loader asks
 /// before every round, and each pull lists the store's index.
@@ -76,9 +85,15 @@ impl Replica {
     /// loader of the newest episodes, or of some labels, of a long replay): every
     /// index object is fetched (they are small), data files only for those shards.
     pub fn open_chosen(url: &str, choose: Option<Choose>) -> Result<(Replica, Moved)> {
+        bound::max_bytes()?;
         let remote = Remote::open(url)?;
         let dir = cache::replica_dir(&remote);
-        let mut r = Replica { remote, dir, pulled: std::time::Instant::now(), choose, seen: BTreeMap::new() };
+        if choose.is_none() {
+            // A reader of every shard holds them all while its process lives.
+            bound::pin_all(&cache::root(), &dir)?;
+        }
+        let (pin, chosen_last) = (None, BTreeSet::new());
+        let mut r = Replica { remote, dir, pulled: std::time::Instant::now(), choose, seen: BTreeMap::new(), pin, chosen_last };
         let moved = r.refresh()?;
         Ok((r, moved))
     }
@@ -91,6 +106,12 @@ impl Replica {
     /// Pulls what was committed since (and, for a chosen replica, is needed now).
     pub fn refresh(&mut self) -> Result<Moved> {
         self.pulled = std::time::Instant::now();
+        let moved = self.pull_now()?;
+        bound::enforce(&cache::root())?;
+        Ok(moved)
+    }
+
+    fn pull_now(&mut self) -> Result<Moved> {
         let Some(choose) = &self.choose else { return pull(&self.remote, &self.dir) };
         replica::pull_metadata(&self.remote, &self.dir)?;
         let listed = self.remote.list("index")?;
@@ -102,6 +123,16 @@ impl Replica {
             self.seen.insert(name, (bytes, index));
         }
         let wanted = choose(&self.seen.values().map(|(_, i)| i).collect::<Vec<_>>());
+        // Pinned before they are fetched, with last round's (which may still be being read).
+        let held = bound::Held::Shards(wanted.union(&self.chosen_last).copied().collect());
+        match &self.pin {
+            Some(pin) => pin.set(&cache::root(), &held)?,
+            None => {
+                let key = format!("r{}", READERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+                self.pin = Some(bound::pin(&cache::root(), &self.dir, &key, &held)?);
+            }
+        }
+        self.chosen_last = wanted.clone();
         let missing: Vec<(String, Bytes)> = self
             .seen
             .iter()
