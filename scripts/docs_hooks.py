@@ -24,6 +24,7 @@ uses the test venv, where `pip install .` put it).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"<!-- generated: (?P<what>\w+)(?: (?P<arg>[\w.]+))? -->")
@@ -172,8 +173,10 @@ def describe(value: Any) -> str:
     return f"{value.dtype} {list(shape)}"
 
 
-def sample_fields(kind: str) -> Dict[str, Any]:
-    """A real fragment's attributes or a real batch's keys, from a tiny CartPole run made here."""
+@functools.lru_cache(maxsize=None)
+def samples() -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """A real fragment's attributes and a real batch's keys, from one tiny CartPole replay made here
+    (once a build: both tables read it)."""
     import tempfile
 
     import numpy as np
@@ -188,21 +191,19 @@ def sample_fields(kind: str) -> Dict[str, Any]:
             frag = rollout.collect()
             for _ in range(8):
                 rollout.collect()
-        if kind == "Fragment":
-            names = [n for n in type(frag).__slots__] + [n for n, v in vars(type(frag)).items() if isinstance(v, property)]
-            return {n: getattr(frag, n) for n in names}
+        names = list(type(frag).__slots__) + [n for n, v in vars(type(frag)).items() if isinstance(v, property)]
         batch = next(iter(rollway.Loader(f"{tmp}/replay", clip=4, batch=2, next_observations=True)))
-        return dict(batch)
+        return {n: getattr(frag, n) for n in names}, dict(batch)
 
 
 def fields_table(kind: str) -> str:
-    owner = resolve("Rollout") if kind == "Fragment" else resolve("Loader")
-    cls = importlib.import_module("rollway").Fragment if kind == "Fragment" else owner
+    cls = importlib.import_module("rollway").Fragment if kind == "Fragment" else resolve("Loader")
     # A property's own docstring documents it (`Fragment.dones`).
     props = [inspect.getdoc(v) for v in vars(cls).values() if isinstance(v, property)]
     doc = "\n\n".join([inspect.getdoc(cls) or ""] + [d for d in props if d])
+    fragment, batch = samples()
     rows = ["| field | in the example | what it holds |", "|---|---|---|"]
-    for name, value in sample_fields(kind).items():
+    for name, value in (fragment if kind == "Fragment" else batch).items():
         rows.append(f"| `{name}` | {describe(value)} | {documented(doc, name)} |")
     return "\n".join(rows) + "\n"
 

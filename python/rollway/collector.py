@@ -36,7 +36,7 @@ class DataCollector(gym.Wrapper):
     dataset records for this run (shown by ``rollway inspect``, and as Minari's
     ``algorithm_name`` on export). ``append``: a ``path`` that already holds a dataset is
     refused (nothing is written) unless ``append=True``, which records a new run into it
-    (local datasets; a store's is always refused). ``to_minari(dataset_id)`` exports a
+    (local datasets; one on a store is always refused). ``to_minari(dataset_id)`` exports a
     dataset ``minari`` loads.
     """
 
@@ -54,14 +54,13 @@ class DataCollector(gym.Wrapper):
     ):
         super().__init__(env)
         self.path = os.fspath(path)
-        _refuse_existing(self.path, append)
         spec = env_spec(env)
         obs_json, act_json = spec["observation_space"], spec["action_space"]
         self._pack_obs, self._pack_act = packer(obs_json), packer(act_json)
         self._infos = record_infos
         self._rec = _rollway.RecorderHandle(
             self.path, spec["id"], obs_json, act_json, spec["max_episode_steps"], algorithm_name, record_infos,
-            max_buffer_steps, max_buffer_episodes, frame_media,
+            max_buffer_steps, max_buffer_episodes, frame_media, append,
         )
         # `step` is the Rust handle's: one call per env step that steps, packs and records.
         self._rec.bind(env.step, self._pack_act, self._pack_obs, dump_info)
@@ -110,16 +109,3 @@ class DataCollector(gym.Wrapper):
         report = json.loads(_rollway.export_minari(self.path, os.fspath(path), dataset_id=dataset_id, force=force,
                                                    author=author, description=description, progress=False))
         return minari.MinariDataset(report["path"])
-
-
-def _refuse_existing(path: str, append: bool) -> None:
-    """A new dataset unless told to append: recording into an existing one by accident would mix
-    runs silently. An ``s3://`` URL is checked by the store's writer (which never appends)."""
-    if "://" in path and not path.startswith("file://"):
-        if append:
-            raise _rollway.InputError(f"append=True: {path} is on an object store, where DataCollector writes new datasets only")
-        return
-    local = path[len("file://"):] if path.startswith("file://") else path
-    if not append and os.path.exists(os.path.join(local, "rollway.json")):
-        raise _rollway.InputError(f"{path} already holds a dataset: DataCollector records into a new one; "
-                                  "pass append=True to add a run to it")

@@ -57,6 +57,17 @@ def interrupt_once_committed(args, out, at_least=1, timeout=120):
     return subprocess.CompletedProcess(args, p.returncode, out_, err)
 
 
+def chromium():
+    """Headless Chromium's command (scripts/deps.sh test installs it), or None: then a test of a page
+    in a browser is skipped, except where ROLLWAY_REQUIRE_PEERS makes a missing peer a failure."""
+    import shutil
+
+    chrome = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+    if chrome is None:
+        assert not os.environ.get("ROLLWAY_REQUIRE_PEERS"), "ROLLWAY_REQUIRE_PEERS is set but no chromium is installed"
+    return chrome
+
+
 def rollway_cli():
     exe = os.environ.get("ROLLWAY_BIN")
     if exe:

@@ -17,6 +17,7 @@ import pytest
 
 import docs_pages
 import rollway
+from conftest import chromium
 
 ROOT = docs_pages.ROOT
 PAGES = [p for p in docs_pages.pages() if any(not b.skip for b in docs_pages.parse(p).blocks)]
@@ -92,14 +93,6 @@ def test_the_front_page_reaches_every_reference_page_in_one_click(site):
         assert f'href="{page}' in front, f"the front page does not link {page}"
 
 
-def chromium():
-    chrome = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
-    if chrome is None:
-        assert not os.environ.get("ROLLWAY_REQUIRE_PEERS"), "ROLLWAY_REQUIRE_PEERS is set but no chromium is installed"
-        pytest.skip("no chromium")
-    return chrome
-
-
 @pytest.fixture(scope="module")
 def served(site):
     """The built site on a loopback HTTP server (the search runs in a web worker, which file:// pages may
@@ -115,7 +108,10 @@ def served(site):
 def browser(tmp_path):
     from cdp import Browser
 
-    b = Browser(chromium(), str(tmp_path / "profile"))
+    chrome = chromium()
+    if chrome is None:
+        pytest.skip("no chromium")
+    b = Browser(chrome, str(tmp_path / "profile"))
     yield b
     b.close()
 

@@ -154,7 +154,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
             "a resumed run keeps the config stored in its dataset; these differ from it: {}. Leave them out or give the stored values \
              (beside {}, {} may change)",
             differ.join("; "),
-            if a.python { "resume=" } else { "--resume" },
+            a.setting("resume"),
             takes.join(", ")
         );
     }
@@ -169,7 +169,7 @@ pub fn resume_job(stored: &serde_json::Value, a: &RunRequest, file: Option<RunOp
                 Target::Episodes(n) => a.said("episodes", n),
                 Target::Steps(n) => a.said("steps", n),
             };
-            let resume = if a.python { "resume=" } else { "--resume" };
+            let resume = a.setting("resume");
             bad!("{given}: the resumed run's target is {stored}; with {resume} a target can only be raised, in the same unit");
         }
     };

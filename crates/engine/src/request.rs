@@ -44,13 +44,18 @@ impl RunRequest {
     /// A setting as this caller writes it: `--out D` on the command line, `out='D'`
     /// from Python (`flag` is the flag's name; Python's keyword has `_` for `-`).
     pub fn said(&self, flag: &str, value: impl std::fmt::Display) -> String {
+        let value = value.to_string();
+        // As Python would write it: numbers bare, paths and the rest as strings.
+        let value = if !self.python || value.parse::<f64>().is_ok() { value } else { format!("{value:?}") };
+        format!("{}{}{value}", self.setting(flag), if self.python { "" } else { " " })
+    }
+
+    /// A setting's name as this caller writes it, without a value: `--resume`, `resume=`.
+    pub fn setting(&self, flag: &str) -> String {
         if self.python {
-            // As Python would write it: numbers bare, paths and the rest as strings.
-            let v = value.to_string();
-            let v = if v.parse::<f64>().is_ok() { v } else { format!("{v:?}") };
-            format!("{}={v}", flag.replace('-', "_"))
+            format!("{}=", flag.replace('-', "_"))
         } else {
-            format!("--{flag} {value}")
+            format!("--{flag}")
         }
     }
 

@@ -49,7 +49,7 @@ fn parse_info(text: Option<&str>) -> PyResult<Option<Info>> {
 impl RecorderHandle {
     /// Creates the dataset at `path` for an env with these spaces (Minari's space JSON).
     #[new]
-    #[pyo3(signature = (path, env_id, observation_space, action_space, max_episode_steps=None, algorithm="python", record_infos=false, max_buffer_steps=None, max_buffer_episodes=None, frame_media=None))]
+    #[pyo3(signature = (path, env_id, observation_space, action_space, max_episode_steps=None, algorithm="python", record_infos=false, max_buffer_steps=None, max_buffer_episodes=None, frame_media=None, append=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -62,6 +62,7 @@ impl RecorderHandle {
         max_buffer_steps: Option<usize>,
         max_buffer_episodes: Option<usize>,
         frame_media: Option<String>,
+        append: bool,
     ) -> PyResult<Self> {
         let observation_space = Space::from_json(observation_space).map_err(|e| input_error(format!("observation space: {e}")))?;
         let action_space = Space::from_json(action_space).map_err(|e| input_error(format!("action space: {e}")))?;
@@ -79,6 +80,13 @@ impl RecorderHandle {
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
         // On an object store the collector writes a work directory whose shards are pushed as they commit.
         let target = NewDataset::open(&path).py()?;
+        // A store that holds a dataset was refused above; here, a local one (the writer would append).
+        if !append && rollway_store::format::holds_dataset(target.dir()) {
+            return Err(input_error(format!(
+                "{} already holds a dataset: DataCollector records into a new one; pass append=True to add a run to it",
+                path.display()
+            )));
+        }
         let writer = DatasetWriter::create(target.dir(), &spec, algorithm, 0, config, cfg)
             .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));

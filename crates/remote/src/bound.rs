@@ -130,8 +130,8 @@ fn held(replica: &Path) -> Held {
     for e in std::fs::read_dir(readers(replica)).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(".json") else { continue };
-        let pid = stem.strip_prefix(&host).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+        let pid = stem.strip_prefix(&host).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u64>().ok());
+        if pid.is_some_and(crate::sync::process_gone) {
             let _ = std::fs::remove_file(e.path());
             continue;
         }
@@ -155,21 +155,9 @@ struct Shard {
     pulled: std::time::SystemTime,
 }
 
-fn size_of_tree(dir: &Path) -> u64 {
-    let mut total = 0;
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        match e.file_type() {
-            Ok(t) if t.is_dir() => total += size_of_tree(&e.path()),
-            Ok(_) => total += e.metadata().map_or(0, |m| m.len()),
-            Err(_) => {}
-        }
-    }
-    total
-}
-
 /// Every replica under `root/replicas` (a directory holding `rollway.json`).
 fn replicas(dir: &Path, out: &mut Vec<PathBuf>) {
-    if dir.join(crate::replica::METADATA).is_file() {
+    if rollway_store::format::holds_dataset(dir) {
         out.push(dir.to_path_buf());
         return;
     }
@@ -202,7 +190,7 @@ fn shards_of(replica: &Path) -> Vec<Shard> {
 pub(crate) fn evict(root: &Path, budget: u64) -> Result<u64> {
     let _lock = lock(root, false)?;
     let base = root.join("replicas");
-    let mut total = size_of_tree(&base);
+    let mut total = rollway_store::format::dir_bytes(&base);
     if total <= budget {
         return Ok(0);
     }
@@ -278,7 +266,7 @@ mod tests {
     fn the_oldest_unpinned_shards_go_first_and_pinned_ones_never() {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (replica(tmp.path(), "a", 4), replica(tmp.path(), "b", 4));
-        let total = size_of_tree(&tmp.path().join("replicas"));
+        let total = rollway_store::format::dir_bytes(&tmp.path().join("replicas"));
         assert_eq!(evict(tmp.path(), total).unwrap(), 0, "within the bound: nothing goes");
         // `a` is read whole by a live process (this one); `b` by a loader holding shards 0 and 3.
         pin_all(tmp.path(), &a).unwrap();
@@ -298,7 +286,7 @@ mod tests {
         std::fs::create_dir_all(readers(&b)).unwrap();
         let dead = readers(&b).join(format!("{}-0-x.json", crate::sync::hostname()));
         std::fs::write(&dead, r#"{"all": true}"#).unwrap();
-        let total = size_of_tree(&tmp.path().join("replicas"));
+        let total = rollway_store::format::dir_bytes(&tmp.path().join("replicas"));
         evict(tmp.path(), total - 1500).unwrap();
         assert_eq!(left(&b), [2, 3], "two shards freed the 1500 bytes asked for; the two oldest went");
         assert!(!dead.exists(), "the dead reader's pin was removed");

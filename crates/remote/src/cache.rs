@@ -49,8 +49,8 @@ fn remove_dead(work: &Path) {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some((_, tail)) = name.rsplit_once(&host) else { continue };
-        let pid = tail.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+        let pid = tail.split('-').next().and_then(|p| p.parse::<u64>().ok());
+        if pid.is_some_and(crate::sync::process_gone) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

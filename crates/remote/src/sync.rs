@@ -49,7 +49,7 @@ fn lease_body(holder: &str) -> Bytes {
 fn is_stale(v: &serde_json::Value) -> (bool, u64) {
     let age = now().saturating_sub(v["renewed"].as_u64().unwrap_or(0));
     let here = v["host"].as_str() == Some(hostname().as_str());
-    let gone = here && v["pid"].as_u64().is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+    let gone = here && v["pid"].as_u64().is_some_and(process_gone);
     (age >= LEASE_TTL.as_secs() || gone, age)
 }
 
@@ -266,4 +266,10 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>, he
 
 pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "host".into())
+}
+
+/// Whether process `pid` of this host is gone: what tells a dead writer's lease, work
+/// directory or reader's pin from a live one's.
+pub(crate) fn process_gone(pid: u64) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
 }
