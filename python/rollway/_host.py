@@ -6,7 +6,8 @@ the protocol and the round loop are in Rust (``rollway_host`` and
 ``_rollway.host_serve``). This module only does what must be Python: turn the
 setup's target into an env factory and read the first env's spec.
 
-Targets: ``gym:ID`` (``gymnasium.make(ID, **params)``), ``module:callable``
+Targets: ``gym:ID`` (``gymnasium.make(ID, **params)``), ``atari:GAME`` (ALE with
+rollway's own preprocessing, see ``rollway._atari``), ``module:callable``
 (``callable(**params)``), or a callable pickled with cloudpickle (``rollway.run(env=f)``).
 
 Envs made with ``render_mode="rgb_array"`` (``env_params={"render_mode": "rgb_array"}``
@@ -177,10 +178,18 @@ def rendered(make: Callable[[], Any], env: Any) -> Tuple[Callable[[], Any], Any]
 
 
 def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
-    """``(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`` for a setup."""
+    """``(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`` for a setup;
+    for ``atari:GAME``, ``(game, first_env, spec_json, None, None, dump_info)``."""
     from rollway.spaces import dump_info, env_spec, packer, unpacker
 
     setup = json.loads(setup_json)
+    kind, _, rest = setup["target"].partition(":")
+    if kind == "atari" and not pickled:
+        from rollway._atari import Game
+
+        game = Game(rest, {k: _value(v) for k, v in setup["params"].items()})
+        env = game.make()
+        return game, env, json.dumps(game.spec(env)), None, None, dump_info
     make = resolve(setup["target"], setup["params"], pickled)
     env = make()
     for m in ("reset", "step"):

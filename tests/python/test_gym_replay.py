@@ -39,20 +39,21 @@ def _action(actions, t, space):
     return int(a) if isinstance(space, gym.spaces.Discrete) else np.array(a, dtype=space.dtype)
 
 
-def replay(env_id, make_kwargs, ds, with_infos):
-    """Plays each episode of `ds` again in Gymnasium and checks it step by step."""
+def replay(make, ds, with_infos, reward=lambda r: r):
+    """Plays each episode of `ds` again in the Gymnasium env `make()` returns and checks it step
+    by step (each reward as `reward` maps Gymnasium's)."""
     assert len(ds) > 0
     for k in range(len(ds)):
         ep = ds[k]
-        env = gym.make(env_id, **make_kwargs)
+        env = make()
         obs, info = env.reset(seed=ep.seed)
         np.testing.assert_array_equal(ep.observations[0], obs, err_msg=f"episode {ep.id}: the first observation")
         infos = [info]
         for t in range(ep.length):
-            obs, reward, terminated, truncated, info = env.step(_action(ep.actions, t, env.action_space))
+            obs, r, terminated, truncated, info = env.step(_action(ep.actions, t, env.action_space))
             where = f"episode {ep.id} (seed {ep.seed}), step {t}"
             np.testing.assert_array_equal(ep.observations[t + 1], obs, err_msg=where)
-            assert ep.rewards[t] == reward, where
+            assert ep.rewards[t] == reward(r), where
             assert (bool(ep.terminations[t]), bool(ep.truncations[t])) == (terminated, truncated), where
             infos.append(info)
         assert terminated or truncated, f"episode {ep.id} ends where Gymnasium's does"
@@ -71,7 +72,7 @@ def test_issue55_a_runs_episodes_replay_in_gymnasium_step_by_step(env_id, tmp_pa
     out = tmp_path / "ds"
     rollway.run(env=f"gym:{env_id}", agent="random", episodes=episodes, seed=55, out=out, env_params=make_kwargs,
                 record_infos=True, frame_media="lz4", workers=1, envs_per_worker=2, progress=False)
-    replay(env_id, make_kwargs, rollway.Dataset(out), with_infos=True)
+    replay(lambda: gym.make(env_id, **make_kwargs), rollway.Dataset(out), with_infos=True)
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "FrozenLake-v1", "HalfCheetah-v5"])
@@ -88,7 +89,7 @@ def test_issue55_a_rollouts_delivered_episodes_replay_in_gymnasium(env_id, tmp_p
                 finished[int(i)] = (np.array(f.final_obs[row]), f.final_info[row], bool(f.terminated[t, e]),
                                     bool(f.truncated[t, e]))
     ds = rollway.Dataset(out)
-    replay(env_id, make_kwargs, ds, with_infos=False)
+    replay(lambda: gym.make(env_id, **make_kwargs), ds, with_infos=False)
     # What the fragments delivered is what was recorded, and so what Gymnasium plays.
     assert finished and set(finished) <= {ds[k].id for k in range(len(ds))}
     for k in range(len(ds)):

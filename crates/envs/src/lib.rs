@@ -26,6 +26,7 @@
 use rollway_core::{Env, EnvEntry, EnvFactory, Error, Params, Result, TimeLimit};
 
 pub mod acrobot;
+pub mod atari;
 pub mod cartpole;
 mod classic;
 pub mod faulty;

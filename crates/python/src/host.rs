@@ -4,8 +4,9 @@
 //! rounds until told to stop or until its input closes (the run is gone).
 //!
 //! The round loop is here rather than in Python so that hosting costs little next
-//! to the env itself: per op it is one call of `env.step`/`env.reset` ([`PyEnvs`],
-//! shared with the in-process host).
+//! to the env itself: per op it is one call of `env.step`/`env.reset` (or, for
+//! `atari:` envs, the emulator's own calls), shared with the in-process host
+//! ([`SlotEnvs`]).
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::fs::File;
@@ -18,11 +19,11 @@ use rollway_core::InfoNeed;
 use rollway_host::proto::{self, Hello, RoundReply, Setup, SpecJson};
 use rollway_host::shm::{self, Region};
 
-use crate::pyenvs::PyEnvs;
+use crate::pyenvs::{slot_envs, SlotEnvs};
 
 /// One env block served over shared memory.
 struct Host {
-    envs: PyEnvs,
+    envs: Box<dyn SlotEnvs>,
     region: Region,
 }
 
@@ -79,7 +80,7 @@ fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJ
         "final" => InfoNeed::Final,
         _ => InfoNeed::None,
     };
-    let envs = PyEnvs::new(&t, &spec, setup.n, infos, setup.cut)?;
+    let envs = slot_envs(&setup.target, &t, &spec, setup.n, (infos, setup.cut))?;
     let (ol, al) = envs.layouts();
     let region = Region::open(path.as_ref(), setup.n, al.row_bytes(), ol.row_bytes())?;
     Ok((Some(Host { envs, region }), spec))

@@ -1,6 +1,6 @@
 //! Python envs stepped in the engine's own thread, under the GIL, with no process:
 //! the in-process host. Each op is a direct call of `env.step`/`env.reset`
-//! ([`PyEnvs`], the same loop the env processes run), so a round of N envs costs N
+//! ([`SlotEnvs`], the same loop the env processes run), so a round of N envs costs N
 //! calls and no pipe round trip. It pays where a process's round trip (~50 µs on a
 //! 2-core VM) is most of a round: few, cheap envs, as in CleanRL-style loops with
 //! 4-8 envs. Its price: the envs step one at a time while holding the GIL, so a
@@ -13,14 +13,14 @@ use pyo3::types::{PyBytes, PyTuple};
 use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Failure, Info, Op, Params, Result, Rows, SlotResult};
 use rollway_host::proto::{Setup, SpecJson};
 
-use crate::pyenvs::PyEnvs;
+use crate::pyenvs::{slot_envs, SlotEnvs};
 
 /// An [`EnvFactory`] whose blocks step Python envs in the calling thread.
 pub struct InlineEnvs {
     name: String,
     setup: String,
     pickled: Vec<u8>,
-    /// As `prepare` reported it (each block's `PyEnvs` reads its layouts), and parsed.
+    /// As `prepare` reported it (each block's envs read their layouts), and parsed.
     spec_json: SpecJson,
     spec: EnvSpec,
 }
@@ -70,7 +70,8 @@ impl EnvFactory for InlineEnvs {
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
         let made = Python::attach(|py| {
-            prepare(py, &self.setup, &self.pickled).and_then(|t| PyEnvs::new(&t, &self.spec_json, n, options.infos, options.cut))
+            prepare(py, &self.setup, &self.pickled)
+                .and_then(|t| slot_envs(&self.name, &t, &self.spec_json, n, (options.infos, options.cut)))
         });
         Some(Box::new(match made {
             Ok(envs) => Inline { envs: Some(envs), infos: vec![Info::new(); n], error: None },
@@ -82,7 +83,7 @@ impl EnvFactory for InlineEnvs {
 
 /// One block of in-process envs.
 struct Inline {
-    envs: Option<PyEnvs>,
+    envs: Option<Box<dyn SlotEnvs>>,
     infos: Vec<Info>,
     error: Option<String>,
 }

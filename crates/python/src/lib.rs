@@ -10,6 +10,7 @@
 //! a Python exception.
 
 mod arrays;
+mod atari;
 mod collector;
 mod convert;
 mod dataset;

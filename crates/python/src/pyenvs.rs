@@ -61,17 +61,6 @@ impl PyEnvs {
         })
     }
 
-    /// Observation and action row layouts.
-    pub fn layouts(&self) -> (&Layout, &Layout) {
-        (&self.ol, &self.al)
-    }
-
-    /// Steps slot `slot` with the action in `act`, writing its observation into `obs`;
-    /// the info comes back when the block's [`InfoNeed`] wants it. Errors name the env.
-    pub fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
-        self.stepped(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
-    }
-
     fn stepped(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
         let env = self.envs[slot].as_ref().ok_or("step of a slot without an env")?.bind(py).clone();
         let action = match fast_value(py, &self.al, act) {
@@ -88,12 +77,6 @@ impl PyEnvs {
         let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
         let info = if wanted { Some(self.info(&info)?) } else { None };
         Ok((StepOutcome { reward, terminated, truncated }, info))
-    }
-
-    /// Resets slot `slot` with `seed` (making its env first if it has none), or
-    /// without one (`None`: the env's random stream goes on). Errors name the env.
-    pub fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
-        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
     }
 
     fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
@@ -124,20 +107,6 @@ impl PyEnvs {
         Ok(None)
     }
 
-    /// A failed env is closed and replaced at the slot's next reset.
-    pub fn fail(&mut self, py: Python<'_>, slot: usize) {
-        if let Some(env) = self.envs[slot].take() {
-            let _ = env.bind(py).call_method0("close");
-        }
-    }
-
-    /// Closes every env.
-    pub fn close(&mut self, py: Python<'_>) {
-        for slot in 0..self.envs.len() {
-            self.fail(py, slot);
-        }
-    }
-
     fn write_obs(&mut self, o: &Bound<'_, PyAny>, row: &mut [u8]) -> Result<(), String> {
         if !fast_row(&self.ol, o, &mut self.buf) {
             self.buf = self
@@ -159,6 +128,65 @@ impl PyEnvs {
             self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| e.value(info.py()).to_string())?;
         serde_json::from_str(&text).map_err(|e| format!("info is not a JSON object: {e}"))
     }
+}
+
+impl SlotEnvs for PyEnvs {
+    fn layouts(&self) -> (&Layout, &Layout) {
+        (&self.ol, &self.al)
+    }
+
+    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
+        self.stepped(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn fail(&mut self, py: Python<'_>, slot: usize) {
+        if let Some(env) = self.envs[slot].take() {
+            let _ = env.bind(py).call_method0("close");
+        }
+    }
+
+    fn close(&mut self, py: Python<'_>) {
+        for slot in 0..self.envs.len() {
+            self.fail(py, slot);
+        }
+    }
+}
+
+/// One block's envs as both hosts step them, slot by slot: Python envs
+/// ([`PyEnvs`]), or `atari:` envs whose steps are rollway's ([`crate::atari::AtariEnvs`]).
+pub(crate) trait SlotEnvs: Send {
+    /// Observation and action row layouts.
+    fn layouts(&self) -> (&Layout, &Layout);
+    /// Steps slot `slot` with the action in `act`, writing its observation into `obs`;
+    /// the info comes back when the block's [`InfoNeed`] wants it. Errors name the env.
+    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String>;
+    /// Resets slot `slot` with `seed` (making its env first if it has none), or
+    /// without one (`None`: the env's random stream goes on). Errors name the env.
+    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String>;
+    /// A failed env is closed and replaced at the slot's next reset.
+    fn fail(&mut self, py: Python<'_>, slot: usize);
+    /// Closes every env.
+    fn close(&mut self, py: Python<'_>);
+}
+
+/// The envs `prepare` made for a block of `n` slots of `target`: an `atari:` game, else Python envs.
+pub(crate) fn slot_envs(
+    target: &str,
+    prepared: &Bound<'_, PyTuple>,
+    spec: &SpecJson,
+    n: usize,
+    options: (InfoNeed, Option<u64>),
+) -> PyResult<Box<dyn SlotEnvs>> {
+    let (infos, cut) = options;
+    Ok(if target.starts_with(crate::atari::PREFIX) {
+        Box::new(crate::atari::AtariEnvs::new(prepared, spec, n, infos, cut)?)
+    } else {
+        Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?)
+    })
 }
 
 /// Set when a `KeyboardInterrupt` came out of an env's `step` or `reset`: a Ctrl-C

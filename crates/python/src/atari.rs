@@ -1,0 +1,215 @@
+//! `atari:GAME` envs of one block: ale-py's emulator driven from Rust, the
+//! preprocessing in `rollway_envs::atari` (see `rollway/_atari.py` for the settings).
+//!
+//! Per agent step this is `frame_skip` calls of `ALEInterface.act` and one or two
+//! of `game_over`, two of `getScreenGrayscale` (into numpy buffers kept per slot),
+//! and no Gymnasium wrapper at all: a few microseconds next to the ~200 µs the
+//! emulator itself takes for four frames. A reset (seeding, no-ops) runs the
+//! package's `Game.reset`, i.e. Gymnasium's own code, once an episode.
+
+use numpy::{PyArray2, PyArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_envs::atari::{Emulator, Frames, Preprocessing};
+use rollway_host::proto::SpecJson;
+
+use crate::pyenvs::SlotEnvs;
+
+/// The target prefix of these envs.
+pub(crate) const PREFIX: &str = "atari:";
+
+/// The ALE calls one slot's steps make, bound once.
+struct Ale {
+    obj: Py<PyAny>,
+    act: Py<PyAny>,
+    game_over: Py<PyAny>,
+    game_truncated: Py<PyAny>,
+    lives: Py<PyAny>,
+    grayscale: Py<PyAny>,
+    screen: Py<PyArray2<u8>>,
+    /// The game's action set, as the ints `act` takes.
+    actions: Vec<i64>,
+}
+
+struct Slot {
+    env: Py<PyAny>,
+    ale: Ale,
+    frames: Frames,
+}
+
+/// The [`Emulator`] of one slot while the GIL is held.
+struct Bound<'a, 'py> {
+    py: Python<'py>,
+    ale: &'a Ale,
+}
+
+impl Emulator for Bound<'_, '_> {
+    type Error = PyErr;
+
+    fn act(&mut self, action: usize) -> PyResult<f64> {
+        self.ale.act.bind(self.py).call1((self.ale.actions[action],))?.extract()
+    }
+
+    fn ended(&mut self) -> PyResult<(bool, bool)> {
+        // One call when the game goes on (most frames): `game_over()` counts the frame limit too.
+        if !self.ale.game_over.bind(self.py).call0()?.extract::<bool>()? {
+            return Ok((false, false));
+        }
+        let kwargs = PyDict::new(self.py);
+        kwargs.set_item("with_truncation", false)?;
+        let terminated = self.ale.game_over.bind(self.py).call((), Some(&kwargs))?.extract()?;
+        Ok((terminated, self.ale.game_truncated.bind(self.py).call0()?.extract()?))
+    }
+
+    fn lives(&mut self) -> PyResult<i64> {
+        self.ale.lives.bind(self.py).call0()?.extract()
+    }
+
+    fn screen(&mut self, out: &mut [u8]) -> PyResult<()> {
+        let screen = self.ale.screen.bind(self.py);
+        self.ale.grayscale.bind(self.py).call1((screen,))?;
+        out.copy_from_slice(screen.readonly().as_slice()?);
+        Ok(())
+    }
+}
+
+/// One block's `atari:` envs.
+pub(crate) struct AtariEnvs {
+    game: Py<PyAny>,
+    first: Option<Py<PyAny>>,
+    slots: Vec<Option<Slot>>,
+    p: Preprocessing,
+    infos: InfoNeed,
+    cut: Option<u64>,
+    lengths: Vec<u64>,
+    dump_info: Py<PyAny>,
+    ol: Layout,
+    al: Layout,
+    id: String,
+}
+
+impl AtariEnvs {
+    /// `n` slots from what `prepare` returned for an `atari:` target:
+    /// `(game, first_env, spec_json, None, None, dump_info)`.
+    pub fn new(prepared: &pyo3::Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed, cut: Option<u64>) -> PyResult<AtariEnvs> {
+        let game = prepared.get_item(0)?;
+        let options = game.getattr("options")?;
+        let option = |k: &str| options.get_item(k);
+        let first = prepared.get_item(1)?;
+        let (_, _, (w, h)): (Py<PyAny>, Vec<i64>, (usize, usize)) = game.call_method1("parts", (&first,))?.extract()?;
+        let p = Preprocessing {
+            frame_skip: option("frame_skip")?.extract()?,
+            screen: (h, w),
+            size: option("screen_size")?.extract()?,
+            stack: option("stack_size")?.extract()?,
+            terminal_on_life_loss: option("terminal_on_life_loss")?.extract()?,
+            reward_clip: option("reward_clip")?.extract()?,
+        };
+        let layout =
+            |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
+        Ok(AtariEnvs {
+            game: game.unbind(),
+            first: Some(first.unbind()),
+            slots: (0..n).map(|_| None).collect(),
+            p,
+            infos,
+            cut,
+            lengths: vec![0; n],
+            dump_info: prepared.get_item(5)?.unbind(),
+            ol: layout(&spec.observation_space)?,
+            al: layout(&spec.action_space)?,
+            id: spec.id.clone(),
+        })
+    }
+
+    fn slot(&self, py: Python<'_>, env: Py<PyAny>) -> PyResult<Slot> {
+        let (ale, actions, _): (pyo3::Bound<'_, PyAny>, Vec<i64>, (usize, usize)) =
+            self.game.bind(py).call_method1("parts", (&env,))?.extract()?;
+        let (h, w) = self.p.screen;
+        let method = |name: &str| ale.getattr(name).map(pyo3::Bound::unbind);
+        let ale = Ale {
+            obj: ale.clone().unbind(),
+            act: method("act")?,
+            game_over: method("game_over")?,
+            game_truncated: method("game_truncated")?,
+            lives: method("lives")?,
+            grayscale: method("getScreenGrayscale")?,
+            screen: PyArray2::<u8>::zeros(py, [h, w], false).unbind(),
+            actions,
+        };
+        Ok(Slot { env, ale, frames: Frames::new(self.p) })
+    }
+
+    fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
+        let s = self.slots[slot].as_mut().ok_or_else(|| crate::errors::input_error("step of a slot without an env"))?;
+        let a = i64::from_ne_bytes(act.try_into().map_err(|_| crate::errors::input_error("action row"))?);
+        let index = usize::try_from(a).ok().filter(|&i| i < s.ale.actions.len());
+        let index = index.ok_or_else(|| crate::errors::input_error(format!("action {a} is outside Discrete({})", s.ale.actions.len())))?;
+        let out = s.frames.step(&mut Bound { py, ale: &s.ale }, index, obs)?;
+        self.lengths[slot] += 1;
+        let ends = out.terminated || out.truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
+        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
+        let info = if wanted { Some(step_info(py, &s.ale)?) } else { None };
+        Ok((StepOutcome { reward: out.reward, terminated: out.terminated, truncated: out.truncated }, info))
+    }
+
+    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>> {
+        if self.slots[slot].is_none() {
+            let Some(_) = seed else { return Err(crate::errors::input_error(rollway_core::block::NO_ENV_TO_CONTINUE)) };
+            let env = match self.first.take() {
+                Some(env) => env,
+                None => self.game.bind(py).call_method0("make")?.unbind(),
+            };
+            self.slots[slot] = Some(self.slot(py, env)?);
+        }
+        let s = self.slots[slot].as_mut().expect("just made");
+        let info = self.game.bind(py).call_method1("reset", (&s.env, seed))?;
+        s.frames.reset(&mut Bound { py, ale: &s.ale }, obs)?;
+        self.lengths[slot] = 0;
+        if self.infos != InfoNeed::All {
+            return Ok(None);
+        }
+        let text: String = self.dump_info.bind(py).call1((info,))?.extract()?;
+        Ok(Some(serde_json::from_str(&text).map_err(|e| crate::errors::input_error(format!("info: {e}")))?))
+    }
+}
+
+/// The info Gymnasium's AtariEnv gives with each step.
+fn step_info(py: Python<'_>, ale: &Ale) -> PyResult<Info> {
+    let mut info = Info::new();
+    let obj = ale.obj.bind(py);
+    for (key, method) in [("lives", "lives"), ("episode_frame_number", "getEpisodeFrameNumber"), ("frame_number", "getFrameNumber")] {
+        info.0.insert(key.into(), obj.call_method0(method)?.extract::<i64>()?.into());
+    }
+    Ok(info)
+}
+
+impl SlotEnvs for AtariEnvs {
+    fn layouts(&self) -> (&Layout, &Layout) {
+        (&self.ol, &self.al)
+    }
+
+    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
+        self.step_one(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
+    }
+
+    fn fail(&mut self, py: Python<'_>, slot: usize) {
+        if let Some(s) = self.slots[slot].take() {
+            let _ = s.env.bind(py).call_method0("close");
+        }
+    }
+
+    fn close(&mut self, py: Python<'_>) {
+        for slot in 0..self.slots.len() {
+            self.fail(py, slot);
+        }
+        if let Some(env) = self.first.take() {
+            let _ = env.bind(py).call_method0("close");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+"""Atari with the standard preprocessing done by rollway: ``atari:Pong-v5``.
+
+``atari:GAME`` is ``gymnasium.make("ALE/GAME", frameskip=1)`` (ale-py's own env, its
+ROMs inside the ale-py wheel; sticky actions as the id sets them: 0.25 for v5) seen
+through Gymnasium's ``AtariPreprocessing`` and ``FrameStackObservation``, with the
+same observations, rewards, flags and infos for the same seeds. Only the reset runs
+Gymnasium's Python (the env's seeding and the no-ops, which draw from its numpy
+generator); every step after it is rollway's (``rollway_envs::atari``, driving the
+env's ``ALEInterface`` directly): the frame skip, the max-pool of the last two
+frames, the 84×84 ``INTER_AREA`` shrink and the stack. This module only makes the
+envs and resets them.
+
+Settings (``env_params``), Gymnasium's names and defaults:
+
+- ``noop_max=30``: a reset plays 1..noop_max no-ops, drawn from the env's generator.
+- ``frame_skip=4``: frames per action; the last two are max-pooled.
+- ``screen_size=84``: the side of the square grayscale frame.
+- ``stack_size=4``: frames per observation, oldest first: ``uint8 (stack_size, 84, 84)``.
+- ``terminal_on_life_loss=False``: a lost life ends the episode.
+- ``reward_clip=False``: each step's reward becomes its sign (a training option, as
+  CleanRL's ``ClipRewardEnv``; the recorded reward is then the clipped one).
+
+Anything else is the ALE env's own (``repeat_action_probability``, ``full_action_space``,
+``mode``, ``difficulty``, ``max_num_frames_per_episode``) and goes to ``gymnasium.make``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+# The preprocessing's settings and their defaults (Gymnasium's), in the order
+# rollway_python's atari.rs reads them.
+DEFAULTS: Dict[str, Any] = {
+    "noop_max": 30,
+    "frame_skip": 4,
+    "screen_size": 84,
+    "stack_size": 4,
+    "terminal_on_life_loss": False,
+    "reward_clip": False,
+}
+
+# AtariPreprocessing's settings rollway does not offer, and why.
+NOT_OFFERED = {
+    "grayscale_obs": "frames are grayscale (84×84, as every Atari benchmark uses)",
+    "scale_obs": "frames stay uint8; divide by 255 in the policy, as CleanRL does",
+    "grayscale_newaxis": "the stack is the channel axis: (stack_size, 84, 84)",
+}
+
+
+class Game:
+    """One ``atari:`` target: makes its envs, resets them, and says its spec."""
+
+    def __init__(self, name: str, kwargs: Dict[str, Any]) -> None:
+        import ale_py
+        import gymnasium
+
+        gymnasium.register_envs(ale_py)
+        # ALE's banner, once per emulator, would fill the run's stderr.
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+        self.id = name if "/" in name or name.endswith("-v4") else f"ALE/{name}"
+        kwargs = dict(kwargs)
+        for key, why in NOT_OFFERED.items():
+            if key in kwargs:
+                raise ValueError(f"atari:{name}: {key} is not offered: {why}")
+        if kwargs.pop("frameskip", 1) != 1:
+            raise ValueError(f"atari:{name}: frameskip is the emulator's; rollway skips frames itself: set frame_skip")
+        self.options = {k: kwargs.pop(k, v) for k, v in DEFAULTS.items()}
+        for k in ("frame_skip", "screen_size", "stack_size"):
+            if not isinstance(self.options[k], int) or isinstance(self.options[k], bool) or self.options[k] < 1:
+                raise ValueError(f"atari:{name}: {k} must be a whole number of 1 or more, got {self.options[k]!r}")
+        noop = self.options["noop_max"]
+        if not isinstance(noop, int) or isinstance(noop, bool) or noop < 0:
+            raise ValueError(f"atari:{name}: noop_max must be a whole number of 0 or more, got {noop!r}")
+        self.kwargs = {**kwargs, "frameskip": 1}
+        self.name = name
+
+    def make(self) -> Any:
+        """A new env: ``gymnasium.make(ALE/GAME, frameskip=1, ...)``."""
+        import gymnasium
+
+        env = gymnasium.make(self.id, **self.kwargs)
+        if self.options["noop_max"] > 0 and env.unwrapped.get_action_meanings()[0] != "NOOP":
+            raise ValueError(f"atari:{self.name}: action 0 is not NOOP, so no-op resets cannot be played: set noop_max=0")
+        return env
+
+    def parts(self, env: Any) -> Tuple[Any, List[Any], Tuple[int, int]]:
+        """What the steps drive: the env's ``ALEInterface``, its action set and screen size."""
+        u = env.unwrapped
+        height, width = u.ale.getScreenDims()
+        return u.ale, [int(a.value) for a in u._action_set], (int(width), int(height))
+
+    def spec(self, env: Any) -> Dict[str, Any]:
+        """The env's spec as rollway records it: frames ``uint8 (stack_size, size, size)``."""
+        import numpy as np
+        from gymnasium import spaces
+
+        from rollway.spaces import to_json
+
+        size, stack = self.options["screen_size"], self.options["stack_size"]
+        fps = env.metadata.get("render_fps")
+        return {
+            "id": f"atari:{self.name}",
+            "observation_space": to_json(spaces.Box(0, 255, (stack, size, size), np.uint8)),
+            "action_space": to_json(env.action_space),
+            "max_episode_steps": None,
+            "render_fps": int(fps) if fps is not None else None,
+            "reward_threshold": None,
+        }
+
+    def reset(self, env: Any, seed: Any) -> Dict[str, Any]:
+        """``AtariPreprocessing.reset`` up to its first frame: the env's reset (seeded or
+        not) and the no-ops; the info it returns. The steps read the screen after it."""
+        _, info = env.reset() if seed is None else env.reset(seed=seed)
+        noop_max = self.options["noop_max"]
+        noops = env.unwrapped.np_random.integers(1, noop_max + 1) if noop_max > 0 else 0
+        for _ in range(noops):
+            _, _, terminated, truncated, step_info = env.step(0)
+            info.update(step_info)
+            if terminated or truncated:
+                _, info = env.reset() if seed is None else env.reset(seed=seed)
+        return info

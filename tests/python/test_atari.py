@@ -1,0 +1,86 @@
+"""Issue 55: ``atari:GAME`` is Gymnasium's Atari preprocessing, done by rollway. Each episode a run
+or a rollout records is played again through Gymnasium's own wrappers,
+``FrameStackObservation(AtariPreprocessing(gym.make("ALE/GAME", frameskip=1)), stack_size)``,
+reset with the episode's seed and given its actions: every stacked frame (OpenCV's INTER_AREA
+shrink, the max-pool, the no-ops), reward, flag, info and final observation must be equal, bit
+for bit."""
+
+import numpy as np
+import pytest
+
+import rollway
+from test_gym_replay import replay
+from test_hosted import importable_test_envs  # noqa: F401  (autouse: no env process outlives its run)
+
+gym = pytest.importorskip("gymnasium")
+ale_py = pytest.importorskip("ale_py")
+pytest.importorskip("cv2")  # Gymnasium's AtariPreprocessing resizes with OpenCV
+
+PREPROCESSING = ("noop_max", "frame_skip", "screen_size", "terminal_on_life_loss")
+
+
+def gymnasium_atari(game, params, max_steps=None):
+    """Gymnasium's wrappers around ale-py's env, as ``atari:GAME`` with ``params`` promises (and a
+    ``TimeLimit`` where rollway cuts episodes at ``max_steps``)."""
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TimeLimit
+
+    gym.register_envs(ale_py)
+    wrap = {k: params[k] for k in PREPROCESSING if k in params}
+    make = {k: v for k, v in params.items() if k not in PREPROCESSING + ("stack_size", "reward_clip")}
+    env = gym.make(f"ALE/{game}", frameskip=1, **make)
+    env = FrameStackObservation(AtariPreprocessing(env, **wrap), params.get("stack_size", 4))
+    return TimeLimit(env, max_steps) if max_steps else env
+
+
+# game: (env_params, run keyword arguments): Pong as benchmarks use it, to its end; Breakout with
+# a life loss ending each episode, other sizes, skip and stack, and clipped rewards; both with
+# rollway's own cut too.
+CASES = {
+    "Pong-v5": ({}, {"episodes": 1}),
+    "Breakout-v5": ({"terminal_on_life_loss": True, "noop_max": 8, "frame_skip": 3, "screen_size": 64, "stack_size": 2,
+                     "reward_clip": True}, {"episodes": 3}),
+    "Pong-v5-cut": ({"repeat_action_probability": 0.0}, {"episodes": 2, "max_steps": 150}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_issue55_atari_runs_replay_through_gymnasiums_wrappers(case, tmp_path):
+    params, run_kwargs = CASES[case]
+    game = case.removesuffix("-cut")
+    out = tmp_path / "ds"
+    rollway.run(env=f"atari:{game}", agent="random", seed=55, out=out, env_params=params, record_infos=True,
+                frame_media="lz4", workers=1, envs_per_worker=2, progress=False, **run_kwargs)
+    ds = rollway.Dataset(out)
+    clip = np.sign if params.get("reward_clip") else (lambda r: r)
+    replay(lambda: gymnasium_atari(game, params, run_kwargs.get("max_steps")), ds, with_infos=True, reward=clip)
+    if "max_steps" in run_kwargs:
+        assert all(ds[k].length == run_kwargs["max_steps"] for k in range(len(ds)))
+
+
+def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processes(tmp_path):
+    seen = {}
+    for host in ("inline", "process"):
+        out = tmp_path / host
+        with rollway.Rollout("atari:Pong-v5", "random", num_envs=2, steps=64, seed=5, out=out, host=host,
+                             max_episode_steps=100) as r:
+            frags = [r.collect() for _ in range(2)]
+        f = frags[1]
+        assert f.obs.shape == (65, 2, 4, 84, 84) and f.obs.dtype == np.uint8
+        ds = rollway.Dataset(out)
+        replay(lambda: gymnasium_atari("Pong-v5", {}, 100), ds, with_infos=False)
+        for row, (t, e) in enumerate(zip(f.finished["step"], f.finished["env"])):
+            ep = next(ds[k] for k in range(len(ds)) if ds[k].id == f.finished["episode"][row])
+            np.testing.assert_array_equal(f.final_obs[row], ep.observations[-1])
+        seen[host] = np.concatenate([x.obs for x in frags])
+    np.testing.assert_array_equal(seen["inline"], seen["process"])
+
+
+@pytest.mark.parametrize("params, says", [
+    ({"grayscale_obs": False}, "grayscale_obs is not offered"),
+    ({"frameskip": 4}, "set frame_skip"),
+    ({"stack_size": 0}, "stack_size must be a whole number of 1 or more"),
+    ({"noop_max": -1}, "noop_max must be a whole number of 0 or more"),
+])
+def test_issue55_atari_settings_rollway_cannot_honour_are_refused(params, says):
+    with pytest.raises(rollway.InputError, match=says):
+        rollway.Rollout("atari:Pong-v5", "random", num_envs=1, env_params=params)
