@@ -189,7 +189,7 @@ class Rollout:
     ``logprob``) in each fragment's ``extras`` when ``policy_params={"extras": "all"}``;
     ``policy_params``: the named policy's parameters (``rollway agents`` lists them). ``num_envs``: N, all acted on in each policy call;
     ``steps``: T per fragment; ``workers``: threads (hosted envs: processes) the envs
-    are split over; ``seed``: env seeds (same seed, same fragments, whatever the
+    are split over (default one; for ``atari:`` envs one process per core); ``seed``: env seeds (same seed, same fragments, whatever the
     workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
     row one env may have; ``max_episode_steps``: truncates episodes at this length;
     ``step_timeout``: seconds a hosted env's step may take before its process is replaced.
@@ -245,7 +245,7 @@ class Rollout:
         num_envs: int = 8,
         steps: int = 128,
         seed: int = 0,
-        workers: int = 1,
+        workers: Optional[int] = None,
         max_policy_lag: int = 0,
         max_restarts: int = 3,
         max_episode_steps: Optional[int] = None,

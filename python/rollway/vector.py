@@ -1,8 +1,11 @@
-"""``rollway.make_vec``: rollway's Rust envs as a ``gymnasium.vector.VectorEnv``."""
+"""``rollway.make_vec``: rollway's envs (its Rust envs, and ``gym:``, ``atari:`` and
+``module:callable`` ids hosted in Python) as a ``gymnasium.vector.VectorEnv``."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import gymnasium as gym
@@ -33,6 +36,12 @@ def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
 class VectorEnv(gym.vector.VectorEnv):
     """N rollway envs of one id, stepped in Rust: a drop-in ``gymnasium.vector.VectorEnv``.
 
+    An id a Python process hosts (``gym:ID``, ``atari:GAME``, ``module:callable``) is stepped
+    as a rollout steps it: in this thread (``host="inline"``) or in ``workers`` env processes
+    at once (``host="process"``); ``"auto"`` is inline with one worker. ``workers`` defaults
+    to one, and for ``atari:`` ids to one process per core. Every step reads each env's
+    info (Gymnasium's vector layout), as a vector env returns them.
+
     Same semantics as ``gymnasium.make_vec(id, N, vectorization_mode="sync")``:
     ``reset(seed=s)`` seeds env i with ``s + i`` (or takes a list of seeds) and gives the
     same observations bit for bit for the classic-control envs; autoreset is
@@ -43,9 +52,19 @@ class VectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
-    def __init__(self, env_id: str, num_envs: int, *, threads: int = 1, **env_params: Any):
+    def __init__(self, env_id: str, num_envs: int, *, threads: int = 1, workers: Optional[int] = None,
+                 host: str = "auto", **env_params: Any):
         params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in env_params.items()]
-        self._h = _rollway.VecEnvHandle(env_id, int(num_envs), params, int(threads))
+        if ":" in env_id:
+            if host not in ("auto", "inline", "process"):
+                raise _rollway.InputError(f'host must be "auto", "inline" or "process", got {host!r}')
+            if workers is None:
+                cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+                workers = min(cores, int(num_envs)) if env_id.startswith("atari:") and host != "inline" else 1
+            inline = host == "inline" or (host == "auto" and workers == 1)
+            self._h = _rollway.VecEnvHandle.hosted(env_id, int(num_envs), params, int(workers), inline, sys.executable)
+        else:
+            self._h = _rollway.VecEnvHandle(env_id, int(num_envs), params, int(threads))
         obs_json, act_json, limit = self._h.spec()
         self.num_envs = int(num_envs)
         self.single_observation_space = from_json(obs_json)
@@ -78,17 +97,26 @@ class VectorEnv(gym.vector.VectorEnv):
         return np.concatenate(cols, axis=1).tobytes()
 
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rew, term, trunc, infos = self._h.step(self._pack(actions))
+        obs, rew, term, trunc, infos, _ = self._h.step(self._pack(actions))
         return obs, rew, term, trunc, _vector_infos(infos, self.num_envs)
 
     def close_extras(self, **kwargs: Any) -> None:
-        pass
+        # The handle's env processes (hosted ids) stop when it is dropped.
+        self._h = None
 
 
-def make_vec(env_id: str, num_envs: int = 1, *, threads: int = 1, **env_params: Any) -> VectorEnv:
-    """rollway's ``env_id`` (``rollway.envs()``) × ``num_envs`` as a Gymnasium vector env.
+def make_vec(env_id: str, num_envs: int = 1, *, threads: int = 1, workers: Optional[int] = None, host: str = "auto",
+             **env_params: Any) -> VectorEnv:
+    """``env_id`` × ``num_envs`` as a Gymnasium vector env: a built-in env (``rollway.envs()``),
+    ``gym:ID``, ``atari:GAME`` (Atari with the standard preprocessing, as
+    ``gymnasium.make_vec`` of ``AtariPreprocessing`` + ``FrameStackObservation`` gives it) or
+    ``module:callable``.
 
-    ``threads`` > 1 steps slices of the envs on that many threads (worth it for large
-    ``num_envs`` or costly envs); ``env_params`` are the env's parameters (``rollway envs``).
+    ``threads`` > 1 steps slices of a built-in env's copies on that many threads (worth it
+    for large ``num_envs`` or costly envs); ``workers`` is the env processes a hosted id's
+    envs are split over (default one, and one per core for ``atari:``), ``host`` where they
+    step (``"inline"``, ``"process"`` or ``"auto"``, as :class:`rollway.Rollout`'s);
+    ``env_params`` are the env's parameters (``rollway envs``; for ``gym:`` ids
+    ``gymnasium.make``'s keyword arguments).
     """
-    return VectorEnv(env_id, num_envs, threads=threads, **env_params)
+    return VectorEnv(env_id, num_envs, threads=threads, workers=workers, host=host, **env_params)

@@ -70,3 +70,49 @@ def test_bad_actions_and_ids():
         v.step(np.array([0, 1, 1]))
     with pytest.raises(rollway.InputError, match="unknown env"):
         rollway.make_vec("Nope-v0", 2)
+
+
+def _same_steps(ours, theirs, seed, steps, what):
+    """Both vector envs reset with `seed` and given the same random actions give equal arrays and infos."""
+    a, ia = ours.reset(seed=seed)
+    b, ib = theirs.reset(seed=seed)
+    np.testing.assert_array_equal(a, b)
+    theirs.action_space.seed(seed)
+    for t in range(steps):
+        act = theirs.action_space.sample()
+        mine, ref = ours.step(act), theirs.step(act)
+        for x, y in zip(mine[:4], ref[:4]):
+            np.testing.assert_array_equal(x, y, err_msg=f"{what} step {t}")
+        assert sorted(mine[4]) == sorted(ref[4]), f"{what} step {t}: info keys"
+        for k in ref[4]:
+            np.testing.assert_array_equal(mine[4][k], ref[4][k], err_msg=f"{what} step {t}: info {k}")
+
+
+@pytest.mark.parametrize("host, workers", [("inline", 1), ("process", 2)])
+def test_issue55_gym_ids_equal_gymnasiums_own_vector_env(host, workers):
+    ours = rollway.make_vec("gym:CartPole-v1", 5, host=host, workers=workers)
+    theirs = gym.make_vec("CartPole-v1", 5, vectorization_mode="sync")
+    assert ours.single_observation_space == theirs.single_observation_space
+    _same_steps(ours, theirs, 7, 300, f"gym:CartPole-v1 {host}")  # autoresets included
+    ours.close()
+
+
+def test_issue55_atari_ids_equal_gymnasiums_wrappers_in_a_vector_env():
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    from test_atari import gymnasium_atari
+
+    params = {"frame_skip": 4, "noop_max": 10}
+    ours = rollway.make_vec("atari:Breakout-v5", 3, workers=2, terminal_on_life_loss=True, **params)
+    theirs = gym.vector.SyncVectorEnv([lambda: gymnasium_atari("Breakout-v5", {**params, "terminal_on_life_loss": True})] * 3)
+    assert ours.single_observation_space == theirs.single_observation_space
+    _same_steps(ours, theirs, 3, 150, "atari:Breakout-v5")  # lost lives end episodes: autoresets
+    ours.close()
+
+
+def test_issue55_hosted_vector_envs_refuse_reset_options_and_name_a_failing_env():
+    v = rollway.make_vec("gym:CartPole-v1", 2, host="inline")
+    with pytest.raises(rollway.InputError, match="reset options"):
+        v.reset(seed=0, options={"low": 0})
+    with pytest.raises(rollway.InputError, match='host must be "auto", "inline" or "process"'):
+        rollway.make_vec("gym:CartPole-v1", 2, host="thread")

@@ -75,8 +75,9 @@ pub struct RolloutRequest {
     pub seed: u64,
     /// N: envs acted on in each policy call.
     pub num_envs: usize,
-    /// Threads (hosted envs: processes) the envs are split over.
-    pub workers: usize,
+    /// Threads (hosted envs: processes) the envs are split over; `None`: one, except
+    /// for `atari:` envs, which get one process per core (see [`RolloutRequest::workers`]).
+    pub workers: Option<usize>,
     /// T: steps per fragment.
     pub steps: usize,
     /// How many versions older than the learner's a delivered step may be.
@@ -122,7 +123,7 @@ impl Default for RolloutRequest {
             policy_params: BTreeMap::new(),
             seed: d.seed,
             num_envs: d.envs,
-            workers: d.workers,
+            workers: None,
             steps: d.steps,
             max_policy_lag: d.max_policy_lag,
             max_restarts: d.max_restarts,
@@ -154,7 +155,21 @@ impl RolloutRequest {
         match self.host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => self.workers == 1 && self.max_policy_lag == 0 && self.step_timeout.is_none(),
+            Host::Auto => self.workers() == 1 && self.max_policy_lag == 0 && self.step_timeout.is_none(),
+        }
+    }
+
+    /// The workers asked for, else one, except for `atari:` envs away from `host="inline"`:
+    /// one process per core. An Atari step is ~300 µs of emulation in ale-py, which holds
+    /// the GIL, so a process's round trip (~50 µs a round) costs little beside it and only
+    /// processes step the envs on every core.
+    pub fn workers(&self) -> usize {
+        match self.workers {
+            Some(w) => w,
+            None if self.env.starts_with("atari:") && self.host != Host::Inline => {
+                std::thread::available_parallelism().map_or(1, |n| n.get()).min(self.num_envs.max(1))
+            }
+            None => 1,
         }
     }
 
@@ -170,7 +185,7 @@ impl RolloutRequest {
         let cfg = RolloutConfig {
             seed: self.seed,
             envs: self.num_envs,
-            workers: self.workers,
+            workers: self.workers(),
             steps: self.steps,
             max_policy_lag: self.max_policy_lag,
             max_restarts: self.max_restarts,
@@ -523,6 +538,18 @@ mod tests {
         assert!(!RolloutRequest::from_json(r#"{"workers": 2, "num_envs": 2}"#).unwrap().inline());
         let e = RolloutRequest::from_json(r#"{"host": "thread"}"#).unwrap_err();
         assert!(crate::chain_text(&e).contains(r#"host must be "auto", "inline" or "process", got "thread""#), "{}", crate::chain_text(&e));
+    }
+
+    #[test]
+    fn atari_envs_default_to_a_process_per_core_and_others_to_one_worker() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let atari = |json: &str| RolloutRequest::from_json(&format!(r#"{{"env": "atari:Pong-v5", "num_envs": 64{json}}}"#)).unwrap();
+        assert_eq!(atari("").workers(), cores);
+        assert_eq!(atari("").inline(), cores == 1);
+        assert_eq!(atari(r#", "workers": 1"#).workers(), 1);
+        assert_eq!(atari(r#", "host": "inline""#).workers(), 1);
+        assert_eq!(RolloutRequest::from_json(r#"{"env": "atari:Pong-v5", "num_envs": 1}"#).unwrap().workers(), 1);
+        assert_eq!(RolloutRequest::from_json(r#"{"env": "gym:CartPole-v1"}"#).unwrap().workers(), 1);
     }
 
     #[test]

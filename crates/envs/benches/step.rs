@@ -47,5 +47,17 @@ fn steps(c: &mut Criterion) {
     bench_env(c, "CartPole-v1", "", "CartPole-v1");
 }
 
-criterion_group!(benches, steps);
+criterion_group!(benches, steps, atari_resize);
 criterion_main!(benches);
+
+/// The Atari preprocessing's shrink of one 210×160 screen to 84×84 (OpenCV's INTER_AREA),
+/// which every Atari agent step pays once.
+fn atari_resize(c: &mut Criterion) {
+    let frame: Vec<u8> = (0..210 * 160).map(|i| (i * 31 % 251) as u8).collect();
+    let mut out = vec![0u8; 84 * 84];
+    let mut area = rollway_envs::atari::resize::Area::new(210, 160, 84, 84);
+    let mut group = c.benchmark_group("atari");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("resize 210x160 to 84x84", |b| b.iter(|| area.run(std::hint::black_box(&frame), &mut out)));
+    group.finish();
+}

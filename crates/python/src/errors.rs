@@ -168,6 +168,11 @@ pub fn input_error(msg: impl Into<String>) -> PyErr {
     to_py(rollway_engine::Error::input(msg).into())
 }
 
+/// A `RollwayError` with this message (an env that failed in a call the bindings drive).
+pub fn failed(msg: impl Into<String>) -> PyErr {
+    to_py(anyhow::anyhow!(msg.into()))
+}
+
 /// Makes the classes and adds them to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

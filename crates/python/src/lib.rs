@@ -26,6 +26,7 @@ mod rollout;
 mod rows;
 mod run;
 mod tblog;
+mod vec_blocks;
 mod vec_env;
 
 use pyo3::prelude::*;

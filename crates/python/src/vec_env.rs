@@ -12,18 +12,30 @@
 //! the caller's thread one of them); the others are started per step (~15 µs each),
 //! which pays only when a slice's steps cost more than that (large N, costly envs),
 //! so one thread (the caller's) is the default.
+//!
+//! Ids a Python process hosts (`gym:ID`, `atari:GAME`, `module:callable`) are
+//! stepped in env blocks instead, in the caller's thread or in env processes
+//! (`vec_blocks.rs`), with the same autoreset and the same arrays out.
 
 use pyo3::prelude::*;
-use rollway_core::{DType, Env, Info, Layout, Params, RowMut, RowRef, Rows, StepOutcome};
+use rollway_core::{DType, Env, Info, Layout, Op, Params, RowMut, RowRef, Rows, StepOutcome};
 
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
+use crate::vec_blocks::Blocks;
+
+/// The envs themselves: rollway's, stepped here, or hosted ones in blocks.
+enum Backend {
+    Envs(Vec<Box<dyn Env>>),
+    Blocks(Blocks),
+}
 
 /// N envs of one id (the `rollway.VectorEnv` class drives them). Unsendable: envs
 /// are `Send` but not `Sync`, and a vector env belongs to the thread that steps it.
 #[pyclass(module = "rollway._rollway", unsendable)]
 pub struct VecEnvHandle {
-    envs: Vec<Box<dyn Env>>,
+    backend: Backend,
+    n: usize,
     ol: Layout,
     al: Layout,
     obs: Rows,
@@ -77,15 +89,37 @@ impl VecEnvHandle {
         }
         let params = Params(params.into_iter().collect());
         let envs = (0..num_envs).map(|_| rollway_envs::make(env_id, &params)).collect::<Result<Vec<_>, _>>().py()?;
-        let spec = envs[0].spec();
-        let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
-        let (obs, act) = (Rows::new(ol.row_bytes(), num_envs), Rows::new(al.row_bytes(), num_envs));
-        Ok(VecEnvHandle { envs, ol, al, obs, act, ended: vec![false; num_envs], threads: threads.clamp(1, num_envs) })
+        let spec = envs[0].spec().clone();
+        Ok(VecEnvHandle::with(Backend::Envs(envs), &spec, num_envs, threads))
+    }
+
+    /// `num_envs` hosted envs (`gym:ID`, `atari:GAME`, `module:callable`) in `workers`
+    /// env processes hosted by `python`, or in the caller's thread when `inline`.
+    #[staticmethod]
+    #[pyo3(signature = (env_id, num_envs, params, workers, inline, python))]
+    fn hosted(
+        py: Python<'_>,
+        env_id: &str,
+        num_envs: usize,
+        params: Vec<(String, String)>,
+        workers: usize,
+        inline: bool,
+        python: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
+        if num_envs == 0 {
+            return Err(input_error("num_envs must be at least 1"));
+        }
+        let blocks = Blocks::new(py, env_id, &Params(params.into_iter().collect()), num_envs, workers, inline, python)?;
+        let spec = blocks.spec().clone();
+        Ok(VecEnvHandle::with(Backend::Blocks(blocks), &spec, num_envs, 1))
     }
 
     /// (observation space, action space) of one env, as space JSON; and its time limit.
     fn spec(&self) -> (String, String, Option<u64>) {
-        let s = self.envs[0].spec();
+        let s = match &self.backend {
+            Backend::Envs(envs) => envs[0].spec(),
+            Backend::Blocks(b) => b.spec(),
+        };
         (s.observation_space.to_json(), s.action_space.to_json(), s.max_episode_steps)
     }
 
@@ -98,45 +132,107 @@ impl VecEnvHandle {
         seeds: Vec<Option<u64>>,
         options: Option<&str>,
     ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
-        if seeds.len() != self.envs.len() {
-            return Err(input_error(format!("{} seeds for {} envs", seeds.len(), self.envs.len())));
+        if seeds.len() != self.n {
+            return Err(input_error(format!("{} seeds for {} envs", seeds.len(), self.n)));
         }
         let options: Option<Info> =
             options.map(serde_json::from_str).transpose().map_err(|e| input_error(format!("reset options: {e}")))?;
         let (ol, obs) = (&self.ol, &mut self.obs);
-        for (i, env) in self.envs.iter_mut().enumerate() {
-            env.reset(seeds[i], options.as_ref(), RowMut::new(ol, obs.row_mut(i))).py()?;
+        match &mut self.backend {
+            Backend::Envs(envs) => {
+                for (i, env) in envs.iter_mut().enumerate() {
+                    env.reset(seeds[i], options.as_ref(), RowMut::new(ol, obs.row_mut(i))).py()?;
+                }
+            }
+            Backend::Blocks(_) if options.is_some() => {
+                return Err(input_error("reset options are not passed to envs hosted in Python; reset with a seed only"));
+            }
+            Backend::Blocks(blocks) => {
+                let ops: Vec<Option<Op>> = seeds.into_iter().map(|s| Some(Op::Reset(s))).collect();
+                blocks.round(py, &ops, &self.act, obs)?;
+            }
         }
         self.ended.iter_mut().for_each(|e| *e = false);
         Ok((self.observations(py)?, self.infos()))
     }
 
     /// Steps every env with its action (the actions' leaves packed row after row);
-    /// returns (observations, rewards, terminations, truncations, infos JSON or None).
-    #[allow(clippy::type_complexity)]
-    fn step<'py>(
-        &mut self,
-        py: Python<'py>,
-        actions: &[u8],
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<String>)> {
+    /// returns (observations, rewards, terminations, truncations, infos JSON or None,
+    /// finals). Next-step autoreset by default (`finals` is None); with `same_step`, an
+    /// env whose episode ended is reset within the call (Gymnasium's `SAME_STEP`, SB3's
+    /// `VecEnv`): the observations are then the reset ones, and `finals` the final
+    /// observations (every env's rows; those that ended are marked) and the ended mask.
+    #[pyo3(signature = (actions, same_step=false))]
+    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8], same_step: bool) -> PyResult<Stepped<'py>> {
         self.load_actions(actions)?;
-        let n = self.envs.len();
-        let mut outs = vec![Out::default(); n];
-        py.detach(|| self.step_all(&mut outs)).py()?;
+        let n = self.n;
+        let outs = if let Backend::Blocks(blocks) = &mut self.backend {
+            let ops: Vec<Option<Op>> = self.ended.iter().map(|&e| Some(if e { Op::Reset(None) } else { Op::Step })).collect();
+            let done = blocks.round(py, &ops, &self.act, &mut self.obs)?;
+            done.into_iter()
+                .map(|d| d.map_or_else(Out::default, |d| Out { reward: d.reward, terminated: d.terminated, truncated: d.truncated }))
+                .collect()
+        } else {
+            let mut outs = vec![Out::default(); n];
+            py.detach(|| self.step_all(&mut outs)).py()?;
+            outs
+        };
         for (e, o) in self.ended.iter_mut().zip(&outs) {
             *e = o.terminated || o.truncated;
         }
         let rewards = arrays::from_vec(py, outs.iter().map(|o| o.reward).collect::<Vec<f64>>(), DType::F64, &[n])?;
         let term = arrays::from_bools(py, &outs.iter().map(|o| o.terminated).collect::<Vec<_>>())?;
         let trunc = arrays::from_bools(py, &outs.iter().map(|o| o.truncated).collect::<Vec<_>>())?;
-        Ok((self.observations(py)?, rewards, term, trunc, self.infos()))
+        let infos = self.infos();
+        let finals = if same_step && self.ended.iter().any(|&e| e) {
+            let finals = (self.observations(py)?, arrays::from_bools(py, &self.ended)?);
+            self.reset_ended(py)?;
+            Some(finals)
+        } else {
+            None
+        };
+        Ok((self.observations(py)?, rewards, term, trunc, infos, finals))
     }
 }
 
+/// What `step` returns (see there).
+type Stepped<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<String>,
+    Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+);
+
 impl VecEnvHandle {
+    /// Resets (unseeded) every env whose episode ended, now.
+    fn reset_ended(&mut self, py: Python<'_>) -> PyResult<()> {
+        let (ol, obs) = (&self.ol, &mut self.obs);
+        match &mut self.backend {
+            Backend::Envs(envs) => {
+                for (i, env) in envs.iter_mut().enumerate().filter(|(i, _)| self.ended[*i]) {
+                    env.reset(None, None, RowMut::new(ol, obs.row_mut(i))).py()?;
+                }
+            }
+            Backend::Blocks(blocks) => {
+                let ops: Vec<Option<Op>> = self.ended.iter().map(|&e| e.then_some(Op::Reset(None))).collect();
+                blocks.round(py, &ops, &self.act, obs)?;
+            }
+        }
+        self.ended.iter_mut().for_each(|e| *e = false);
+        Ok(())
+    }
+
+    fn with(backend: Backend, spec: &rollway_core::EnvSpec, n: usize, threads: usize) -> VecEnvHandle {
+        let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
+        let (obs, act) = (Rows::new(ol.row_bytes(), n), Rows::new(al.row_bytes(), n));
+        VecEnvHandle { backend, n, ol, al, obs, act, ended: vec![false; n], threads: threads.clamp(1, n) }
+    }
+
     /// Copies packed action leaves into the action rows, checking each against the space.
     fn load_actions(&mut self, packed: &[u8]) -> PyResult<()> {
-        let n = self.envs.len();
+        let n = self.n;
         let per_env: usize = self.al.leaves().iter().map(|l| l.bytes()).sum();
         if packed.len() != n * per_env {
             return Err(input_error(format!(
@@ -160,11 +256,11 @@ impl VecEnvHandle {
     }
 
     fn step_all(&mut self, outs: &mut [Out]) -> rollway_core::Result<()> {
-        let (ol, al, n) = (&self.ol, &self.al, self.envs.len());
+        let (ol, al, n) = (&self.ol, &self.al, self.n);
+        let Backend::Envs(envs) = &mut self.backend else { unreachable!("only rollway's own envs are stepped here") };
         let chunk = n.div_ceil(self.threads);
         let (obs_w, act_w) = (self.obs.row_bytes().max(1), self.act.row_bytes().max(1));
-        let slices = self
-            .envs
+        let slices = envs
             .chunks_mut(chunk)
             .zip(self.obs.bytes_mut().chunks_mut(chunk * obs_w))
             .zip(self.act.bytes().chunks(chunk * act_w))
@@ -186,7 +282,7 @@ impl VecEnvHandle {
 
     /// The observation rows split into one fresh array `[N, ...]` per leaf.
     fn observations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let n = self.envs.len();
+        let n = self.n;
         let mut cols = Vec::new();
         for leaf in self.ol.leaves() {
             let (b, w) = (leaf.bytes(), self.obs.row_bytes());
@@ -205,8 +301,11 @@ impl VecEnvHandle {
     }
 
     /// The envs' infos as a JSON list, or None when every one is empty (the common case).
-    fn infos(&self) -> Option<String> {
-        let infos: Vec<Info> = self.envs.iter().map(|e| e.info()).collect();
+    fn infos(&mut self) -> Option<String> {
+        let infos: Vec<Info> = match &mut self.backend {
+            Backend::Envs(envs) => envs.iter().map(|e| e.info()).collect(),
+            Backend::Blocks(blocks) => blocks.infos(),
+        };
         infos.iter().any(|i| !i.0.is_empty()).then(|| serde_json::to_string(&infos).expect("infos serialize"))
     }
 }

@@ -12,6 +12,9 @@
 //! Cost: each source row's horizontal sum is computed once, though OpenCV
 //! recomputes a row that two destination rows share (the same value either way).
 
+/// Source rows summed across together (one vector register of `f32` on AVX2).
+const LANES: usize = 8;
+
 /// One source pixel's weight in one destination pixel.
 #[derive(Clone, Copy, Debug)]
 struct Tap {
@@ -49,8 +52,15 @@ pub struct Area {
     width: usize,
     out_w: usize,
     out_h: usize,
-    xs: Vec<Tap>,
+    /// The horizontal taps as `k` planes of `out_w`: plane `j` holds each destination
+    /// pixel's `j`-th tap (source index, weight), in OpenCV's order; a pixel with fewer
+    /// taps is padded with weight 0, which adds +0.0 to a non-negative sum: no change.
+    across: Vec<(Vec<usize>, Vec<f32>)>,
     ys: Vec<Tap>,
+    /// `LANES` source rows as floats, column by column (see [`Area::run`]).
+    columns: Vec<[f32; LANES]>,
+    /// Their sums across, destination pixel by pixel.
+    sums: Vec<[f32; LANES]>,
     /// Each source row summed across (`height × out_w`), reused by every destination row it feeds.
     rows: Vec<f32>,
     sum: Vec<f32>,
@@ -60,26 +70,56 @@ impl Area {
     /// A shrink of `height × width` frames to `out_h × out_w` (neither larger than its source).
     pub fn new(height: usize, width: usize, out_h: usize, out_w: usize) -> Area {
         assert!(out_h <= height && out_w <= width && out_h > 0 && out_w > 0, "INTER_AREA here only shrinks");
+        let xs = taps(width, out_w);
+        let mut per_pixel = vec![Vec::new(); out_w];
+        for t in &xs {
+            per_pixel[t.dst].push((t.src, t.alpha));
+        }
+        let k = per_pixel.iter().map(Vec::len).max().unwrap_or(0);
+        let across = (0..k).map(|j| per_pixel.iter().map(|taps| taps.get(j).copied().unwrap_or((0, 0.0))).unzip()).collect();
         Area {
             width,
             out_w,
             out_h,
-            xs: taps(width, out_w),
+            across,
             ys: taps(height, out_h),
+            columns: vec![[0.0; LANES]; width],
+            sums: vec![[0.0; LANES]; out_w],
             rows: vec![0.0; height * out_w],
             sum: vec![0.0; out_w],
         }
     }
 
     /// Shrinks `src` (row-major `height × width`) into `dst` (`out_h × out_w`).
+    ///
+    /// The horizontal sums are taken `LANES` source rows at a time, with the rows as
+    /// the vector lanes: each tap is then one load of `LANES` floats, and the order of
+    /// the additions within each pixel is still the table's.
     pub fn run(&mut self, src: &[u8], dst: &mut [u8]) {
         let (w, ow) = (self.width, self.out_w);
         assert_eq!(src.len() * ow, self.rows.len() * w, "source frame size");
         assert_eq!(dst.len(), self.out_h * ow, "destination frame size");
-        for (row, across) in src.chunks_exact(w).zip(self.rows.chunks_exact_mut(ow)) {
-            across.fill(0.0);
-            for t in &self.xs {
-                across[t.dst] += f32::from(row[t.src]) * t.alpha;
+        for (block, out) in src.chunks(w * LANES).zip(self.rows.chunks_mut(ow * LANES)) {
+            for (lane, pixels) in block.chunks_exact(w).enumerate() {
+                for (column, &p) in self.columns.iter_mut().zip(pixels) {
+                    column[lane] = f32::from(p);
+                }
+            }
+            self.sums.fill([0.0; LANES]);
+            for (index, weight) in &self.across {
+                for ((sum, &i), &wt) in self.sums.iter_mut().zip(index).zip(weight) {
+                    // Copied in and out whole: the lanes then compile to vector operations.
+                    let (column, mut s) = (self.columns[i], *sum);
+                    for lane in 0..LANES {
+                        s[lane] += column[lane] * wt;
+                    }
+                    *sum = s;
+                }
+            }
+            for (lane, across) in out.chunks_exact_mut(ow).enumerate() {
+                for (a, sum) in across.iter_mut().zip(&self.sums) {
+                    *a = sum[lane];
+                }
             }
         }
         let sum = &mut self.sum;
@@ -103,10 +143,15 @@ impl Area {
     }
 }
 
-/// OpenCV's `saturate_cast<uchar>(float)`: round half to even, then clamp.
+/// OpenCV's `saturate_cast<uchar>(float)`: round half to even, then clamp. For
+/// `0 <= s <= 255`, adding 2^23 rounds to the nearest integer, ties to even (the
+/// default rounding mode, as `cvRound`), and leaves it in the low bits of the
+/// mantissa; clamping first gives the saturation. Both vectorize, where
+/// `round_ties_even` is a libm call without SSE4.1 and `as u8` checks for NaN.
 fn write(sum: &[f32], out: &mut [u8]) {
-    for (o, s) in out.iter_mut().zip(sum) {
-        *o = s.round_ties_even().clamp(0.0, 255.0) as u8;
+    const MAGIC: f32 = 8_388_608.0;
+    for (o, &s) in out.iter_mut().zip(sum) {
+        *o = ((s.clamp(0.0, 255.0) + MAGIC).to_bits() & 0xff) as u8;
     }
 }
 
@@ -135,6 +180,13 @@ mod tests {
             area.run(&vec![v; 210 * 160], &mut out);
             assert!(out.iter().all(|&o| o == v), "{v}");
         }
+    }
+
+    #[test]
+    fn rounding_is_half_to_even_and_saturates() {
+        let mut out = [0u8; 8];
+        write(&[0.5, 1.5, 2.5, 2.5001, 254.5, 255.5, 300.0, -3.0], &mut out);
+        assert_eq!(out, [0, 2, 2, 3, 254, 255, 255, 0]);
     }
 
     /// OpenCV's own output for a fixed 210×160 frame (`testdata/area.py` made it with

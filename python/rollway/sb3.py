@@ -1,0 +1,83 @@
+"""``rollway.sb3.VecEnv``: rollway's vector envs as a Stable-Baselines3 ``VecEnv``.
+
+SB3's algorithms take any ``VecEnv``; this one steps ``rollway.make_vec``'s envs (a
+built-in id, ``gym:ID``, ``atari:GAME``, ``module:callable``) with SB3's conventions:
+an env whose episode ends is reset within the same step, its last observation in
+``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]`` set when a
+time limit cut it (SB3 bootstraps those), rewards as float32, and ``seed()`` taking
+effect at the next ``reset()``::
+
+    from stable_baselines3 import PPO
+    from rollway.sb3 import VecEnv
+
+    model = PPO("CnnPolicy", VecEnv("atari:Breakout-v5", 8, reward_clip=True), n_steps=128)
+    model.learn(100_000)
+
+Needs ``stable-baselines3`` (not a dependency of rollway).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Type
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv as _SB3VecEnv
+
+from rollway.vector import VectorEnv, make_vec
+
+
+def _row(obs: Any, i: int) -> Any:
+    """Env ``i``'s observation of a batch (an array, or a dict of arrays)."""
+    return {k: _row(v, i) for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
+
+
+class VecEnv(_SB3VecEnv):
+    """``num_envs`` envs ``env_id`` (``make_vec``'s keyword arguments after them) as an SB3 ``VecEnv``."""
+
+    def __init__(self, env_id: str, num_envs: int = 1, **make_vec_kwargs: Any) -> None:
+        self.venv: VectorEnv = make_vec(env_id, num_envs, **make_vec_kwargs)
+        self._actions: Optional[np.ndarray] = None
+        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+
+    def reset(self) -> Any:
+        seeds = None if all(s is None for s in self._seeds) else self._seeds
+        obs, _ = self.venv.reset(seed=seeds)
+        self._reset_seeds()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> Any:
+        obs, rewards, terminated, truncated, raw, finals = self.venv._h.step(self.venv._pack(self._actions), same_step=True)
+        infos: List[Dict[str, Any]] = json.loads(raw) if raw is not None else [{} for _ in range(self.num_envs)]
+        dones = terminated | truncated
+        if finals is not None:
+            final_obs, _ = finals
+            for i in np.flatnonzero(dones):
+                infos[i]["terminal_observation"] = _row(final_obs, i)
+                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+        return obs, rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> List[Any]:
+        # The envs live in Rust or in env processes: only what the vector env knows is there.
+        value = getattr(self.venv, attr_name, None)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        raise AttributeError(f"rollway's envs are not Python objects here: {attr_name} cannot be set on them")
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> List[Any]:
+        raise AttributeError(f"rollway's envs are not Python objects here: {method_name}() cannot be called on them")
+
+    def env_is_wrapped(self, wrapper_class: Type[Any], indices: Any = None) -> List[bool]:
+        return [False for _ in self._indices(indices)]
+
+    def _indices(self, indices: Any) -> Iterable[int]:
+        if indices is None:
+            return range(self.num_envs)
+        return [indices] if isinstance(indices, int) else list(indices)
