@@ -84,3 +84,35 @@ def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processe
 def test_issue55_atari_settings_rollway_cannot_honour_are_refused(params, says):
     with pytest.raises(rollway.InputError, match=says):
         rollway.Rollout("atari:Pong-v5", "random", num_envs=1, env_params=params)
+
+
+def _example(name):
+    from test_rollout import example
+
+    return example(name)
+
+
+def test_issue55_ppo_atari_example_trains_on_rollway_frames_and_records_its_replay(tmp_path):
+    """examples/ppo_atari.py (CleanRL's ppo_atari network and update) for a few updates, its
+    episodes cut at 60 steps (bootstrapped) and recorded into the run's replay."""
+    m = _example("ppo_atari")
+    r = m.train_atari(total_steps=1024, envs=4, steps=64, threads=1, log=False, max_episode_steps=60,
+                      run_dir=str(tmp_path / "run"))
+    assert r["steps"] == 1024 and r["steps_per_s"] > 0
+    ds = rollway.Dataset(tmp_path / "run" / "replay")
+    assert len(ds) >= 12 and all(ds[k].length == 60 for k in range(len(ds)))
+    ep = ds[0]
+    assert ep.observations.shape == (61, 4, 84, 84) and ep.status == "truncated"
+    replay(lambda: gymnasium_atari("Pong-v5", {}, 60), ds, with_infos=False, reward=np.sign)
+
+
+def test_issue55_ppo_continuous_example_runs_on_pendulum_and_halfcheetah():
+    """examples/ppo_continuous.py (CleanRL's ppo_continuous_action) for two updates on rollway's own
+    Pendulum-v1 and on MuJoCo's HalfCheetah-v5 hosted in Python: clipped actions reach the env, the
+    update reads the policy's raw samples and normalised observations."""
+    m = _example("ppo_continuous")
+    r = m.train_continuous(total_steps=4096, steps=2048, log=False)
+    assert r["steps"] == 4096 and np.isfinite(r["mean_return"])
+    pytest.importorskip("mujoco")
+    r = m.train_continuous(total_steps=2048, env="gym:HalfCheetah-v5", steps=1024, envs=2, log=False)
+    assert r["steps"] == 2048
