@@ -229,3 +229,31 @@ def test_issue15_minari_export_in_each_format_round_trips(tmp_path, monkeypatch,
         assert (a.seed, a.length) == (c.seed, c.length)
     with pytest.raises(rollway.InputError, match="hdf5, arrow, parquet"):
         src.export("minari", tmp_path / "minari" / "x" / "bad-v0", data_format="feather", progress=False)
+
+
+@pytest.mark.parametrize("env, params, needs", [
+    ("gym:HalfCheetah-v5", {"max_episode_steps": 50}, "mujoco"),
+    ("atari:Pong-v5", {}, "ale_py"),
+])
+def test_issue55_standard_envs_round_trip_through_minari(env, params, needs, tmp_path):
+    """Issue 55: MuJoCo and Atari episodes (a run's, as Minari's own mujoco/* and atari/* datasets hold
+    them: the env's observations and actions, float64 and uint8 frames) export to a dataset minari
+    reads, and import back equal."""
+    minari = pytest.importorskip("minari")
+    pytest.importorskip(needs)
+    out = tmp_path / "ds"
+    rollway.run(env=env, agent="random", episodes=2, seed=5, out=out, env_params=params, max_steps=40, progress=False,
+                frame_media="lz4", workers=1, envs_per_worker=2)
+    ds = rollway.Dataset(out)
+    rep = ds.export("minari", tmp_path / "m" / "std" / "random-v0", dataset_id="std/random-v0", progress=False)
+    m = minari.MinariDataset(rep["path"])
+    assert m.total_episodes == len(ds) == 2
+    for a, b in zip(ds, m.iterate_episodes()):
+        np.testing.assert_array_equal(a.observations, b.observations)
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_array_equal(a.rewards, b.rewards)
+        assert b.observations.dtype == a.observations.dtype
+    back = rollway.import_minari(tmp_path / "m" / "std" / "random-v0", tmp_path / "back", progress=False)
+    for a, b in zip(ds, back):
+        np.testing.assert_array_equal(a.observations, b.observations)
+        np.testing.assert_array_equal(a.actions, b.actions)
