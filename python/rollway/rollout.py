@@ -214,6 +214,8 @@ class Rollout:
     deterministic for a given ``seed`` either way; ``False`` saves what a Python env's
     ``reset(seed=...)`` costs (a new numpy ``Generator``: ~13 µs for CartPole, a tenth
     of the engine's time on random-policy CartPole, whose episodes last ~10 steps).
+    The default is ``True``, except for ``atari:`` envs that record nothing: a seeded ALE
+    reset reloads the ROM (~150 ms, half a random Pong episode's steps).
     ``episode_ids=(base, offset, slots)``: env slot ``i``'s ``j``-th episode is episode
     ``(base + j) * slots + offset + i`` (and seeded as ``rollway.run``'s episode of that
     index), instead of ``j * num_envs + i``; with ``join=(run, writer_id)``, ``out`` is an
@@ -255,7 +257,7 @@ class Rollout:
         check: bool = True,
         out: Optional[Union[str, "os.PathLike[str]"]] = None,
         commit_every: float = 1.0,
-        seed_each_episode: bool = True,
+        seed_each_episode: Optional[bool] = None,
         episode_ids: Optional[Tuple[int, int, int]] = None,
         join: Optional[Tuple[int, str]] = None,
         policy_params: Optional[Mapping[str, Any]] = None,

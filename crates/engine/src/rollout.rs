@@ -96,8 +96,9 @@ pub struct RolloutRequest {
     pub out: Option<PathBuf>,
     /// The longest a finished episode waits to be committed, seconds.
     pub commit_every: f64,
-    /// Every episode reset with its own seed (needed with `out`).
-    pub seed_each_episode: bool,
+    /// Every episode reset with its own seed (needed with `out`); `None`: yes, except
+    /// for `atari:` envs recording nothing (see [`RolloutRequest::seed_each_episode`]).
+    pub seed_each_episode: Option<bool>,
     /// `(base, offset, slots)`: see [`EpisodeIds`].
     pub episode_ids: Option<(u64, u64, u64)>,
     /// `(run, writer id)`: write run `run` of the dataset at `out` as one of many writers.
@@ -133,7 +134,7 @@ impl Default for RolloutRequest {
             check: d.check,
             out: None,
             commit_every: 1.0,
-            seed_each_episode: d.seed_each_episode,
+            seed_each_episode: None,
             episode_ids: None,
             join: None,
             resume: false,
@@ -157,6 +158,16 @@ impl RolloutRequest {
             Host::Process => false,
             Host::Auto => self.workers() == 1 && self.max_policy_lag == 0 && self.step_timeout.is_none(),
         }
+    }
+
+    /// Whether every episode is reset with its own seed: as asked, else yes, except for
+    /// `atari:` envs that record nothing. A seeded reset of an ALE env is Gymnasium's,
+    /// which reloads the ROM (~150 ms on a 2-core VM, half a random Pong episode's
+    /// steps); seeded once each, as EnvPool and Gymnasium's vector envs seed, their
+    /// fragments are as deterministic for a given seed, but an episode cannot be
+    /// replayed from a seed of its own, which is what a recording needs.
+    pub fn seed_each_episode(&self) -> bool {
+        self.seed_each_episode.unwrap_or(self.out.is_some() || !self.env.starts_with("atari:"))
     }
 
     /// The workers asked for, else one, except for `atari:` envs away from `host="inline"`:
@@ -192,7 +203,7 @@ impl RolloutRequest {
             max_steps: self.max_episode_steps,
             step_timeout,
             check: self.check,
-            seed_each_episode: self.seed_each_episode,
+            seed_each_episode: self.seed_each_episode(),
             episode_ids: self.episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots }),
             episode_starts: self.episode_starts.clone(),
             version: self.version,
@@ -550,6 +561,16 @@ mod tests {
         assert_eq!(atari(r#", "host": "inline""#).workers(), 1);
         assert_eq!(RolloutRequest::from_json(r#"{"env": "atari:Pong-v5", "num_envs": 1}"#).unwrap().workers(), 1);
         assert_eq!(RolloutRequest::from_json(r#"{"env": "gym:CartPole-v1"}"#).unwrap().workers(), 1);
+    }
+
+    #[test]
+    fn atari_envs_are_seeded_once_unless_recording_or_asked() {
+        let req = |json: &str| RolloutRequest::from_json(json).unwrap().seed_each_episode();
+        assert!(!req(r#"{"env": "atari:Pong-v5"}"#));
+        assert!(req(r#"{"env": "atari:Pong-v5", "out": "/tmp/x"}"#));
+        assert!(req(r#"{"env": "atari:Pong-v5", "seed_each_episode": true}"#));
+        assert!(req(r#"{"env": "gym:CartPole-v1"}"#) && req(r#"{"env": "CartPole-v1"}"#));
+        assert!(!req(r#"{"env": "CartPole-v1", "seed_each_episode": false}"#));
     }
 
     #[test]
