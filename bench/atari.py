@@ -8,9 +8,11 @@ as ALE's v5), random actions, agent steps/s, side by side in one run:
 - EnvPool ``Pong-v5`` (its own C++ preprocessing; ``repeat_action_probability=0.25`` and
   ``use_fire_reset=False`` to match Gymnasium's, ``num_threads`` = cores);
 - Gymnasium's ``AsyncVectorEnv`` of ``FrameStackObservation(AtariPreprocessing(...))``;
-- ``rollway.Rollout("atari:Pong-v5", "random")``, each env seeded once as EnvPool's and
-  Gymnasium's vector envs do (``seed_each_episode=False``: the equal setting), and as it comes
-  (every episode reset with its own seed, which reloads the ROM: Gymnasium's seeded reset).
+- ``rollway.Rollout("atari:Pong-v5", "random")`` as it comes (one env process per core, each
+  env seeded once, as EnvPool's and Gymnasium's vector envs are), and with every episode reset
+  with its own seed, as a recording needs (Gymnasium's seeded reset reloads the ROM);
+- ``rollway.make_vec("atari:Pong-v5", N)``, a ``gymnasium.vector.VectorEnv`` stepped from a
+  Python loop with random actions, as EnvPool is.
 
 Each figure is measured in a fresh process (after a warm-up), the systems alternate, and each
 cell is the median of the reps.
@@ -108,7 +110,7 @@ def gymnasium_rate(n: int, seconds: float) -> float:
 def rollway_rate(n: int, seconds: float, each: bool) -> float:
     import rollway
 
-    with rollway.Rollout(f"atari:{GAME}", "random", num_envs=n, steps=T, seed=1, seed_each_episode=each) as r:
+    with rollway.Rollout(f"atari:{GAME}", "random", num_envs=n, steps=T, seed=1, seed_each_episode=each or None) as r:
         r.collect()
         k, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
@@ -117,12 +119,30 @@ def rollway_rate(n: int, seconds: float, each: bool) -> float:
         return k * T * n / (time.perf_counter() - t0)
 
 
+def make_vec_rate(n: int, seconds: float) -> float:
+    import numpy as np
+
+    import rollway
+
+    env = rollway.make_vec(f"atari:{GAME}", n)
+    env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    k, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        env.step(rng.integers(0, env.single_action_space.n, n))
+        k += 1
+    rate = k * n / (time.perf_counter() - t0)
+    env.close()
+    return rate
+
+
 SYSTEMS = {
     "ALE alone, 1 process": floor,
     "EnvPool": envpool_rate,
     "Gymnasium AsyncVectorEnv": gymnasium_rate,
-    "rollway, each env seeded once": lambda n, s: rollway_rate(n, s, False),
-    "rollway, every episode seeded": lambda n, s: rollway_rate(n, s, True),
+    "rollway Rollout (default)": lambda n, s: rollway_rate(n, s, False),
+    "rollway Rollout, every episode seeded": lambda n, s: rollway_rate(n, s, True),
+    "rollway make_vec": make_vec_rate,
 }
 FLOOR_ALL = "ALE alone, 1 process per core at once"
 

@@ -39,13 +39,13 @@ class GymSource:
     ``gym.make(env_id)``), ``env_id`` names EnvPool's."""
 
     def __init__(self, kind: str, acting: Any, envs: int, steps: int, seed: int, env_id: str = "CartPole-v1",
-                 make: Optional[Callable[[], Any]] = None):
+                 make: Optional[Callable[[], Any]] = None, envpool_kwargs: Optional[Dict[str, Any]] = None):
         import gymnasium as gym
 
         if kind == "envpool":
             import envpool
 
-            self.vec = envpool.make(env_id, env_type="gymnasium", num_envs=envs, seed=seed)
+            self.vec = envpool.make(env_id, env_type="gymnasium", num_envs=envs, seed=seed, **(envpool_kwargs or {}))
             self.obs, _ = self.vec.reset()
         else:
             fns = [make or (lambda: gym.make(env_id)) for _ in range(envs)]

@@ -79,7 +79,8 @@ class Game:
         import gymnasium
 
         env = gymnasium.make(self.id, **self.kwargs)
-        if self.options["noop_max"] > 0 and env.unwrapped.get_action_meanings()[0] != "NOOP":
+        ale_env: Any = env.unwrapped
+        if self.options["noop_max"] > 0 and ale_env.get_action_meanings()[0] != "NOOP":
             raise ValueError(f"atari:{self.name}: action 0 is not NOOP, so no-op resets cannot be played: set noop_max=0")
         return env
 

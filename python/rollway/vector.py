@@ -102,7 +102,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         # The handle's env processes (hosted ids) stop when it is dropped.
-        self._h = None
+        self.__dict__.pop("_h", None)
 
 
 def make_vec(env_id: str, num_envs: int = 1, *, threads: int = 1, workers: Optional[int] = None, host: str = "auto",

@@ -68,8 +68,8 @@ def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processe
         assert f.obs.shape == (65, 2, 4, 84, 84) and f.obs.dtype == np.uint8
         ds = rollway.Dataset(out)
         replay(lambda: gymnasium_atari("Pong-v5", {}, 100), ds, with_infos=False)
-        for row, (t, e) in enumerate(zip(f.finished["step"], f.finished["env"])):
-            ep = next(ds[k] for k in range(len(ds)) if ds[k].id == f.finished["episode"][row])
+        for row, episode in enumerate(f.finished["episode"]):
+            ep = next(ds[k] for k in range(len(ds)) if ds[k].id == episode)
             np.testing.assert_array_equal(f.final_obs[row], ep.observations[-1])
         seen[host] = np.concatenate([x.obs for x in frags])
     np.testing.assert_array_equal(seen["inline"], seen["process"])

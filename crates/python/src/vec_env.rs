@@ -27,7 +27,7 @@ use crate::vec_blocks::Blocks;
 /// The envs themselves: rollway's, stepped here, or hosted ones in blocks.
 enum Backend {
     Envs(Vec<Box<dyn Env>>),
-    Blocks(Blocks),
+    Blocks(Box<Blocks>),
 }
 
 /// N envs of one id (the `rollway.VectorEnv` class drives them). Unsendable: envs
@@ -111,7 +111,7 @@ impl VecEnvHandle {
         }
         let blocks = Blocks::new(py, env_id, &Params(params.into_iter().collect()), num_envs, workers, inline, python)?;
         let spec = blocks.spec().clone();
-        Ok(VecEnvHandle::with(Backend::Blocks(blocks), &spec, num_envs, 1))
+        Ok(VecEnvHandle::with(Backend::Blocks(Box::new(blocks)), &spec, num_envs, 1))
     }
 
     /// (observation space, action space) of one env, as space JSON; and its time limit.

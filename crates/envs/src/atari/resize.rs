@@ -204,6 +204,6 @@ mod tests {
     /// The frame `testdata/area.py` draws: edges, gradients and noise-like bits, so that
     /// ties and the .5 roundings OpenCV resolves to even actually occur.
     fn pattern(y: usize, x: usize) -> u8 {
-        ((x * 7 + y * 13 + (x * y) % 31 + if (x / 8 + y / 5) % 2 == 0 { 100 } else { 0 }) % 256) as u8
+        ((x * 7 + y * 13 + (x * y) % 31 + if (x / 8 + y / 5).is_multiple_of(2) { 100 } else { 0 }) % 256) as u8
     }
 }

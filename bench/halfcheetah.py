@@ -1,0 +1,131 @@
+"""Issue 55: MuJoCo HalfCheetah-v5 with random actions, env steps/s, side by side in one run:
+EnvPool's ``HalfCheetah-v5`` (``num_threads`` = cores), Gymnasium's ``SyncVectorEnv`` and
+``AsyncVectorEnv`` of ``gym.make("HalfCheetah-v5")``, ``rollway.Rollout("gym:HalfCheetah-v5",
+"random")`` as it comes (one worker: the envs in the rollout's thread) and over one env process per
+core, and ``rollway.make_vec("gym:HalfCheetah-v5", N)`` driven from a Python loop. Each figure in a
+fresh process after a warm-up, the systems alternating, the median of the reps.
+
+    bench/run_mujoco.sh [--envs 8,32] [--reps 3] [--seconds 10] [--out FILE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from benchlib import fmt_rate, log, machine_note, md_table, module_versions, usable_cores, write_report
+
+ENV, T = "HalfCheetah-v5", 128
+
+
+def loop(env, n: int, seconds: float, sample) -> float:
+    for _ in range(20):
+        env.step(sample())
+    k, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        env.step(sample())
+        k += 1
+    return k * n / (time.perf_counter() - t0)
+
+
+def envpool_rate(n: int, seconds: float) -> float:
+    import envpool
+    import numpy as np
+
+    env = envpool.make(ENV, env_type="gymnasium", num_envs=n, num_threads=usable_cores(), seed=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    return loop(env, n, seconds, lambda: rng.uniform(-1, 1, (n, 6)).astype(np.float32))
+
+
+def gymnasium_rate(n: int, seconds: float, mode: str) -> float:
+    import gymnasium as gym
+
+    env = gym.make_vec(ENV, n, vectorization_mode=mode)
+    env.reset(seed=1)
+    env.action_space.seed(0)
+    rate = loop(env, n, seconds, env.action_space.sample)
+    env.close()
+    return rate
+
+
+def rollway_rate(n: int, seconds: float, workers) -> float:
+    import rollway
+
+    with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps=T, seed=1, workers=workers) as r:
+        r.collect()
+        k, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            r.collect()
+            k += 1
+        return k * T * n / (time.perf_counter() - t0)
+
+
+def make_vec_rate(n: int, seconds: float) -> float:
+    import rollway
+
+    env = rollway.make_vec(f"gym:{ENV}", n)
+    env.reset(seed=1)
+    env.action_space.seed(0)
+    rate = loop(env, n, seconds, env.action_space.sample)
+    env.close()
+    return rate
+
+
+SYSTEMS = {
+    "EnvPool": envpool_rate,
+    "Gymnasium SyncVectorEnv": lambda n, s: gymnasium_rate(n, s, "sync"),
+    "Gymnasium AsyncVectorEnv": lambda n, s: gymnasium_rate(n, s, "async"),
+    "rollway Rollout (default)": lambda n, s: rollway_rate(n, s, None),
+    "rollway Rollout, 1 env process per core": lambda n, s: rollway_rate(n, s, usable_cores()),
+    "rollway make_vec": make_vec_rate,
+}
+
+
+def measure(system: str, n: int, seconds: float) -> float:
+    cmd = [sys.executable, __file__, "--one", system, "--n", str(n), "--seconds", str(seconds)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 10 + 300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{system} at N={n} failed (exit {p.returncode}): {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--envs", default="8,32")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--out")
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.one:
+        print(json.dumps(SYSTEMS[a.one](a.n, a.seconds)))
+        return
+    load_start = os.getloadavg()
+    envs = [int(x) for x in a.envs.split(",")]
+    med = {}
+    for n in envs:
+        rates = {s: [] for s in SYSTEMS}
+        for rep in range(a.reps):
+            for s in SYSTEMS:
+                rates[s].append(measure(s, n, a.seconds))
+                log(f"N={n} rep {rep + 1}: {s} {rates[s][-1]:,.0f}/s")
+        med[n] = {s: statistics.median(v) for s, v in rates.items()}
+    rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][s] / med[n]['EnvPool']:.2f}×)" for n in envs)] for s in SYSTEMS]
+    packages = ", ".join(f"{m} {v}" for m, v in module_versions(["rollway", "envpool", "mujoco", "gymnasium", "numpy"]).items())
+    text = "\n".join([
+        f"MuJoCo {ENV}, random actions: env steps/s, median of {a.reps} ({a.seconds:.0f} s each, after a warm-up; "
+        "ratio to EnvPool).", "",
+        *machine_note(None, load_start, os.getloadavg(), packages=packages), "",
+        *md_table(["", *(f"N = {n}" for n in envs)], rows, "l" + "r" * len(envs))]) + "\n"
+    write_report(text, a.out)
+
+
+if __name__ == "__main__":
+    main()
