@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import fmt_rate, log, machine_note, md_table, module_versions, usable_cores, write_report
+from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, timed_steps, usable_cores, write_report
 
 GAME, T = "Pong-v5", 128
 
@@ -70,13 +70,7 @@ def envpool_rate(n: int, seconds: float) -> float:
                        repeat_action_probability=0.25, use_fire_reset=False)
     env.reset()
     rng = np.random.default_rng(0)
-    for _ in range(20):
-        env.step(rng.integers(0, env.action_space.n, n))
-    k, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        env.step(rng.integers(0, env.action_space.n, n))
-        k += 1
-    return k * n / (time.perf_counter() - t0)
+    return timed_steps(lambda: env.step(rng.integers(0, env.action_space.n, n)), n, seconds)
 
 
 def gymnasium_rate(n: int, seconds: float) -> float:
@@ -96,13 +90,7 @@ def gymnasium_rate(n: int, seconds: float) -> float:
     env = gym.vector.AsyncVectorEnv([make] * n)
     env.reset(seed=1)
     rng = np.random.default_rng(0)
-    for _ in range(20):
-        env.step(rng.integers(0, env.single_action_space.n, n))
-    k, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        env.step(rng.integers(0, env.single_action_space.n, n))
-        k += 1
-    rate = k * n / (time.perf_counter() - t0)
+    rate = timed_steps(lambda: env.step(rng.integers(0, env.single_action_space.n, n)), n, seconds)
     env.close()
     return rate
 
@@ -111,12 +99,7 @@ def rollway_rate(n: int, seconds: float, each: bool) -> float:
     import rollway
 
     with rollway.Rollout(f"atari:{GAME}", "random", num_envs=n, steps=T, seed=1, seed_each_episode=each or None) as r:
-        r.collect()
-        k, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            r.collect()
-            k += 1
-        return k * T * n / (time.perf_counter() - t0)
+        return timed_steps(r.collect, n * T, seconds, warmup=1)
 
 
 def make_vec_rate(n: int, seconds: float) -> float:
@@ -127,11 +110,7 @@ def make_vec_rate(n: int, seconds: float) -> float:
     env = rollway.make_vec(f"atari:{GAME}", n)
     env.reset(seed=1)
     rng = np.random.default_rng(0)
-    k, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        env.step(rng.integers(0, env.single_action_space.n, n))
-        k += 1
-    rate = k * n / (time.perf_counter() - t0)
+    rate = timed_steps(lambda: env.step(rng.integers(0, env.single_action_space.n, n)), n, seconds)
     env.close()
     return rate
 
@@ -149,10 +128,10 @@ FLOOR_ALL = "ALE alone, 1 process per core at once"
 
 def measure(system: str, n: int, seconds: float) -> float:
     """One figure, in a fresh process; the floor of all cores is that many processes at once."""
-    copies = usable_cores() if system == FLOOR_ALL else 1
-    name = "ALE alone, 1 process" if system == FLOOR_ALL else system
-    cmd = [sys.executable, __file__, "--one", name, "--n", str(n), "--seconds", str(seconds)]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(copies)]
+    if system != FLOOR_ALL:
+        return fresh_process_rate(__file__, system, n, seconds)
+    cmd = [sys.executable, __file__, "--one", "ALE alone, 1 process", "--n", str(n), "--seconds", str(seconds)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(usable_cores())]
     rates = []
     for p in procs:
         out, _ = p.communicate(timeout=seconds * 10 + 300)

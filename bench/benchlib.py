@@ -169,6 +169,26 @@ def common_parser(doc: str, *, quick_help: str, reps_help: str) -> argparse.Argu
     return p
 
 
+def timed_steps(step, n: int, seconds: float, warmup: int = 20) -> float:
+    """``step()`` (which steps ``n`` envs) called ``warmup`` times, then for ``seconds``: env steps/s."""
+    for _ in range(warmup):
+        step()
+    k, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        step()
+        k += 1
+    return k * n / (time.perf_counter() - t0)
+
+
+def fresh_process_rate(script: str, system: str, n: int, seconds: float) -> float:
+    """One figure of a bench script's ``--one SYSTEM --n N --seconds S`` mode, in a fresh process."""
+    cmd = [sys.executable, script, "--one", system, "--n", str(n), "--seconds", str(seconds)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 10 + 300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{system} at N={n} failed (exit {p.returncode}): {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def write_report(report: str, out: Optional[str]) -> None:
     """`report` as is to stdout and, when `out` is given, to that file."""
     print(report, end="")

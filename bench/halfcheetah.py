@@ -14,23 +14,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
-import time
 
-from benchlib import fmt_rate, log, machine_note, md_table, module_versions, usable_cores, write_report
+from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, timed_steps, usable_cores, write_report
 
 ENV, T = "HalfCheetah-v5", 128
 
 
 def loop(env, n: int, seconds: float, sample) -> float:
-    for _ in range(20):
-        env.step(sample())
-    k, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        env.step(sample())
-        k += 1
-    return k * n / (time.perf_counter() - t0)
+    return timed_steps(lambda: env.step(sample()), n, seconds)
 
 
 def envpool_rate(n: int, seconds: float) -> float:
@@ -58,12 +49,7 @@ def rollway_rate(n: int, seconds: float, workers) -> float:
     import rollway
 
     with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps=T, seed=1, workers=workers) as r:
-        r.collect()
-        k, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            r.collect()
-            k += 1
-        return k * T * n / (time.perf_counter() - t0)
+        return timed_steps(r.collect, n * T, seconds, warmup=1)
 
 
 def make_vec_rate(n: int, seconds: float) -> float:
@@ -88,11 +74,7 @@ SYSTEMS = {
 
 
 def measure(system: str, n: int, seconds: float) -> float:
-    cmd = [sys.executable, __file__, "--one", system, "--n", str(n), "--seconds", str(seconds)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 10 + 300)
-    if p.returncode != 0:
-        raise RuntimeError(f"{system} at N={n} failed (exit {p.returncode}): {p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return fresh_process_rate(__file__, system, n, seconds)
 
 
 def main() -> None:

@@ -298,6 +298,15 @@ def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epoc
     b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
     b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)
     b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
+    minibatch_epochs(agent, opt, (b_obs, b_act, b_logp, b_val, b_adv, b_ret), epochs, minibatches, clip, ent_coef, vf_coef,
+                     max_grad_norm)
+
+
+def minibatch_epochs(agent: nn.Module, opt: torch.optim.Optimizer, batch: Tuple[Any, ...], epochs: int, minibatches: int,
+                     clip: float, ent_coef: float, vf_coef: float, max_grad_norm: float) -> None:
+    """CleanRL's epochs of shuffled minibatches over ``batch``: (observations, actions, log-probs,
+    values, advantages, returns), each flat over the fragment's steps and envs."""
+    b_obs, b_act, b_logp, b_val, b_adv, b_ret = batch
     n = b_act.shape[0]
     size = n // minibatches
     for _ in range(epochs):

@@ -38,7 +38,7 @@ import torch.nn as nn
 from torch.distributions.normal import Normal
 
 import rollway
-from ppo_cartpole import advantages, bootstrapped_rewards, layer, train
+from ppo_cartpole import advantages, bootstrapped_rewards, layer, minibatch_epochs, train
 from ppo_pixels import curve_ends
 
 
@@ -132,24 +132,8 @@ def learn_continuous(agent: ContinuousAgent, opt: torch.optim.Optimizer, frag: r
     b_obs, b_act = torch.from_numpy(z).reshape(-1, z.shape[-1]), torch.from_numpy(acts).reshape(-1, acts.shape[-1])
     b_logp, b_val = torch.from_numpy(frag.extras["logprob"]).reshape(-1), torch.from_numpy(frag.extras["value"]).reshape(-1)
     b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
-    n = b_act.shape[0]
-    size = n // minibatches
-    for _ in range(epochs):
-        order = np.random.permutation(n)
-        for s in range(0, n, size):
-            mb = torch.from_numpy(order[s:s + size])
-            _, logp, _, value = agent.get_action_and_value(b_obs[mb], b_act[mb])
-            ratio = (logp - b_logp[mb]).exp()
-            a = (b_adv[mb] - b_adv[mb].mean()) / (b_adv[mb].std() + 1e-8)
-            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
-            value = value.view(-1)
-            v_clipped = b_val[mb] + (value - b_val[mb]).clamp(-clip, clip)
-            v_loss = 0.5 * torch.max((value - b_ret[mb]) ** 2, (v_clipped - b_ret[mb]) ** 2).mean()
-            loss = pg + vf_coef * v_loss
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)
-            opt.step()
+    minibatch_epochs(agent, opt, (b_obs, b_act, b_logp, b_val, b_adv, b_ret), epochs, minibatches, clip, 0.0, vf_coef,
+                     max_grad_norm)
 
 
 def make_agent(env: str, env_params: Dict[str, Any]) -> ContinuousAgent:
