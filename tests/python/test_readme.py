@@ -10,7 +10,7 @@ README = docs_pages.ROOT / "README.md"
 
 def test_the_readme_examples_run(tmp_path):
     page = docs_pages.parse(README)
-    assert [b.lang for b in page.blocks if not b.skip] == ["sh", "python", "python"], "record, load, train"
+    assert [b.lang for b in page.blocks if not b.skip] == ["sh", "python", "python", "python"], "record, load, train, Atari"
     failures = docs_pages.run_page(page, str(tmp_path))
     assert not failures, "\n".join(failures)
     assert (tmp_path / "data" / "replay" / "rollway.json").exists(), "the training example records its replay"
