@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -56,13 +55,7 @@ class VectorEnv(gym.vector.VectorEnv):
                  host: str = "auto", **env_params: Any):
         params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in env_params.items()]
         if ":" in env_id:
-            if host not in ("auto", "inline", "process"):
-                raise _rollway.InputError(f'host must be "auto", "inline" or "process", got {host!r}')
-            if workers is None:
-                cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-                workers = min(cores, int(num_envs)) if env_id.startswith("atari:") and host != "inline" else 1
-            inline = host == "inline" or (host == "auto" and workers == 1)
-            self._h = _rollway.VecEnvHandle.hosted(env_id, int(num_envs), params, int(workers), inline, sys.executable)
+            self._h = _rollway.VecEnvHandle.hosted(env_id, int(num_envs), params, workers, host, sys.executable)
         else:
             self._h = _rollway.VecEnvHandle(env_id, int(num_envs), params, int(threads))
         obs_json, act_json, limit = self._h.spec()

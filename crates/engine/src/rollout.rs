@@ -46,6 +46,21 @@ pub enum Host {
     Process,
 }
 
+impl Host {
+    /// The workers `asked` for `num_envs` envs `env`, else one, except for `atari:` envs
+    /// away from `Inline`: one process per core (see [`RolloutRequest::workers`]). A
+    /// rollout and `rollway.make_vec` decide it here alike.
+    pub fn workers(self, env: &str, asked: Option<usize>, num_envs: usize) -> usize {
+        match asked {
+            Some(w) => w,
+            None if env.starts_with("atari:") && self != Host::Inline => {
+                std::thread::available_parallelism().map_or(1, |n| n.get()).min(num_envs.max(1))
+            }
+            None => 1,
+        }
+    }
+}
+
 impl TryFrom<String> for Host {
     type Error = String;
 
@@ -175,13 +190,7 @@ impl RolloutRequest {
     /// the GIL, so a process's round trip (~50 µs a round) costs little beside it and only
     /// processes step the envs on every core.
     pub fn workers(&self) -> usize {
-        match self.workers {
-            Some(w) => w,
-            None if self.env.starts_with("atari:") && self.host != Host::Inline => {
-                std::thread::available_parallelism().map_or(1, |n| n.get()).min(self.num_envs.max(1))
-            }
-            None => 1,
-        }
+        self.host.workers(&self.env, self.workers, self.num_envs)
     }
 
     /// The engine's configuration, checked.

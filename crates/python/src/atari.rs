@@ -39,12 +39,12 @@ struct Slot {
 }
 
 /// The [`Emulator`] of one slot while the GIL is held.
-struct Bound<'a, 'py> {
+struct Emu<'a, 'py> {
     py: Python<'py>,
     ale: &'a Ale,
 }
 
-impl Emulator for Bound<'_, '_> {
+impl Emulator for Emu<'_, '_> {
     type Error = PyErr;
 
     fn act(&mut self, action: usize) -> PyResult<f64> {
@@ -92,7 +92,7 @@ pub(crate) struct AtariEnvs {
 impl AtariEnvs {
     /// `n` slots from what `prepare` returned for an `atari:` target:
     /// `(game, first_env, spec_json, None, None, dump_info)`.
-    pub fn new(prepared: &pyo3::Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed, cut: Option<u64>) -> PyResult<AtariEnvs> {
+    pub fn new(prepared: &Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed, cut: Option<u64>) -> PyResult<AtariEnvs> {
         let game = prepared.get_item(0)?;
         let options = game.getattr("options")?;
         let option = |k: &str| options.get_item(k);
@@ -124,10 +124,10 @@ impl AtariEnvs {
     }
 
     fn slot(&self, py: Python<'_>, env: Py<PyAny>) -> PyResult<Slot> {
-        let (ale, actions, _): (pyo3::Bound<'_, PyAny>, Vec<i64>, (usize, usize)) =
+        let (ale, actions, _): (Bound<'_, PyAny>, Vec<i64>, (usize, usize)) =
             self.game.bind(py).call_method1("parts", (&env,))?.extract()?;
         let (h, w) = self.p.screen;
-        let method = |name: &str| ale.getattr(name).map(pyo3::Bound::unbind);
+        let method = |name: &str| ale.getattr(name).map(Bound::unbind);
         let ale = Ale {
             obj: ale.clone().unbind(),
             act: method("act")?,
@@ -146,7 +146,7 @@ impl AtariEnvs {
         let a = i64::from_ne_bytes(act.try_into().map_err(|_| crate::errors::input_error("action row"))?);
         let index = usize::try_from(a).ok().filter(|&i| i < s.ale.actions.len());
         let index = index.ok_or_else(|| crate::errors::input_error(format!("action {a} is outside Discrete({})", s.ale.actions.len())))?;
-        let out = s.frames.step(&mut Bound { py, ale: &s.ale }, index, obs)?;
+        let out = s.frames.step(&mut Emu { py, ale: &s.ale }, index, obs)?;
         self.lengths[slot] += 1;
         let ends = out.terminated || out.truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
         let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
@@ -165,7 +165,7 @@ impl AtariEnvs {
         }
         let s = self.slots[slot].as_mut().expect("just made");
         let info = self.game.bind(py).call_method1("reset", (&s.env, seed))?;
-        s.frames.reset(&mut Bound { py, ale: &s.ale }, obs)?;
+        s.frames.reset(&mut Emu { py, ale: &s.ale }, obs)?;
         self.lengths[slot] = 0;
         if self.infos != InfoNeed::All {
             return Ok(None);

@@ -23,6 +23,7 @@ use rollway_core::{DType, Env, Info, Layout, Op, Params, RowMut, RowRef, Rows, S
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
 use crate::vec_blocks::Blocks;
+use rollway_engine::Host;
 
 /// The envs themselves: rollway's, stepped here, or hosted ones in blocks.
 enum Backend {
@@ -93,22 +94,31 @@ impl VecEnvHandle {
         Ok(VecEnvHandle::with(Backend::Envs(envs), &spec, num_envs, threads))
     }
 
-    /// `num_envs` hosted envs (`gym:ID`, `atari:GAME`, `module:callable`) in `workers`
-    /// env processes hosted by `python`, or in the caller's thread when `inline`.
+    /// `num_envs` hosted envs (`gym:ID`, `atari:GAME`, `module:callable`) hosted by
+    /// `python`, where `host` says (`"auto"`, `"inline"`, `"process"`), over `workers`
+    /// env processes (`None`: as a rollout's default, [`Host::workers`]); `"auto"` is
+    /// inline with one worker.
     #[staticmethod]
-    #[pyo3(signature = (env_id, num_envs, params, workers, inline, python))]
+    #[pyo3(signature = (env_id, num_envs, params, workers, host, python))]
     fn hosted(
         py: Python<'_>,
         env_id: &str,
         num_envs: usize,
         params: Vec<(String, String)>,
-        workers: usize,
-        inline: bool,
+        workers: Option<usize>,
+        host: String,
         python: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         if num_envs == 0 {
             return Err(input_error("num_envs must be at least 1"));
         }
+        let host = Host::try_from(host).map_err(input_error)?;
+        let workers = host.workers(env_id, workers, num_envs);
+        let inline = match host {
+            Host::Inline => true,
+            Host::Process => false,
+            Host::Auto => workers == 1,
+        };
         let blocks = Blocks::new(py, env_id, &Params(params.into_iter().collect()), num_envs, workers, inline, python)?;
         let spec = blocks.spec().clone();
         Ok(VecEnvHandle::with(Backend::Blocks(Box::new(blocks)), &spec, num_envs, 1))

@@ -8,6 +8,9 @@
 //! so the policy reads each part's rows in place: no observation is copied on its
 //! way to the policy. The cost of a worker thread is two channel hand-offs a round,
 //! a few microseconds; it pays when a part's envs cost more than that to step.
+//!
+//! A rollout's sampler drives it, and so does `rollway.make_vec` for envs hosted in
+//! Python (the binding fills each part's ops and calls [`Envs::round`]).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,13 +22,16 @@ use crate::serial::Serial;
 use crate::{Error, Result};
 
 /// One worker's share of the slots.
-pub(crate) struct Part {
+pub struct Part {
     /// Index among the parts.
     pub index: usize,
     /// The first global slot of this part.
     pub offset: usize,
+    /// Its envs.
     pub block: Box<dyn EnvBlock>,
+    /// Its slots' observation rows.
     pub obs: Rows,
+    /// Its slots' action rows.
     pub act: Rows,
     /// This round's ops, by local slot.
     pub ops: Vec<(usize, Op)>,
@@ -34,6 +40,7 @@ pub(crate) struct Part {
 }
 
 impl Part {
+    /// Runs this round's ops.
     fn run(&mut self) {
         // A round with nothing to do (no env of this part ended) costs a hosted block no round trip.
         if self.ops.is_empty() {
@@ -43,15 +50,22 @@ impl Part {
         self.block.run(&self.ops, &self.act, &mut self.obs, &mut self.results);
     }
 
+    /// Slots in this part.
     pub fn len(&self) -> usize {
         self.obs.len()
+    }
+
+    /// Whether the part has no slots.
+    pub fn is_empty(&self) -> bool {
+        self.obs.len() == 0
     }
 }
 
 /// Every part, and the threads that step parts `1..`.
-pub(crate) struct Envs {
+pub struct Envs {
     // Boxed: parts travel through the channels by pointer.
     #[allow(clippy::vec_box)]
+    /// The parts, by index (between rounds).
     pub parts: Vec<Box<Part>>,
     down: Vec<Sender<Box<Part>>>,
     up: Option<Receiver<Box<Part>>>,

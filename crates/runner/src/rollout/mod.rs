@@ -50,7 +50,7 @@
 //! the fragment.
 
 mod engine;
-mod envs;
+pub mod envs;
 mod fragment;
 mod lag;
 mod policy;
