@@ -23,6 +23,7 @@
 mod bound;
 pub mod cache;
 mod error;
+mod failpoint;
 mod health;
 mod members;
 mod push;

@@ -17,6 +17,11 @@
 //!   checks before each commit that the same holder still has it: the members of a
 //!   driver that died, whose dataset a new writer has taken over, stop rather than
 //!   commit beside it.
+//! - **The fence.** The check and the commit are two requests, so a member can pass
+//!   the check, stall, and commit after a new holder has counted what is committed.
+//!   A new holder therefore first commits every claimed, uncommitted number as an
+//!   empty shard ([`fence_claims`]): the stalled member's commit then fails, and
+//!   every episode is on the store once.
 //! - **Cleanup.** Members clean up nothing. A member killed mid-push leaves a claim
 //!   and staged files, which the lease holder settles (publishes those of committed
 //!   shards, deletes the rest and every claim) when it opens the dataset and when it
@@ -24,7 +29,7 @@
 //!   a committed shard whose member died before publishing from its staged copy.
 //!
 //! Cost per shard: a conditional PUT and a HEAD to claim, a DELETE to release; per
-//! push round, a GET of the lease. Beside uploading the shard, nothing.
+//! push round that commits, a GET of the lease. Beside uploading the shard, nothing.
 
 use std::collections::BTreeMap;
 
@@ -120,6 +125,29 @@ impl Numbering {
         }
         Ok(())
     }
+}
+
+/// The lease holder's fence against members that outlived their driver: every
+/// number a claim holds whose shard is not committed is committed now as an empty
+/// shard (an index object with no episodes and no files, created only if absent).
+/// How many were fenced.
+///
+/// Why it closes the window: a member claims each number before it checks the
+/// lease, and commits after. A member whose check came before this holder took the
+/// lease therefore holds its claim by now, so its late commit finds the number
+/// taken and fails (`push`'s commit: another writer's bytes) instead of adding
+/// episodes this holder's ledger does not count; a member whose commit came first
+/// is counted, because the holder reads the index after this. A member that checks
+/// after the take-over sees another holder and stops. Cost: a list, and a
+/// conditional PUT per claim left behind (none after a clean run).
+pub(crate) fn fence_claims(remote: &Remote) -> Result<u64> {
+    let mut fenced = 0;
+    for n in remote.list(CLAIMS)?.iter().filter_map(|l| number(&l.name)) {
+        let empty = rollway_store::ShardIndex { shard: n, rows: 0, parquet_bytes: 0, episodes: vec![], files: vec![] };
+        let bytes = serde_json::to_vec(&empty).map_err(|e| Error::Corrupt { url: remote.url_of(CLAIMS), message: e.to_string() })?;
+        fenced += u64::from(remote.put(&format!("index/shard-{n:06}.json"), Bytes::from(bytes), true)?);
+    }
+    Ok(fenced)
 }
 
 /// Removes every claim: the lease holder's, when no member runs. How many.

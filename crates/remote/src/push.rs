@@ -77,8 +77,9 @@ impl Pusher {
         let shards = names.iter().map(|n| self.outgoing(n)).collect::<Result<Vec<_>>>()?;
         let files: Vec<&(String, Listed)> = shards.iter().flat_map(|s| &s.files).collect();
         let bytes = self.remote.all(WIDTH, files.iter().map(|(src, f)| self.stage(src, f)).collect())?.into_iter().sum();
-        if let Some(n) = &self.numbering {
+        if let Some(n) = self.numbering.as_ref().filter(|_| !shards.is_empty()) {
             n.check_lease(&self.remote)?;
+            crate::failpoint::pause("member-commit");
         }
         self.remote.all(WIDTH, shards.iter().map(|s| self.commit(&s.rel, &s.index)).collect())?;
         self.remote.all(WIDTH, files.iter().map(|(_, f)| publish(&self.remote, staged(&f.path), &f.path)).collect())?;
@@ -148,7 +149,14 @@ impl Pusher {
                 if theirs == *index {
                     return Ok(());
                 }
-                let message = "another writer committed this shard: the dataset has a second writer".into();
+                let fenced = serde_json::from_slice::<rollway_store::ShardIndex>(&theirs).is_ok_and(|i| i.episodes.is_empty());
+                let message = if fenced {
+                    "the dataset's new lease holder fenced this shard number (committed it empty) while this member \
+                     waited to commit: its driver is gone, and the new one runs these episodes again"
+                } else {
+                    "another writer committed this shard: the dataset has a second writer"
+                };
+                let message = message.into();
                 Err(Error::Conflict { url: self.remote.url_of(rel), message })
             }
             Err(e) => Err(self.remote.store_err("committing", rel, e)),
@@ -203,29 +211,42 @@ pub struct Settled {
     pub deleted: u64,
     /// Claims of members gone, removed.
     pub claims: u64,
+    /// Claimed numbers committed as empty shards, so that a member that outlived
+    /// its driver cannot commit them (`members::fence_claims`).
+    pub fenced: u64,
 }
 
-/// The lease holder's cleanup on the store, as a local writer's on open: staged
-/// files of committed shards are published (roll forward), those of uncommitted
-/// shards (a killed upload) are deleted, and the claims of members, all gone by
-/// then, are removed. Only under the dataset's lease, with no member running.
+/// The lease holder's cleanup on the store, as a local writer's on open: claimed
+/// numbers are fenced first, then staged files that their shard's committed index
+/// lists are published (roll forward), the rest (a killed upload, a fenced
+/// member's files) deleted, and the claims of members, all gone by then, removed.
+/// Only under the dataset's lease, with no member running.
 pub(crate) fn settle(remote: &Remote) -> Result<Settled> {
+    let fenced = members::fence_claims(remote)?;
     let committed: BTreeSet<String> = remote.list("index")?.into_iter().map(|l| l.name).collect();
-    let (mut forward, mut debris) = (vec![], vec![]);
-    for staged in remote.list_all(PUBLISH)? {
-        let Some(rel) = staged.strip_prefix(&format!("{PUBLISH}/")) else { continue };
-        let file = rel.rsplit('/').next().unwrap_or(rel);
-        let shard = file.split('.').next().unwrap_or(file);
-        if committed.contains(&format!("{shard}.json")) {
-            forward.push((staged.clone(), rel.to_string()));
-        } else {
-            debris.push(staged.clone());
-        }
+    let staged: Vec<(String, String)> = remote
+        .list_all(PUBLISH)?
+        .into_iter()
+        .filter_map(|s| Some((s.strip_prefix(&format!("{PUBLISH}/"))?.to_string(), s.clone())))
+        .collect();
+    // A staged file is published only if its shard's index lists it: a fenced number's
+    // index is committed but lists nothing.
+    let shards: BTreeSet<String> = staged.iter().filter_map(|(rel, _)| shard_index_name(rel)).filter(|n| committed.contains(n)).collect();
+    let mut listed = BTreeSet::new();
+    for (name, bytes) in get_indexes(remote, shards.into_iter().collect())? {
+        listed.extend(listed_files(&remote.url_of(&format!("index/{name}")), &bytes)?.into_iter().map(|f| f.path));
     }
+    let (forward, debris): (Vec<_>, Vec<_>) = staged.into_iter().partition(|(rel, _)| listed.contains(rel));
     let (published, deleted) = (forward.len() as u64, debris.len() as u64);
-    remote.all(WIDTH, forward.into_iter().map(|(staged, rel)| async move { publish(remote, staged, &rel).await }).collect())?;
-    for rel in &debris {
+    remote.all(WIDTH, forward.into_iter().map(|(rel, staged)| async move { publish(remote, staged, &rel).await }).collect())?;
+    for (_, rel) in &debris {
         remote.delete(rel)?;
     }
-    Ok(Settled { published, deleted, claims: members::clear_claims(remote)? })
+    Ok(Settled { published, deleted, claims: members::clear_claims(remote)?, fenced })
+}
+
+/// `shard-NNNNNN.json` for a data file `…/shard-NNNNNN.<ext>` of the dataset.
+fn shard_index_name(rel: &str) -> Option<String> {
+    let file = rel.rsplit('/').next()?;
+    Some(format!("{}.json", file.split('.').next()?))
 }

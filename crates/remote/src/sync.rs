@@ -187,18 +187,24 @@ impl Writing {
     /// directory. What was pushed over the writer's life.
     pub fn finish(mut self) -> Result<Moved> {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut moved, _) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
+        let (mut moved, earlier) = self.handle.take().expect("joined once").join().expect("the push thread does not panic");
         let mut pusher = lock(&self.pusher);
         // The last push gets a few tries more, each with the client's own retries.
         let mut last = pusher.push();
         for pause in [1, 5, 15] {
-            if last.is_ok() {
+            // Another writer's commit does not go away by waiting.
+            if matches!(last, Ok(_) | Err(Error::Conflict { .. })) {
                 break;
             }
             std::thread::sleep(Duration::from_secs(pause));
             last = pusher.push();
         }
-        let last = last?;
+        // A conflict the push thread met first says why (a fenced commit, say), better
+        // than the lease check that refuses every push after it.
+        let last = last.map_err(|e| match earlier {
+            Some(first @ Error::Conflict { .. }) if matches!(e, Error::Conflict { .. }) => first,
+            _ => e,
+        })?;
         if self.holder.is_some() {
             push::settle(pusher.remote())?;
             pusher.remote().delete(LEASE)?;
