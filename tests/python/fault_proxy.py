@@ -7,12 +7,22 @@ Prints its own port on its first line, then takes commands on stdin, one per lin
   down SECONDS   drop every open connection and reset every new one (a store restarting) for
                  SECONDS, and on until at least one new connection was reset (at most 60 s more)
   slowdown N     answer the next N requests `503 SlowDown` instead of passing them on
+  chaos SEED N   from now on, each request meets a fault with probability 1/N, drawn from a
+                 stream seeded by SEED: a burst of `503 SlowDown` (1 to 3 answers), its
+                 connection reset before it is passed on, or 50 to 300 ms of added latency
+  latency MS     every request waits MS more before it is passed on
   stats          print "slowdowns_left N reset M": what is still to inject, and the
                  connections `down` has dropped or reset so far
+  counts         print the requests passed on so far as JSON, by "METHOD what" (what: the
+                 dataset's part the key is in: index, steps, frames, staged, claims, lease,
+                 metadata; or list), and the faults injected
 Prints "ok" after each other command has taken effect, and exits when stdin closes.
 """
 
 import asyncio
+import collections
+import json
+import random
 import sys
 
 SLOWDOWN = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
@@ -25,6 +35,8 @@ class Proxy:
         self.open: set = set()
         self.slowdowns = self.reset = 0
         self.refusing = False
+        self.chaos, self.rng, self.latency = 0, random.Random(0), 0.0
+        self.counts: collections.Counter = collections.Counter()
 
     async def listen(self):
         self.server = await asyncio.start_server(self.client, "127.0.0.1", 0)
@@ -50,12 +62,15 @@ class Proxy:
         try:
             while True:
                 req = await self.request(reader)
+                if await self.faulted(writer):
+                    return
                 if self.slowdowns > 0:
                     self.slowdowns -= 1
                     writer.write(b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
                                  b"Content-Length: %d\r\n\r\n" % len(SLOWDOWN) + SLOWDOWN)
                     await writer.drain()
                     continue
+                self.counts[what(req)] += 1
                 up_writer.write(req)
                 await up_writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -65,6 +80,24 @@ class Proxy:
             for w in (writer, up_writer):
                 self.open.discard(w)
                 w.close()
+
+    async def faulted(self, writer) -> bool:
+        """A `chaos` fault for this request; True when its connection was reset."""
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if not self.chaos or self.rng.randrange(self.chaos):
+            return False
+        kind = self.rng.choice(["slowdown", "reset", "latency"])
+        self.counts[f"fault {kind}"] += 1
+        if kind == "slowdown":
+            self.slowdowns += self.rng.randint(1, 3)
+        elif kind == "latency":
+            await asyncio.sleep(self.rng.uniform(0.05, 0.3))
+        else:
+            writer.transport.abort()
+            self.reset += 1
+            return True
+        return False
 
     async def pipe(self, reader, writer):
         try:
@@ -88,6 +121,20 @@ class Proxy:
         self.refusing = False
 
 
+def what(req: bytes) -> str:
+    """`METHOD part` of a request: which part of a dataset its key is in."""
+    method, target = req.split(b" ", 2)[:2]
+    path, _, query = target.decode().partition("?")
+    if method == b"GET" and ("list-type" in query or "prefix=" in query):
+        return "LIST"
+    parts = [("/.tmp/publish/", "staged"), ("/.tmp/claims/", "claims"), ("/.tmp/lease.json", "lease"), ("/index/", "index"),
+             ("/steps/", "steps"), ("/frames/", "frames"), ("/rollway.json", "metadata")]
+    part = next((name for key, name in parts if key in path), "other")
+    # A server-side copy is a PUT with x-amz-copy-source.
+    copy = b"x-amz-copy-source" in req.split(b"\r\n\r\n", 1)[0].lower()
+    return f"{'COPY' if copy else method.decode()} {part}"
+
+
 async def main():
     proxy = Proxy(int(sys.argv[1]))
     await proxy.listen()
@@ -99,6 +146,14 @@ async def main():
             await proxy.down(float(arg))
         elif cmd == "slowdown":
             proxy.slowdowns += int(arg)
+        elif cmd == "chaos":
+            seed, n = arg.split()
+            proxy.rng, proxy.chaos = random.Random(int(seed)), int(n)
+        elif cmd == "latency":
+            proxy.latency = float(arg) / 1000
+        elif cmd == "counts":
+            print(json.dumps(dict(proxy.counts)), flush=True)
+            continue
         elif cmd == "stats":
             print(f"slowdowns_left {proxy.slowdowns} reset {proxy.reset}", flush=True)
             continue
