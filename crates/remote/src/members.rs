@@ -29,7 +29,9 @@
 //!   a committed shard whose member died before publishing from its staged copy.
 //!
 //! Cost per shard: a conditional PUT and a HEAD to claim, a DELETE to release; per
-//! push round that commits, a GET of the lease. Beside uploading the shard, nothing.
+//! push round that commits, a GET of the lease. A claim lost to another member adds
+//! two listings that skip every number taken since. Beside uploading the shard,
+//! nothing.
 
 use std::collections::BTreeMap;
 
@@ -61,6 +63,8 @@ pub(crate) struct Numbering {
     /// Local index name → the store number claimed for it, until published: a push
     /// tried again after a failure reuses its claims.
     claimed: BTreeMap<String, u32>,
+    /// The state of [`Numbering::draw`]'s stream.
+    stream: u64,
 }
 
 impl Numbering {
@@ -75,7 +79,8 @@ impl Numbering {
         let mut taken = remote.list("index")?;
         taken.extend(remote.list(CLAIMS)?);
         let next = taken.iter().filter_map(|l| number(&l.name)).max().map_or(0, |n| n + 1);
-        Ok(Numbering { id: id.to_string(), holder, next, claimed: BTreeMap::new() })
+        let stream = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+        Ok(Numbering { id: id.to_string(), holder, next, claimed: BTreeMap::new(), stream })
     }
 
     /// The store number for local shard `local`: claimed now, or earlier.
@@ -87,18 +92,52 @@ impl Numbering {
             let n = self.next;
             self.next += 1;
             if !remote.put(&claim_rel(n), Bytes::from(self.id.clone()), true)? {
+                self.skip_taken(remote, n)?;
                 continue;
             }
             // A claim is deleted only after its shard's commit, so a free name can still
             // be a committed shard's.
             if remote.exists(&format!("index/shard-{n:06}.json"))? {
                 remote.delete(&claim_rel(n))?;
+                self.skip_taken(remote, n)?;
                 continue;
             }
             self.claimed.insert(local.to_string(), n);
             return Ok(n);
         }
         Err(Error::Conflict { url: remote.url_of(CLAIMS), message: format!("no free shard number in {MAX_TRIES} claims") })
+    }
+
+    /// After losing number `n` to another member: on past every number taken since
+    /// (claimed or committed after `n`), found by two listings that start at `n`,
+    /// rather than one claim at a time. With many members committing, the numbers
+    /// taken since a member's last shard grow with the members, and so would its
+    /// claims per shard; the listings do not.
+    ///
+    /// Members that lose a race together would all try the same next number, so each
+    /// lands a random distance past it, within as many numbers as there are claims
+    /// out (about the members pushing now): the numbers get gaps, which the format
+    /// allows, and the members stop colliding.
+    fn skip_taken(&mut self, remote: &Remote, n: u32) -> Result<()> {
+        let after = [format!("shard-{n:06}.claim"), format!("shard-{n:06}.json")];
+        let claims = remote.names_after(CLAIMS, &after[0])?;
+        let out = claims.len() as u64;
+        let mut taken = claims;
+        taken.extend(remote.names_after("index", &after[1])?);
+        if let Some(max) = taken.iter().filter_map(|name| number(name)).max() {
+            self.next = self.next.max(max + 1);
+        }
+        self.next += u32::try_from(self.draw() % (out + 1)).unwrap_or(0);
+        Ok(())
+    }
+
+    /// A number from this member's own stream (splitmix64 over its id's hash).
+    fn draw(&mut self) -> u64 {
+        self.stream = self.stream.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.stream;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 
     /// Checks that the driver this member started under still holds the lease.

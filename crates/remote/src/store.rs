@@ -182,6 +182,15 @@ impl Remote {
         Ok(found.into_iter().map(|o| strip(o.location.as_ref())).collect())
     }
 
+    /// The names of the objects in folder `rel` whose names sort after `after` (a
+    /// listing that starts there, as S3's `start-after`: one page for what is new).
+    pub(crate) fn names_after(&self, rel: &str, after: &str) -> Result<Vec<String>> {
+        let (key, offset) = (self.key(rel), self.key(&format!("{rel}/{after}")));
+        let found: Vec<_> =
+            self.rt.block_on(self.store.list_with_offset(Some(&key), &offset).try_collect::<Vec<_>>()).map_err(self.err("listing", rel))?;
+        Ok(found.into_iter().filter_map(|o| Some(o.location.filename()?.to_string())).collect())
+    }
+
     /// Runs `jobs` (each a request) `width` at a time; the first error wins.
     pub(crate) fn all<T, F>(&self, width: usize, jobs: Vec<F>) -> Result<Vec<T>>
     where
