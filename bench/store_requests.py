@@ -154,7 +154,8 @@ def report(args: argparse.Namespace, r: Dict[str, object]) -> str:
     shards_h = 1000 * 3600 / args.shard_s
     lines = [
         "# Requests to an object store: many writers and a follower (`bench/store_requests.py`)", "",
-        *machine_note(None, args.load0, os.getloadavg(), packages=str(module_versions(["moto", "boto3"]))), "",
+        *machine_note(None, args.load0, os.getloadavg(), packages=str(module_versions(["moto", "boto3"])))[:-1],
+        "- rollway: the package this Python imports", "",
         f"- Method: {args.members} member processes record {args.episodes} CartPole-v1 episodes ({args.shard_episodes} an "
         f"episode shard) into one `s3://` dataset under one driver, as `rollway.ray.run` on a store, while a "
         f"`Loader(follow=True)` samples it; requests counted by a proxy in front of moto's server (no faults).",
