@@ -155,7 +155,7 @@ pub struct ExportArgs {
     /// (LeRobot's), 32 for h264]
     #[arg(long, value_name = "N")]
     pub keyint: Option<u32>,
-    /// No progress bar.
+    /// Quiet: no progress bar and no summary; errors and warnings still go to stderr.
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -173,7 +173,7 @@ pub struct ImportArgs {
     /// The rollway dataset to create: a new directory, or an `s3://bucket/prefix` URL.
     #[arg(value_parser = readable_dataset)]
     pub outdir: PathBuf,
-    /// No progress bar.
+    /// Quiet: no progress bar and no summary; errors and warnings still go to stderr.
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -340,7 +340,8 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub opts: RunOptions,
-    /// No progress output.
+    /// Quiet: no progress and no summary (--summary-json still writes it); errors and
+    /// warnings still go to stderr.
     #[arg(long, short)]
     pub quiet: bool,
     /// Record the episodes into this new dataset directory (a DIR that already holds

@@ -54,7 +54,7 @@ pub fn export(a: &ExportArgs) -> Result<bool> {
             let bar = Bar::new(a.quiet, "exporting", "episodes");
             let rep = minari::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
-            let row = |k: &str, v: String| println!("  {k:<18} {v}");
+            let row = rows(a.quiet);
             row(
                 "exported",
                 format!("{} episodes, {} steps, {:.1} MB → {}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6, rep.data_dir.display()),
@@ -120,7 +120,7 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
     let bar = Bar::new(a.quiet, "exporting", "episodes");
     let rep = lerobot::export(&a.dir, &a.out, &opts, &mut |d, t| bar.update(d, t)).map_err(classify)?;
     drop(bar);
-    let row = |k: &str, v: String| println!("  {k:<18} {v}");
+    let row = rows(a.quiet);
     row(
         "exported",
         format!(
@@ -171,7 +171,7 @@ fn import_into(a: &ImportArgs, out: &Path) -> Result<bool> {
             let bar = Bar::new(a.quiet, "importing", "episodes");
             let rep = lerobot::import(&a.path, out, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
-            let row = |k: &str, v: String| println!("  {k:<18} {v}");
+            let row = rows(a.quiet);
             row("imported", format!("{} episodes, {} steps, {:.1} MB → {shown}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6));
             row("env", rep.env.clone());
             row(
@@ -191,7 +191,7 @@ fn import_into(a: &ImportArgs, out: &Path) -> Result<bool> {
             let bar = Bar::new(a.quiet, "importing", "episodes");
             let rep = minari::import(&a.path, out, &mut |d, t| bar.update(d, t)).map_err(classify)?;
             drop(bar);
-            let row = |k: &str, v: String| println!("  {k:<18} {v}");
+            let row = rows(a.quiet);
             row("imported", format!("{} episodes, {} steps, {:.1} MB → {shown}", rep.episodes, rep.steps, rep.bytes as f64 / 1e6));
             row("minari dataset", rep.dataset_id.clone());
             row("env", rep.env.clone());
@@ -199,6 +199,15 @@ fn import_into(a: &ImportArgs, out: &Path) -> Result<bool> {
                 row("infos not read", format!("{} (not numeric, or not one row per observation)", rep.skipped_infos.join(", ")));
             }
             Ok(true)
+        }
+    }
+}
+
+/// What prints a summary row: nothing under `-q`, whose output is errors and warnings only.
+fn rows(quiet: bool) -> impl Fn(&str, String) {
+    move |k, v| {
+        if !quiet {
+            println!("  {k:<18} {v}");
         }
     }
 }

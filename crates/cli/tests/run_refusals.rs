@@ -42,7 +42,6 @@ fn issue10_untried_episodes_are_not_committed_and_resume_runs_them() {
         "0",
         "--episodes",
         "1000",
-        "-q",
         "--out",
         dir.to_str().unwrap(),
     ]);
