@@ -123,27 +123,29 @@ def test_policy_errors_fail_attempts_then_the_run_with_their_message(tmp_path):
     assert s.episodes == 8 and s.failed_attempts == 4 and s.given_up == 0
     assert all("CUDA out of memory" in f["error"] for f in s.faults)
 
-    # A policy that always fails gives its episodes up after max_attempts, saying why (issue 36: raised).
-    with pytest.raises(rollway.IncompleteRunError) as e:
+    # A policy that always fails: its episodes are given up after max_attempts, and the run fails as
+    # the agent's (issue 58: as a longer run fails once the agent's restarts run out), saying why.
+    with pytest.raises(rollway.RollwayError) as e:
         rollway.run(env="CartPole-v1", agent=lambda obs, first, state: np.zeros((len(obs), 3)), episodes=4, workers=1, envs_per_worker=4,
                     mode="sync", record=False, progress=False)
-    s = e.value.summary
-    assert (s.given_up, s.complete) == (4, False)
+    assert not isinstance(e.value, rollway.IncompleteRunError)
+    assert "agent failed 3 times in a row" in str(e.value), str(e.value)
     assert "actions of shape (4, 3); the batch needs (4,)" in str(e.value)
-    assert "actions of shape (4, 3); the batch needs (4,)" in s.faults[0]["error"]
 
 
 def test_issue58_a_policys_exception_is_the_runs_cause_with_its_traceback():
-    """Whether the run ends short (few episodes: they are given up) or the agent gives up (many),
-    the error is raised from the policy's own exception, as Rollout.collect raises it."""
+    """A policy's bug fails a run the same way at any size: whether its episodes run out first (few:
+    each is given up) or the agent's restarts do (many), the error is the agent's, raised from the
+    policy's own exception, as Rollout.collect raises it."""
     import traceback
 
     def broken(obs, first, state):
         return {"nope": 1}["actions"]  # a bug: KeyError
 
-    for episodes, kind in ((4, rollway.IncompleteRunError), (2000, rollway.RollwayError)):
-        with pytest.raises(kind) as e:
+    for episodes in (4, 2000):
+        with pytest.raises(rollway.RollwayError) as e:
             rollway.run(env="CartPole-v1", agent=broken, episodes=episodes, record=False, progress=False)
+        assert type(e.value) is rollway.RollwayError and "agent failed" in str(e.value), (episodes, repr(e.value))
         cause = e.value.__cause__
         assert isinstance(cause, KeyError) and cause.args == ("actions",), (episodes, repr(cause))
         frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]

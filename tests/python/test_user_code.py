@@ -33,7 +33,7 @@ def test_an_action_outside_the_space_fails_naming_agent_slot_value_and_space(env
     with pytest.raises(rollway.RollwayError) as e:
         rollway.run(env=env, agent=policy, **SMALL)
     assert f"agent {rollway.policy.name_of(policy)}: env slot 0: action 7 is outside Discrete(2)" in str(e.value)
-    assert "agent failed 4 times, more than max_restarts allows" in str(e.value)
+    assert "agent failed 4 times in a row and the run stopped" in str(e.value)
 
 
 def test_a_float_that_is_not_a_whole_number_is_refused_and_whole_floats_are_taken():

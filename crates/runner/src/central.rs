@@ -65,6 +65,8 @@ pub(crate) struct Central<'a> {
     agent: Box<dyn Agent>,
     /// Agent rebuilds in a row: since its last call that went through.
     agent_restarts: u32,
+    /// The agent's last failure, while `agent_restarts` counts.
+    agent_error: String,
     act_check: Option<RowCheck>,
     /// Env and agent rebuilds.
     restarts: u64,
@@ -123,6 +125,7 @@ impl<'a> Central<'a> {
             max_batch: if cfg.max_batch == 0 { cfg.total_envs() } else { cfg.max_batch },
             agent,
             agent_restarts: 0,
+            agent_error: String::new(),
             act_check,
             restarts: 0,
             acted: 0,
@@ -167,13 +170,19 @@ impl<'a> Central<'a> {
             Target::Episodes(n) => n,
             Target::Steps(_) => self.sched.issued_end(),
         };
-        let Central { pool, mut delivery, restarts, started, agent, .. } = self;
+        let Central { pool, mut delivery, restarts, started, agent, agent_restarts, agent_error, .. } = self;
         drop(pool);
         outcome?;
         if let Some(e) = delivery.sink_error.take() {
             return Err(Error::Sink(e));
         }
         let mut s = delivery.finish(started.elapsed().as_secs_f64(), end);
+        // An agent failing when the run ran out of episodes (each given up after its
+        // attempts) is the agent that fails a longer run once its restarts run out: the
+        // same error at any run size, not a run that merely ended short.
+        if agent_restarts > 0 && s.given_up > 0 {
+            return Err(Error::AgentGaveUp { restarts: agent_restarts, last: agent_error });
+        }
         s.restarts = restarts;
         s.inference = agent.about();
         Ok(s)
@@ -241,6 +250,7 @@ impl<'a> Central<'a> {
         if self.agent_restarts > self.g.cfg.max_restarts {
             return Err(Error::AgentGaveUp { restarts: self.agent_restarts, last: msg });
         }
+        self.agent_error = msg;
         std::thread::sleep(self.g.cfg.restart_backoff);
         self.agent = self.g.agents.make(&self.g.spec)?;
         Ok(())

@@ -23,8 +23,11 @@ pub enum Error {
     /// Building the env or agent failed (bad id or parameters).
     #[error(transparent)]
     Core(#[from] rollway_core::Error),
-    /// The agent kept failing after all its restarts; the run cannot go on.
-    #[error("agent failed {restarts} times, more than max_restarts allows; last error: {last}")]
+    /// The agent kept failing, rebuilt each time, until its restarts ran out or
+    /// the run's episodes were given up; the run cannot go on.
+    #[error(
+        "agent failed {restarts} times in a row and the run stopped (each failure rebuilds it, up to max_restarts); last error: {last}"
+    )]
     AgentGaveUp {
         /// Restarts used.
         restarts: u32,
