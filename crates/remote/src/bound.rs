@@ -89,7 +89,7 @@ fn readers(replica: &Path) -> PathBuf {
 pub(crate) fn pin(root: &Path, replica: &Path, key: &str, held: &Held) -> Result<Pin> {
     let dir = readers(replica);
     std::fs::create_dir_all(&dir).local("creating", &dir)?;
-    let pin = Pin { path: dir.join(format!("{}-{}-{key}.json", crate::sync::hostname(), std::process::id())) };
+    let pin = Pin { path: dir.join(format!("{}-{}-{key}.json", crate::host::hostname(), std::process::id())) };
     pin.set(root, held)?;
     Ok(pin)
 }
@@ -126,12 +126,12 @@ pub(crate) fn pin_all(root: &Path, replica: &Path) -> Result<()> {
 /// What the live readers of `replica` hold; pins of this host's dead processes are removed.
 fn held(replica: &Path) -> Held {
     let mut shards = BTreeSet::new();
-    let host = format!("{}-", crate::sync::hostname());
+    let host = format!("{}-", crate::host::hostname());
     for e in std::fs::read_dir(readers(replica)).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(".json") else { continue };
         let pid = stem.strip_prefix(&host).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u64>().ok());
-        if pid.is_some_and(crate::sync::process_gone) {
+        if pid.is_some_and(crate::host::process_gone) {
             let _ = std::fs::remove_file(e.path());
             continue;
         }
@@ -284,7 +284,7 @@ mod tests {
         let b = replica(tmp.path(), "b", 4);
         // A pin of a process that is gone (pid 0 never names a live process here).
         std::fs::create_dir_all(readers(&b)).unwrap();
-        let dead = readers(&b).join(format!("{}-0-x.json", crate::sync::hostname()));
+        let dead = readers(&b).join(format!("{}-0-x.json", crate::host::hostname()));
         std::fs::write(&dead, r#"{"all": true}"#).unwrap();
         let total = rollway_store::format::dir_bytes(&tmp.path().join("replicas"));
         evict(tmp.path(), total - 1500).unwrap();

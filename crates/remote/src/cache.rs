@@ -36,7 +36,7 @@ pub(crate) fn work_dir(remote: &Remote) -> Result<PathBuf> {
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let work = root().join("work");
     remove_dead(&work);
-    let d = work.join(format!("{bucket}-{}-{}-{}-{nanos}", prefix.replace('/', "_"), crate::sync::hostname(), std::process::id()));
+    let d = work.join(format!("{bucket}-{}-{}-{}-{nanos}", prefix.replace('/', "_"), crate::host::hostname(), std::process::id()));
     std::fs::create_dir_all(&d).local("creating", &d)?;
     Ok(d)
 }
@@ -45,12 +45,12 @@ pub(crate) fn work_dir(remote: &Remote) -> Result<PathBuf> {
 /// are on the store, or, committed only here, are run again by a resume).
 fn remove_dead(work: &Path) {
     let Ok(rd) = std::fs::read_dir(work) else { return };
-    let host = format!("-{}-", crate::sync::hostname());
+    let host = format!("-{}-", crate::host::hostname());
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some((_, tail)) = name.rsplit_once(&host) else { continue };
         let pid = tail.split('-').next().and_then(|p| p.parse::<u64>().ok());
-        if pid.is_some_and(crate::sync::process_gone) {
+        if pid.is_some_and(crate::host::process_gone) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

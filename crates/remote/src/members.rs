@@ -1,7 +1,7 @@
 //! Many writers on a store: the members of a distributed run (Ray actors on nodes
 //! that share no filesystem) pushing the shards of one run into one dataset.
 //!
-//! The run's driver holds the dataset's lease ([`crate::sync`]) for the whole run;
+//! The run's driver holds the dataset's lease ([`crate::lease`]) for the whole run;
 //! members write under it and take none of their own. What they add to the one
 //! writer's protocol is who uses which shard number (FORMAT.md, "On an object store"):
 //!
@@ -70,7 +70,7 @@ pub(crate) struct Numbering {
 impl Numbering {
     /// Member `id` of the run whose driver holds `remote`'s lease now.
     pub(crate) fn start(remote: &Remote, id: &str) -> Result<Numbering> {
-        let Some(holder) = crate::sync::live_holder(remote)? else {
+        let Some(holder) = crate::lease::live_holder(remote)? else {
             let message = "no run's driver holds the dataset's lease: members write into a run its driver \
                            (rollway.ray.run, rollway.ray.Rollout) opened and holds"
                 .into();
@@ -142,7 +142,7 @@ impl Numbering {
 
     /// Checks that the driver this member started under still holds the lease.
     pub(crate) fn check_lease(&self, remote: &Remote) -> Result<()> {
-        match crate::sync::holder(remote)? {
+        match crate::lease::holder(remote)? {
             Some(h) if h == self.holder => Ok(()),
             now => {
                 let now = now.unwrap_or_else(|| "nobody".into());

@@ -209,3 +209,15 @@ impl Remote {
 pub fn schemes() -> String {
     REMOTE_SCHEMES.iter().map(|s| format!("{s}://")).collect::<Vec<_>>().join(", ")
 }
+
+/// Whether the dataset argument `p` names an object store (`s3://…`).
+pub fn is_remote(p: &std::path::Path) -> bool {
+    p.to_str().is_some_and(Remote::is_remote)
+}
+
+impl Remote {
+    /// Whether the store holds a dataset here (its `rollway.json`).
+    pub fn holds_dataset(&self) -> Result<bool> {
+        Ok(self.list("")?.iter().any(|l| l.name == "rollway.json"))
+    }
+}

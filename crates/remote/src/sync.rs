@@ -1,95 +1,25 @@
-//! A run writing to the store: the dataset's lease, and the thread that pushes each
-//! shard soon after the local writer commits it.
-//!
-//! A store has no `flock`, so one writer at a time is kept by a **lease**: the
-//! object `.tmp/lease.json` (`{holder, host, pid, renewed}`), created with `If-None-Match: *`
-//! and renewed every [`RENEW`]. A writer that finds a lease renewed less than
-//! [`LEASE_TTL`] ago refuses to start, naming the holder; an older lease, or one
-//! whose holder was a process of this host that no longer exists, is a dead
-//! writer's and is taken over. This needs the writers' clocks to agree to well
-//! within the TTL, which NTP gives. Index objects are created with
-//! `If-None-Match: *` too, so even two writers that both believe they hold the
-//! lease cannot overwrite each other's commits: the second one's push fails.
+//! A run writing to the store: the thread that pushes each shard soon after the
+//! local writer commits it, and, for the dataset's one writer, renews its lease
+//! (`crate::lease`) meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
-
-use bytes::Bytes;
+use std::time::{Duration, Instant};
 
 use crate::error::LocalContext;
 use crate::health::StoreHealth;
+use crate::host::hostname;
+use crate::lease::{lease_body, now, take_lease, LEASE, RENEW};
 use crate::members::Numbering;
 use crate::push::{self, Pusher, Settled};
 use crate::replica::{self, Moved};
 use crate::store::Remote;
 use crate::{Error, Result};
 
-const LEASE: &str = ".tmp/lease.json";
-/// A lease not renewed for this long belongs to a dead writer.
-pub const LEASE_TTL: Duration = Duration::from_secs(60);
-/// How often a live writer renews its lease.
-pub const RENEW: Duration = Duration::from_secs(10);
 /// How often the pusher looks for newly committed local shards.
 const POLL: Duration = Duration::from_millis(50);
-
-fn now() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn lease_body(holder: &str) -> Bytes {
-    let body = serde_json::json!({"holder": holder, "host": hostname(), "pid": std::process::id(), "renewed": now()});
-    Bytes::from(body.to_string())
-}
-
-/// Whether the lease `v` is a dead writer's: not renewed for [`LEASE_TTL`], or
-/// held by a process of this host that is gone (a resume right after a kill).
-fn is_stale(v: &serde_json::Value) -> (bool, u64) {
-    let age = now().saturating_sub(v["renewed"].as_u64().unwrap_or(0));
-    let here = v["host"].as_str() == Some(hostname().as_str());
-    let gone = here && v["pid"].as_u64().is_some_and(process_gone);
-    (age >= LEASE_TTL.as_secs() || gone, age)
-}
-
-/// The lease as stored, if any.
-fn lease(remote: &Remote) -> Result<Option<serde_json::Value>> {
-    Ok(remote.get(LEASE)?.map(|b| serde_json::from_slice(&b).unwrap_or_default()))
-}
-
-/// Who holds the dataset's lease, live or not.
-pub(crate) fn holder(remote: &Remote) -> Result<Option<String>> {
-    Ok(lease(remote)?.map(|v| v["holder"].as_str().unwrap_or("?").to_string()))
-}
-
-/// Who holds the dataset's lease, if the holder is alive.
-pub(crate) fn live_holder(remote: &Remote) -> Result<Option<String>> {
-    Ok(lease(remote)?.filter(|v| !is_stale(v).0).map(|v| v["holder"].as_str().unwrap_or("?").to_string()))
-}
-
-/// Takes the dataset's lease for `holder`, or says who holds it.
-pub(crate) fn take_lease(remote: &Remote, holder: &str) -> Result<()> {
-    for _ in 0..2 {
-        if remote.put(LEASE, lease_body(holder), true)? {
-            return Ok(());
-        }
-        let Some(v) = lease(remote)? else { continue };
-        let (stale, age) = is_stale(&v);
-        if !stale {
-            let who = v["holder"].as_str().unwrap_or("?");
-            let message = format!(
-                "is being written by {who} (its lease {} was renewed {age} s ago; a writer that died frees it {} s after its last renewal)",
-                remote.url_of(LEASE),
-                LEASE_TTL.as_secs()
-            );
-            return Err(Error::Conflict { url: remote.url().to_string(), message });
-        }
-        remote.put(LEASE, lease_body(holder), false)?;
-        return Ok(());
-    }
-    Err(Error::Conflict { url: remote.url().to_string(), message: "its lease changed hands while this writer tried to take it".into() })
-}
 
 /// `verify --repair` on a store: under the dataset's lease (so with no writer
 /// running), settles what killed writers left (`push::settle`).
@@ -268,14 +198,4 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>, he
         }
     }
     (total, last_error)
-}
-
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "host".into())
-}
-
-/// Whether process `pid` of this host is gone: what tells a dead writer's lease, work
-/// directory or reader's pin from a live one's.
-pub(crate) fn process_gone(pid: u64) -> bool {
-    !Path::new(&format!("/proc/{pid}")).exists()
 }
