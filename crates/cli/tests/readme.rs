@@ -170,26 +170,3 @@ fn issue14_every_rollway_command_in_the_readme_and_the_docs_parses() {
     }
     assert!(count >= 20, "found only {count} commands");
 }
-
-/// The workspace's members, from the root Cargo.toml (`members = ["crates/x", …]`).
-fn workspace_members() -> Vec<String> {
-    let toml = read(&root().join("Cargo.toml"));
-    let line = toml.lines().find(|l| l.trim_start().starts_with("members")).expect("Cargo.toml lists the members");
-    line.split('"').skip(1).step_by(2).map(str::to_string).collect()
-}
-
-#[test]
-fn issue58_the_layout_table_lists_every_workspace_crate_and_no_other() {
-    // The README sends readers to the docs' Contributing page for the layout.
-    let page = read(&root().join("docs/contributing.md"));
-    let table = page.split("## Repository layout").nth(1).expect("docs/contributing.md has a Repository layout section");
-    let table = table.split("\n## ").next().unwrap_or(table);
-    let listed: std::collections::BTreeSet<String> = table
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `")?.split('`').next().map(str::to_string))
-        .filter(|p| p.starts_with("crates/"))
-        .collect();
-    let members: std::collections::BTreeSet<String> = workspace_members().into_iter().collect();
-    assert!(members.len() >= 10, "read the workspace's members: {members:?}");
-    assert_eq!(listed, members, "the layout table's crates against the workspace's members");
-}

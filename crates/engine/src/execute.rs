@@ -8,7 +8,7 @@
 //! The generator knows envs and agents only as factories; [`factories`] is where a
 //! job's env and agent names are resolved to them: the built-in registries, Python
 //! envs hosted in worker processes (`gym:ID`, `module:callable`), `onnx:PATH`
-//! models ([`agent_factory`]), or factories the caller brings ([`Sources`]).
+//! models ([`crate::agent_factory`]), or factories the caller brings ([`crate::Sources`]).
 
 use std::fs::File;
 use std::io::Write;
@@ -16,82 +16,32 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rollway_core::{AgentFactory, EnvFactory, Params};
+use rollway_core::{AgentFactory, EnvFactory};
 use rollway_runner::tune::Calibration;
 use rollway_runner::{Generator, RunConfig, Summary};
-use rollway_store::{ResumePoint, WriteStats};
+use rollway_store::ResumePoint;
 
 use crate::error::{Error, InputContext, Result};
+use crate::host::{agent_factory, env_factory, Host, Sources};
 use crate::job::{self, Job};
 use crate::progress::{Display, Interrupted};
-use crate::request::RunRequest;
+use crate::request::{Outcome, RunHooks, RunRequest};
 use crate::settings::Part;
 use crate::sinks::{JsonLines, Sinks};
 use crate::{dataset, parse_filters};
-
-/// What a caller adds to a run besides its settings.
-#[derive(Default)]
-pub struct RunHooks<'a> {
-    /// Asked about ten times a second; `true` stops the run ([`Interrupted`]).
-    pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
-    /// Where the env and agent come from when not from their names.
-    pub sources: Sources,
-    /// The store a run on `s3://` pushes to, whose trouble its progress tells: set by the
-    /// engine for such a run; a front leaves it `None`.
-    pub store: Option<rollway_remote::StoreHealth>,
-}
-
-/// Env and agent factories a caller brings itself (a Python callable, say), and
-/// the Python that hosts `gym:`/`module:` envs. Each factory's name must be the
-/// run's `env`/`agent` setting, which is what the dataset records.
-#[derive(Default)]
-pub struct Sources {
-    /// The run's envs, instead of resolving `env`.
-    pub envs: Option<Arc<dyn EnvFactory>>,
-    /// A Python env factory pickled with cloudpickle (`rollway.run(env=callable)`):
-    /// hosted in Python processes, called with `env_params`; `env` names it.
-    pub env_pickle: Option<Vec<u8>>,
-    /// The run's agent, instead of resolving `agent`.
-    pub agents: Option<Arc<dyn AgentFactory>>,
-    /// The interpreter for hosted envs (default: `$ROLLWAY_PYTHON`, else `python3`).
-    pub python: Option<PathBuf>,
-    /// The run's Python envs stepped in the front's own process (the Python
-    /// binding's inline host): offered beside env processes, taken where `host` says.
-    pub inline: Option<Arc<dyn EnvFactory>>,
-    /// Where Python envs step when `inline` is offered (or `Process`, asked for
-    /// Python envs without offering it); `Auto` measures both and takes the faster
-    /// (see `host_choice.rs`).
-    pub host: crate::rollout::Host,
-}
-
-/// How a run went.
-pub struct Outcome {
-    /// The run's summary.
-    pub summary: Summary,
-    /// The dataset it recorded into, if it recorded.
-    pub out: Option<PathBuf>,
-    /// What this run added to the dataset.
-    pub written: Option<WriteStats>,
-    /// Where a resumed run started.
-    pub resumed: Option<ResumePoint>,
-    /// How long committing the last episodes took after the run ended (frames
-    /// still being encoded, the last shard's fsyncs).
-    pub commit_wait: Duration,
-    /// The HTML report written when asked (`RunRequest::report`): its path and size in bytes.
-    pub report: Option<(PathBuf, usize)>,
-}
 
 /// Plans and runs the job `a` asks for. What the user gave wrong is an
 /// [`Error::Input`]; a run its caller stopped is [`Error::Interrupted`].
 pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     match crate::remote::target(a) {
-        Some(url) => crate::remote::execute(a, hooks, url),
+        // The store's run records into a local work directory: the local run, pushed.
+        Some(url) => crate::remote::execute(a, hooks, url, execute_local),
         None => execute_local(a, hooks),
     }
 }
 
 /// [`execute`] with every dataset a local directory.
-pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
+fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
     let (mut job, out, start) = plan(a)?;
     if a.report && out.is_none() {
         bad!("--report writes the report of the dataset the run records: add --out DIR");
@@ -104,8 +54,8 @@ pub(crate) fn execute_local(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outco
     let python = hooks.sources.python.clone();
     let own_agents = hooks.sources.agents.is_none();
     let (inline, host) = (hooks.sources.inline.clone(), hooks.sources.host);
-    if inline.is_some() && host == crate::rollout::Host::Inline && job.cfg.step_timeout.is_some() {
-        bad!("{}", crate::rollout::INLINE_CANNOT_TIME_OUT);
+    if inline.is_some() && host == Host::Inline && job.cfg.step_timeout.is_some() {
+        bad!("{}", crate::host::INLINE_CANNOT_TIME_OUT);
     }
     let (envs, mut agents) = factories(&job.cfg, hooks.sources);
     let calibration = calibrate(&mut job, &envs, &agents, a.quiet);
@@ -232,24 +182,6 @@ fn factories(cfg: &RunConfig, sources: Sources) -> (Arc<dyn EnvFactory>, Arc<dyn
     (envs, agents)
 }
 
-/// The factory of env `name` for runs and rollouts alike: `given` when the caller
-/// brings one; a pickled callable or a `gym:`/`module:` name hosted in Python
-/// processes; else a built-in env.
-pub(crate) fn env_factory(
-    name: &str,
-    params: &Params,
-    given: Option<Arc<dyn EnvFactory>>,
-    pickle: Option<Vec<u8>>,
-    python: Option<PathBuf>,
-) -> Arc<dyn EnvFactory> {
-    match (given, pickle) {
-        (Some(f), _) => f,
-        (None, Some(p)) => Arc::new(rollway_host::PythonEnvs::pickled(name, params, python, p)),
-        (None, None) if rollway_host::is_hosted(name) => Arc::new(rollway_host::PythonEnvs::new(name, params, python)),
-        (None, None) => Arc::new(rollway_envs::Registered::new(name, params.clone())),
-    }
-}
-
 /// The cores a run's envs keep busy while its agent acts: its workers in async
 /// mode, none in sync mode (every env waits for the batch's actions).
 fn busy_cores(cfg: &RunConfig) -> usize {
@@ -258,17 +190,6 @@ fn busy_cores(cfg: &RunConfig) -> usize {
     } else {
         0
     }
-}
-
-/// The factory of agent `name`: an `onnx:PATH` model (its ONNX Runtime found
-/// through `python`, default [`rollway_host::default_python`]; the model gets the
-/// cores that the `busy` ones the envs use while it runs leave), else a built-in agent.
-pub fn agent_factory(name: &str, params: &Params, busy: usize, python: Option<PathBuf>) -> Arc<dyn AgentFactory> {
-    if rollway_onnx::is_onnx(name) {
-        let python = python.unwrap_or_else(rollway_host::default_python);
-        return Arc::new(rollway_onnx::OnnxAgents::new(name, params.clone(), busy, python));
-    }
-    Arc::new(rollway_agents::Registered::new(name, params.clone()))
 }
 
 /// How a run starts writing.

@@ -36,8 +36,8 @@ use rollway_core::{AgentFactory, EnvFactory};
 use rollway_runner::tune::{self, Calibration, HostChoice};
 use rollway_runner::{Mode, RunConfig, Target};
 
+use crate::host::Host;
 use crate::job::Job;
-use crate::rollout::Host;
 
 /// The smallest steps target for which `Auto` measures (below it: processes).
 pub const MIN_STEPS: u64 = 100_000;

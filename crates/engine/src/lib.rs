@@ -31,6 +31,7 @@ extern crate self as rollway_engine;
 pub mod dataset;
 mod error;
 mod execute;
+mod host;
 mod host_choice;
 mod job;
 pub mod progress;
@@ -42,11 +43,12 @@ mod sinks;
 pub mod tensorboard;
 
 pub use error::{chain_text, Cause, Error, Result};
-pub use execute::{agent_factory, execute, Outcome, RunHooks, Sources};
+pub use execute::execute;
+pub use host::{agent_factory, Host, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, table_params, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;
-pub use request::RunRequest;
-pub use rollout::{Host, Resumed, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
+pub use request::{Outcome, RunHooks, RunRequest};
+pub use rollout::{Resumed, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
 pub use settings::{DurationSetting, ModeArg, Part, RunOptions};
 pub use sinks::{JsonLines, Sinks};
 

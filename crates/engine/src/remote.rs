@@ -15,8 +15,7 @@ use std::path::PathBuf;
 use rollway_remote::{Remote, Writing};
 
 use crate::error::{Error, Result};
-use crate::execute::{execute_local, Outcome, RunHooks};
-use crate::request::RunRequest;
+use crate::request::{Outcome, RunHooks, RunRequest};
 
 /// What a writer wants of the dataset at a URL.
 pub enum Want {
@@ -66,8 +65,14 @@ pub(crate) fn target(a: &RunRequest) -> Option<String> {
     [a.out.as_ref(), a.resume.as_ref(), join].into_iter().flatten().find(|p| rollway_remote::is_remote(p)).map(|p| p.display().to_string())
 }
 
-/// Runs `a`, which records to the store at `url`.
-pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Result<Outcome> {
+/// Runs `a`, which records to the store at `url`: `local` runs it into the work
+/// directory, whose shards are pushed as they commit.
+pub(crate) fn execute(
+    a: &RunRequest,
+    hooks: RunHooks<'_>,
+    url: String,
+    local: fn(&RunRequest, RunHooks<'_>) -> Result<Outcome>,
+) -> Result<Outcome> {
     if a.prepare {
         bad!(
             "--prepare {url}: a distributed run on an object store is prepared by its driver (`rollway run --backend ray`, \
@@ -83,13 +88,13 @@ pub(crate) fn execute(a: &RunRequest, hooks: RunHooks<'_>, url: String) -> Resul
         (None, None) if a.append => hold(&url, Want::Append)?,
         (None, None) => hold(&url, Want::New { refusal: a.holds_a_dataset(&url) })?,
     };
-    let mut local = a.clone();
+    let mut request = a.clone();
     let work = writing.work_dir().to_path_buf();
-    let join = local.join.as_mut().map(|(dir, _)| dir);
-    for dir in [local.out.as_mut(), local.resume.as_mut(), join].into_iter().flatten() {
+    let join = request.join.as_mut().map(|(dir, _)| dir);
+    for dir in [request.out.as_mut(), request.resume.as_mut(), join].into_iter().flatten() {
         *dir = work.clone();
     }
-    let ran = execute_local(&local, RunHooks { store: Some(writing.health()), ..hooks });
+    let ran = local(&request, RunHooks { store: Some(writing.health()), ..hooks });
     // Whatever the run did, what it committed goes to the store.
     let pushed = writing.finish().map_err(|e| Error::remote("pushing the run's shards to the store", e));
     let mut outcome = ran?;

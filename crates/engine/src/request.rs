@@ -5,7 +5,12 @@
 //! [`crate::Job`] that [`crate::execute`] runs.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use rollway_runner::Summary;
+use rollway_store::{ResumePoint, WriteStats};
+
+use crate::host::Sources;
 use crate::settings::{Part, RunOptions};
 
 /// A run, as asked for. `Default` is the default job (no settings), recording
@@ -71,4 +76,33 @@ impl RunRequest {
             format!("--out {dir} already holds a dataset: `rollway run --resume {dir}` continues its last run; add --append to record a new run after it")
         }
     }
+}
+
+/// What a caller adds to a run besides its settings.
+#[derive(Default)]
+pub struct RunHooks<'a> {
+    /// Asked about ten times a second; `true` stops the run ([`crate::Interrupted`]).
+    pub stop: Option<Box<dyn FnMut() -> bool + 'a>>,
+    /// Where the env and agent come from when not from their names.
+    pub sources: Sources,
+    /// The store a run on `s3://` pushes to, whose trouble its progress tells: set by the
+    /// engine for such a run; a front leaves it `None`.
+    pub store: Option<rollway_remote::StoreHealth>,
+}
+
+/// How a run went.
+pub struct Outcome {
+    /// The run's summary.
+    pub summary: Summary,
+    /// The dataset it recorded into, if it recorded.
+    pub out: Option<PathBuf>,
+    /// What this run added to the dataset.
+    pub written: Option<WriteStats>,
+    /// Where a resumed run started.
+    pub resumed: Option<ResumePoint>,
+    /// How long committing the last episodes took after the run ended (frames
+    /// still being encoded, the last shard's fsyncs).
+    pub commit_wait: Duration,
+    /// The HTML report written when asked (`RunRequest::report`): its path and size in bytes.
+    pub report: Option<(PathBuf, usize)>,
 }

@@ -5,7 +5,7 @@
 //! learner builds the request itself (`examples/rust_rollout.rs`).
 //!
 //! Assembling is what a run does too, with the same pieces: the env factory chosen
-//! from the env's name ([`crate::execute`]'s choice: built-in, Python hosted in
+//! from the env's name (`host.rs`'s choice: built-in, Python hosted in
 //! processes, or one the caller brings, as the Python binding brings its inline
 //! host), the agent factory for a policy given by name ([`crate::agent_factory`]),
 //! and the dataset created, joined, or refused as a run's `--out` is. What differs
@@ -27,52 +27,7 @@ use rollway_store::{DatasetWriter, IndexEntry, RunInfo, WriterConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InputContext, Result};
-
-/// Why `host="inline"` and a `step_timeout` do not go together, for a run and a rollout alike.
-pub(crate) const INLINE_CANNOT_TIME_OUT: &str = "host=\"inline\" steps the envs in this thread, where a hung env cannot be \
-     stopped: step_timeout needs host=\"process\" (or \"auto\", which then keeps env processes)";
-
-/// Where a rollout's Python envs step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", try_from = "String")]
-pub enum Host {
-    /// Inline with one worker at lag 0 and no `step_timeout` (a process would only add its
-    /// round trip); processes otherwise.
-    #[default]
-    Auto,
-    /// In the rollout's own thread, under the caller's interpreter (the front brings the factory).
-    Inline,
-    /// In env processes, `workers` of them.
-    Process,
-}
-
-impl Host {
-    /// The workers `asked` for `num_envs` envs `env`, else one, except for `atari:` envs
-    /// away from `Inline`: one process per core (see [`RolloutRequest::workers`]). A
-    /// rollout and `rollway.make_vec` decide it here alike.
-    pub fn workers(self, env: &str, asked: Option<usize>, num_envs: usize) -> usize {
-        match asked {
-            Some(w) => w,
-            None if env.starts_with("atari:") && self != Host::Inline => {
-                std::thread::available_parallelism().map_or(1, |n| n.get()).min(num_envs.max(1))
-            }
-            None => 1,
-        }
-    }
-}
-
-impl TryFrom<String> for Host {
-    type Error = String;
-
-    fn try_from(s: String) -> std::result::Result<Host, String> {
-        match s.as_str() {
-            "auto" => Ok(Host::Auto),
-            "inline" => Ok(Host::Inline),
-            "process" => Ok(Host::Process),
-            _ => Err(format!("host must be \"auto\", \"inline\" or \"process\", got {s:?}")),
-        }
-    }
-}
+use crate::host::{Host, INLINE_CANNOT_TIME_OUT};
 
 /// A rollout, as asked for. Field names are the Python keyword arguments'.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -309,7 +264,7 @@ impl RolloutPlan {
         let cfg = request.config()?;
         request.commit_age()?;
         let params = Params(request.env_params.clone());
-        let envs = crate::execute::env_factory(&request.env, &params, sources.envs, sources.env_pickle, sources.python.clone());
+        let envs = crate::host::env_factory(&request.env, &params, sources.envs, sources.env_pickle, sources.python.clone());
         let spec = envs.spec().map_err(core)?;
         Ok(RolloutPlan { request, cfg, envs, spec, python: sources.python })
     }

@@ -14,7 +14,7 @@ use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
 use rollway_envs::atari::{Emulator, Frames, Preprocessing};
 use rollway_host::proto::SpecJson;
 
-use crate::pyenvs::SlotEnvs;
+use crate::slots::SlotEnvs;
 
 /// The target prefix of these envs.
 pub(crate) const PREFIX: &str = "atari:";

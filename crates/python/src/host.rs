@@ -19,7 +19,9 @@ use rollway_core::InfoNeed;
 use rollway_host::proto::{self, Hello, RoundReply, Setup, SpecJson};
 use rollway_host::shm::{self, Region};
 
-use crate::pyenvs::{slot_envs, SlotEnvs};
+use crate::atari::{AtariEnvs, PREFIX};
+use crate::pyenvs::PyEnvs;
+use crate::slots::SlotEnvs;
 
 /// One env block served over shared memory.
 struct Host {
@@ -123,4 +125,20 @@ impl Host {
         }
         reply
     }
+}
+
+/// The envs `prepare` made for a block of `n` slots of `target`: an `atari:` game, else Python envs.
+pub(crate) fn slot_envs(
+    target: &str,
+    prepared: &Bound<'_, PyTuple>,
+    spec: &SpecJson,
+    n: usize,
+    options: (InfoNeed, Option<u64>),
+) -> PyResult<Box<dyn SlotEnvs>> {
+    let (infos, cut) = options;
+    Ok(if target.starts_with(PREFIX) {
+        Box::new(AtariEnvs::new(prepared, spec, n, infos, cut)?)
+    } else {
+        Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?)
+    })
 }

@@ -13,7 +13,8 @@ use pyo3::types::{PyBytes, PyTuple};
 use rollway_core::{BlockOptions, Env, EnvBlock, EnvFactory, EnvSpec, Error, Failure, Info, Op, Params, Result, Rows, SlotResult};
 use rollway_host::proto::{Setup, SpecJson};
 
-use crate::pyenvs::{slot_envs, SlotEnvs};
+use crate::host::slot_envs;
+use crate::slots::SlotEnvs;
 
 /// An [`EnvFactory`] whose blocks step Python envs in the calling thread.
 pub struct InlineEnvs {

@@ -25,6 +25,7 @@ mod pyenvs;
 mod rollout;
 mod rows;
 mod run;
+mod slots;
 mod tblog;
 mod vec_blocks;
 mod vec_env;

@@ -13,6 +13,7 @@ use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
 use rollway_host::proto::SpecJson;
 
 use crate::rows::{fast_row, fast_value, stepped, Stepped};
+use crate::slots::SlotEnvs;
 
 /// `rollway._host.prepare`'s answer: `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
 pub(crate) struct PyEnvs {
@@ -154,39 +155,6 @@ impl SlotEnvs for PyEnvs {
             self.fail(py, slot);
         }
     }
-}
-
-/// One block's envs as both hosts step them, slot by slot: Python envs
-/// ([`PyEnvs`]), or `atari:` envs whose steps are rollway's ([`crate::atari::AtariEnvs`]).
-pub(crate) trait SlotEnvs: Send {
-    /// Observation and action row layouts.
-    fn layouts(&self) -> (&Layout, &Layout);
-    /// Steps slot `slot` with the action in `act`, writing its observation into `obs`;
-    /// the info comes back when the block's [`InfoNeed`] wants it. Errors name the env.
-    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String>;
-    /// Resets slot `slot` with `seed` (making its env first if it has none), or
-    /// without one (`None`: the env's random stream goes on). Errors name the env.
-    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String>;
-    /// A failed env is closed and replaced at the slot's next reset.
-    fn fail(&mut self, py: Python<'_>, slot: usize);
-    /// Closes every env.
-    fn close(&mut self, py: Python<'_>);
-}
-
-/// The envs `prepare` made for a block of `n` slots of `target`: an `atari:` game, else Python envs.
-pub(crate) fn slot_envs(
-    target: &str,
-    prepared: &Bound<'_, PyTuple>,
-    spec: &SpecJson,
-    n: usize,
-    options: (InfoNeed, Option<u64>),
-) -> PyResult<Box<dyn SlotEnvs>> {
-    let (infos, cut) = options;
-    Ok(if target.starts_with(crate::atari::PREFIX) {
-        Box::new(crate::atari::AtariEnvs::new(prepared, spec, n, infos, cut)?)
-    } else {
-        Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?)
-    })
 }
 
 /// Set when a `KeyboardInterrupt` came out of an env's `step` or `reset`: a Ctrl-C
