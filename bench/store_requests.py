@@ -29,28 +29,13 @@ sys.path.insert(0, HERE)
 from benchlib import log, machine_note, md_table, module_versions, write_report  # noqa: E402
 from s3 import BUCKET, start_server  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+from store_roles import DRIVER, MEMBER  # noqa: E402
+
 PROXY = os.path.join(HERE, "..", "tests", "python", "fault_proxy.py")
 # S3 Standard, us-east-1 list prices per 1,000 requests (DELETE is free).
 PRICE = {"write": 0.005, "read": 0.0004}
 WRITE_KINDS = ("PUT", "COPY", "LIST", "POST")
-
-DRIVER = r"""
-import sys
-from rollway import _rollway
-hold = _rollway.HeldDataset(sys.argv[1], "new")
-_rollway.run(sys.argv[2], out=str(hold.work_dir), prepare=True, progress=False, python=sys.executable)
-hold.flush()
-print("ready", flush=True)
-sys.stdin.readline()
-hold.finish()
-print("finished", flush=True)
-"""
-
-MEMBER = r"""
-import sys
-from rollway import _rollway
-_rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable)
-"""
 
 FOLLOWER = r"""
 import sys, threading, time, rollway
@@ -102,7 +87,7 @@ def run(args: argparse.Namespace, env: Dict[str, str]) -> Dict[str, object]:
     job = {"env": "CartPole-v1", "agent": "random", "episodes": args.episodes, "seed": 54,
            "max_buffer_episodes": args.shard_episodes, "workers": 1, "envs_per_worker": 4}
     wenv = dict(env, AWS_ENDPOINT_URL=writers.endpoint)
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, json.dumps(job)], env=wenv, stdin=subprocess.PIPE,
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(job)], env=wenv, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     assert driver.stdout.readline().strip() == "ready"
     follower = subprocess.Popen([sys.executable, "-c", FOLLOWER, url], env=dict(env, AWS_ENDPOINT_URL=follower_proxy.endpoint),

@@ -21,30 +21,12 @@ import pytest
 
 import rollway
 from rollway import _rollway
+from store_roles import DRIVER, MEMBER
 
 pytest.importorskip("moto")
 
 BUCKET = "rollway-test"
 JOB = {"env": "CartPole-v1", "agent": "random", "episodes": 8, "seed": 54}
-
-# A driver as rollway.ray.run is one on a store: it takes the lease, records the run (prepare) and
-# holds the lease while members write; held alive until the test kills it.
-DRIVER = r"""
-import json, sys
-from rollway import _rollway
-hold = _rollway.HeldDataset(sys.argv[1], "new")
-_rollway.run(sys.argv[2], out=str(hold.work_dir), prepare=True, progress=False, python=sys.executable)
-hold.flush()
-print("ready", flush=True)
-sys.stdin.read()
-"""
-
-MEMBER = r"""
-import sys
-from rollway import _rollway
-_rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable)
-"""
-
 
 def _fingerprints(ds):
     return sorted((e["run_index"], e["id"], e["seed"], e["length"], e["return"]) for e in ds.episodes)
@@ -62,7 +44,7 @@ def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_th
     import pyarrow.fs as pafs
 
     url = f"s3://{BUCKET}/fence/run"
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, json.dumps(JOB)], stdin=subprocess.PIPE,
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
     # The member runs every episode of the run and stops between its lease check and its commit.

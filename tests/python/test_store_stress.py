@@ -29,6 +29,7 @@ import time
 import pytest
 
 import rollway
+from store_roles import DRIVER, MEMBER
 
 pytest.importorskip("moto")
 pytest.importorskip("gymnasium")
@@ -39,28 +40,6 @@ WRITERS = 8
 EPISODES = 240
 JOB = {"env": "paced_env:make", "agent": "random", "episodes": EPISODES, "seed": 54, "max_buffer_episodes": 3,
        "workers": 1, "envs_per_worker": 2}
-
-# The run's driver, as rollway.ray.run is one on a store: takes the lease (a new dataset or a
-# resume), records the run, prints "ready" and holds the lease until told to finish or killed.
-DRIVER = r"""
-import json, sys
-from rollway import _rollway
-url, want = sys.argv[1], sys.argv[2]
-hold = _rollway.HeldDataset(url, want)
-if want == "new":
-    _rollway.run(sys.argv[3], out=str(hold.work_dir), prepare=True, progress=False, python=sys.executable)
-    hold.flush()
-print("ready", flush=True)
-sys.stdin.readline()
-hold.finish()
-print("finished", flush=True)
-"""
-
-MEMBER = r"""
-import sys
-from rollway import _rollway
-_rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable, host="inline")
-"""
 
 # A learner's follower on the replay: samples it until told to stop; prints its batches.
 FOLLOWER = r"""
@@ -151,7 +130,7 @@ class Life:
             env = dict(self.env)
             if role != "run":
                 env["ROLLWAY_PAUSE"] = f"member-commit@{self.rng.randint(2, 4)}:{pause}"
-            p = subprocess.Popen([sys.executable, "-c", MEMBER, self.url, f"0:{a}:{b}:l{self.n}m{i}"], env=env, cwd=HERE,
+            p = subprocess.Popen([sys.executable, "-c", MEMBER, self.url, f"0:{a}:{b}:l{self.n}m{i}", "inline"], env=env, cwd=HERE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.members.append((role, pause, p))
 

@@ -1,0 +1,30 @@
+"""The roles of a distributed run on a store, as scripts for ``python -c`` (test_store_fence.py,
+test_store_stress.py, bench/store_requests.py): the primitives ``rollway.ray`` drives, without Ray.
+
+DRIVER URL WANT [CONFIG_JSON]: takes the dataset's lease (``WANT`` "new", with the run's config to
+record, or "resume"), prints "ready", and holds the lease until a line on stdin says finish (then
+prints "finished") or it is killed.
+
+MEMBER URL RUN:START:END:ID [HOST]: runs that part of the prepared run as one of its many writers.
+"""
+
+DRIVER = r"""
+import sys
+from rollway import _rollway
+url, want = sys.argv[1], sys.argv[2]
+hold = _rollway.HeldDataset(url, want)
+if want == "new":
+    _rollway.run(sys.argv[3], out=str(hold.work_dir), prepare=True, progress=False, python=sys.executable)
+    hold.flush()
+print("ready", flush=True)
+sys.stdin.readline()
+hold.finish()
+print("finished", flush=True)
+"""
+
+MEMBER = r"""
+import sys
+from rollway import _rollway
+host = sys.argv[3] if len(sys.argv) > 3 else "auto"
+_rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable, host=host)
+"""
