@@ -192,7 +192,8 @@ def run(
     The keyword arguments are the keys of ``rollway run --config FILE`` (the TOML
     file), with the same defaults and checks: ``rollway.run()`` alone runs the default
     job (``PixelMine-v0`` with the scripted miner, recorded under ``./rollway-data``).
-    Others: ``record_infos``, ``max_buffer_steps``, ``max_buffer_episodes``,
+    Others: ``record_infos``, ``max_buffer_steps``, ``max_buffer_episodes``, ``commit_every`` (seconds
+    between commits at the least while episodes arrive; default 2, as a rollout's ``commit_every``),
     ``frame_media`` (alias ``image_media``: ``lz4``, ``raw``, ``jpeg``, ``h264``), ``crf``,
     ``preset``, ``keyint``, ``fps``, ``jpeg_quality``, ``x264_params``, ``summary_json``,
     ``episodes_json``.

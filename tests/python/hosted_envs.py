@@ -169,3 +169,18 @@ class Wrong(gym.Env):
         # At the episode's end: the final info is recorded even when the others are not.
         info = {"pos": [1, 2], "handle": {"sim": object()}} if self.t >= 5 and self.how == "bad_info" else {}
         return self._obs(wrong), reward, self.t >= 5, False, info
+
+
+class Gated(gym.Wrapper):
+    """CartPole whose resets after the first ``free`` wait until the file ``gate`` exists: a
+    run that has finished episodes and then gets no more until the test says so."""
+
+    def __init__(self, gate, free=8):
+        super().__init__(gym.make("CartPole-v1"))
+        self.gate, self.free, self.resets = gate, int(free), 0
+
+    def reset(self, **kwargs):
+        self.resets += 1
+        while self.resets > self.free and not os.path.exists(self.gate):
+            time.sleep(0.01)
+        return self.env.reset(**kwargs)

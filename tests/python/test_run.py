@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -179,3 +180,36 @@ def test_long_calls_release_the_gil(tmp_path):
     assert took >= 0.5, "the run is too short to tell"
     # A thread that cannot get the GIL does not tick at all during the run.
     assert len(during) >= took / 0.01 / 4
+
+
+GATED_RUN = """
+import sys, rollway
+rollway.run(env="hosted_envs:Gated", env_params={"gate": sys.argv[2], "free": 8}, agent="random", episodes=24,
+            out=sys.argv[1], workers=1, envs_per_worker=1, mode="sync", host="inline", progress=False)
+"""
+
+
+def test_issue58_a_run_commits_what_finished_within_seconds_by_default_while_its_envs_are_busy(tmp_path):
+    """Eight episodes finish, then the env holds its next reset until the test opens a gate: the
+    writer has nothing more coming, and commits what it holds by the default commit_every (no
+    buffer fills). Without that the run would keep them in memory until it ends: the test's
+    deadline is only a bound on a broken writer."""
+    from conftest import committed
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    out, gate = tmp_path / "ds", tmp_path / "gate"
+    p = subprocess.Popen([sys.executable, "-c", GATED_RUN, str(out), str(gate)], cwd=here,
+                         env=dict(os.environ, PYTHONPATH=here), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while committed(out) < 7 and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # The eighth episode ends at the reset the gate holds: seven are finished.
+        assert committed(out) == 7 and p.poll() is None, "the finished episodes are committed while the run is held"
+    finally:
+        gate.touch()
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert committed(out) == 24
+    with pytest.raises(rollway.InputError, match="commit_every.*positive number of seconds, got 0"):
+        rollway.run(env="CartPole-v1", agent="random", episodes=2, commit_every=0, out=tmp_path / "never", progress=False)

@@ -2,6 +2,7 @@
 //! and writer settings (flags win over the file, the file wins over defaults).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
@@ -85,6 +86,7 @@ impl Job {
             record_infos: Some(self.writer.record_infos),
             max_buffer_steps: self.writer.max_buffer_steps,
             max_buffer_episodes: self.writer.max_buffer_episodes,
+            commit_every: Some(self.writer.max_buffer_age.as_secs_f64()),
             frame_media: Some(self.writer.frame_media.clone()),
             crf: Some(self.writer.frame_options.h264.crf),
             preset: Some(self.writer.frame_options.h264.preset.clone()),
@@ -105,9 +107,10 @@ pub fn resolve_stored(json: &serde_json::Value) -> Result<Job> {
     RunRequest::default().resolve_with(file)
 }
 
-/// What `--resume` takes beside it whatever its value: output files and a larger
-/// target of the same kind. Any other option must equal the stored config's.
-const RESUME_TAKES: [&str; 4] = ["episodes", "steps", "summary_json", "episodes_json"];
+/// What `--resume` takes beside it whatever its value: output files, a larger
+/// target of the same kind, and how often to commit (which changes no episode).
+/// Any other option must equal the stored config's.
+const RESUME_TAKES: [&str; 5] = ["episodes", "steps", "summary_json", "episodes_json", "commit_every"];
 
 /// The job `--resume DIR` continues: the last run stored in the dataset at `dir`
 /// (see [`resume_job`]), with the request's config (file) beside it, if any.
@@ -367,12 +370,22 @@ fn writer_config(o: &RunOptions, origin: &Origin) -> Result<rollway_store::Write
         record_infos: o.record_infos.unwrap_or(false),
         max_buffer_steps: o.max_buffer_steps.or(wd.max_buffer_steps),
         max_buffer_episodes: o.max_buffer_episodes,
+        max_buffer_age: commit_every(o, origin)?,
         frame_media: o.frame_media.clone().unwrap_or(wd.frame_media.clone()),
         frame_options: rollway_store::frames::FrameOptions { jpeg_quality: o.jpeg_quality.unwrap_or(d.jpeg_quality), h264 },
         ..wd
     };
     check_writer(&writer, origin)?;
     Ok(writer)
+}
+
+/// The writer's buffer age from `commit_every`, checked.
+fn commit_every(o: &RunOptions, origin: &Origin) -> Result<Duration> {
+    let secs = o.commit_every.unwrap_or(crate::settings::DEFAULT_COMMIT_EVERY);
+    match crate::settings::commit_age(secs) {
+        Some(age) => Ok(age),
+        None => bad!("{}: must be a positive number of seconds, got {secs}", origin.name("commit_every")),
+    }
 }
 
 /// Checks what the store would only reject once the first shard is encoded.

@@ -189,7 +189,7 @@ impl RolloutRequest {
     /// How often the dataset commits.
     fn commit_age(&self) -> Result<Duration> {
         let bad = || Error::input(format!("commit_every must be a positive number of seconds, got {}", self.commit_every));
-        Duration::try_from_secs_f64(self.commit_every).ok().filter(|d| !d.is_zero()).ok_or_else(bad)
+        crate::settings::commit_age(self.commit_every).ok_or_else(bad)
     }
 }
 

@@ -155,6 +155,10 @@ pub struct RunOptions {
     /// Commit a shard once this many episodes are buffered.
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub max_buffer_episodes: Option<usize>,
+    /// Commit at least this often, in seconds, while episodes arrive, so that a
+    /// killed run loses at most about this much (a rollout's `commit_every`). [default: 2]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SECONDS"))]
+    pub commit_every: Option<f64>,
     /// How image observations are stored: lz4 (lossless, fastest), raw, jpeg, or
     /// h264 (mp4 per shard, smallest; PyAV/FFmpeg open it); per image key with
     /// `KEY=MEDIA` items, e.g. `lz4,observations/rgb=h264`. [default: lz4; the default job: h264]
@@ -318,4 +322,13 @@ mod tests {
         assert_eq!(RunOptions::flag("env_params"), None);
         assert_eq!(RunOptions::flag("no_such_key"), None);
     }
+}
+
+/// A run's `commit_every` when not given: a run killed a few seconds in keeps what
+/// finished (a rollout's default is 1 s, for a learner that follows it).
+pub const DEFAULT_COMMIT_EVERY: f64 = 2.0;
+
+/// `commit_every` seconds as the writer's buffer age: positive and finite, else `None`.
+pub(crate) fn commit_age(seconds: f64) -> Option<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero())
 }
