@@ -286,6 +286,15 @@ fn seconds(v: f64, text: &str) -> Result<Duration> {
     Duration::try_from_secs_f64(v).map_err(|_| Error::input(format!("`{text}` is too long a duration")))
 }
 
+/// A run's `commit_every` when not given: a run killed a few seconds in keeps what
+/// finished (a rollout's default is 1 s, for a learner that follows it).
+pub const DEFAULT_COMMIT_EVERY: f64 = 2.0;
+
+/// `commit_every` seconds as the writer's buffer age: positive and finite, else `None`.
+pub(crate) fn commit_age(seconds: f64) -> Option<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,13 +331,4 @@ mod tests {
         assert_eq!(RunOptions::flag("env_params"), None);
         assert_eq!(RunOptions::flag("no_such_key"), None);
     }
-}
-
-/// A run's `commit_every` when not given: a run killed a few seconds in keeps what
-/// finished (a rollout's default is 1 s, for a learner that follows it).
-pub const DEFAULT_COMMIT_EVERY: f64 = 2.0;
-
-/// `commit_every` seconds as the writer's buffer age: positive and finite, else `None`.
-pub(crate) fn commit_age(seconds: f64) -> Option<std::time::Duration> {
-    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero())
 }
