@@ -21,6 +21,7 @@ __all__ = [
     "LagGate",
     "LoaderHandle",
     "ONNX_ENGINES",
+    "RUN_SETTINGS",
     "RecorderHandle",
     "RolloutHandle",
     "RollwayError",
@@ -53,6 +54,8 @@ FORMAT_VERSION: int
 # The engines this build's ``onnx:`` agent can use: ``["ort"]``, plus ``"tract"`` where it
 # was built with the ``tract`` feature (the wheel is).
 ONNX_ENGINES: List[str]
+# Every run setting's name, as the engine's RunOptions declares them (the config file's keys).
+RUN_SETTINGS: List[str]
 
 class RollwayError(Exception): ...
 class InputError(RollwayError, ValueError): ...

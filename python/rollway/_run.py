@@ -196,7 +196,9 @@ def run(
     between commits at the least while episodes arrive; default 2, as a rollout's ``commit_every``),
     ``frame_media`` (alias ``image_media``: ``lz4``, ``raw``, ``jpeg``, ``h264``), ``crf``,
     ``preset``, ``keyint``, ``fps``, ``jpeg_quality``, ``x264_params``, ``summary_json``,
-    ``episodes_json``.
+    ``episodes_json``, ``check`` (``False`` skips the checks of actions, observations and
+    rewards against their spaces), ``policy_version`` (recorded as every step's policy version:
+    an evaluation of a learner's checkpoint).
 
     - ``episodes``, ``steps``: the run's target, in episodes or in env steps over all envs
       (the default: 64 episodes; the default job 16); ``max_steps``: cut each episode at

@@ -221,9 +221,15 @@ impl RunOptions {
         if key == "filters" {
             return Some("--filter".into());
         }
-        let keys = serde_json::to_value(RunOptions::default()).expect("run options serialize");
-        let known = keys.as_object().is_some_and(|k| k.contains_key(key));
+        let known = RunOptions::keys().iter().any(|k| k == key);
         (known && key != "env_params" && key != "agent_params").then(|| format!("--{}", key.replace('_', "-")))
+    }
+
+    /// Every setting's name, as the config file and `rollway.run` spell it: the one
+    /// list the fronts are checked against (the Python package's `run()` by a test).
+    pub fn keys() -> Vec<String> {
+        let keys = serde_json::to_value(RunOptions::default()).expect("run options serialize");
+        keys.as_object().map(|k| k.keys().cloned().collect()).unwrap_or_default()
     }
 }
 

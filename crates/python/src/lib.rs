@@ -96,6 +96,8 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FORMAT_VERSION", rollway_store::FORMAT_VERSION)?;
+    // Every run setting's name, as RunOptions declares them (`rollway.run`'s keywords are checked against it).
+    m.add("RUN_SETTINGS", rollway_engine::RunOptions::keys())?;
     // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
     m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;
     m.add_function(wrap_pyfunction!(envs, m)?)?;

@@ -194,7 +194,13 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>, he
                 total.bytes += m.bytes;
                 (pause, last_error) = (POLL, None);
             }
-            Err(e) => (pause, last_error) = ((pause * 2).min(RENEW), Some(e)),
+            Err(e) => {
+                pause = (pause * 2).min(RENEW);
+                // The first conflict says why (a fenced commit), not the lease checks that refuse every push after it.
+                if !matches!((&last_error, &e), (Some(Error::Conflict { .. }), Error::Conflict { .. })) {
+                    last_error = Some(e);
+                }
+            }
         }
     }
     (total, last_error)

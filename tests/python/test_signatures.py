@@ -1,0 +1,33 @@
+"""Issue 58: the Python signatures are checked against what they front, so a setting is named
+once: ``rollway.run``'s keywords against the engine's run settings (``RunOptions``, exported as
+``_rollway.RUN_SETTINGS``), and ``rollway.Loader``'s against the extension's loader."""
+
+import inspect
+
+import rollway
+from rollway import _rollway
+
+# run()'s own keywords, which are not run settings: where it records and how it is called.
+RUN_FRONT = {"out", "resume", "append", "record", "progress", "config", "host", "more"}
+# The Loader's own: epochs and polling are Python's; select= carries the handle's filters.
+LOADER_FRONT = {"self", "epochs", "select", "poll"}
+SELECTED = {"labels", "min_return", "max_return", "min_length", "max_length", "min_policy_version"}
+
+
+def test_issue58_every_run_keyword_is_a_run_setting_and_every_setting_is_named_in_run():
+    settings = set(_rollway.RUN_SETTINGS)
+    assert {"env", "agent", "episodes", "commit_every", "max_buffer_steps"} <= settings, settings
+    keywords = set(inspect.signature(rollway.run).parameters) - RUN_FRONT
+    assert keywords <= settings, f"run() keywords the engine does not know: {keywords - settings}"
+    # The rest pass through **more: each is named in run()'s docs, so none is hidden.
+    doc = rollway.run.__doc__ or ""
+    undocumented = {k for k in settings - keywords if f"``{k}``" not in doc}
+    assert not undocumented, f"run settings rollway.run neither takes by name nor documents: {undocumented}"
+
+
+def test_issue58_the_loader_passes_the_extensions_keywords_with_the_same_defaults():
+    ours = inspect.signature(rollway.Loader.__init__).parameters
+    theirs = inspect.signature(_rollway.LoaderHandle).parameters
+    assert set(ours) - LOADER_FRONT == set(theirs) - SELECTED, (set(ours) ^ set(theirs))
+    for name in set(theirs) - SELECTED:
+        assert ours[name].default == theirs[name].default, f"{name}: {ours[name].default!r} vs {theirs[name].default!r}"
