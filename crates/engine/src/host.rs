@@ -30,7 +30,7 @@ pub enum Host {
 
 impl Host {
     /// The workers `asked` for `num_envs` envs `env`, else one, except for `atari:` envs
-    /// away from `Inline`: one process per core (see [`RolloutRequest::workers`]). A
+    /// away from `Inline`: one process per core (see [`RolloutRequest::workers`](crate::RolloutRequest::workers)). A
     /// rollout and `rollway.make_vec` decide it here alike.
     pub fn workers(self, env: &str, asked: Option<usize>, num_envs: usize) -> usize {
         match asked {
