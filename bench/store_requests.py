@@ -30,9 +30,9 @@ from benchlib import log, machine_note, md_table, module_versions, write_report 
 from s3 import BUCKET, start_server  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+from fault_proxy import Client  # noqa: E402
 from store_roles import DRIVER, MEMBER  # noqa: E402
 
-PROXY = os.path.join(HERE, "..", "tests", "python", "fault_proxy.py")
 # S3 Standard, us-east-1 list prices per 1,000 requests (DELETE is free).
 PRICE = {"write": 0.005, "read": 0.0004}
 WRITE_KINDS = ("PUT", "COPY", "LIST", "POST")
@@ -55,22 +55,6 @@ print(batches, flush=True)
 """
 
 
-class Proxy:
-    def __init__(self, endpoint: str):
-        self.p = subprocess.Popen([sys.executable, PROXY, endpoint.rsplit(":", 1)[1]], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        self.endpoint = f"http://127.0.0.1:{self.p.stdout.readline().strip()}"
-
-    def counts(self) -> Dict[str, int]:
-        self.p.stdin.write("counts\n")
-        self.p.stdin.flush()
-        return json.loads(self.p.stdout.readline())
-
-    def close(self) -> None:
-        self.p.kill()
-        self.p.wait()
-
-
 def price(counts: Dict[str, int]) -> float:
     """Dollars for these requests at S3 Standard's prices."""
     total = 0.0
@@ -82,7 +66,7 @@ def price(counts: Dict[str, int]) -> float:
 
 
 def run(args: argparse.Namespace, env: Dict[str, str]) -> Dict[str, object]:
-    writers, follower_proxy = Proxy(env["AWS_ENDPOINT_URL"]), Proxy(env["AWS_ENDPOINT_URL"])
+    writers, follower_proxy = Client(env["AWS_ENDPOINT_URL"]), Client(env["AWS_ENDPOINT_URL"])
     url = f"s3://{BUCKET}/requests/run"
     job = {"env": "CartPole-v1", "agent": "random", "episodes": args.episodes, "seed": 54,
            "max_buffer_episodes": args.shard_episodes, "workers": 1, "envs_per_worker": 4}

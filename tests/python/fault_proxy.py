@@ -17,13 +17,19 @@ Prints its own port on its first line, then takes commands on stdin, one per lin
                  dataset's part the key is in: index, steps, frames, staged, claims, lease,
                  metadata; or list), and the faults injected
 Prints "ok" after each other command has taken effect, and exits when stdin closes.
+
+From a test or a bench, ``Client(store_endpoint)`` runs it as a child process and speaks
+these commands (test_s3.py, test_store_stress.py, bench/store_requests.py).
 """
 
 import asyncio
 import collections
 import json
+import os
 import random
+import subprocess
 import sys
+from typing import Dict
 
 SLOWDOWN = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
             b"<Message>Please reduce your request rate.</Message></Error>")
@@ -119,6 +125,29 @@ class Proxy:
                 break
             await asyncio.sleep(0.05)
         self.refusing = False
+
+
+class Client:
+    """This proxy as a child process in front of the store at ``upstream`` (its endpoint URL)."""
+
+    def __init__(self, upstream: str):
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), upstream.rsplit(":", 1)[1]],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.endpoint = f"http://127.0.0.1:{self.p.stdout.readline().strip()}"
+
+    def send(self, command: str) -> str:
+        """Sends one command; its answer line."""
+        self.p.stdin.write(command + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def counts(self) -> Dict[str, int]:
+        """The requests passed on so far, and the faults injected (the `counts` command)."""
+        return json.loads(self.send("counts"))
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
 
 
 def what(req: bytes) -> str:

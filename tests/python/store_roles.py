@@ -6,6 +6,8 @@ record, or "resume"), prints "ready", and holds the lease until a line on stdin 
 prints "finished") or it is killed.
 
 MEMBER URL RUN:START:END:ID [HOST]: runs that part of the prepared run as one of its many writers.
+
+``fingerprints(ds)`` is what such a run must equal a local run's in, episode by episode.
 """
 
 DRIVER = r"""
@@ -28,3 +30,9 @@ from rollway import _rollway
 host = sys.argv[3] if len(sys.argv) > 3 else "auto"
 _rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable, host=host)
 """
+
+
+def fingerprints(ds):
+    """Each episode of dataset ``ds`` as the values a run written by many writers must share with a
+    local run of the same config: sorted, so an episode written twice shows."""
+    return sorted((e["run_index"], e["id"], e["seed"], e["length"], e["return"], e["status"]) for e in ds.episodes)

@@ -199,22 +199,11 @@ except KeyboardInterrupt:
 @pytest.fixture
 def proxy(store):
     """The fault proxy (fault_proxy.py) in front of the store: ``(its endpoint URL, send(command))``."""
-    import subprocess
-    import sys
+    from fault_proxy import Client
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.Popen([sys.executable, os.path.join(here, "fault_proxy.py"), store.rsplit(":", 1)[1]],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    endpoint = f"http://127.0.0.1:{p.stdout.readline().strip()}"
-
-    def send(command):
-        p.stdin.write(command + "\n")
-        p.stdin.flush()
-        return p.stdout.readline().strip()
-
-    yield endpoint, send
-    p.kill()
-    p.wait()
+    p = Client(store)
+    yield p.endpoint, p.send
+    p.close()
 
 
 def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, proxy, tmp_path):

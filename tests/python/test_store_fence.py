@@ -21,16 +21,12 @@ import pytest
 
 import rollway
 from rollway import _rollway
-from store_roles import DRIVER, MEMBER
+from store_roles import DRIVER, MEMBER, fingerprints
 
 pytest.importorskip("moto")
 
 BUCKET = "rollway-test"
 JOB = {"env": "CartPole-v1", "agent": "random", "episodes": 8, "seed": 54}
-
-def _fingerprints(ds):
-    return sorted((e["run_index"], e["id"], e["seed"], e["length"], e["return"]) for e in ds.episodes)
-
 
 def _wait_for(path, proc, what):
     deadline = time.monotonic() + 120
@@ -73,7 +69,7 @@ def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_th
 
     ds = rollway.Dataset(url)
     rollway.run(**JOB, out=tmp_path / "local", progress=False)
-    assert _fingerprints(ds) == _fingerprints(rollway.Dataset(tmp_path / "local")), "every episode once, as a local run's"
+    assert fingerprints(ds) == fingerprints(rollway.Dataset(tmp_path / "local")), "every episode once, as a local run's"
     assert ds.verify()["problems"] == []
     # A glob of steps/ (pyarrow over S3, knowing nothing of rollway's index) reads each episode's rows
     # (its steps and the row of its last observation) once.

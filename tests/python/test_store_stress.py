@@ -29,7 +29,8 @@ import time
 import pytest
 
 import rollway
-from store_roles import DRIVER, MEMBER
+from fault_proxy import Client
+from store_roles import DRIVER, MEMBER, fingerprints
 
 pytest.importorskip("moto")
 pytest.importorskip("gymnasium")
@@ -53,24 +54,6 @@ while not stop.is_set():
         batches += 1
 print(batches, flush=True)
 """
-
-
-class Proxy:
-    """fault_proxy.py in front of the store."""
-
-    def __init__(self, store):
-        self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "fault_proxy.py"), store.rsplit(":", 1)[1]],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.endpoint = f"http://127.0.0.1:{self.p.stdout.readline().strip()}"
-
-    def send(self, command):
-        self.p.stdin.write(command + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def close(self):
-        self.p.kill()
-        self.p.wait()
 
 
 def _ranges(indices, parts):
@@ -101,10 +84,6 @@ def _store(prefix):
     keys = [o["Key"][len(prefix) + 1:] for p in pages for o in p.get("Contents", [])]
     get = lambda k: json.loads(c.get_object(Bucket=BUCKET, Key=f"{prefix}/{k}")["Body"].read())  # noqa: E731
     return keys, [get(k) for k in keys if k.startswith("index/")]
-
-
-def _fingerprints(ds):
-    return sorted((e["run_index"], e["id"], e["seed"], e["length"], e["return"], e["status"]) for e in ds.episodes)
 
 
 class Life:
@@ -161,7 +140,7 @@ def _committed_indices(url):
 
 def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episode_once(s3_store, tmp_path):
     rng, url = random.Random(54), f"s3://{BUCKET}/stress/run"
-    writers, follower_proxy = Proxy(s3_store), Proxy(s3_store)
+    writers, follower_proxy = Client(s3_store), Client(s3_store)
     assert writers.send("chaos 54 40") == "ok"
     env = dict(os.environ, AWS_ENDPOINT_URL=writers.endpoint, PYTHONPATH=HERE)
     watched = subprocess.Popen(["sleep", "3600"])
@@ -211,8 +190,8 @@ def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episod
         watched.wait()
         if reader is not None:
             out, err = reader.communicate(timeout=300)
-        writer_counts = json.loads(writers.send("counts"))
-        follower_counts = json.loads(follower_proxy.send("counts"))
+        writer_counts = writers.counts()
+        follower_counts = follower_proxy.counts()
         writers.close()
         follower_proxy.close()
     assert reader.returncode == 0, err
@@ -221,7 +200,7 @@ def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episod
 
     ds = rollway.Dataset(url)
     rollway.run(**JOB, out=tmp_path / "local", progress=False, host="inline")
-    assert _fingerprints(ds) == _fingerprints(rollway.Dataset(tmp_path / "local")), "every episode once, as a local run's"
+    assert fingerprints(ds) == fingerprints(rollway.Dataset(tmp_path / "local")), "every episode once, as a local run's"
     assert ds.verify()["problems"] == []
     keys, indexes = _store("stress/run")
     assert not [k for k in keys if k.startswith(".tmp/")], "nothing staged, claimed or leased is left"

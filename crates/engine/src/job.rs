@@ -2,14 +2,13 @@
 //! and writer settings (flags win over the file, the file wins over defaults).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use rollway_core::Params;
 use rollway_runner::{Mode, RunConfig, Target};
 
 use crate::error::{Error, InputContext, Result};
 use crate::request::RunRequest;
-use crate::settings::{DurationSetting, ModeArg, RunOptions};
+use crate::settings::{DurationSetting, ModeArg, RunOptions, DEFAULT_COMMIT_EVERY};
 
 /// The default job's filter: MineStudio's diamond filter.
 pub const DEFAULT_FILTER: &str = "key=mine_block,val=diamond.*,num=1,label=diamond";
@@ -370,22 +369,13 @@ fn writer_config(o: &RunOptions, origin: &Origin) -> Result<rollway_store::Write
         record_infos: o.record_infos.unwrap_or(false),
         max_buffer_steps: o.max_buffer_steps.or(wd.max_buffer_steps),
         max_buffer_episodes: o.max_buffer_episodes,
-        max_buffer_age: commit_every(o, origin)?,
+        max_buffer_age: crate::settings::commit_age(o.commit_every.unwrap_or(DEFAULT_COMMIT_EVERY), &origin.name("commit_every"))?,
         frame_media: o.frame_media.clone().unwrap_or(wd.frame_media.clone()),
         frame_options: rollway_store::frames::FrameOptions { jpeg_quality: o.jpeg_quality.unwrap_or(d.jpeg_quality), h264 },
         ..wd
     };
     check_writer(&writer, origin)?;
     Ok(writer)
-}
-
-/// The writer's buffer age from `commit_every`, checked.
-fn commit_every(o: &RunOptions, origin: &Origin) -> Result<Duration> {
-    let secs = o.commit_every.unwrap_or(crate::settings::DEFAULT_COMMIT_EVERY);
-    match crate::settings::commit_age(secs) {
-        Some(age) => Ok(age),
-        None => bad!("{}: must be a positive number of seconds, got {secs}", origin.name("commit_every")),
-    }
 }
 
 /// Checks what the store would only reject once the first shard is encoded.

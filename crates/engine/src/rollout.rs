@@ -188,8 +188,7 @@ impl RolloutRequest {
 
     /// How often the dataset commits.
     fn commit_age(&self) -> Result<Duration> {
-        let bad = || Error::input(format!("commit_every must be a positive number of seconds, got {}", self.commit_every));
-        crate::settings::commit_age(self.commit_every).ok_or_else(bad)
+        crate::settings::commit_age(self.commit_every, "commit_every")
     }
 }
 

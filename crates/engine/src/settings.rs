@@ -296,9 +296,11 @@ fn seconds(v: f64, text: &str) -> Result<Duration> {
 /// finished (a rollout's default is 1 s, for a learner that follows it).
 pub const DEFAULT_COMMIT_EVERY: f64 = 2.0;
 
-/// `commit_every` seconds as the writer's buffer age: positive and finite, else `None`.
-pub(crate) fn commit_age(seconds: f64) -> Option<std::time::Duration> {
-    std::time::Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero())
+/// `commit_every` seconds as the writer's buffer age, for a run and a rollout alike:
+/// positive and finite, else an input error naming the setting as `name`.
+pub(crate) fn commit_age(seconds: f64, name: &str) -> Result<Duration> {
+    let age = Duration::try_from_secs_f64(seconds).ok().filter(|d| !d.is_zero());
+    age.ok_or_else(|| Error::input(format!("{name}: must be a positive number of seconds, got {seconds}")))
 }
 
 #[cfg(test)]

@@ -191,6 +191,11 @@ impl Remote {
         Ok(found.into_iter().filter_map(|o| Some(o.location.filename()?.to_string())).collect())
     }
 
+    /// Whether the store holds a dataset here (its `rollway.json`).
+    pub fn holds_dataset(&self) -> Result<bool> {
+        Ok(self.list("")?.iter().any(|l| l.name == "rollway.json"))
+    }
+
     /// Runs `jobs` (each a request) `width` at a time; the first error wins.
     pub(crate) fn all<T, F>(&self, width: usize, jobs: Vec<F>) -> Result<Vec<T>>
     where
@@ -213,11 +218,4 @@ pub fn schemes() -> String {
 /// Whether the dataset argument `p` names an object store (`s3://…`).
 pub fn is_remote(p: &std::path::Path) -> bool {
     p.to_str().is_some_and(Remote::is_remote)
-}
-
-impl Remote {
-    /// Whether the store holds a dataset here (its `rollway.json`).
-    pub fn holds_dataset(&self) -> Result<bool> {
-        Ok(self.list("")?.iter().any(|l| l.name == "rollway.json"))
-    }
 }

@@ -129,12 +129,7 @@ impl Writing {
             std::thread::sleep(Duration::from_secs(pause));
             last = pusher.push();
         }
-        // A conflict the push thread met first says why (a fenced commit, say), better
-        // than the lease check that refuses every push after it.
-        let last = last.map_err(|e| match earlier {
-            Some(first @ Error::Conflict { .. }) if matches!(e, Error::Conflict { .. }) => first,
-            _ => e,
-        })?;
+        let last = last.map_err(|e| first_conflict(earlier, e))?;
         if self.holder.is_some() {
             push::settle(pusher.remote())?;
             pusher.remote().delete(LEASE)?;
@@ -162,6 +157,16 @@ impl Drop for Writing {
                 let _ = lock(&self.pusher).remote().delete(LEASE);
             }
         }
+    }
+}
+
+/// The error to report of a push that failed after an `earlier` one: a conflict met
+/// first says why (a fenced commit, say), better than the lease checks that refuse
+/// every push after it; otherwise the latest.
+fn first_conflict(earlier: Option<Error>, latest: Error) -> Error {
+    match earlier {
+        Some(first @ Error::Conflict { .. }) if matches!(latest, Error::Conflict { .. }) => first,
+        _ => latest,
     }
 }
 
@@ -194,13 +199,7 @@ fn push_loop(pusher: &Mutex<Pusher>, stop: &AtomicBool, holder: Option<&str>, he
                 total.bytes += m.bytes;
                 (pause, last_error) = (POLL, None);
             }
-            Err(e) => {
-                pause = (pause * 2).min(RENEW);
-                // The first conflict says why (a fenced commit), not the lease checks that refuse every push after it.
-                if !matches!((&last_error, &e), (Some(Error::Conflict { .. }), Error::Conflict { .. })) {
-                    last_error = Some(e);
-                }
-            }
+            Err(e) => (pause, last_error) = ((pause * 2).min(RENEW), Some(first_conflict(last_error.take(), e))),
         }
     }
     (total, last_error)
