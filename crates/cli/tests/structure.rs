@@ -4,13 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::readme::{read, root};
 
 /// The workspace's members, from the root Cargo.toml (`members = ["crates/x", …]`).
 fn workspace_members() -> Vec<String> {
