@@ -111,6 +111,18 @@ def titled_pids(prefix):
     return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(prefix)]
 
 
+@pytest.fixture
+def reap():
+    """Call it with each process a test starts: those still running when the test ends (a failed
+    assertion, Ctrl-C) are killed, so none outlives its test."""
+    procs = []
+    yield procs.append
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 @pytest.fixture(scope="session")
 def s3_store(tmp_path_factory):
     """A real S3 server on loopback (moto's; issue 45) with the buckets ``rollway-test`` and

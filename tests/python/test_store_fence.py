@@ -35,13 +35,14 @@ def _wait_for(path, proc, what):
     assert path.exists(), f"{what}: {proc.communicate(timeout=30) if proc.poll() is not None else 'timed out'}"
 
 
-def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_the_resumed_driver(s3_store, tmp_path):
+def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_the_resumed_driver(s3_store, tmp_path, reap):
     import pyarrow.dataset as pads
     import pyarrow.fs as pafs
 
     url = f"s3://{BUCKET}/fence/run"
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(driver)
     assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
     # The member runs every episode of the run and stops between its lease check and its commit.
     pause = tmp_path / "pause"
@@ -49,6 +50,7 @@ def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_th
     env = dict(os.environ, ROLLWAY_PAUSE=f"member-commit:{pause}")
     member = subprocess.Popen([sys.executable, "-c", MEMBER, url, "0:0:8:stalled"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(member)
     _wait_for(pause / "member-commit.paused", member, "the member reached its commit")
     driver.kill()
     driver.wait()

@@ -89,13 +89,14 @@ def _store(prefix):
 class Life:
     """One life of the run's driver and the members it starts."""
 
-    def __init__(self, n, url, env, tmp_path, rng):
-        self.n, self.url, self.env, self.rng = n, url, env, rng
+    def __init__(self, n, url, env, tmp_path, rng, reap):
+        self.n, self.url, self.env, self.rng, self.reap = n, url, env, rng, reap
         self.dir = tmp_path / f"life{n}"
         self.dir.mkdir()
         want = "new" if n == 0 else "resume"
         self.driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, want, json.dumps(JOB)], env=env, cwd=HERE,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        reap(self.driver)
         assert self.driver.stdout.readline().strip() == "ready", self.driver.communicate(timeout=60)
         self.members = []
 
@@ -111,6 +112,7 @@ class Life:
                 env["ROLLWAY_PAUSE"] = f"member-commit@{self.rng.randint(2, 4)}:{pause}"
             p = subprocess.Popen([sys.executable, "-c", MEMBER, self.url, f"0:{a}:{b}:l{self.n}m{i}", "inline"], env=env, cwd=HERE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.reap(p)
             self.members.append((role, pause, p))
 
     def settle_members(self):
@@ -138,20 +140,22 @@ def _committed_indices(url):
     return {e["run_index"] for e in rollway.Dataset(url).episodes}
 
 
-def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episode_once(s3_store, tmp_path):
+def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episode_once(s3_store, tmp_path, reap):
     rng, url = random.Random(54), f"s3://{BUCKET}/stress/run"
     writers, follower_proxy = Client(s3_store), Client(s3_store)
     assert writers.send("chaos 54 40") == "ok"
     env = dict(os.environ, AWS_ENDPOINT_URL=writers.endpoint, PYTHONPATH=HERE)
     watched = subprocess.Popen(["sleep", "3600"])
+    reap(watched)
     reader = None
     kills, zombies, figures = 0, [], {}
     try:
         for n in range(3):
-            life = Life(n, url, env, tmp_path, rng)
+            life = Life(n, url, env, tmp_path, rng, reap)
             if reader is None:
                 reader = subprocess.Popen([sys.executable, os.path.join(HERE, "glob_reader.py"), url, "--watch", str(watched.pid)],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                reap(reader)
             # The new driver has read what is committed: the last life's zombies commit only now.
             ledger = _committed_indices(url)
             for d, p in zombies:
@@ -167,6 +171,7 @@ def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episod
                 follower = subprocess.Popen([sys.executable, "-c", FOLLOWER, url], stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
                                             env=dict(env, AWS_ENDPOINT_URL=follower_proxy.endpoint))
+                reap(follower)
                 t_follow = time.monotonic()
             life.start_members(missing, last)
             kills += life.settle_members()
