@@ -50,6 +50,9 @@ NOT_OFFERED = {
 class Game:
     """One ``atari:`` target: makes its envs, resets them, and says its spec."""
 
+    # Which of rollway's steppers drives these envs (rollway_python's `slot_envs`).
+    stepper = "atari"
+
     def __init__(self, name: str, kwargs: Dict[str, Any]) -> None:
         import ale_py
         import gymnasium

@@ -179,7 +179,9 @@ def rendered(make: Callable[[], Any], env: Any) -> Tuple[Callable[[], Any], Any]
 
 def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     """``(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`` for a setup;
-    for ``atari:GAME``, ``(game, first_env, spec_json, None, None, dump_info)``."""
+    for ``atari:GAME`` and the MuJoCo tasks rollway steps (``rollway._mujoco``),
+    ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
+    names the Rust side that steps them."""
     from rollway.spaces import dump_info, env_spec, packer, unpacker
 
     setup = json.loads(setup_json)
@@ -197,6 +199,12 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
             raise TypeError(f"{setup['target']} made a {type(env).__name__}, which has no {m}(): not a Gymnasium env")
     make, env = rendered(make, env)
     spec = env_spec(env)
+    if kind == "gym" and not pickled:
+        from rollway._mujoco import native
+
+        model = native(rest, make, env)
+        if model is not None:
+            return model, env, json.dumps(spec), None, None, dump_info
     return make, env, json.dumps(spec), packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
 
 

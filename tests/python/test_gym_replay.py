@@ -25,8 +25,11 @@ ENVS = {
     "Taxi-v4": ({"max_episode_steps": 60}, 4),
     "ale_py:ALE/Pong-v5": ({"max_episode_steps": 120}, 2),
     "HalfCheetah-v5": ({"max_episode_steps": 60}, 2),
+    # Random Hoppers and Walkers fall (terminated) within ~10-40 steps; the limit truncates the rest.
+    "Hopper-v5": ({"max_episode_steps": 30}, 6),
+    "Walker2d-v5": ({"max_episode_steps": 30}, 6),
 }
-NEEDS = {"ale_py:ALE/Pong-v5": "ale_py", "HalfCheetah-v5": "mujoco"}
+NEEDS = {"ale_py:ALE/Pong-v5": "ale_py", "HalfCheetah-v5": "mujoco", "Hopper-v5": "mujoco", "Walker2d-v5": "mujoco"}
 
 
 def _infos(infos):
@@ -75,7 +78,7 @@ def test_issue55_a_runs_episodes_replay_in_gymnasium_step_by_step(env_id, tmp_pa
     replay(lambda: gym.make(env_id, **make_kwargs), rollway.Dataset(out), with_infos=True)
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "FrozenLake-v1", "HalfCheetah-v5"])
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "FrozenLake-v1", "HalfCheetah-v5", "Hopper-v5"])
 def test_issue55_a_rollouts_delivered_episodes_replay_in_gymnasium(env_id, tmp_path):
     if env_id in NEEDS:
         pytest.importorskip(NEEDS[env_id])

@@ -30,17 +30,32 @@ pub enum Host {
 
 impl Host {
     /// The workers `asked` for `num_envs` envs `env`, else one, except for `atari:` envs
-    /// away from `Inline`: one process per core (see [`RolloutRequest::workers`](crate::RolloutRequest::workers)). A
+    /// away from `Inline` and envs that step without the GIL ([`steps_without_gil`]):
+    /// one per core (see [`RolloutRequest::workers`](crate::RolloutRequest::workers)). A
     /// rollout and `rollway.make_vec` decide it here alike.
     pub fn workers(self, env: &str, asked: Option<usize>, num_envs: usize) -> usize {
+        let per_core = || std::thread::available_parallelism().map_or(1, |n| n.get()).min(num_envs.max(1));
         match asked {
             Some(w) => w,
-            None if env.starts_with("atari:") && self != Host::Inline => {
-                std::thread::available_parallelism().map_or(1, |n| n.get()).min(num_envs.max(1))
-            }
+            None if env.starts_with("atari:") && self != Host::Inline => per_core(),
+            None if steps_without_gil(env) => per_core(),
             None => 1,
         }
     }
+
+    /// Whether `"auto"` steps `env`'s `workers` blocks inline: with one worker (a process
+    /// would only add its round trip), or for envs that step without the GIL, whose
+    /// worker threads then use every core with no process at all. A caller adds its own
+    /// conditions (a rollout: lag 0 for Python envs, no `step_timeout`).
+    pub fn auto_inline(env: &str, workers: usize) -> bool {
+        workers == 1 || steps_without_gil(env)
+    }
+}
+
+/// Whether `env`'s steps run without the GIL: the MuJoCo tasks whose steps are
+/// rollway's (`gym:HalfCheetah-v5`, …: `rollway_envs::mujoco::TASKS`).
+pub fn steps_without_gil(env: &str) -> bool {
+    env.strip_prefix("gym:").and_then(rollway_envs::mujoco::kind).is_some()
 }
 
 impl TryFrom<String> for Host {

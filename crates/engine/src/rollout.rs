@@ -46,7 +46,8 @@ pub struct RolloutRequest {
     /// N: envs acted on in each policy call.
     pub num_envs: usize,
     /// Threads (hosted envs: processes) the envs are split over; `None`: one, except
-    /// for `atari:` envs, which get one process per core (see [`RolloutRequest::workers`]).
+    /// for `atari:` envs, which get one process per core, and MuJoCo tasks rollway
+    /// steps, one thread per core (see [`RolloutRequest::workers`]).
     pub workers: Option<usize>,
     /// T: steps per fragment.
     pub steps: usize,
@@ -126,7 +127,10 @@ impl RolloutRequest {
         match self.host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => self.workers() == 1 && self.max_policy_lag == 0 && self.step_timeout.is_none(),
+            Host::Auto => {
+                let lag_ok = self.max_policy_lag == 0 || crate::host::steps_without_gil(&self.env);
+                Host::auto_inline(&self.env, self.workers()) && lag_ok && self.step_timeout.is_none()
+            }
         }
     }
 
@@ -143,7 +147,9 @@ impl RolloutRequest {
     /// The workers asked for, else one, except for `atari:` envs away from `host="inline"`:
     /// one process per core. An Atari step is ~300 µs of emulation in ale-py, which holds
     /// the GIL, so a process's round trip (~50 µs a round) costs little beside it and only
-    /// processes step the envs on every core.
+    /// processes step the envs on every core. The MuJoCo tasks rollway steps
+    /// (`gym:HalfCheetah-v5`, …) step without the GIL, so one thread per core does it
+    /// in the rollout's own process (`"auto"` keeps them inline).
     pub fn workers(&self) -> usize {
         self.host.workers(&self.env, self.workers, self.num_envs)
     }
@@ -524,6 +530,20 @@ mod tests {
         assert_eq!(atari(r#", "host": "inline""#).workers(), 1);
         assert_eq!(RolloutRequest::from_json(r#"{"env": "atari:Pong-v5", "num_envs": 1}"#).unwrap().workers(), 1);
         assert_eq!(RolloutRequest::from_json(r#"{"env": "gym:CartPole-v1"}"#).unwrap().workers(), 1);
+    }
+
+    #[test]
+    fn mujoco_tasks_rollway_steps_default_to_a_thread_per_core_inline() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let req = |json: &str| RolloutRequest::from_json(&format!(r#"{{"num_envs": 16{json}}}"#)).unwrap();
+        let cheetah = req(r#", "env": "gym:HalfCheetah-v5", "max_policy_lag": 1"#);
+        assert_eq!((cheetah.workers(), cheetah.inline()), (cores, true));
+        let stepped = req(r#", "env": "gym:HalfCheetah-v5", "step_timeout": 5.0"#);
+        assert_eq!((stepped.workers(), stepped.inline()), (cores, false), "only a process can be timed out");
+        // Ant is Gymnasium's to step: one worker, as any Python env.
+        let ant = req(r#", "env": "gym:Ant-v5""#);
+        assert_eq!((ant.workers(), ant.inline()), (1, true));
+        assert!(!req(r#", "env": "gym:Ant-v5", "workers": 2"#).inline());
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod classic;
 pub mod faulty;
 pub mod mine;
 pub mod mountain_car;
+pub mod mujoco;
 pub mod np_random;
 pub mod pendulum;
 

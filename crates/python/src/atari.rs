@@ -16,9 +16,6 @@ use rollway_host::proto::SpecJson;
 
 use crate::slots::SlotEnvs;
 
-/// The target prefix of these envs.
-pub(crate) const PREFIX: &str = "atari:";
-
 /// The ALE calls one slot's steps make, bound once.
 struct Ale {
     obj: Py<PyAny>,

@@ -19,7 +19,8 @@ use rollway_core::InfoNeed;
 use rollway_host::proto::{self, Hello, RoundReply, Setup, SpecJson};
 use rollway_host::shm::{self, Region};
 
-use crate::atari::{AtariEnvs, PREFIX};
+use crate::atari::AtariEnvs;
+use crate::mujoco::MujocoEnvs;
 use crate::pyenvs::PyEnvs;
 use crate::slots::SlotEnvs;
 
@@ -82,7 +83,7 @@ fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJ
         "final" => InfoNeed::Final,
         _ => InfoNeed::None,
     };
-    let envs = slot_envs(&setup.target, &t, &spec, setup.n, (infos, setup.cut))?;
+    let envs = slot_envs(&t, &spec, setup.n, (infos, setup.cut))?;
     let (ol, al) = envs.layouts();
     let region = Region::open(path.as_ref(), setup.n, al.row_bytes(), ol.row_bytes())?;
     Ok((Some(Host { envs, region }), spec))
@@ -127,18 +128,20 @@ impl Host {
     }
 }
 
-/// The envs `prepare` made for a block of `n` slots of `target`: an `atari:` game, else Python envs.
+/// The envs `prepare` made for a block of `n` slots: an `atari:` game, a MuJoCo task
+/// rollway steps, else Python envs.
 pub(crate) fn slot_envs(
-    target: &str,
     prepared: &Bound<'_, PyTuple>,
     spec: &SpecJson,
     n: usize,
     options: (InfoNeed, Option<u64>),
 ) -> PyResult<Box<dyn SlotEnvs>> {
     let (infos, cut) = options;
-    Ok(if target.starts_with(PREFIX) {
-        Box::new(AtariEnvs::new(prepared, spec, n, infos, cut)?)
-    } else {
-        Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?)
+    // `prepare` hands back a stepper (with its name) where rollway steps the envs itself.
+    let stepper = prepared.get_item(0)?.getattr("stepper").ok().map(|s| s.extract::<String>()).transpose()?;
+    Ok(match stepper.as_deref() {
+        Some("atari") => Box::new(AtariEnvs::new(prepared, spec, n, infos, cut)?),
+        Some("mujoco") => Box::new(MujocoEnvs::new(prepared, spec, n, infos, cut)?),
+        _ => Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?),
     })
 }

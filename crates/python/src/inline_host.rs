@@ -71,8 +71,7 @@ impl EnvFactory for InlineEnvs {
 
     fn block(&self, n: usize, options: BlockOptions) -> Option<Box<dyn EnvBlock>> {
         let made = Python::attach(|py| {
-            prepare(py, &self.setup, &self.pickled)
-                .and_then(|t| slot_envs(&self.name, &t, &self.spec_json, n, (options.infos, options.cut)))
+            prepare(py, &self.setup, &self.pickled).and_then(|t| slot_envs(&t, &self.spec_json, n, (options.infos, options.cut)))
         });
         Some(Box::new(match made {
             Ok(envs) => Inline { envs: Some(envs), infos: vec![Info::new(); n], error: None },

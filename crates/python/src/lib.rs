@@ -20,6 +20,7 @@ mod host;
 mod inline_host;
 mod lag;
 mod loader;
+mod mujoco;
 mod policy;
 mod pyenvs;
 mod rollout;
@@ -100,6 +101,12 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RUN_SETTINGS", rollway_engine::RunOptions::keys())?;
     // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
     m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;
+    // `gym:` ids whose MuJoCo steps are rollway's, and the Gymnasium class each must be made as.
+    let tasks = pyo3::types::PyDict::new(m.py());
+    for (id, module, class, _) in rollway_envs::mujoco::TASKS {
+        tasks.set_item(id, (module, class))?;
+    }
+    m.add("MUJOCO_TASKS", tasks)?;
     m.add_function(wrap_pyfunction!(envs, m)?)?;
     m.add_function(wrap_pyfunction!(agents, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;

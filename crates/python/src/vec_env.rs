@@ -97,7 +97,7 @@ impl VecEnvHandle {
     /// `num_envs` hosted envs (`gym:ID`, `atari:GAME`, `module:callable`) hosted by
     /// `python`, where `host` says (`"auto"`, `"inline"`, `"process"`), over `workers`
     /// env processes (`None`: as a rollout's default, [`Host::workers`]); `"auto"` is
-    /// inline with one worker.
+    /// inline as [`Host::auto_inline`] says.
     #[staticmethod]
     #[pyo3(signature = (env_id, num_envs, params, workers, host, python))]
     fn hosted(
@@ -117,7 +117,7 @@ impl VecEnvHandle {
         let inline = match host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => workers == 1,
+            Host::Auto => Host::auto_inline(env_id, workers),
         };
         let blocks = Blocks::new(py, env_id, &Params(params.into_iter().collect()), num_envs, workers, inline, python)?;
         let spec = blocks.spec().clone();
