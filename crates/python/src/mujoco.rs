@@ -92,6 +92,9 @@ impl Physics for Sim {
     }
 }
 
+/// `Model.parts`: `(model, data, qpos, qvel, ctrl, frame_skip, settings)`.
+type Parts<'py> = (usize, usize, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, usize, Bound<'py, PyDict>);
+
 struct Slot {
     env: Py<PyAny>,
     sim: Sim,
@@ -145,15 +148,7 @@ impl MujocoEnvs {
     fn slot(&mut self, py: Python<'_>, env: Py<PyAny>) -> PyResult<Slot> {
         let model = self.model.bind(py);
         let parts = model.call_method1("parts", (&env,))?;
-        let (m, d, qpos, qvel, ctrl, frame_skip, settings): (
-            usize,
-            usize,
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            usize,
-            Bound<'_, PyDict>,
-        ) = parts.extract()?;
+        let (m, d, qpos, qvel, ctrl, frame_skip, settings): Parts<'_> = parts.extract()?;
         let path: String = model.call_method0("library")?.extract()?;
         let view = |a: &Bound<'_, PyAny>| -> PyResult<(*mut f64, usize)> {
             let a = a.cast::<PyArray1<f64>>()?;
