@@ -1,8 +1,9 @@
 """Issue 55: MuJoCo HalfCheetah-v5 with random actions, env steps/s, side by side in one run:
 EnvPool's ``HalfCheetah-v5`` (``num_threads`` = cores), Gymnasium's ``SyncVectorEnv`` and
 ``AsyncVectorEnv`` of ``gym.make("HalfCheetah-v5")``, ``rollway.Rollout("gym:HalfCheetah-v5",
-"random")`` as it comes (one worker: the envs in the rollout's thread) and over one env process per
-core, and ``rollway.make_vec("gym:HalfCheetah-v5", N)`` driven from a Python loop. Each figure in a
+"random")`` as it comes (rollway's steps, ``rollway._mujoco``: a thread per core), over one env
+process per core, and with Gymnasium's own steps in the rollout's thread (``ROLLWAY_MUJOCO=python``,
+the default before), and ``rollway.make_vec("gym:HalfCheetah-v5", N)`` driven from a Python loop. Each figure in a
 fresh process after a warm-up, the systems alternating, the median of the reps.
 
     bench/run_mujoco.sh [--envs 8,32] [--reps 3] [--seconds 10] [--out FILE.md]
@@ -45,10 +46,12 @@ def gymnasium_rate(n: int, seconds: float, mode: str) -> float:
     return rate
 
 
-def rollway_rate(n: int, seconds: float, workers) -> float:
+def rollway_rate(n: int, seconds: float, workers=None, host="auto", python_steps=False) -> float:
+    if python_steps:
+        os.environ["ROLLWAY_MUJOCO"] = "python"
     import rollway
 
-    with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps=T, seed=1, workers=workers) as r:
+    with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps=T, seed=1, workers=workers, host=host) as r:
         return timed_steps(r.collect, n * T, seconds, warmup=1)
 
 
@@ -67,8 +70,10 @@ SYSTEMS = {
     "EnvPool": envpool_rate,
     "Gymnasium SyncVectorEnv": lambda n, s: gymnasium_rate(n, s, "sync"),
     "Gymnasium AsyncVectorEnv": lambda n, s: gymnasium_rate(n, s, "async"),
-    "rollway Rollout (default)": lambda n, s: rollway_rate(n, s, None),
-    "rollway Rollout, 1 env process per core": lambda n, s: rollway_rate(n, s, usable_cores()),
+    "rollway Rollout (default: rollway's steps, a thread per core)": lambda n, s: rollway_rate(n, s),
+    "rollway Rollout, rollway's steps, 1 env process per core": lambda n, s: rollway_rate(n, s, usable_cores(), "process"),
+    "rollway Rollout, Gymnasium's steps (ROLLWAY_MUJOCO=python), in its thread": lambda n, s: rollway_rate(
+        n, s, 1, python_steps=True),
     "rollway make_vec": make_vec_rate,
 }
 

@@ -20,6 +20,7 @@ __all__ = [
     "Keeper",
     "LagGate",
     "LoaderHandle",
+    "MUJOCO_TASKS",
     "ONNX_ENGINES",
     "RUN_SETTINGS",
     "RecorderHandle",
@@ -56,6 +57,9 @@ FORMAT_VERSION: int
 ONNX_ENGINES: List[str]
 # Every run setting's name, as the engine's RunOptions declares them (the config file's keys).
 RUN_SETTINGS: List[str]
+# The Gymnasium MuJoCo ids rollway steps itself (``rollway._mujoco``), each with the Gymnasium
+# class (module, name) its env must be made as.
+MUJOCO_TASKS: Dict[str, Tuple[str, str]]
 
 class RollwayError(Exception): ...
 class InputError(RollwayError, ValueError): ...

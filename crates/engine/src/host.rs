@@ -53,9 +53,10 @@ impl Host {
 }
 
 /// Whether `env`'s steps run without the GIL: the MuJoCo tasks whose steps are
-/// rollway's (`gym:HalfCheetah-v5`, …: `rollway_envs::mujoco::TASKS`).
+/// rollway's (`gym:HalfCheetah-v5`, …: `rollway_envs::mujoco::TASKS`), unless
+/// `ROLLWAY_MUJOCO=python` leaves them to Gymnasium (as `rollway/_mujoco.py` reads it).
 pub fn steps_without_gil(env: &str) -> bool {
-    env.strip_prefix("gym:").and_then(rollway_envs::mujoco::kind).is_some()
+    env.strip_prefix("gym:").and_then(rollway_envs::mujoco::kind).is_some() && std::env::var("ROLLWAY_MUJOCO").as_deref() != Ok("python")
 }
 
 impl TryFrom<String> for Host {
