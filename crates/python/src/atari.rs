@@ -14,7 +14,7 @@ use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
 use rollway_envs::atari::{Emulator, Frames, Preprocessing};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::SlotEnvs;
+use crate::slots::{Driven, DrivenSlot, SlotEnvs};
 
 /// The ALE calls one slot's steps make, bound once.
 struct Ale {
@@ -71,16 +71,19 @@ impl Emulator for Emu<'_, '_> {
     }
 }
 
-/// One block's `atari:` envs.
+impl DrivenSlot for Slot {
+    fn env(&self) -> &Py<PyAny> {
+        &self.env
+    }
+}
+
+/// One block's `atari:` envs (`slots.stepper` is the package's `Game`).
 pub(crate) struct AtariEnvs {
-    game: Py<PyAny>,
-    first: Option<Py<PyAny>>,
-    slots: Vec<Option<Slot>>,
+    slots: Driven<Slot>,
     p: Preprocessing,
     infos: InfoNeed,
     cut: Option<u64>,
     lengths: Vec<u64>,
-    dump_info: Py<PyAny>,
     ol: Layout,
     al: Layout,
     id: String,
@@ -106,24 +109,21 @@ impl AtariEnvs {
         let layout =
             |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
         Ok(AtariEnvs {
-            game: game.unbind(),
-            first: Some(first.unbind()),
-            slots: (0..n).map(|_| None).collect(),
+            slots: Driven::new(prepared, n)?,
             p,
             infos,
             cut,
             lengths: vec![0; n],
-            dump_info: prepared.get_item(5)?.unbind(),
             ol: layout(&spec.observation_space)?,
             al: layout(&spec.action_space)?,
             id: spec.id.clone(),
         })
     }
 
-    fn slot(&self, py: Python<'_>, env: Py<PyAny>) -> PyResult<Slot> {
-        let (ale, actions, _): (Bound<'_, PyAny>, Vec<i64>, (usize, usize)) =
-            self.game.bind(py).call_method1("parts", (&env,))?.extract()?;
-        let (h, w) = self.p.screen;
+    fn slot(game: &Bound<'_, PyAny>, p: Preprocessing, env: Py<PyAny>) -> PyResult<Slot> {
+        let py = game.py();
+        let (ale, actions, _): (Bound<'_, PyAny>, Vec<i64>, (usize, usize)) = game.call_method1("parts", (&env,))?.extract()?;
+        let (h, w) = p.screen;
         let method = |name: &str| ale.getattr(name).map(Bound::unbind);
         let ale = Ale {
             obj: ale.clone().unbind(),
@@ -135,11 +135,11 @@ impl AtariEnvs {
             screen: PyArray2::<u8>::zeros(py, [h, w], false).unbind(),
             actions,
         };
-        Ok(Slot { env, ale, frames: Frames::new(self.p) })
+        Ok(Slot { env, ale, frames: Frames::new(p) })
     }
 
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
-        let s = self.slots[slot].as_mut().ok_or_else(|| crate::errors::input_error("step of a slot without an env"))?;
+        let s = self.slots.get(slot)?;
         let a = i64::from_ne_bytes(act.try_into().map_err(|_| crate::errors::input_error("action row"))?);
         let index = usize::try_from(a).ok().filter(|&i| i < s.ale.actions.len());
         let index = index.ok_or_else(|| crate::errors::input_error(format!("action {a} is outside Discrete({})", s.ale.actions.len())))?;
@@ -152,23 +152,16 @@ impl AtariEnvs {
     }
 
     fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>> {
-        if self.slots[slot].is_none() {
-            let Some(_) = seed else { return Err(crate::errors::input_error(rollway_core::block::NO_ENV_TO_CONTINUE)) };
-            let env = match self.first.take() {
-                Some(env) => env,
-                None => self.game.bind(py).call_method0("make")?.unbind(),
-            };
-            self.slots[slot] = Some(self.slot(py, env)?);
-        }
-        let s = self.slots[slot].as_mut().expect("just made");
-        let info = self.game.bind(py).call_method1("reset", (&s.env, seed))?;
+        let game = self.slots.stepper.clone_ref(py).into_bound(py);
+        let p = self.p;
+        let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, env))?;
+        let info = game.call_method1("reset", (&s.env, seed))?;
         s.frames.reset(&mut Emu { py, ale: &s.ale }, obs)?;
         self.lengths[slot] = 0;
         if self.infos != InfoNeed::All {
             return Ok(None);
         }
-        let text: String = self.dump_info.bind(py).call1((info,))?.extract()?;
-        Ok(Some(serde_json::from_str(&text).map_err(|e| crate::errors::input_error(format!("info: {e}")))?))
+        Ok(Some(self.slots.info(&info)?))
     }
 }
 
@@ -196,17 +189,10 @@ impl SlotEnvs for AtariEnvs {
     }
 
     fn fail(&mut self, py: Python<'_>, slot: usize) {
-        if let Some(s) = self.slots[slot].take() {
-            let _ = s.env.bind(py).call_method0("close");
-        }
+        self.slots.fail(py, slot);
     }
 
     fn close(&mut self, py: Python<'_>) {
-        for slot in 0..self.slots.len() {
-            self.fail(py, slot);
-        }
-        if let Some(env) = self.first.take() {
-            let _ = env.bind(py).call_method0("close");
-        }
+        self.slots.close(py);
     }
 }

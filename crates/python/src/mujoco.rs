@@ -15,7 +15,7 @@ use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
 use rollway_envs::mujoco::{self as task, Physics, Task};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::SlotEnvs;
+use crate::slots::{Driven, DrivenSlot, SlotEnvs};
 
 /// `mj_step` and `mj_rnePostConstraint`: `(const mjModel*, mjData*)`.
 type MjFn = unsafe extern "C" fn(*const c_void, *mut c_void);
@@ -101,11 +101,15 @@ struct Slot {
     action: Vec<f32>,
 }
 
-/// One block's MuJoCo envs.
+impl DrivenSlot for Slot {
+    fn env(&self) -> &Py<PyAny> {
+        &self.env
+    }
+}
+
+/// One block's MuJoCo envs (`slots.stepper` is the package's `Model`).
 pub(crate) struct MujocoEnvs {
-    model: Py<PyAny>,
-    first: Option<Py<PyAny>>,
-    slots: Vec<Option<Slot>>,
+    slots: Driven<Slot>,
     task: Option<Task>,
     kind: task::Kind,
     /// Gymnasium's `TimeLimit` (the env's `max_episode_steps`), and each slot's steps.
@@ -113,7 +117,6 @@ pub(crate) struct MujocoEnvs {
     lengths: Vec<u64>,
     infos: InfoNeed,
     cut: Option<u64>,
-    dump_info: Py<PyAny>,
     ol: Layout,
     al: Layout,
     id: String,
@@ -130,23 +133,20 @@ impl MujocoEnvs {
             |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
         Ok(MujocoEnvs {
             limit: model.getattr("limit")?.extract()?,
-            model: model.unbind(),
-            first: Some(prepared.get_item(1)?.unbind()),
-            slots: (0..n).map(|_| None).collect(),
+            slots: Driven::new(prepared, n)?,
             task: None,
             kind,
             lengths: vec![0; n],
             infos,
             cut,
-            dump_info: prepared.get_item(5)?.unbind(),
             ol: layout(&spec.observation_space)?,
             al: layout(&spec.action_space)?,
             id: spec.id.clone(),
         })
     }
 
-    fn slot(&mut self, py: Python<'_>, env: Py<PyAny>) -> PyResult<Slot> {
-        let model = self.model.bind(py);
+    /// A slot's simulation, and the task's settings read from its env when `task` has none yet.
+    fn slot(model: &Bound<'_, PyAny>, kind: task::Kind, task: &mut Option<Task>, env: Py<PyAny>) -> PyResult<Slot> {
         let parts = model.call_method1("parts", (&env,))?;
         let (m, d, qpos, qvel, ctrl, frame_skip, settings): Parts<'_> = parts.extract()?;
         let path: String = model.call_method0("library")?.extract()?;
@@ -158,15 +158,15 @@ impl MujocoEnvs {
             Ok((a.data(), a.len()))
         };
         let (qpos, qvel, ctrl) = (view(&qpos)?, view(&qvel)?, view(&ctrl)?);
-        if self.task.is_none() {
-            self.task = Some(read_task(self.kind, &settings)?);
+        if task.is_none() {
+            *task = Some(read_task(kind, &settings)?);
         }
         let sim = Sim { lib: lib(&path)?, model: m as *const c_void, data: d as *mut c_void, qpos, qvel, ctrl, frame_skip };
         Ok(Slot { env, action: vec![0.0; ctrl.1], sim })
     }
 
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
-        let s = self.slots[slot].as_mut().ok_or_else(|| crate::errors::input_error("step of a slot without an env"))?;
+        let s = self.slots.get(slot)?;
         let task = self.task.as_ref().expect("set with the first slot");
         for (a, b) in s.action.iter_mut().zip(act.chunks_exact(4)) {
             *a = f32::from_ne_bytes(b.try_into().expect("four bytes"));
@@ -182,17 +182,10 @@ impl MujocoEnvs {
     }
 
     fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>> {
-        if self.slots[slot].is_none() {
-            let Some(_) = seed else { return Err(crate::errors::input_error(rollway_core::block::NO_ENV_TO_CONTINUE)) };
-            let env = match self.first.take() {
-                Some(env) => env,
-                None => self.model.bind(py).call_method0("make")?.unbind(),
-            };
-            let made = self.slot(py, env)?;
-            self.slots[slot] = Some(made);
-        }
-        let s = self.slots[slot].as_ref().expect("just made");
-        let (first, info): (Bound<'_, PyAny>, Bound<'_, PyAny>) = self.model.bind(py).call_method1("reset", (&s.env, seed))?.extract()?;
+        let model = self.slots.stepper.clone_ref(py).into_bound(py);
+        let (kind, task) = (self.kind, &mut self.task);
+        let s = self.slots.for_reset(py, slot, seed, |env| MujocoEnvs::slot(&model, kind, task, env))?;
+        let (first, info): (Bound<'_, PyAny>, Bound<'_, PyAny>) = model.call_method1("reset", (&s.env, seed))?.extract()?;
         let first = first.cast::<PyArray1<f64>>()?.readonly();
         for (out, v) in obs.chunks_exact_mut(8).zip(first.as_slice()?) {
             out.copy_from_slice(&v.to_ne_bytes());
@@ -201,8 +194,7 @@ impl MujocoEnvs {
         if self.infos != InfoNeed::All {
             return Ok(None);
         }
-        let text: String = self.dump_info.bind(py).call1((info,))?.extract()?;
-        Ok(Some(serde_json::from_str(&text).map_err(|e| crate::errors::input_error(format!("info: {e}")))?))
+        Ok(Some(self.slots.info(&info)?))
     }
 }
 
@@ -251,17 +243,10 @@ impl SlotEnvs for MujocoEnvs {
     }
 
     fn fail(&mut self, py: Python<'_>, slot: usize) {
-        if let Some(s) = self.slots[slot].take() {
-            let _ = s.env.bind(py).call_method0("close");
-        }
+        self.slots.fail(py, slot);
     }
 
     fn close(&mut self, py: Python<'_>) {
-        for slot in 0..self.slots.len() {
-            self.fail(py, slot);
-        }
-        if let Some(env) = self.first.take() {
-            let _ = env.bind(py).call_method0("close");
-        }
+        self.slots.close(py);
     }
 }

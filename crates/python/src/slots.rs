@@ -1,13 +1,15 @@
 //! One block's envs as both hosts step them, slot by slot (the env processes,
 //! `host.rs`, and the in-process host, `inline_host.rs`): the [`SlotEnvs`] trait.
-//! Its implementations are Python envs (`pyenvs.rs`) and `atari:` games stepped by
-//! rollway (`atari.rs`); `host::slot_envs` picks one for a target.
+//! Its implementations are Python envs (`pyenvs.rs`), and `atari:` games and MuJoCo
+//! tasks stepped by rollway (`atari.rs`, `mujoco.rs`, whose slots [`Driven`] keeps);
+//! `host::slot_envs` picks one for what `prepare` made.
 
 use pyo3::prelude::*;
 use rollway_core::{Info, Layout, StepOutcome};
 
 /// One block's envs as both hosts step them, slot by slot: Python envs
-/// (`pyenvs::PyEnvs`), or `atari:` envs whose steps are rollway's (`atari::AtariEnvs`).
+/// (`pyenvs::PyEnvs`), or envs whose steps are rollway's (`atari::AtariEnvs`,
+/// `mujoco::MujocoEnvs`).
 pub(crate) trait SlotEnvs: Send {
     /// Observation and action row layouts.
     fn layouts(&self) -> (&Layout, &Layout);
@@ -21,4 +23,84 @@ pub(crate) trait SlotEnvs: Send {
     fn fail(&mut self, py: Python<'_>, slot: usize);
     /// Closes every env.
     fn close(&mut self, py: Python<'_>);
+}
+
+/// A slot of a block whose steps rollway drives itself: its Python env and what the
+/// steps drive (ALE's calls, MuJoCo's pointers).
+pub(crate) trait DrivenSlot {
+    /// The slot's Python env (reset and closed through Python).
+    fn env(&self) -> &Py<PyAny>;
+}
+
+/// The envs of a block whose steps rollway drives itself (`atari:`, the MuJoCo tasks):
+/// the package's stepper object (which makes and resets envs), the first env
+/// `prepare` made, each slot's state, and the package's `dump_info`. Both such
+/// blocks (`atari.rs`, `mujoco.rs`) make, reset, fail and close slots through it.
+pub(crate) struct Driven<S> {
+    /// `prepare`'s stepper (`rollway._atari.Game`, `rollway._mujoco.Model`).
+    pub stepper: Py<PyAny>,
+    first: Option<Py<PyAny>>,
+    slots: Vec<Option<S>>,
+    dump_info: Py<PyAny>,
+}
+
+impl<S: DrivenSlot> Driven<S> {
+    /// `n` slots from `prepare`'s `(stepper, first_env, spec_json, None, None, dump_info)`.
+    pub fn new(prepared: &Bound<'_, pyo3::types::PyTuple>, n: usize) -> PyResult<Driven<S>> {
+        Ok(Driven {
+            stepper: prepared.get_item(0)?.unbind(),
+            first: Some(prepared.get_item(1)?.unbind()),
+            slots: (0..n).map(|_| None).collect(),
+            dump_info: prepared.get_item(5)?.unbind(),
+        })
+    }
+
+    /// The slot's state, for a step.
+    pub fn get(&mut self, slot: usize) -> PyResult<&mut S> {
+        self.slots[slot].as_mut().ok_or_else(|| crate::errors::input_error("step of a slot without an env"))
+    }
+
+    /// The slot's state for a reset with `seed`, its env made first (the first env
+    /// `prepare` made, else the stepper's `make()`) and handed to `drive` if it has none.
+    /// A slot without an env cannot continue unseeded.
+    pub fn for_reset(
+        &mut self,
+        py: Python<'_>,
+        slot: usize,
+        seed: Option<u64>,
+        drive: impl FnOnce(Py<PyAny>) -> PyResult<S>,
+    ) -> PyResult<&mut S> {
+        if self.slots[slot].is_none() {
+            let Some(_) = seed else { return Err(crate::errors::input_error(rollway_core::block::NO_ENV_TO_CONTINUE)) };
+            let env = match self.first.take() {
+                Some(env) => env,
+                None => self.stepper.bind(py).call_method0("make")?.unbind(),
+            };
+            self.slots[slot] = Some(drive(env)?);
+        }
+        Ok(self.slots[slot].as_mut().expect("just made"))
+    }
+
+    /// A reset's info, as the package records a Python env's.
+    pub fn info(&self, info: &Bound<'_, PyAny>) -> PyResult<Info> {
+        let text: String = self.dump_info.bind(info.py()).call1((info,))?.extract()?;
+        serde_json::from_str(&text).map_err(|e| crate::errors::input_error(format!("info: {e}")))
+    }
+
+    /// Closes the slot's env; the slot's next reset makes another.
+    pub fn fail(&mut self, py: Python<'_>, slot: usize) {
+        if let Some(s) = self.slots[slot].take() {
+            let _ = s.env().bind(py).call_method0("close");
+        }
+    }
+
+    /// Closes every env.
+    pub fn close(&mut self, py: Python<'_>) {
+        for slot in 0..self.slots.len() {
+            self.fail(py, slot);
+        }
+        if let Some(env) = self.first.take() {
+            let _ = env.bind(py).call_method0("close");
+        }
+    }
 }
