@@ -55,6 +55,8 @@ def native(env_id: str, make: Callable[[], Any], env: Any) -> Optional["Model"]:
     u = env.unwrapped
     if outer is not u or (type(u).__module__, type(u).__name__) != task or getattr(u, "render_mode", None) is not None:
         return None
+    if not (hasattr(u.model, "_address") and hasattr(u.data, "_address")):
+        return None  # a mujoco too old to say where its structs are: Gymnasium steps it
     return Model(make, limit)
 
 
