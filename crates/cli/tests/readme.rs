@@ -18,6 +18,21 @@ pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Every file under `dir` whose extension is `ext`, in no particular order.
+pub(crate) fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let (mut files, mut dirs) = (vec![], vec![dir.to_path_buf()]);
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).map(|e| e.unwrap().path()) {
+            if entry.is_dir() {
+                dirs.push(entry);
+            } else if entry.extension().is_some_and(|x| x == ext) {
+                files.push(entry);
+            }
+        }
+    }
+    files
+}
+
 fn readme() -> String {
     read(&root().join("README.md"))
 }
@@ -25,16 +40,7 @@ fn readme() -> String {
 /// The README and every page of the docs site, each with its path.
 fn texts() -> Vec<(PathBuf, String)> {
     let mut pages = vec![root().join("README.md")];
-    let mut dirs = vec![root().join("docs")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
-            if entry.is_dir() {
-                dirs.push(entry);
-            } else if entry.extension().is_some_and(|x| x == "md") {
-                pages.push(entry);
-            }
-        }
-    }
+    pages.extend(files_under(&root().join("docs"), "md"));
     pages.sort();
     pages.into_iter().map(|p| (p.clone(), read(&p))).collect()
 }

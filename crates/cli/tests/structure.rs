@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::readme::{read, root};
+use crate::readme::{files_under, read, root};
 
 /// The workspace's members, from the root Cargo.toml (`members = ["crates/x", …]`).
 fn workspace_members() -> Vec<String> {
@@ -32,17 +32,7 @@ fn issue58_the_layout_table_lists_every_workspace_crate_and_no_other() {
 /// A crate's modules by path (`a::b`) and the modules each names as `crate::…` outside
 /// comments and its `#[cfg(test)]` part.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut files = vec![];
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
-            if e.is_dir() {
-                dirs.push(e);
-            } else if e.extension().is_some_and(|x| x == "rs") {
-                files.push(e);
-            }
-        }
-    }
+    let files = files_under(src, "rs");
     let name = |p: &Path| {
         let rel = p.strip_prefix(src).unwrap().with_extension("");
         let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
