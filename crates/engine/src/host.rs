@@ -18,8 +18,8 @@ pub(crate) const INLINE_CANNOT_TIME_OUT: &str = "host=\"inline\" steps the envs 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Host {
-    /// Inline with one worker at lag 0 and no `step_timeout` (a process would only add its
-    /// round trip); processes otherwise.
+    /// Inline where [`Host::auto_inline`] says (one worker at lag 0, or envs that step
+    /// without the GIL) and no `step_timeout` is set; processes otherwise.
     #[default]
     Auto,
     /// In the rollout's own thread, under the caller's interpreter (the front brings the factory).
@@ -43,12 +43,13 @@ impl Host {
         }
     }
 
-    /// Whether `"auto"` steps `env`'s `workers` blocks inline: with one worker (a process
-    /// would only add its round trip), or for envs that step without the GIL, whose
-    /// worker threads then use every core with no process at all. A caller adds its own
-    /// conditions (a rollout: lag 0 for Python envs, no `step_timeout`).
-    pub fn auto_inline(env: &str, workers: usize) -> bool {
-        workers == 1 || steps_without_gil(env)
+    /// Whether `"auto"` steps `env`'s `workers` blocks inline, behind a learner up to
+    /// `max_policy_lag` versions ahead: envs that step without the GIL always (their
+    /// worker threads use every core with no process at all), others with one worker at
+    /// lag 0 (a process would only add its round trip; at a higher lag the learner's
+    /// Python would wait on the envs' GIL). A rollout adds only: no `step_timeout`.
+    pub fn auto_inline(env: &str, workers: usize, max_policy_lag: u64) -> bool {
+        steps_without_gil(env) || (workers == 1 && max_policy_lag == 0)
     }
 }
 

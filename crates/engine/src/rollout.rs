@@ -127,10 +127,7 @@ impl RolloutRequest {
         match self.host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => {
-                let lag_ok = self.max_policy_lag == 0 || crate::host::steps_without_gil(&self.env);
-                Host::auto_inline(&self.env, self.workers()) && lag_ok && self.step_timeout.is_none()
-            }
+            Host::Auto => Host::auto_inline(&self.env, self.workers(), self.max_policy_lag) && self.step_timeout.is_none(),
         }
     }
 

@@ -107,7 +107,7 @@ impl Task {
         self.write_obs(qpos, qvel, obs);
         let forward = self.forward_reward_weight * x_velocity;
         // NEP 50: `float * np.float32` is float32.
-        let ctrl_cost = (self.ctrl_cost_weight as f32) * np_sum_f32(action.iter().map(|a| a * a));
+        let ctrl_cost = (self.ctrl_cost_weight as f32) * np_sum_f32(action.len(), |i| action[i] * action[i]);
         let mut info = vec![("x_position", x_after)];
         if self.kind == Kind::HalfCheetah {
             info.extend([("x_velocity", x_velocity), ("reward_forward", forward), ("reward_ctrl", f64::from(-ctrl_cost))]);
@@ -143,28 +143,22 @@ impl Task {
     }
 }
 
-/// `np.sum` of float32 values as numpy adds them: its pairwise summation, a plain
-/// sum below 8 values and eight accumulators up to 128 (numpy splits longer runs
-/// in halves first, which no action here reaches: the tasks have 3 to 6 actuators).
-pub fn np_sum_f32(values: impl Iterator<Item = f32>) -> f32 {
-    let v: Vec<f32> = values.collect();
-    pairwise(&v)
-}
-
-fn pairwise(a: &[f32]) -> f32 {
-    if a.len() < 8 {
-        return a.iter().fold(0.0, |s, &x| s + x);
+/// `np.sum` of the `n` float32 values `value(0..n)` as numpy adds them: its pairwise
+/// summation, a plain sum below 8 values and eight accumulators up to 128 (numpy
+/// splits longer runs in halves first, which no action here reaches: the tasks have 3
+/// to 6 actuators). The values are computed in place (a step allocates nothing).
+pub fn np_sum_f32(n: usize, value: impl Fn(usize) -> f32) -> f32 {
+    if n < 8 {
+        return (0..n).fold(0.0, |s, i| s + value(i));
     }
-    let mut r: [f32; 8] = a[..8].try_into().expect("eight");
-    let whole = a.len() - a.len() % 8;
-    for chunk in a[8..whole].chunks_exact(8) {
-        for (acc, &x) in r.iter_mut().zip(chunk) {
-            *acc += x;
-        }
+    let mut r: [f32; 8] = std::array::from_fn(&value);
+    let whole = n - n % 8;
+    for i in 8..whole {
+        r[i % 8] += value(i);
     }
     let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for &x in &a[whole..] {
-        res += x;
+    for i in whole..n {
+        res += value(i);
     }
     res
 }
@@ -178,11 +172,11 @@ mod tests {
         // numpy's values (np.sum of these float32 arrays): from 8 values on, eight
         // accumulators keep the twos that a plain sum after 1e8 loses.
         let short = [1e8f32, 2.0, 2.0, 2.0, 2.0];
-        assert_eq!(np_sum_f32(short.into_iter()), 1e8);
+        assert_eq!(np_sum_f32(short.len(), |i| short[i]), 1e8);
         let long: Vec<f32> = std::iter::once(1e8).chain(std::iter::repeat_n(2.0, 12)).collect();
-        assert_eq!(np_sum_f32(long.iter().copied()), 1e8 + 8.0);
+        assert_eq!(np_sum_f32(long.len(), |i| long[i]), 1e8 + 8.0);
         assert_eq!(long.iter().fold(0.0f32, |s, &x| s + x), 1e8);
-        assert_eq!(np_sum_f32(std::iter::empty()), 0.0);
+        assert_eq!(np_sum_f32(0, |_| unreachable!()), 0.0);
     }
 
     #[test]

@@ -10,11 +10,11 @@
 use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_envs::atari::{Emulator, Frames, Preprocessing};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::{Driven, DrivenSlot, SlotEnvs};
+use crate::slots::{layouts, Driven, DrivenSlot, Episodes, SlotEnvs};
 
 /// The ALE calls one slot's steps make, bound once.
 struct Ale {
@@ -81,9 +81,7 @@ impl DrivenSlot for Slot {
 pub(crate) struct AtariEnvs {
     slots: Driven<Slot>,
     p: Preprocessing,
-    infos: InfoNeed,
-    cut: Option<u64>,
-    lengths: Vec<u64>,
+    episodes: Episodes,
     ol: Layout,
     al: Layout,
     id: String,
@@ -106,18 +104,8 @@ impl AtariEnvs {
             terminal_on_life_loss: option("terminal_on_life_loss")?.extract()?,
             reward_clip: option("reward_clip")?.extract()?,
         };
-        let layout =
-            |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
-        Ok(AtariEnvs {
-            slots: Driven::new(prepared, n)?,
-            p,
-            infos,
-            cut,
-            lengths: vec![0; n],
-            ol: layout(&spec.observation_space)?,
-            al: layout(&spec.action_space)?,
-            id: spec.id.clone(),
-        })
+        let (ol, al) = layouts(spec)?;
+        Ok(AtariEnvs { slots: Driven::new(prepared, n)?, p, episodes: Episodes::new(n, infos, cut), ol, al, id: spec.id.clone() })
     }
 
     fn slot(game: &Bound<'_, PyAny>, p: Preprocessing, env: Py<PyAny>) -> PyResult<Slot> {
@@ -144,10 +132,8 @@ impl AtariEnvs {
         let index = usize::try_from(a).ok().filter(|&i| i < s.ale.actions.len());
         let index = index.ok_or_else(|| crate::errors::input_error(format!("action {a} is outside Discrete({})", s.ale.actions.len())))?;
         let out = s.frames.step(&mut Emu { py, ale: &s.ale }, index, obs)?;
-        self.lengths[slot] += 1;
-        let ends = out.terminated || out.truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
-        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
-        let info = if wanted { Some(step_info(py, &s.ale)?) } else { None };
+        self.episodes.stepped(slot);
+        let info = if self.episodes.info_wanted(slot, out.terminated || out.truncated) { Some(step_info(py, &s.ale)?) } else { None };
         Ok((StepOutcome { reward: out.reward, terminated: out.terminated, truncated: out.truncated }, info))
     }
 
@@ -157,8 +143,7 @@ impl AtariEnvs {
         let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, env))?;
         let info = game.call_method1("reset", (&s.env, seed))?;
         s.frames.reset(&mut Emu { py, ale: &s.ale }, obs)?;
-        self.lengths[slot] = 0;
-        if self.infos != InfoNeed::All {
+        if !self.episodes.started(slot) {
             return Ok(None);
         }
         Ok(Some(self.slots.info(&info)?))

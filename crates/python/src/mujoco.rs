@@ -11,11 +11,11 @@ use std::sync::OnceLock;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_envs::mujoco::{self as task, Physics, Task};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::{Driven, DrivenSlot, SlotEnvs};
+use crate::slots::{layouts, Driven, DrivenSlot, Episodes, SlotEnvs};
 
 /// `mj_step` and `mj_rnePostConstraint`: `(const mjModel*, mjData*)`.
 type MjFn = unsafe extern "C" fn(*const c_void, *mut c_void);
@@ -112,11 +112,9 @@ pub(crate) struct MujocoEnvs {
     slots: Driven<Slot>,
     task: Option<Task>,
     kind: task::Kind,
-    /// Gymnasium's `TimeLimit` (the env's `max_episode_steps`), and each slot's steps.
+    /// Gymnasium's `TimeLimit` (the env's `max_episode_steps`), against each slot's steps.
     limit: Option<u64>,
-    lengths: Vec<u64>,
-    infos: InfoNeed,
-    cut: Option<u64>,
+    episodes: Episodes,
     ol: Layout,
     al: Layout,
     id: String,
@@ -129,18 +127,15 @@ impl MujocoEnvs {
         let model = prepared.get_item(0)?;
         let id = spec.id.strip_prefix("gym:").unwrap_or(&spec.id);
         let kind = task::kind(id).ok_or_else(|| crate::errors::input_error(format!("{id} is not a MuJoCo task rollway steps")))?;
-        let layout =
-            |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
+        let (ol, al) = layouts(spec)?;
         Ok(MujocoEnvs {
             limit: model.getattr("limit")?.extract()?,
             slots: Driven::new(prepared, n)?,
             task: None,
             kind,
-            lengths: vec![0; n],
-            infos,
-            cut,
-            ol: layout(&spec.observation_space)?,
-            al: layout(&spec.action_space)?,
+            episodes: Episodes::new(n, infos, cut),
+            ol,
+            al,
             id: spec.id.clone(),
         })
     }
@@ -173,11 +168,9 @@ impl MujocoEnvs {
         }
         let (sim, action) = (&mut s.sim, &s.action);
         let step = py.detach(|| task.step(sim, action, obs));
-        self.lengths[slot] += 1;
-        let truncated = self.limit.is_some_and(|l| self.lengths[slot] >= l);
-        let ends = step.terminated || truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
-        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
-        let info = if wanted { Some(info_of(&step.info)?) } else { None };
+        let length = self.episodes.stepped(slot);
+        let truncated = self.limit.is_some_and(|l| length >= l);
+        let info = if self.episodes.info_wanted(slot, step.terminated || truncated) { Some(info_of(&step.info)?) } else { None };
         Ok((StepOutcome { reward: step.reward, terminated: step.terminated, truncated }, info))
     }
 
@@ -190,8 +183,7 @@ impl MujocoEnvs {
         for (out, v) in obs.chunks_exact_mut(8).zip(first.as_slice()?) {
             out.copy_from_slice(&v.to_ne_bytes());
         }
-        self.lengths[slot] = 0;
-        if self.infos != InfoNeed::All {
+        if !self.episodes.started(slot) {
             return Ok(None);
         }
         Ok(Some(self.slots.info(&info)?))

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
-use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_host::proto::SpecJson;
 
 use crate::rows::{fast_row, fast_value, stepped, Stepped};
-use crate::slots::SlotEnvs;
+use crate::slots::{layouts, Episodes, SlotEnvs};
 
 /// `rollway._host.prepare`'s answer: `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
 pub(crate) struct PyEnvs {
@@ -24,11 +24,7 @@ pub(crate) struct PyEnvs {
     envs: Vec<Option<Py<PyAny>>>,
     ol: Layout,
     al: Layout,
-    infos: InfoNeed,
-    /// The run's own episode limit, and each slot's steps into its episode: a step that
-    /// reaches the limit ends the episode, so `Final` reads its info too.
-    cut: Option<u64>,
-    lengths: Vec<u64>,
+    episodes: Episodes,
     buf: Vec<u8>,
     /// The env's id (or class name), which every error names.
     id: String,
@@ -40,8 +36,7 @@ impl PyEnvs {
     ///
     /// [`BlockOptions::cut`]: rollway_core::BlockOptions::cut
     pub fn new(prepared: &Bound<'_, PyTuple>, spec: &SpecJson, n: usize, infos: InfoNeed, cut: Option<u64>) -> PyResult<PyEnvs> {
-        let layout =
-            |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
+        let (ol, al) = layouts(spec)?;
         let mut envs: Vec<Option<Py<PyAny>>> = (0..n).map(|_| None).collect();
         if n > 0 {
             envs[0] = Some(prepared.get_item(1)?.unbind());
@@ -52,11 +47,9 @@ impl PyEnvs {
             unpack_act: prepared.get_item(4)?.unbind(),
             dump_info: prepared.get_item(5)?.unbind(),
             envs,
-            ol: layout(&spec.observation_space)?,
-            al: layout(&spec.action_space)?,
-            infos,
-            cut,
-            lengths: vec![0; n],
+            ol,
+            al,
+            episodes: Episodes::new(n, infos, cut),
             buf: Vec::new(),
             id: spec.id.clone(),
         })
@@ -73,10 +66,8 @@ impl PyEnvs {
         let out = env.call_method1(pyo3::intern!(py, "step"), (action,)).map_err(|e| env_error(py, e))?;
         let Stepped { obs: o, reward, terminated, truncated, info } = stepped(&out).map_err(|e| e.value(py).to_string())?;
         self.write_obs(&o, obs)?;
-        self.lengths[slot] += 1;
-        let ends = terminated || truncated || self.cut.is_some_and(|c| self.lengths[slot] >= c);
-        let wanted = self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends);
-        let info = if wanted { Some(self.info(&info)?) } else { None };
+        self.episodes.stepped(slot);
+        let info = if self.episodes.info_wanted(slot, terminated || truncated) { Some(self.info(&info)?) } else { None };
         Ok((StepOutcome { reward, terminated, truncated }, info))
     }
 
@@ -100,9 +91,9 @@ impl PyEnvs {
         }
         .map_err(|e| env_error(py, e))?;
         let t = out.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or("env.reset must return (obs, info)")?;
-        self.lengths[slot] = 0;
+        let wanted = self.episodes.started(slot);
         self.write_obs(&t.get_item(0).map_err(|e| e.to_string())?, obs)?;
-        if self.infos == InfoNeed::All {
+        if wanted {
             return Ok(Some(self.info(&t.get_item(1).map_err(|e| e.to_string())?)?));
         }
         Ok(None)

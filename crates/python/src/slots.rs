@@ -5,7 +5,8 @@
 //! `host::slot_envs` picks one for what `prepare` made.
 
 use pyo3::prelude::*;
-use rollway_core::{Info, Layout, StepOutcome};
+use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_host::proto::SpecJson;
 
 /// One block's envs as both hosts step them, slot by slot: Python envs
 /// (`pyenvs::PyEnvs`), or envs whose steps are rollway's (`atari::AtariEnvs`,
@@ -103,4 +104,45 @@ impl<S: DrivenSlot> Driven<S> {
             let _ = env.bind(py).call_method0("close");
         }
     }
+}
+
+/// Each slot's steps into its episode, and which infos a block hands back: all of
+/// them, or (`InfoNeed::Final`) a step's that ends the episode, by the env or at the
+/// run's own cut (see [`BlockOptions::cut`](rollway_core::BlockOptions::cut)). Every
+/// [`SlotEnvs`] counts through it.
+pub(crate) struct Episodes {
+    infos: InfoNeed,
+    cut: Option<u64>,
+    lengths: Vec<u64>,
+}
+
+impl Episodes {
+    /// `n` slots, wanting `infos`, cut at `cut` steps.
+    pub fn new(n: usize, infos: InfoNeed, cut: Option<u64>) -> Episodes {
+        Episodes { infos, cut, lengths: vec![0; n] }
+    }
+
+    /// A reset started the slot's episode; whether the reset's info is wanted.
+    pub fn started(&mut self, slot: usize) -> bool {
+        self.lengths[slot] = 0;
+        self.infos == InfoNeed::All
+    }
+
+    /// A step of the slot's episode; its length now.
+    pub fn stepped(&mut self, slot: usize) -> u64 {
+        self.lengths[slot] += 1;
+        self.lengths[slot]
+    }
+
+    /// Whether the slot's last step's info is wanted, `ended` if the env ended the episode.
+    pub fn info_wanted(&self, slot: usize, ended: bool) -> bool {
+        let ends = ended || self.cut.is_some_and(|c| self.lengths[slot] >= c);
+        self.infos == InfoNeed::All || (self.infos == InfoNeed::Final && ends)
+    }
+}
+
+/// A spec's observation and action row layouts.
+pub(crate) fn layouts(spec: &SpecJson) -> PyResult<(Layout, Layout)> {
+    let layout = |json: &str| Space::from_json(json).map(|s| Layout::of(&s)).map_err(|e| crate::errors::input_error(format!("space: {e}")));
+    Ok((layout(&spec.observation_space)?, layout(&spec.action_space)?))
 }

@@ -117,7 +117,8 @@ impl VecEnvHandle {
         let inline = match host {
             Host::Inline => true,
             Host::Process => false,
-            Host::Auto => Host::auto_inline(env_id, workers),
+            // A vector env is stepped by its caller: no policy runs ahead of it.
+            Host::Auto => Host::auto_inline(env_id, workers, 0),
         };
         let blocks = Blocks::new(py, env_id, &Params(params.into_iter().collect()), num_envs, workers, inline, python)?;
         let spec = blocks.spec().clone();
