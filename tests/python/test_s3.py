@@ -126,6 +126,18 @@ def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
     assert np.array_equal(back[3].observations, collected[3].observations)
     with pytest.raises(rollway.InputError, match="already holds a dataset"):
         rollway.import_minari(tmp_path / "minari", f"s3://{BUCKET}/py/imported", progress=False)
+    # Issue 58: the store's dataset is opened as a local one is: refused unless told to append, then appended.
+    with pytest.raises(rollway.InputError, match="already holds a dataset.*append=True"):
+        rollway.DataCollector(gym.make("CartPole-v1"), url)
+    env = rollway.DataCollector(gym.make("CartPole-v1"), url, append=True)
+    env.reset(seed=40)
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        done = term or trunc
+    env.close()
+    again = rollway.Dataset(url)
+    assert [e["seed"] for e in again.episodes] == [*range(6), 40] and len(again.metadata["runs"]) == 2
 
 
 def test_issue45_a_member_without_its_driver_is_refused(store):

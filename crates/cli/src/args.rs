@@ -426,14 +426,14 @@ impl RunArgs {
 /// A dataset argument: a path, or a URL of a scheme this build reads (`file://`);
 /// any other `scheme://` is a usage error naming the supported ones, never a local path.
 fn dataset_dir(s: &str) -> Result<PathBuf, String> {
-    rollway_store::local_dir(std::path::Path::new(s))
+    rollway_engine::target::local(std::path::Path::new(s)).map_err(|e| e.to_string())
 }
 
 /// A dataset argument read from (or, for `import`, created): as [`dataset_dir`], or
 /// an object store URL (`s3://…`), which the command reads through a local replica
 /// (or writes through a work directory pushed to the store).
 fn readable_dataset(s: &str) -> Result<PathBuf, String> {
-    if rollway_remote::Remote::is_remote(s) {
+    if rollway_engine::target::on_store(std::path::Path::new(s)) {
         return Ok(PathBuf::from(s));
     }
     dataset_dir(s)

@@ -107,7 +107,7 @@ pub fn verify(a: &VerifyArgs, repaired: Option<rollway_store::RepairReport>) -> 
     drop(ds);
     let repaired = match repaired {
         Some(r) => Some(r),
-        None if a.repair => Some(rollway_store::repair(&a.dir).with_context(|| format!("repairing {}", a.dir.display()))?),
+        None if a.repair => Some(rollway_engine::target::repair(&a.dir).with_context(|| format!("repairing {}", a.dir.display()))?),
         None => None,
     };
     if a.json {
@@ -205,7 +205,7 @@ fn next(loader: &mut rollway_loader::Loader, follow: bool, rounds: u64) -> Resul
 
 /// `rollway load`; `replica`: the dataset is a replica of one on an object store,
 /// which a following loader pulls again before each round.
-pub fn load(a: &LoadArgs, replica: Option<rollway_remote::Replica>) -> Result<bool> {
+pub fn load(a: &LoadArgs, replica: Option<rollway_engine::target::Replica>) -> Result<bool> {
     let ds = open(&a.dir, a.skip_damaged)?;
     let cfg = load_config(a);
     let opened = std::time::Instant::now();

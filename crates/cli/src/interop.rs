@@ -157,7 +157,7 @@ fn export_lerobot(a: &ExportArgs) -> Result<bool> {
 }
 
 pub fn import(a: &ImportArgs) -> Result<bool> {
-    let target = rollway_engine::remote::NewDataset::open(&a.outdir)?;
+    let target = rollway_engine::Target::create(&a.outdir)?;
     let done = import_into(a, target.dir())?;
     target.finish()?;
     Ok(done)

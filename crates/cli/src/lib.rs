@@ -16,12 +16,13 @@ mod run;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use args::{Cli, Command};
+use rollway_engine::target::{on_store, Choose, Replica};
 use rollway_engine::{chain_text, quiet_worker_panics};
 
 /// The `rollway` command line of this process: parses its arguments, runs the
@@ -70,18 +71,14 @@ fn execute(cli: Cli) -> u8 {
         Command::Inspect(mut a) => pulled(&mut a.dir, None).and_then(|_| data::inspect(&a)),
         Command::Verify(mut a) => {
             // On a store, the repair (under the lease) comes first; the replica pulled after is verified.
-            let on_store =
-                (a.repair && rollway_remote::is_remote(&a.dir)).then(|| rollway_engine::remote::repair(&a.dir.display().to_string()));
+            let on_store = (a.repair && on_store(&a.dir)).then(|| rollway_engine::target::repair(&a.dir));
             match on_store.transpose() {
                 Ok(repaired) => pulled(&mut a.dir, None).and_then(|_| data::verify(&a, repaired)),
                 Err(e) => Err(e.into()),
             }
         }
         Command::Report(mut a) => {
-            if a.out.is_none() && rollway_remote::is_remote(&a.dir) {
-                // Beside the dataset is inside the cache: the report goes here instead.
-                a.out = Some(rollway_report::default_path(Path::new(a.dir.file_name().unwrap_or("dataset".as_ref()))));
-            }
+            a.out = rollway_engine::target::report_path(&a.dir, a.out.as_deref());
             pulled(&mut a.dir, None).and_then(|_| data::report(&a.dir, a.out.as_deref())).map(|_| true)
         }
         Command::Relabel(a) => data::relabel(&a),
@@ -110,29 +107,26 @@ fn execute(cli: Cli) -> u8 {
 /// A dataset argument on an object store, pulled into its local replica, which the
 /// command then reads (the replica, to pull again); `local_only` names a flag that
 /// needs the dataset itself.
-fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<Option<rollway_remote::Replica>> {
+fn pulled(dir: &mut PathBuf, local_only: Option<&str>) -> anyhow::Result<Option<Replica>> {
     pulled_chosen(dir, local_only, None)
 }
 
 /// [`pulled`], fetching only the shards `choose` picks.
-fn pulled_chosen(
-    dir: &mut PathBuf,
-    local_only: Option<&str>,
-    choose: Option<rollway_remote::Choose>,
-) -> anyhow::Result<Option<rollway_remote::Replica>> {
-    if !rollway_remote::is_remote(dir) {
+fn pulled_chosen(dir: &mut PathBuf, local_only: Option<&str>, choose: Option<Choose>) -> anyhow::Result<Option<Replica>> {
+    if !on_store(dir) {
         return Ok(None);
     }
     if let Some(flag) = local_only {
         let e = rollway_engine::Error::input(format!("{}: {flag} works on a local dataset only, for now", dir.display()));
         return Err(e.into());
     }
-    let url = dir.display().to_string();
-    let (replica, moved) =
-        rollway_remote::Replica::open_chosen(&url, choose).map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))?;
-    eprintln!("rollway: {url}: pulled {} new shard(s), {:.1} MB, into {}", moved.shards, moved.bytes as f64 / 1e6, replica.dir().display());
-    *dir = replica.dir().to_path_buf();
-    Ok(Some(replica))
+    let source = rollway_engine::Source::chosen(dir, choose)?;
+    if let Some(line) = source.pulled() {
+        eprintln!("rollway: {}: {line}", dir.display());
+    }
+    let (local, replica) = source.into_parts();
+    *dir = local;
+    Ok(replica)
 }
 
 /// Whether `e` is the user's input error (exit 2) rather than a failed run.

@@ -70,7 +70,7 @@ pub fn next_steps(dir: &Path, s: &Summary) -> String {
     let d = dir.display();
     let label = s.labels.keys().next().map_or(String::new(), |l| format!(" --label {l}"));
     // Exports are written locally: one of a dataset on a store goes here.
-    let export = if rollway_remote::is_remote(dir) {
+    let export = if rollway_engine::target::on_store(dir) {
         dir.file_name().unwrap_or("dataset".as_ref()).to_string_lossy()
     } else {
         dir.to_string_lossy()

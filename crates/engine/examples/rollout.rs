@@ -22,7 +22,8 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = RolloutPlan::new(request, RolloutSources::default())?;
     let obs_row = rollway_core::Layout::of(&plan.spec().observation_space).row_bytes();
     let policy = plan.named_policy()?.ok_or("the request names its policy")?;
-    let mut rollout = plan.start(policy)?.rollout;
+    let mut started = plan.start(policy)?;
+    let rollout = started.rollout_mut();
     for update in 0..3 {
         let f = rollout.collect()?;
         assert_eq!(f.obs.len(), (f.steps + 1) * f.envs * obs_row);
@@ -38,5 +39,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         // ... the learner's update on `f` goes here ...
         rollout.publish(None);
     }
+    // Stops the envs and, had it `out=`, commits the dataset it recorded.
+    started.close()?;
     Ok(())
 }

@@ -11,12 +11,6 @@ use serde::Deserialize;
 use crate::error::{Error, InputContext, Result};
 use crate::parse_filters;
 
-/// The local directory a dataset path names (`rollway_store::local_dir`): a URL of
-/// a scheme this build does not support is an input error saying which it does.
-pub fn local(dir: &Path) -> Result<PathBuf> {
-    rollway_store::local_dir(dir).map_err(Error::input)
-}
-
 /// `rollway-data/<env>-NNN`, the first that does not exist yet.
 pub fn fresh_dir(env: &str) -> PathBuf {
     let base = Path::new("rollway-data");

@@ -28,16 +28,68 @@ use crate::progress::{Display, Interrupted};
 use crate::request::{Outcome, RunHooks, RunRequest};
 use crate::settings::Part;
 use crate::sinks::{JsonLines, Sinks};
+use crate::target::{on_store, Target, Want};
 use crate::{dataset, parse_filters};
 
 /// Plans and runs the job `a` asks for. What the user gave wrong is an
 /// [`Error::Input`]; a run its caller stopped is [`Error::Interrupted`].
+///
+/// The dataset it records into is opened first ([`Target`]); on an object store the
+/// run records into the target's local work directory, whose shards are pushed as
+/// they commit, so everything a local run checks and does happens on a directory.
 pub fn execute(a: &RunRequest, hooks: RunHooks<'_>) -> Result<Outcome> {
-    match crate::remote::target(a) {
-        // The store's run records into a local work directory: the local run, pushed.
-        Some(url) => crate::remote::execute(a, hooks, url, execute_local),
-        None => execute_local(a, hooks),
+    let Some((at, want)) = recorded(a) else { return execute_local(a, hooks) };
+    if on_store(&at) {
+        store_refusals(a, &at)?;
     }
+    let target = Target::open(&at, want)?;
+    let mut request = a.clone();
+    let join = request.join.as_mut().map(|(dir, _)| dir);
+    for dir in [request.out.as_mut(), request.resume.as_mut(), join].into_iter().flatten() {
+        // Another path given beside the target's stays itself, for the job to refuse by name.
+        *dir = if *dir == at { target.dir().to_path_buf() } else { crate::target::local(dir)? };
+    }
+    let ran = execute_local(&request, RunHooks { store: target.health(), ..hooks });
+    // Whatever the run did, what it committed goes to the store.
+    let stored = target.on_store();
+    let pushed = target.finish();
+    let mut outcome = ran?;
+    pushed?;
+    if stored {
+        outcome.out = Some(at);
+    }
+    Ok(outcome)
+}
+
+/// The dataset `a` records into, named, and what it wants of it (`None`: the default
+/// job's fresh directory, or nothing recorded).
+fn recorded(a: &RunRequest) -> Option<(PathBuf, Want)> {
+    if let Some((dir, part)) = &a.join {
+        return Some((dir.clone(), Want::Join { id: part.id.clone() }));
+    }
+    if let Some(dir) = &a.resume {
+        return Some((dir.clone(), Want::Resume));
+    }
+    let dir = a.out.as_ref()?;
+    // A second `run --out D` after a crash would otherwise record a duplicate run.
+    let want = if a.append { Want::Append } else { Want::New { refusal: a.holds_a_dataset(dir.display()) } };
+    Some((dir.clone(), want))
+}
+
+/// What a run on an object store cannot do, refused before the store is reached.
+fn store_refusals(a: &RunRequest, at: &Path) -> Result<()> {
+    let url = at.display();
+    if a.prepare {
+        bad!(
+            "{}: a distributed run on an object store is prepared by its driver (`rollway run --backend ray`, \
+             rollway.ray.run), which holds the dataset's lease while the parts run",
+            a.said("prepare", &url)
+        );
+    }
+    if a.report {
+        bad!("--report writes the report into the dataset's directory; for {url}, run `rollway report {url} --out FILE` after the run");
+    }
+    Ok(())
 }
 
 /// [`execute`] with every dataset a local directory.
@@ -204,13 +256,6 @@ enum Start {
 
 /// The job, where it records, and how it starts writing there.
 fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
-    // `s3://b/x` would otherwise be the relative directory `./s3:/b/x`.
-    let mut local = a.clone();
-    let join = local.join.as_mut().map(|(dir, _)| dir);
-    for dir in [local.out.as_mut(), local.resume.as_mut(), join].into_iter().flatten() {
-        *dir = dataset::local(dir)?;
-    }
-    let a = &local;
     if let Some((dir, part)) = &a.join {
         let ds = rollway_store::Dataset::open(dir).input(|| format!("--join {}", dir.display()))?;
         let run = ds.metadata().runs.get(part.run as usize).cloned().input(|| format!("--join {}: no run {}", dir.display(), part.run))?;
@@ -223,12 +268,6 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
         return Ok((job::resume_from(dir, a)?, Some(dir.clone()), Start::Resume));
     }
     let job = a.resolve()?;
-    if let Some(dir) = &a.out {
-        // A second `run --out D` after a crash would otherwise record a duplicate run.
-        if !a.append && rollway_store::format::holds_dataset(dir) {
-            bad!("{}", a.holds_a_dataset(dir.display()));
-        }
-    }
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));
     Ok((job, out, Start::New))
 }

@@ -12,6 +12,12 @@
 //! from every front. A training loop's rollout is asked for the same way, as a
 //! typed [`RolloutRequest`] assembled by [`RolloutPlan`] ([`rollout`]).
 //!
+//! Where a dataset lives (a local directory or an object store) is decided once,
+//! in [`target`]: a run, a rollout, an import, a `DataCollector` and a Ray driver
+//! open the dataset they write as a [`Target`] (new, append, resume or join, with
+//! the refusals made before any work and the close that pushes and releases), and
+//! every reader opens one as a [`Source`] (a pulled replica on a store).
+//!
 //! Errors are one [`Error`] enum: what the user gave wrong is [`Error::Input`]
 //! (the CLI's exit 2, Python's `InputError`), a caller's stop is
 //! [`Error::Interrupted`], anything else a failed run (exit 1).
@@ -35,11 +41,11 @@ mod host;
 mod host_choice;
 mod job;
 pub mod progress;
-pub mod remote;
 mod request;
 pub mod rollout;
 pub mod settings;
 mod sinks;
+pub mod target;
 pub mod tensorboard;
 
 pub use error::{chain_text, Cause, Error, Result};
@@ -51,6 +57,7 @@ pub use request::{Outcome, RunHooks, RunRequest};
 pub use rollout::{Resumed, RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
 pub use settings::{DurationSetting, ModeArg, Part, RunOptions};
 pub use sinks::{JsonLines, Sinks};
+pub use target::{Source, Target, Want};
 
 /// The run's filter specs parsed (`rollway_runner::filter::parse`); a bad spec is an input error.
 pub fn parse_filters(specs: &[String]) -> Result<Vec<Box<dyn rollway_runner::filter::EpisodeLabeler>>> {

@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rollway_core::{EnvFactory, EnvSpec, Params};
-use rollway_remote::Writing;
 use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Policy, Rollout, RolloutConfig};
 use rollway_store::{DatasetWriter, IndexEntry, RunInfo, WriterConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InputContext, Result};
 use crate::host::{Host, INLINE_CANNOT_TIME_OUT};
+use crate::target::{Target, Want};
 
 /// A rollout, as asked for. Field names are the Python keyword arguments'.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -181,8 +181,8 @@ impl RolloutRequest {
         }
         if let Some(dir) = &self.out {
             // Refused before any env starts: a URL of a scheme this build does not reach.
-            if !rollway_remote::is_remote(dir) {
-                crate::dataset::local(dir)?;
+            if !crate::target::on_store(dir) {
+                crate::target::local(dir)?;
             }
             cfg.validate_recording().map_err(Error::input_from)?;
         }
@@ -217,47 +217,64 @@ pub struct RolloutPlan {
     python: Option<PathBuf>,
 }
 
-/// A started rollout, and the dataset it records into (finished by [`close`]).
+/// A started rollout and the dataset it records into, which [`StartedRollout::close`] closes.
 pub struct StartedRollout {
-    /// The engine.
-    pub rollout: Rollout,
+    rollout: Rollout,
     /// The dataset writer, with `out`: the collecting thread holds the other reference until the rollout drops.
-    pub writer: Option<Arc<DatasetWriter>>,
-    /// With `out` on an object store: the writer's work directory, pushed to the store.
-    pub push: Option<Writing>,
+    writer: Option<Arc<DatasetWriter>>,
+    /// With `out`: where the writer writes (on an object store, what pushes its shards there).
+    target: Option<Target>,
     /// The run summary's settings, when the rollout owns its run (`out` without
     /// `join`: a joined run's driver stores the summary of all its writers).
-    pub summary: Option<serde_json::Value>,
+    summary: Option<serde_json::Value>,
     /// With `resume`: what the replay held.
-    pub resumed: Option<Resumed>,
+    resumed: Option<Resumed>,
 }
 
-/// Stops `rollout` (its envs and thread) and closes its dataset as a run closes
-/// one: the run's summary stored (`summary`, the settings, with what the rollout
-/// delivered: [`rollway_runner::rollout::RolloutTotals`]), so that a report tells a
-/// rollout that closed from one that was killed, then everything committed.
-/// With `out` on an object store (`push`), what the writer committed is then pushed.
-pub fn close(
-    rollout: Rollout,
-    writer: Option<Arc<DatasetWriter>>,
-    summary: Option<serde_json::Value>,
-    push: Option<Writing>,
-) -> Result<()> {
-    let totals = rollout.totals();
-    // The collecting thread held the writer's other reference: it ends here.
-    drop(rollout);
-    let Some(Ok(w)) = writer.map(Arc::try_unwrap) else { return Ok(()) };
-    if let Some(mut s) = summary {
-        if let (Some(m), serde_json::Value::Object(t)) = (s.as_object_mut(), serde_json::to_value(&totals).expect("totals serialize")) {
-            m.extend(t);
-        }
-        // A writer that failed says so from `finish`, with its own error.
-        let _ = w.set_summary(s);
+impl StartedRollout {
+    /// The engine.
+    pub fn rollout(&self) -> &Rollout {
+        &self.rollout
     }
-    let committed = w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source });
-    let pushed = push.map(|p| p.finish().map(drop).map_err(|e| Error::remote("pushing the rollout's shards to the store", e)));
-    committed?;
-    pushed.unwrap_or(Ok(()))
+
+    /// The engine, to collect from.
+    pub fn rollout_mut(&mut self) -> &mut Rollout {
+        &mut self.rollout
+    }
+
+    /// With `resume`: what the replay held.
+    pub fn resumed(&self) -> Option<&Resumed> {
+        self.resumed.as_ref()
+    }
+
+    /// With `out` on an object store: what is wrong with the store now, if anything.
+    pub fn store_trouble(&self) -> Option<String> {
+        self.target.as_ref().and_then(Target::trouble)
+    }
+
+    /// Stops the rollout (its envs and thread) and closes its dataset as a run closes
+    /// one: the run's summary stored (the settings, with what the rollout delivered:
+    /// [`rollway_runner::rollout::RolloutTotals`]), so that a report tells a rollout
+    /// that closed from one that was killed, then everything committed and, on an
+    /// object store, pushed.
+    pub fn close(self) -> Result<()> {
+        let StartedRollout { rollout, writer, target, summary, .. } = self;
+        let totals = rollout.totals();
+        // The collecting thread held the writer's other reference: it ends here.
+        drop(rollout);
+        let Some(Ok(w)) = writer.map(Arc::try_unwrap) else { return Ok(()) };
+        if let Some(mut s) = summary {
+            if let (Some(m), serde_json::Value::Object(t)) = (s.as_object_mut(), serde_json::to_value(&totals).expect("totals serialize")) {
+                m.extend(t);
+            }
+            // A writer that failed says so from `finish`, with its own error.
+            let _ = w.set_summary(s);
+        }
+        let committed = w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source });
+        let pushed = target.map(Target::finish);
+        committed?;
+        pushed.unwrap_or(Ok(()))
+    }
 }
 
 impl RolloutPlan {
@@ -314,7 +331,7 @@ impl RolloutPlan {
         let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
         let owns_run = writer.is_some() && self.request.join.is_none();
         let summary = owns_run.then(|| serde_json::json!({ "kind": "rollout", "config": stored(&self.request) }));
-        Ok(StartedRollout { rollout, writer, push: opened.push, summary, resumed: opened.resumed })
+        Ok(StartedRollout { rollout, writer, target: opened.target, summary, resumed: opened.resumed })
     }
 
     /// Creates the dataset of `out` and its run (with `resume`, a run continuing the
@@ -323,7 +340,7 @@ impl RolloutPlan {
     /// the run's number and, resumed, the episodes each of the stream's slots has
     /// taken (`episode_ids`' slots of them; `None` unless resumed).
     pub fn prepare_dataset(&self) -> Result<(u32, Option<Resumed>)> {
-        if let Some(dir) = self.request.out.as_ref().filter(|d| rollway_remote::is_remote(d)) {
+        if let Some(dir) = self.request.out.as_ref().filter(|d| crate::target::on_store(d)) {
             bad!(
                 "out={}: a distributed rollout's dataset on an object store is prepared by its driver (rollway.ray.Rollout), \
                  which holds the dataset's lease while its actors write",
@@ -334,9 +351,7 @@ impl RolloutPlan {
         let w = opened.writer.input(|| "preparing a rollout's dataset needs out=".into())?;
         let run = w.run().run;
         w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })?;
-        if let Some(p) = opened.push {
-            p.finish().map(drop).map_err(|e| Error::remote("pushing the dataset to the store", e))?;
-        }
+        opened.target.map(Target::finish).transpose()?;
         Ok((run, opened.resumed))
     }
 
@@ -345,46 +360,33 @@ impl RolloutPlan {
     /// that a follow-mode loader sees episodes soon; or, with `join`, one of many
     /// writers of a run already there.
     fn writer(&self) -> Result<OpenedOut> {
-        let Some(dir) = &self.request.out else { return Ok(OpenedOut::default()) };
+        let Some(at) = &self.request.out else { return Ok(OpenedOut::default()) };
         let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
-        let url = dir.display().to_string();
-        let at = || format!("out={url}");
-        if let Some((run, id)) = &self.request.join {
-            let (dir, push) = match rollway_remote::is_remote(dir) {
-                false => (crate::dataset::local(dir)?, None),
-                true => {
-                    let push = crate::remote::join(&url, id)?;
-                    (push.work_dir().to_path_buf(), Some(push))
-                }
-            };
-            let w = DatasetWriter::join(&dir, *run, id, wc).input(at)?;
-            return Ok(OpenedOut { writer: Some(w), push, resumed: None });
-        }
-        let refusal = format!("out={url}: already holds a dataset; a rollout records into a new one (resume=True continues it)");
-        let (dir, push) = match rollway_remote::is_remote(dir) {
-            false => (crate::dataset::local(dir)?, None),
-            true => {
-                let want =
-                    if self.request.resume { crate::remote::Want::Append } else { crate::remote::Want::New { refusal: refusal.clone() } };
-                let push = crate::remote::hold(&url, want)?;
-                (push.work_dir().to_path_buf(), Some(push))
-            }
+        let said = || format!("out={}", at.display());
+        let want = match (&self.request.join, self.request.resume) {
+            (Some((_, id)), _) => Want::Join { id: id.clone() },
+            (None, true) => Want::Append,
+            // Appending would restart the versions at 0 beside the last run's: a staleness
+            // bound counted from the new learner's version would keep the old run's data.
+            (None, false) => Want::New {
+                refusal: format!("{}: already holds a dataset; a rollout records into a new one (resume=True continues it)", said()),
+            },
         };
-        let config = serde_json::json!({ "rollout": stored(&self.request) });
-        let (agent, seed) = ("policy", self.request.seed);
-        if self.request.resume {
-            let slots = self.slots();
+        let target = Target::open(at, want)?;
+        let dir = target.dir();
+        let (w, resumed) = if let Some((run, id)) = &self.request.join {
+            (DatasetWriter::join(dir, *run, id, wc).input(said)?, None)
+        } else if self.request.resume {
+            let config = serde_json::json!({ "rollout": stored(&self.request) });
+            let (seed, slots) = (self.request.seed, self.slots());
             let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, seed, slots);
-            let (w, resumed) = DatasetWriter::continue_runs(&dir, &self.spec, (agent, seed, config), wc, check).input(at)?;
-            return Ok(OpenedOut { writer: Some(w), push, resumed: Some(resumed) });
-        }
-        // Appending would restart the versions at 0 beside the last run's: a staleness
-        // bound counted from the new learner's version would keep the old run's data.
-        if rollway_store::format::holds_dataset(&dir) {
-            return Err(Error::input(refusal));
-        }
-        let w = DatasetWriter::create(&dir, &self.spec, agent, seed, config, wc).input(at)?;
-        Ok(OpenedOut { writer: Some(w), push, resumed: None })
+            let (w, resumed) = DatasetWriter::continue_runs(dir, &self.spec, ("policy", seed, config), wc, check).input(said)?;
+            (w, Some(resumed))
+        } else {
+            let config = serde_json::json!({ "rollout": stored(&self.request) });
+            (DatasetWriter::create(dir, &self.spec, "policy", self.request.seed, config, wc).input(said)?, None)
+        };
+        Ok(OpenedOut { writer: Some(w), target: Some(target), resumed })
     }
 }
 
@@ -392,7 +394,7 @@ impl RolloutPlan {
 #[derive(Default)]
 struct OpenedOut {
     writer: Option<DatasetWriter>,
-    push: Option<Writing>,
+    target: Option<Target>,
     /// Resumed: what the replay held.
     resumed: Option<Resumed>,
 }
@@ -561,9 +563,9 @@ mod tests {
         let plan = RolloutPlan::new(r.clone(), RolloutSources::default()).unwrap();
         let policy = plan.named_policy().unwrap().unwrap();
         let mut started = plan.start(policy).unwrap();
-        let f = started.rollout.collect().unwrap();
-        let g = started.rollout.collect().unwrap();
-        close(started.rollout, started.writer, started.summary, started.push).unwrap();
+        let f = started.rollout_mut().collect().unwrap();
+        let g = started.rollout_mut().collect().unwrap();
+        started.close().unwrap();
         let ds = rollway_store::Dataset::open(&out).unwrap();
         assert_eq!(ds.episodes().count(), f.finished.len() + g.finished.len());
         let run = &ds.metadata().runs[0];

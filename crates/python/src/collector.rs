@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use rollway_core::{EnvSpec, Info, Layout, Space, StepOutcome};
-use rollway_engine::remote::NewDataset;
+use rollway_engine::{Target, Want};
 use rollway_store::{DatasetWriter, Recorder, WriterConfig};
 
 use crate::errors::{input_error, ToPy};
@@ -22,7 +22,7 @@ use crate::rows::{fast_row, stepped, Stepped};
 pub struct RecorderHandle {
     rec: Option<Recorder>,
     /// Where it writes: pushed to the store at `close`, for an `s3://` path.
-    target: Option<NewDataset>,
+    target: Option<Target>,
     record_infos: bool,
     hooks: Option<Hooks>,
     /// Row layouts, for packing numpy values without a Python call.
@@ -79,14 +79,12 @@ impl RecorderHandle {
         };
         let config = serde_json::json!({"source": "rollway.DataCollector", "record_infos": record_infos});
         // On an object store the collector writes a work directory whose shards are pushed as they commit.
-        let target = NewDataset::open(&path).py()?;
-        // A store that holds a dataset was refused above; here, a local one (the writer would append).
-        if !append && rollway_store::format::holds_dataset(target.dir()) {
-            return Err(input_error(format!(
-                "{} already holds a dataset: DataCollector records into a new one; pass append=True to add a run to it",
-                path.display()
-            )));
-        }
+        let refusal = format!(
+            "{} already holds a dataset: DataCollector records into a new one; pass append=True to add a run to it",
+            path.display()
+        );
+        let want = if append { Want::Append } else { Want::New { refusal } };
+        let target = Target::open(&path, want).py()?;
         let writer = DatasetWriter::create(target.dir(), &spec, algorithm, 0, config, cfg)
             .map_err(|e| crate::errors::to_py(anyhow::Error::from(e).context(format!("creating {}", path.display()))))?;
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));

@@ -10,7 +10,7 @@ use rollway_interop::{lerobot, minari};
 use rollway_store::{Dataset, OpenOptions};
 use serde_json::json;
 
-use rollway_engine::remote::NewDataset;
+use rollway_engine::Target;
 
 use crate::errors::{dataset_dir, input_error, readable_dataset, ToPy};
 
@@ -30,9 +30,7 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (path, out=None))]
 pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<PathBuf> {
-    // Beside a dataset on a store is inside the cache: its report goes to the working directory.
-    let name = path.file_name().map(|n| rollway_report::default_path(std::path::Path::new(n)));
-    let out = out.or(name.filter(|_| rollway_remote::is_remote(&path)));
+    let out = rollway_engine::target::report_path(&path, out.as_deref());
     let path = py.detach(|| readable_dataset(&path))?;
     py.detach(|| rollway_engine::dataset::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
 }
@@ -40,12 +38,7 @@ pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<P
 /// `rollway verify --repair`: publishes, cleans up and quarantines (never deletes data).
 #[pyfunction]
 pub fn repair(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let r = if rollway_remote::is_remote(&path) {
-        py.detach(|| rollway_engine::remote::repair(&path.display().to_string())).py()?
-    } else {
-        let path = dataset_dir(path)?;
-        py.detach(|| rollway_store::repair(&path)).py()?
-    };
+    let r = py.detach(|| rollway_engine::target::repair(&path)).py()?;
     Ok(serde_json::to_string(&r).expect("reports serialize"))
 }
 
@@ -119,7 +112,7 @@ pub fn export_lerobot(
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
     let src = dataset_dir(src)?;
-    let target = py.detach(|| NewDataset::open(&out)).py()?;
+    let target = py.detach(|| Target::create(&out)).py()?;
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
         minari::import(&src, target.dir(), &mut |d, t| bar.update(d, t))
@@ -135,7 +128,7 @@ pub fn import_minari(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool)
 #[pyo3(signature = (src, out, progress=true))]
 pub fn import_lerobot(py: Python<'_>, src: PathBuf, out: PathBuf, progress: bool) -> PyResult<String> {
     let src = dataset_dir(src)?;
-    let target = py.detach(|| NewDataset::open(&out)).py()?;
+    let target = py.detach(|| Target::create(&out)).py()?;
     let r = py.detach(|| {
         let bar = Bar::new(!progress, "importing", "episodes");
         lerobot::import(&src, target.dir(), &mut |d, t| bar.update(d, t))

@@ -23,7 +23,7 @@ pub struct DatasetHandle {
     /// The episodes with data, in episode-id order: what `ds[i]` indexes.
     order: Vec<u64>,
     /// The replica of a dataset on an object store: `refresh` pulls again.
-    replica: Option<rollway_remote::Replica>,
+    replica: Option<rollway_engine::target::Replica>,
 }
 
 fn order(ds: &Dataset) -> Vec<u64> {
@@ -37,7 +37,7 @@ impl DatasetHandle {
     #[new]
     #[pyo3(signature = (path, skip_damaged=false))]
     fn new(py: Python<'_>, path: PathBuf, skip_damaged: bool) -> PyResult<Self> {
-        let (path, replica) = py.detach(|| crate::errors::dataset_source(&path))?;
+        let (path, replica) = py.detach(|| crate::errors::dataset_source(&path, None))?;
         let ds = py.detach(|| Dataset::open_with(&path, OpenOptions { skip_damaged })).py()?;
         Ok(DatasetHandle { order: order(&ds), ds, replica })
     }

@@ -19,6 +19,8 @@ use pyo3::exceptions::{PyException, PyFileNotFoundError, PyKeyboardInterrupt, Py
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
+use rollway_engine::target::{Choose, Replica};
+use rollway_engine::Source;
 
 static ROLLWAY_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -129,38 +131,24 @@ impl<T, E: Into<anyhow::Error>> ToPy<T> for Result<T, E> {
     }
 }
 
-/// The local directory a dataset argument names (`rollway_store::local_dir`): a URL
-/// of a scheme this build does not support (`s3://`) is an `InputError` naming the
-/// supported ones, never taken for a relative path.
+/// The local directory a dataset argument names: a URL of a scheme this build
+/// does not support (`s3://`) is an `InputError` naming the supported ones, never
+/// taken for a relative path.
 pub fn dataset_dir(p: std::path::PathBuf) -> PyResult<std::path::PathBuf> {
-    rollway_store::local_dir(&p).map_err(input_error)
+    rollway_engine::target::local(&p).py()
 }
 
-/// The local directory to read a dataset argument from: as [`dataset_dir`], or for
-/// an `s3://` URL its local replica, pulled up to date first (`rollway_remote`),
-/// which is returned too, to pull again.
-pub fn dataset_source(p: &std::path::Path) -> PyResult<(std::path::PathBuf, Option<rollway_remote::Replica>)> {
-    chosen_source(p, None)
-}
-
-/// [`dataset_source`] for a reader that needs only the shards `choose` picks (a
-/// loader's selection): on a store, only those are fetched.
-pub fn chosen_source(
-    p: &std::path::Path,
-    choose: Option<rollway_remote::Choose>,
-) -> PyResult<(std::path::PathBuf, Option<rollway_remote::Replica>)> {
-    if !rollway_remote::is_remote(p) {
-        return Ok((dataset_dir(p.to_path_buf())?, None));
-    }
-    let (replica, _) = rollway_remote::Replica::open_chosen(&p.display().to_string(), choose)
-        .map_err(|e| rollway_engine::Error::remote("pulling the dataset", e))
-        .py()?;
-    Ok((replica.dir().to_path_buf(), Some(replica)))
+/// The local directory to read a dataset argument from (`rollway_engine::Source`):
+/// as [`dataset_dir`], or for an `s3://` URL its local replica, pulled up to date
+/// first, which is returned too, to pull again; on a store only the shards `choose`
+/// picks are fetched (a loader's selection).
+pub fn dataset_source(p: &std::path::Path, choose: Option<Choose>) -> PyResult<(std::path::PathBuf, Option<Replica>)> {
+    Source::chosen(p, choose).map(Source::into_parts).py()
 }
 
 /// [`dataset_source`]'s directory.
 pub fn readable_dataset(p: &std::path::Path) -> PyResult<std::path::PathBuf> {
-    dataset_source(p).map(|(dir, _)| dir)
+    dataset_source(p, None).map(|(dir, _)| dir)
 }
 
 /// An `InputError` with this message (for checks made in the bindings).

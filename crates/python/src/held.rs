@@ -1,5 +1,5 @@
 //! `rollway._rollway.HeldDataset`: a distributed run's driver holding its dataset on
-//! an object store (`rollway_engine::remote::hold`) while its Ray actors write it.
+//! an object store (a `rollway_engine::Target`) while its Ray actors write it.
 //!
 //! The driver prepares and closes the run on the hold's local work directory, by
 //! the local calls it uses for a shared directory; the hold pushes what the driver
@@ -10,9 +10,7 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use rollway_engine::remote::{hold, Want};
-use rollway_engine::Error;
-use rollway_remote::Writing;
+use rollway_engine::{Target, Want};
 
 use crate::errors::{input_error, ToPy};
 
@@ -20,13 +18,13 @@ use crate::errors::{input_error, ToPy};
 /// driver writes through.
 #[pyclass(module = "rollway._rollway", name = "HeldDataset")]
 pub struct HeldDataset {
-    writing: Option<Writing>,
+    target: Option<Target>,
     work: PathBuf,
 }
 
 impl HeldDataset {
-    fn writing(&self) -> PyResult<&Writing> {
-        self.writing.as_ref().ok_or_else(|| input_error("the dataset was released (finish() was called)"))
+    fn target(&self) -> PyResult<&Target> {
+        self.target.as_ref().ok_or_else(|| input_error("the dataset was released (finish() was called)"))
     }
 }
 
@@ -43,15 +41,18 @@ impl HeldDataset {
             "resume" => Want::Resume,
             other => return Err(input_error(format!("want={other:?}: one of \"new\", \"append\", \"resume\""))),
         };
-        let writing = py.detach(|| hold(url, want)).py()?;
-        let work = writing.work_dir().to_path_buf();
-        Ok(HeldDataset { writing: Some(writing), work })
+        if !rollway_engine::target::on_store(url.as_ref()) {
+            return Err(input_error(format!("{url}: a dataset is held only on an object store (s3://…)")));
+        }
+        let target = py.detach(|| Target::open(url.as_ref(), want)).py()?;
+        let work = target.dir().to_path_buf();
+        Ok(HeldDataset { target: Some(target), work })
     }
 
     /// Whether `path` names a dataset on an object store (`s3://…`).
     #[staticmethod]
     fn is_remote(path: PathBuf) -> bool {
-        rollway_remote::is_remote(&path)
+        rollway_engine::target::on_store(&path)
     }
 
     /// The local work directory the driver writes the run's metadata in.
@@ -62,21 +63,21 @@ impl HeldDataset {
 
     /// Pushes what the driver committed locally now (the run, before any actor starts).
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        let w = self.writing()?;
-        py.detach(|| w.flush()).map(drop).map_err(|e| Error::remote("pushing the run to the store", e)).py()
+        let t = self.target()?;
+        py.detach(|| t.flush()).py()
     }
 
     /// Brings the index objects the actors committed into the work directory; how many were new.
     fn pull_index(&self, py: Python<'_>) -> PyResult<u64> {
-        let w = self.writing()?;
-        py.detach(|| w.pull_index()).map_err(|e| Error::remote("reading the run's index from the store", e)).py()
+        let t = self.target()?;
+        py.detach(|| t.pull_index()).py()
     }
 
     /// Pushes the rest, settles what killed actors left and releases the lease
     /// (once every actor is gone).
     fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(w) = self.writing.take() else { return Ok(()) };
-        py.detach(|| w.finish()).map(drop).map_err(|e| Error::remote("closing the dataset on the store", e)).py()
+        let Some(t) = self.target.take() else { return Ok(()) };
+        py.detach(|| t.finish()).py()
     }
 }
 

@@ -89,7 +89,7 @@ impl LoaderHandle {
         };
         // On a store, only the shards the selection reads are fetched (a replay's newest, say).
         let choose = rollway_loader::shard_chooser(cfg.select.clone());
-        let (path, replica) = py.detach(|| crate::errors::chosen_source(&path, choose))?;
+        let (path, replica) = py.detach(|| crate::errors::dataset_source(&path, choose))?;
         let mut inner = py.detach(|| Loader::open(&path, cfg)).py()?;
         if let Some(r) = replica {
             // Each refresh, and each round of a following loader, pulls new shards first.

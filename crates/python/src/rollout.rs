@@ -16,9 +16,8 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rollway_core::{ActBatch, DType, EnvFactory, Error, Params};
-use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources};
+use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources, StartedRollout};
 use rollway_runner::rollout::{Extra, Fragment, Policy, Rollout, Update};
-use rollway_store::DatasetWriter;
 
 use crate::arrays;
 use crate::errors::{input_error, ToPy};
@@ -117,17 +116,10 @@ impl Policy for PyRolloutPolicy {
 /// The running rollout behind `rollway.Rollout`.
 #[pyclass(module = "rollway._rollway", unsendable)]
 pub struct RolloutHandle {
-    engine: Option<Rollout>,
+    /// The engine and the dataset it records into (`out=`), closed at `close`.
+    started: Option<StartedRollout>,
     adapter: Option<Py<PyAny>>,
     raised: Raised,
-    /// The dataset the rollout records into (`out=`), finished at `close`.
-    writer: Option<Arc<DatasetWriter>>,
-    /// With `out` on an object store: what pushes the writer's shards there.
-    push: Option<rollway_remote::Writing>,
-    /// The run summary's settings, stored at `close` with what the rollout delivered.
-    summary: Option<serde_json::Value>,
-    /// With `resume`: what the replay held.
-    resumed: Option<rollway_engine::Resumed>,
 }
 
 #[pymethods]
@@ -173,15 +165,7 @@ impl RolloutHandle {
             (None, None) => return Err(input_error("policy: give a callable or a policy's name")),
         };
         let started = py.detach(move || plan.start(policy)).py()?;
-        Ok(RolloutHandle {
-            engine: Some(started.rollout),
-            adapter,
-            raised,
-            writer: started.writer,
-            push: started.push,
-            summary: started.summary,
-            resumed: started.resumed,
-        })
+        Ok(RolloutHandle { started: Some(started), adapter, raised })
     }
 
     /// (observation space JSON, action space JSON, time limit).
@@ -191,15 +175,15 @@ impl RolloutHandle {
     }
 
     /// With `out` on an object store: what is wrong with the store now, or `None` while
-    /// it answers (`rollway_remote::StoreHealth::trouble`).
+    /// it answers.
     fn store_trouble(&self) -> Option<String> {
-        self.push.as_ref().and_then(|p| p.health().trouble())
+        self.started.as_ref().and_then(StartedRollout::store_trouble)
     }
 
     /// The next fragment as a dict of arrays (see `rollway.rollout.Fragment`).
     fn collect<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         loop {
-            let engine = self.engine.as_mut().ok_or_else(closed)?;
+            let engine = self.started.as_mut().ok_or_else(closed)?.rollout_mut();
             let got = py.detach(|| engine.collect_timeout(Duration::from_millis(100)));
             // A Ctrl-C that landed in an inline env's code was raised there (pyenvs.rs): the user's, raised here.
             if crate::pyenvs::take_interrupt() {
@@ -244,7 +228,7 @@ impl RolloutHandle {
     /// With `resume`: (each slot's episodes already taken, committed episodes, their steps).
     #[getter]
     fn resumed(&self) -> Option<Resumed> {
-        self.resumed.clone().map(|r| (r.starts, r.episodes, r.steps))
+        self.started.as_ref()?.resumed().map(|r| (r.starts.clone(), r.episodes, r.steps))
     }
 
     /// The latest published version.
@@ -256,16 +240,15 @@ impl RolloutHandle {
     /// Stops the collecting thread and closes every env (hosted processes included),
     /// then stores the run's summary, commits what the dataset writer holds and closes it.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(engine) = self.engine.take() else { return Ok(()) };
-        let (writer, summary, push) = (self.writer.take(), self.summary.take(), self.push.take());
+        let Some(started) = self.started.take() else { return Ok(()) };
         // Without the GIL: the thread may be waiting for it to finish a policy call.
-        py.detach(move || rollway_engine::rollout::close(engine, writer, summary, push)).py()
+        py.detach(move || started.close()).py()
     }
 }
 
 impl RolloutHandle {
     fn engine(&self) -> PyResult<&Rollout> {
-        self.engine.as_ref().ok_or_else(closed)
+        self.started.as_ref().map(StartedRollout::rollout).ok_or_else(closed)
     }
 }
 
