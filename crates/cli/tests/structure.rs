@@ -95,3 +95,16 @@ fn issue58_no_module_imports_a_module_that_imports_it_back() {
     assert!(modules > 100, "read the crates' modules: {modules}");
     assert!(cycles.is_empty(), "import circles inside crates:\n{}", cycles.join("\n"));
 }
+
+#[test]
+fn issue58_the_fronts_reach_datasets_on_a_store_only_through_the_engine() {
+    // The engine's `Target` and `Source` decide local or store; a front that named the
+    // store's crate would be deciding it again.
+    for front in ["crates/cli", "crates/python"] {
+        let manifest = read(&root().join(front).join("Cargo.toml"));
+        assert!(!manifest.contains("rollway-remote"), "{front}/Cargo.toml depends on rollway-remote");
+        for file in files_under(&root().join(front).join("src"), "rs") {
+            assert!(!read(&file).contains("rollway_remote"), "{} names rollway_remote", file.display());
+        }
+    }
+}
