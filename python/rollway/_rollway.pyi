@@ -22,6 +22,7 @@ __all__ = [
     "LoaderHandle",
     "MUJOCO_TASKS",
     "ONNX_ENGINES",
+    "RENAMED_SETTINGS",
     "RUN_SETTINGS",
     "RecorderHandle",
     "RolloutHandle",
@@ -41,6 +42,7 @@ __all__ = [
     "layout",
     "prepare_rollout",
     "relabel",
+    "renamed_warning",
     "repair",
     "report",
     "run",
@@ -57,6 +59,10 @@ FORMAT_VERSION: int
 ONNX_ENGINES: List[str]
 # Every run setting's name, as the engine's RunOptions declares them (the config file's keys).
 RUN_SETTINGS: List[str]
+# Settings renamed for one vocabulary, ``(old, new)``: the old name is taken with a deprecation
+# warning until 0.2 (the engine's ``settings::RENAMED``).
+RENAMED_SETTINGS: List[Tuple[str, str]]
+def renamed_warning(old: str, new: str) -> str: ...
 # The Gymnasium MuJoCo ids rollway steps itself (``rollway._mujoco``), each with the Gymnasium
 # class (module, name) its env must be made as.
 MUJOCO_TASKS: Dict[str, Tuple[str, str]]

@@ -102,12 +102,28 @@ def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -
         "batch": _batch, "max_wait": _duration, "step_timeout": _duration, "env_params": _params,
         "agent_params": _params, "filters": lambda f: None if f is None else list(f),
     }
-    given = {"env": env, "agent": agent, **{k: form[k](v) if k in form else v for k, v in kw.items()}}
+    given = {"env": env, "agent": agent, **{k: form[k](v) if k in form else v for k, v in _renamed(kw).items()}}
     if "image_media" in given:
         given["frame_media"] = given.pop("image_media")
     return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in given.items() if v is not None}
 
 
+
+
+def _renamed(given: Mapping[str, Any], where: str = "") -> Dict[str, Any]:
+    """``given`` with each setting named by its old name (``_rollway.RENAMED_SETTINGS``, the
+    engine's list) under its new one, warned of as deprecated; both names given is an error."""
+    out = dict(given)
+    for old, new in _rollway.RENAMED_SETTINGS:
+        if out.get(old) is None:
+            out.pop(old, None)
+            continue
+        value = out.pop(old)
+        if out.get(new) is not None and out[new] != value:
+            raise _rollway.InputError(f"{where}{old}={value!r} and {new}={out[new]!r}: {old} is {new}'s old name; give {new} only")
+        warnings.warn(f"{where}{_rollway.renamed_warning(old, new)}", DeprecationWarning, stacklevel=4)
+        out[new] = value
+    return out
 
 
 def _refuse_env_instance(env: Any) -> None:
@@ -144,7 +160,7 @@ def run(
     envs_per_worker: Optional[int] = None,
     episodes: Optional[int] = None,
     steps: Optional[int] = None,
-    max_steps: Optional[int] = None,
+    max_episode_steps: Optional[int] = None,
     seed: Optional[int] = None,
     mode: Optional[str] = None,
     batch: Union[str, Tuple[int, int], None] = None,
@@ -201,8 +217,9 @@ def run(
     an evaluation of a learner's checkpoint).
 
     - ``episodes``, ``steps``: the run's target, in episodes or in env steps over all envs
-      (the default: 64 episodes; the default job 16); ``max_steps``: cut each episode at
-      this many steps (recorded as truncated); ``seed``: the run seed (episode ``i`` always
+      (the default: 64 episodes; the default job 16); ``max_episode_steps``: cut each episode at
+      this many steps (recorded as truncated, as Gymnasium's time limit and ``Rollout`` do;
+      ``max_steps``, its old name, is taken with a ``DeprecationWarning`` until 0.2); ``seed``: the run seed (episode ``i`` always
       gets the same env seed and agent stream, whatever the workers; default 0).
     - ``max_attempts``: attempts per episode before it is given up (default 3);
       ``max_restarts``: env rebuilds a worker may make in a row (default 3; the count
@@ -240,13 +257,13 @@ def run(
     """
     env, agent, pickle, policy = _sources(env, agent)
     settings = _settings(env, agent, dict(
-        workers=workers, envs_per_worker=envs_per_worker, episodes=episodes, steps=steps, max_steps=max_steps,
+        workers=workers, envs_per_worker=envs_per_worker, episodes=episodes, steps=steps, max_episode_steps=max_episode_steps,
         seed=seed, mode=mode, batch=batch, max_wait=max_wait, max_restarts=max_restarts, max_attempts=max_attempts,
         step_timeout=step_timeout, filters=filters, env_params=env_params, agent_params=agent_params, **more))
     common: Dict[str, Any] = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable,
                                   host=host)
     if config is not None:
-        settings = {**_read_config(config), **settings}
+        settings = {**_renamed(_read_config(config), f"config {os.fspath(config)}: "), **settings}
     # With resume=, the settings given must equal the stored ones (episodes/steps may
     # raise the target): the same call with resume= added continues its run. A callable
     # env or agent cannot be stored, so a run made with one is resumed by passing it again.

@@ -372,7 +372,7 @@ class Rollout:
                     return out_["actions"] if out_.get("state") is None else (out_["actions"], out_["state"])
                 return out_
         s = run(self._env, agent, episodes=int(episodes), seed=int(seed), workers=1, env_params=self._env_params,
-                max_steps=self.max_episode_steps, out=out, append=out is not None, record=out is not None,
+                max_episode_steps=self.max_episode_steps, out=out, append=out is not None, record=out is not None,
                 progress=False, policy_version=self.version)
         return {"version": self.version, "episodes": int(s.episodes), "steps": int(s.steps), "return": dict(s.return_),
                 "length": dict(s.length)}

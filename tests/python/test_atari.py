@@ -39,7 +39,7 @@ CASES = {
     "Pong-v5": ({}, {"episodes": 1}),
     "Breakout-v5": ({"terminal_on_life_loss": True, "noop_max": 8, "frame_skip": 3, "screen_size": 64, "stack_size": 2,
                      "reward_clip": True}, {"episodes": 3}),
-    "Pong-v5-cut": ({"repeat_action_probability": 0.0}, {"episodes": 2, "max_steps": 150}),
+    "Pong-v5-cut": ({"repeat_action_probability": 0.0}, {"episodes": 2, "max_episode_steps": 150}),
 }
 
 
@@ -52,9 +52,9 @@ def test_issue55_atari_runs_replay_through_gymnasiums_wrappers(case, tmp_path):
                 frame_media="lz4", workers=1, envs_per_worker=2, progress=False, **run_kwargs)
     ds = rollway.Dataset(out)
     clip = np.sign if params.get("reward_clip") else (lambda r: r)
-    replay(lambda: gymnasium_atari(game, params, run_kwargs.get("max_steps")), ds, with_infos=True, reward=clip)
-    if "max_steps" in run_kwargs:
-        assert all(ds[k].length == run_kwargs["max_steps"] for k in range(len(ds)))
+    replay(lambda: gymnasium_atari(game, params, run_kwargs.get("max_episode_steps")), ds, with_infos=True, reward=clip)
+    if "max_episode_steps" in run_kwargs:
+        assert all(ds[k].length == run_kwargs["max_episode_steps"] for k in range(len(ds)))
 
 
 def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processes(tmp_path):

@@ -1,4 +1,4 @@
-"""Issue 55: an episode that rollway cuts (``Rollout(max_episode_steps=K)``, ``run(max_steps=K)``)
+"""Issue 55: an episode that rollway cuts (``Rollout(max_episode_steps=K)``, ``run(max_episode_steps=K)``)
 ends as Gymnasium's ``TimeLimit`` ends it: its ``final_info`` is the info of its last step (not
 ``{}``, not an earlier episode's), and the cut truncates even a step that also terminates. Checked
 against the same env under Gymnasium's own ``TimeLimit``, inline and in env processes."""
@@ -58,7 +58,7 @@ def test_issue55_a_rollout_cut_ends_episodes_as_gymnasiums_time_limit(host):
 @pytest.mark.parametrize("host", ["inline", "process"])
 def test_issue55_a_run_cut_stores_the_last_steps_info_and_truncates(tmp_path, host):
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    rollway.run(env=lambda: Ticking(), agent="random", episodes=12, max_steps=K, out=ours, host=host, progress=False,
+    rollway.run(env=lambda: Ticking(), agent="random", episodes=12, max_episode_steps=K, out=ours, host=host, progress=False,
                 workers=1, envs_per_worker=3)
     rollway.run(env=lambda: gym.wrappers.TimeLimit(Ticking(), K), agent="random", episodes=12, out=theirs, host=host,
                 progress=False, workers=1, envs_per_worker=3)

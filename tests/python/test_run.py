@@ -213,3 +213,22 @@ def test_issue58_a_run_commits_what_finished_within_seconds_by_default_while_its
     assert committed(out) == 24
     with pytest.raises(rollway.InputError, match="commit_every.*positive number of seconds, got 0"):
         rollway.run(env="CartPole-v1", agent="random", episodes=2, commit_every=0, out=tmp_path / "never", progress=False)
+
+
+def test_issue58_max_steps_is_max_episode_steps_now_and_warns_by_its_old_name(tmp_path):
+    def lengths(path):
+        ds = rollway.Dataset(path)
+        return [e["length"] for e in sorted(ds.episodes, key=lambda e: e["run_index"])]
+
+    kw = dict(env="CartPole-v1", agent="random", episodes=6, progress=False)
+    rollway.run(**kw, max_episode_steps=7, out=tmp_path / "new")
+    with pytest.warns(DeprecationWarning, match="max_steps is deprecated: it is max_episode_steps now"):
+        rollway.run(**kw, max_steps=7, out=tmp_path / "old")
+    assert lengths(tmp_path / "old") == lengths(tmp_path / "new") and max(lengths(tmp_path / "new")) == 7
+    with pytest.raises(rollway.InputError, match="max_steps=7 and max_episode_steps=9"):
+        rollway.run(**kw, max_steps=7, max_episode_steps=9, record=False)
+    config = tmp_path / "run.toml"
+    config.write_text("max_steps = 7\n")
+    with pytest.warns(DeprecationWarning, match="run.toml: max_steps is deprecated"):
+        rollway.run(**kw, config=config, out=tmp_path / "file")
+    assert lengths(tmp_path / "file") == lengths(tmp_path / "new")

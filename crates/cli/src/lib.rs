@@ -43,6 +43,8 @@ where
     T: Into<OsString> + Clone,
 {
     quiet_worker_panics();
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    warn_renamed(&args);
     let code = match Cli::try_parse_from(args) {
         Ok(cli) => execute(cli),
         Err(e) => {
@@ -53,6 +55,18 @@ where
     };
     let _ = std::io::stdout().flush();
     code
+}
+
+/// Warns of each flag given by its old name (`rollway_engine::settings::RENAMED`),
+/// which clap takes as an alias of the new one.
+fn warn_renamed(args: &[OsString]) {
+    for (old, new) in rollway_engine::settings::RENAMED {
+        let (old, new) = (format!("--{}", old.replace('_', "-")), format!("--{}", new.replace('_', "-")));
+        let given = |a: &OsString| a.to_str().is_some_and(|a| a == old || a.starts_with(&format!("{old}=")));
+        if args.iter().skip(1).any(given) {
+            eprintln!("rollway: warning: {}", rollway_engine::settings::renamed_warning(&old, &new));
+        }
+    }
 }
 
 /// Runs a parsed command line; the exit code.

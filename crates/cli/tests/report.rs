@@ -47,7 +47,7 @@ fn issue14_report_renders_in_headless_chromium_with_plots_clips_and_thumbnails()
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("mine");
     let d = dir.to_str().unwrap();
-    let job = ["run", "--env", "PixelMine-v0", "--env-opt", "size=64", "--agent", "miner", "--episodes", "6", "--max-steps", "80"];
+    let job = ["run", "--env", "PixelMine-v0", "--env-opt", "size=64", "--agent", "miner", "--episodes", "6", "--max-episode-steps", "80"];
     let o = rollway(&[&job[..], &["--frame-media", "h264", "--filter", "kind=return,min=1,label=scored", "--out", d, "--report"]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = tmp.path().join("mine.report.html");

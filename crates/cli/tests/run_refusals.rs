@@ -219,3 +219,38 @@ fn issue58_a_gymnasium_id_without_its_prefix_exits_2_saying_how_to_name_it() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("a Gymnasium env is named `gym:LunarLander-v3`"), "{}", stderr(&o));
 }
+
+#[test]
+fn issue58_max_steps_is_max_episode_steps_now_and_the_old_name_still_works_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lengths = |dir: &Path| {
+        let mut e: Vec<(u64, u64)> = Dataset::open(dir).unwrap().episodes().map(|e| (e.run_index, e.length)).collect();
+        e.sort_unstable();
+        e.into_iter().map(|(_, l)| l).collect::<Vec<_>>()
+    };
+    let cut = |e: &[u64]| !e.is_empty() && e.iter().all(|&l| l <= 7) && e.contains(&7);
+    // The new name, quietly.
+    let new = tmp.path().join("new");
+    let o = cartpole(&new, "6", &["--max-episode-steps", "7"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("deprecated") && cut(&lengths(&new)), "{} {:?}", stderr(&o), lengths(&new));
+    // The old flag: the same run, and a warning naming the new one.
+    let old = tmp.path().join("old");
+    let o = cartpole(&old, "6", &["--max-steps", "7"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--max-steps is deprecated: it is --max-episode-steps now"), "{}", stderr(&o));
+    assert_eq!(lengths(&old), lengths(&new));
+    // The old config key: the same, warned of with the file's name.
+    let toml = tmp.path().join("run.toml");
+    std::fs::write(&toml, "env = \"CartPole-v1\"\nagent = \"random\"\nepisodes = 6\nmax_steps = 7\n").unwrap();
+    let from_file = tmp.path().join("file");
+    let o = rollway(&["run", toml.to_str().unwrap(), "--seed", "0", "-q", "--out", from_file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("run.toml: `max_steps` is deprecated: it is `max_episode_steps` now"), "{}", stderr(&o));
+    assert!(cut(&lengths(&from_file)), "{:?}", lengths(&from_file));
+    // A dataset stores the new name; a resume of it given the old flag and the same value is taken.
+    let stored = Dataset::open(&old).unwrap().metadata().runs[0].config.clone();
+    assert_eq!((stored["max_episode_steps"].as_u64(), stored.get("max_steps")), (Some(7), None));
+    let o = rollway(&["run", "--resume", old.to_str().unwrap(), "--max-steps", "7", "--episodes", "8", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

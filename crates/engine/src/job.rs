@@ -70,7 +70,7 @@ impl Job {
             envs_per_worker: Some(c.envs_per_worker),
             episodes,
             steps,
-            max_steps: c.max_steps,
+            max_episode_steps: c.max_steps,
             seed: Some(c.seed),
             mode: Some(if c.mode == Mode::Async { ModeArg::Async } else { ModeArg::Sync }),
             batch: Some(format!("{}:{}", c.min_batch, c.max_batch)),
@@ -199,7 +199,10 @@ fn differences(stored: &RunOptions, given: &RunOptions, name: &dyn Fn(&str) -> S
 /// A TOML config file.
 fn read_config(path: &std::path::Path) -> Result<RunOptions> {
     let text = std::fs::read_to_string(path).input(|| format!("reading config {}", path.display()))?;
-    toml::from_str(&text).input(|| format!("config {}", path.display()))
+    let at = || format!("config {}", path.display());
+    let mut table: toml::Table = toml::from_str(&text).input(at)?;
+    crate::settings::rename_keys(&mut table, &at());
+    table.try_into().input(at)
 }
 
 /// Which settings came from flags, so errors name `--max-wait` rather than the
@@ -340,7 +343,7 @@ impl RunRequest {
             workers: o.workers.unwrap_or(d.workers),
             envs_per_worker: o.envs_per_worker.unwrap_or(d.envs_per_worker),
             target,
-            max_steps: o.max_steps,
+            max_steps: o.max_episode_steps,
             seed: o.seed.unwrap_or(d.seed),
             mode: if o.mode == Some(ModeArg::Async) { Mode::Async } else { Mode::Sync },
             min_batch,

@@ -101,9 +101,12 @@ pub struct RunOptions {
     /// Stop once the first episodes add up to this many steps.
     #[cfg_attr(feature = "clap", arg(long))]
     pub steps: Option<u64>,
-    /// Cut episodes at this many steps (recorded as truncated).
-    #[cfg_attr(feature = "clap", arg(long))]
-    pub max_steps: Option<u64>,
+    /// Cut episodes at this many steps (recorded as truncated, as Gymnasium's TimeLimit
+    /// does; a rollout's `max_episode_steps`). Its old name `max_steps` (`--max-steps`) is
+    /// taken with a warning until 0.2 (see [`RENAMED`]).
+    #[cfg_attr(feature = "clap", arg(long, alias = "max-steps"))]
+    #[serde(alias = "max_steps")]
+    pub max_episode_steps: Option<u64>,
     /// Run seed: episode i always gets the same env seed and agent stream. [default: 0]
     #[cfg_attr(feature = "clap", arg(long))]
     pub seed: Option<u64>,
@@ -189,6 +192,28 @@ pub struct RunOptions {
     /// (`rollway.Rollout.evaluate`), drawn by version in `rollway report`.
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub policy_version: Option<u64>,
+}
+
+/// Settings renamed so that a run and a rollout, the CLI, the config file and Python
+/// say one thing one way (issue 58), as `(old, new)`: an old name is still taken,
+/// with a deprecation warning, until 0.2. Stored configs of older datasets read the
+/// old name silently (serde's alias on the new field; a test keeps the two lists equal).
+pub const RENAMED: &[(&str, &str)] = &[("max_steps", "max_episode_steps")];
+
+/// The warning for a setting given by its old name (`old`, as the caller spells it),
+/// in the caller's spelling of the new one.
+pub fn renamed_warning(old: &str, new: &str) -> String {
+    format!("{old} is deprecated: it is {new} now, the name a rollout and Gymnasium use; the old name goes in rollway 0.2")
+}
+
+/// Renames the old keys of a config table ([`RENAMED`]), each with a warning on stderr.
+pub fn rename_keys(table: &mut toml::Table, at: &str) {
+    for (old, new) in RENAMED {
+        if let Some(v) = table.remove(*old) {
+            eprintln!("rollway: warning: {at}: {}", renamed_warning(&format!("`{old}`"), &format!("`{new}`")));
+            table.entry(new.to_string()).or_insert(v);
+        }
+    }
 }
 
 impl RunOptions {
@@ -306,6 +331,19 @@ pub(crate) fn commit_age(seconds: f64, name: &str) -> Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_renamed_setting_reads_its_old_name_as_its_new_one() {
+        for (old, new) in RENAMED {
+            let by = |k: &str| serde_json::from_value::<RunOptions>(serde_json::json!({ k: 7 })).unwrap().given();
+            assert_eq!(by(old), vec![new.to_string()], "{old} is read as {new} (serde's alias)");
+            assert!(RunOptions::keys().iter().any(|k| k == new) && !RunOptions::keys().iter().any(|k| k == old));
+            let mut t = toml::Table::new();
+            t.insert(old.to_string(), toml::Value::Integer(7));
+            rename_keys(&mut t, "test");
+            assert_eq!(t.keys().collect::<Vec<_>>(), vec![new], "a config file's {old} is renamed");
+        }
+    }
 
     #[test]
     fn flags_override_the_file_and_a_target_flag_replaces_either_target() {

@@ -99,6 +99,8 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORMAT_VERSION", rollway_store::FORMAT_VERSION)?;
     // Every run setting's name, as RunOptions declares them (`rollway.run`'s keywords are checked against it).
     m.add("RUN_SETTINGS", rollway_engine::RunOptions::keys())?;
+    m.add("RENAMED_SETTINGS", rollway_engine::settings::RENAMED.to_vec())?;
+    m.add_function(wrap_pyfunction!(renamed_warning, m)?)?;
     // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
     m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;
     // `gym:` ids whose MuJoCo steps are rollway's, and the Gymnasium class each must be made as.
@@ -127,4 +129,10 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     held::register(m)?;
     tblog::register(m)?;
     Ok(())
+}
+
+/// The deprecation warning for a setting given by its old name (`rollway_engine::settings::renamed_warning`).
+#[pyfunction]
+fn renamed_warning(old: &str, new: &str) -> String {
+    rollway_engine::settings::renamed_warning(old, new)
 }
