@@ -98,7 +98,7 @@ def gymnasium_rate(n: int, seconds: float) -> float:
 def rollway_rate(n: int, seconds: float, each: bool) -> float:
     import rollway
 
-    with rollway.Rollout(f"atari:{GAME}", "random", num_envs=n, steps=T, seed=1, seed_each_episode=each or None) as r:
+    with rollway.Rollout(f"atari:{GAME}", "random", num_envs=n, steps_per_fragment=T, seed=1, seed_each_episode=each or None) as r:
         return timed_steps(r.collect, n * T, seconds, warmup=1)
 
 

@@ -51,7 +51,7 @@ def rollway_rate(n: int, seconds: float, workers=None, host="auto", python_steps
         os.environ["ROLLWAY_MUJOCO"] = "python"
     import rollway
 
-    with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps=T, seed=1, workers=workers, host=host) as r:
+    with rollway.Rollout(f"gym:{ENV}", "random", num_envs=n, steps_per_fragment=T, seed=1, workers=workers, host=host) as r:
         return timed_steps(r.collect, n * T, seconds, warmup=1)
 
 

@@ -38,7 +38,7 @@ def one(bootstrap: bool, seed: int, total: int, limit: int) -> Dict[str, Any]:
     r = ppo_cartpole.train(total, 8, 128, 0, seed, log=False, stop_when_solved=False, bootstrap=bootstrap, time_limit=limit,
                            make_agent=make_agent)
     # The trained critic on the observations of episodes cut by the limit.
-    with rollway.Rollout("CartPole-v1", ppo_cartpole.Acting(made["agent"]), num_envs=8, steps=256, seed=999,
+    with rollway.Rollout("CartPole-v1", ppo_cartpole.Acting(made["agent"]), num_envs=8, steps_per_fragment=256, seed=999,
                          max_episode_steps=limit) as ro:
         f = ro.collect()
     cut = ~f.finished["terminated"]

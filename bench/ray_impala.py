@@ -131,7 +131,7 @@ def run(system: str, a: argparse.Namespace) -> float:
     if system == "ray-pool":
         src: Any = Pool(make, 2, a.envs, acting, a.lag)
     else:
-        src = rollway.ray.Rollout(make, acting, num_actors=2, num_envs=a.envs, steps=STEPS, max_policy_lag=a.lag,
+        src = rollway.ray.Rollout(make, acting, num_actors=2, num_envs=a.envs, steps_per_fragment=STEPS, max_policy_lag=a.lag,
                                   stale="drop", host="process", workers=a.envs, num_cpus_per_actor=1)
     try:
         src.collect()  # started: actors, env processes, first fragments

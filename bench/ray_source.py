@@ -57,7 +57,7 @@ class RaySource:
         if envs % actors:
             raise ValueError(f"{envs} envs do not split over {actors} actors")
         self.acting, self.actors = acting, actors
-        self.r = rollway.ray.Rollout("CartPole-v1", acting, num_actors=actors, num_envs=envs // actors, steps=steps,
+        self.r = rollway.ray.Rollout("CartPole-v1", acting, num_actors=actors, num_envs=envs // actors, steps_per_fragment=steps,
                                      seed=seed, max_policy_lag=0, num_cpus_per_actor=1)
 
     def collect(self) -> SimpleNamespace:

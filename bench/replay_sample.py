@@ -37,7 +37,7 @@ def fill(out: str, steps: int) -> dict:
     import rollway
 
     obs, nxt, act, rew, done = [], [], [], [], []
-    with rollway.Rollout("CartPole-v1", "random", num_envs=8, steps=128, seed=1, out=out, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=8, steps_per_fragment=128, seed=1, out=out, commit_every=0.05) as r:
         for _ in range(steps // (8 * 128)):
             f = r.collect()
             # The next observation of a step that ended an episode is the reset one here:

@@ -35,7 +35,7 @@ def zeros(obs, first, state):
 
 
 def rollway_rate(env: str, n: int, host: str, steps: int, each: bool = False) -> float:
-    with rollway.Rollout(env, zeros, num_envs=n, steps=T, host=host, seed=1, seed_each_episode=each) as r:
+    with rollway.Rollout(env, zeros, num_envs=n, steps_per_fragment=T, host=host, seed=1, seed_each_episode=each) as r:
         r.collect()
         k = max(1, steps // (T * n))
         t0 = time.perf_counter()

@@ -37,7 +37,7 @@ def python_policy(obs, first, state):
 def steps_per_s(fragments: int, log_dir, policy="random") -> float:
     import rollway
 
-    with rollway.Rollout("CartPole-v1", policy, num_envs=8, steps=128, log_dir=log_dir,
+    with rollway.Rollout("CartPole-v1", policy, num_envs=8, steps_per_fragment=128, log_dir=log_dir,
                          progress=log_dir is not None) as r:
         r.collect()  # envs started
         t = time.perf_counter()
@@ -51,7 +51,7 @@ def log_cost(fragments: int, log_dir: str) -> float:
     import rollway
     from rollway._training_log import TrainingLog
 
-    with rollway.Rollout("CartPole-v1", "random", num_envs=8, steps=128) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=8, steps_per_fragment=128) as r:
         frags = [r.collect() for _ in range(fragments)]
     tl = TrainingLog(log_dir, progress=False)
     t = time.perf_counter()

@@ -98,7 +98,7 @@ def train(replay: str, total_steps: int = 150_000, envs: int = 4, steps: int = 3
     curve, updates, sample_s, learn_s, done = [], 0, 0.0, 0.0, 0
     per_fragment = envs * steps
     start = time.perf_counter()
-    with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, out=replay, commit_every=0.05) as rollout:
+    with rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps_per_fragment=steps, seed=seed, out=replay, commit_every=0.05) as rollout:
         buffer = rollway.Loader(replay, clip=1, stride=1, batch=batch_size, seed=seed, follow=True, next_observations=True,
                                 last_steps=capacity, round_windows=batch_size * 64)
         while done < total_steps:

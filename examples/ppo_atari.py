@@ -77,7 +77,7 @@ def atari_source(game: str, life_loss: bool, max_episode_steps: Optional[int]):
 
     def source(acting: Any, envs: int, steps: int, seed: int, lag: int, rollout_args: Optional[Dict[str, Any]] = None,
                **_: Any) -> rollway.Rollout:
-        return rollway.Rollout(f"atari:{game}", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag,
+        return rollway.Rollout(f"atari:{game}", acting, num_envs=envs, steps_per_fragment=steps, seed=seed, max_policy_lag=lag,
                                max_episode_steps=max_episode_steps, seed_each_episode=(rollout_args or {}).get("out") is not None,
                                env_params={"reward_clip": True, "terminal_on_life_loss": life_loss}, **(rollout_args or {}))
 

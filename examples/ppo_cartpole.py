@@ -173,7 +173,7 @@ def rollway_source(acting: Acting, envs: int, steps: int, seed: int, lag: int, m
                    rollout_args: Optional[Dict[str, Any]] = None, **env_params: Any) -> rollway.Rollout:
     """Where fragments come from: a rollway rollout (the bench swaps in other engines);
     ``rollout_args``: the run's recording, logging and resuming (``out``, ``log_dir``, ``resume``, ``version``)."""
-    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag, env_params=env_params,
+    return rollway.Rollout("CartPole-v1", acting, num_envs=envs, steps_per_fragment=steps, seed=seed, max_policy_lag=lag, env_params=env_params,
                            max_episode_steps=max_episode_steps, **(rollout_args or {}))
 
 

@@ -151,7 +151,7 @@ def train_continuous(total_steps: int = 200_000, env: str = "Pendulum-v1", envs:
     params = dict(env_params or {})
 
     def source(acting: Any, n: int, t: int, s: int, lag: int, rollout_args: Optional[Dict[str, Any]] = None, **_: Any):
-        return rollway.Rollout(env, acting, num_envs=n, steps=t, seed=s, env_params=params, **(rollout_args or {}))
+        return rollway.Rollout(env, acting, num_envs=n, steps_per_fragment=t, seed=s, env_params=params, **(rollout_args or {}))
 
     update = functools.partial(learn_continuous, scale=RewardScale(0.99), bootstrap=bootstrap)
     return train(total_steps, envs, steps, 0, seed, lr=3e-4, epochs=10, minibatches=32, target=float("inf"),

@@ -81,7 +81,7 @@ class PixelAgent(nn.Module):
 
 def pixel_source(acting: Any, envs: int, steps: int, seed: int, lag: int, rollout_args: Optional[Dict[str, Any]] = None,
                  **env_params: Any) -> rollway.Rollout:
-    return rollway.Rollout(ENV, acting, num_envs=envs, steps=steps, seed=seed, max_policy_lag=lag,
+    return rollway.Rollout(ENV, acting, num_envs=envs, steps_per_fragment=steps, seed=seed, max_policy_lag=lag,
                            env_params={**PARAMS, **env_params}, **(rollout_args or {}))
 
 

@@ -187,7 +187,7 @@ def samples() -> Tuple[Dict[str, Any], Dict[str, Any]]:
         return {"actions": np.zeros(len(obs), np.int64), "value": np.zeros(len(obs), np.float32)}
 
     with tempfile.TemporaryDirectory() as tmp:
-        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=8, out=f"{tmp}/replay") as rollout:
+        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=8, out=f"{tmp}/replay") as rollout:
             frag = rollout.collect()
             for _ in range(8):
                 rollout.collect()

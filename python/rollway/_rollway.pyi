@@ -22,6 +22,7 @@ __all__ = [
     "LoaderHandle",
     "MUJOCO_TASKS",
     "ONNX_ENGINES",
+    "RENAMED_ROLLOUT_SETTINGS",
     "RENAMED_SETTINGS",
     "RUN_SETTINGS",
     "RecorderHandle",
@@ -62,6 +63,9 @@ RUN_SETTINGS: List[str]
 # Settings renamed for one vocabulary, ``(old, new)``: the old name is taken with a deprecation
 # warning until 0.2 (the engine's ``settings::RENAMED``).
 RENAMED_SETTINGS: List[Tuple[str, str]]
+# The same for a rollout's settings (``rollway.Rollout``, ``rollway.ray.Rollout``): the engine's
+# ``rollout::RENAMED``.
+RENAMED_ROLLOUT_SETTINGS: List[Tuple[str, str]]
 def renamed_warning(old: str, new: str) -> str: ...
 # The Gymnasium MuJoCo ids rollway steps itself (``rollway._mujoco``), each with the Gymnasium
 # class (module, name) its env must be made as.

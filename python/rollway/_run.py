@@ -110,18 +110,20 @@ def _settings(env: Optional[str], agent: Optional[str], kw: Mapping[str, Any]) -
 
 
 
-def _renamed(given: Mapping[str, Any], where: str = "") -> Dict[str, Any]:
-    """``given`` with each setting named by its old name (``_rollway.RENAMED_SETTINGS``, the
-    engine's list) under its new one, warned of as deprecated; both names given is an error."""
+def _renamed(given: Mapping[str, Any], where: str = "", renames: Optional[Sequence[Tuple[str, str]]] = None,
+             stacklevel: int = 4) -> Dict[str, Any]:
+    """``given`` with each setting named by its old name (``renames``, the engine's list: a run's
+    ``_rollway.RENAMED_SETTINGS`` unless told) under its new one, warned of as deprecated (the
+    warning points ``stacklevel`` frames up, at the user's call); both names given is an error."""
     out = dict(given)
-    for old, new in _rollway.RENAMED_SETTINGS:
+    for old, new in _rollway.RENAMED_SETTINGS if renames is None else renames:
         if out.get(old) is None:
             out.pop(old, None)
             continue
         value = out.pop(old)
         if out.get(new) is not None and out[new] != value:
             raise _rollway.InputError(f"{where}{old}={value!r} and {new}={out[new]!r}: {old} is {new}'s old name; give {new} only")
-        warnings.warn(f"{where}{_rollway.renamed_warning(old, new)}", DeprecationWarning, stacklevel=4)
+        warnings.warn(f"{where}{_rollway.renamed_warning(old, new)}", DeprecationWarning, stacklevel=stacklevel)
         out[new] = value
     return out
 
@@ -263,7 +265,7 @@ def run(
     common: Dict[str, Any] = dict(out=_path(out), append=append, record=record, progress=progress, python=sys.executable,
                                   host=host)
     if config is not None:
-        settings = {**_renamed(_read_config(config), f"config {os.fspath(config)}: "), **settings}
+        settings = {**_renamed(_read_config(config), f"config {os.fspath(config)}: ", stacklevel=3), **settings}
     # With resume=, the settings given must equal the stored ones (episodes/steps may
     # raise the target): the same call with resume= added continues its run. A callable
     # env or agent cannot be stored, so a run made with one is resumed by passing it again.

@@ -28,6 +28,8 @@ class Episode:
     ``extras``, the policy's per-step outputs by name (``float32 [T, ...]``), and
     ``policy_version``, the version that chose each action (``uint64 [T]``). Index fields: ``id``, ``seed``, ``length``, ``return_``, ``status``
     (``terminated``/``truncated``), ``labels``, ``run``, ``run_index``, ``info`` (final info).
+    ``terminations``/``truncations`` are Minari's names for the flags; ``terminated``/``truncated``
+    give the same arrays by a fragment's and the Loader's names.
     """
 
     id: int
@@ -58,6 +60,16 @@ class Episode:
 
     def __len__(self) -> int:
         return self.length
+
+    @property
+    def terminated(self) -> np.ndarray:
+        """``terminations`` (Minari's name) by the name a fragment and the Loader use: bool ``[T]``."""
+        return self.terminations
+
+    @property
+    def truncated(self) -> np.ndarray:
+        """``truncations`` (Minari's name) by the name a fragment and the Loader use: bool ``[T]``."""
+        return self.truncations
 
 
 def _texts(value: Any, paths: List[str]) -> Any:

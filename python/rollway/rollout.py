@@ -4,7 +4,7 @@ Envs and a batched policy stay up between the learner's updates; each
 :meth:`Rollout.collect` hands over a :class:`Fragment` of ``steps`` (T) steps of
 ``num_envs`` (N) envs, time-major, with the bootstrap observation::
 
-    rollout = rollway.Rollout("CartPole-v1", policy, num_envs=8, steps=128)
+    rollout = rollway.Rollout("CartPole-v1", policy, num_envs=8, steps_per_fragment=128)
     for update in range(100):
         frag = rollout.collect()        # obs [T+1, N, 4], actions [T, N], rewards [T, N], ...
         loss = ...                      # train on it (torch.from_numpy takes the arrays as they are)
@@ -158,7 +158,7 @@ def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tu
     if callable(env):
         env, pickle = _env_factory(env)
     s = dict(settings)
-    for k in ("env_params", "policy_params"):
+    for k in ("env_params", "agent_params"):
         if k in s:
             s[k] = dict(_params(s[k]))
     if s.get("out") is not None:
@@ -174,8 +174,26 @@ def _prepare(env: Union[str, Callable[[], Any]], **settings: Any) -> Tuple[int, 
     ``resume``, a run continuing the one there), without starting one: the run
     :class:`rollway.ray.Rollout`'s actors join. Returns its number and, resumed, each of the
     stream's slots' episodes taken, the replay's episodes and steps."""
-    env, pickle, text = _request(env, {k: v for k, v in settings.items() if k != "policy_params"})
+    env, pickle, text = _request(env, {k: v for k, v in settings.items() if k != "agent_params"})
     return _rollway.prepare_rollout(env, text, pickle, sys.executable)
+
+
+# A fragment's steps unless told (the engine's `RolloutConfig` default).
+STEPS_PER_FRAGMENT = 128
+
+
+def _old_names(old: Mapping[str, Any], where: str, **new: Any) -> Dict[str, Any]:
+    """``new``, a rollout's settings by their names, with those given by an old name
+    (``_rollway.RENAMED_ROLLOUT_SETTINGS``, the engine's list) moved over and warned of as
+    deprecated; another unknown keyword is the ``TypeError`` Python raises for one."""
+    from rollway._run import _renamed
+
+    renames = _rollway.RENAMED_ROLLOUT_SETTINGS
+    unknown = sorted(set(old) - {o for o, _ in renames})
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    merged = _renamed({**{k: v for k, v in new.items() if v is not None}, **old}, f"{where}: ", renames, stacklevel=4)
+    return {k: merged.get(k) for k in new}
 
 
 class Rollout:
@@ -183,12 +201,15 @@ class Rollout:
 
     ``env``: a built-in id (``rollway.envs()``), ``"gym:ID"``, or a callable returning a
     Gymnasium env (pickled into the env processes); ``env_params`` its parameters.
-    ``policy``: a callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), a
+    ``agent``: a policy, the callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), a
     built-in agent's name, or ``"onnx:PATH"``: a network exported to ONNX, run natively
     with no Python in the loop, its outputs other than the actions (``value``,
-    ``logprob``) in each fragment's ``extras`` when ``policy_params={"extras": "all"}``;
-    ``policy_params``: the named policy's parameters (``rollway agents`` lists them). ``num_envs``: N, all acted on in each policy call;
-    ``steps``: T per fragment; ``workers``: threads (hosted envs: processes) the envs
+    ``logprob``) in each fragment's ``extras`` when ``agent_params={"extras": "all"}``;
+    ``agent_params``: the named agent's parameters (``rollway agents`` lists them); both as
+    :func:`rollway.run` names them. ``num_envs``: N, all acted on in each policy call;
+    ``steps_per_fragment``: T per fragment (a run's ``steps`` is its total target).
+    ``policy``, ``policy_params`` and ``steps``, these settings' old names, are taken
+    with a ``DeprecationWarning`` until 0.2. ``workers``: threads (hosted envs: processes) the envs
     are split over (default one; for ``atari:`` envs one process per core); ``seed``: env seeds (same seed, same fragments, whatever the
     workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
     row one env may have; ``max_episode_steps``: truncates episodes at this length;
@@ -242,10 +263,10 @@ class Rollout:
     def __init__(
         self,
         env: Union[str, Callable[[], Any]],
-        policy: Union[str, Callable[..., Any]],
+        agent: Union[str, Callable[..., Any], None] = None,
         *,
         num_envs: int = 8,
-        steps: int = 128,
+        steps_per_fragment: int = STEPS_PER_FRAGMENT,
         seed: int = 0,
         workers: Optional[int] = None,
         max_policy_lag: int = 0,
@@ -260,13 +281,20 @@ class Rollout:
         seed_each_episode: Optional[bool] = None,
         episode_ids: Optional[Tuple[int, int, int]] = None,
         join: Optional[Tuple[int, str]] = None,
-        policy_params: Optional[Mapping[str, Any]] = None,
+        agent_params: Optional[Mapping[str, Any]] = None,
         log_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
         progress: bool = False,
         resume: bool = False,
         version: int = 0,
         episode_starts: Optional[List[int]] = None,
+        **old_names: Any,
     ):
+        named = _old_names(old_names, "Rollout", agent=agent, agent_params=agent_params,
+                           steps_per_fragment=None if steps_per_fragment == STEPS_PER_FRAGMENT else steps_per_fragment)
+        policy, agent_params = named["agent"], named["agent_params"]
+        steps_per_fragment = STEPS_PER_FRAGMENT if named["steps_per_fragment"] is None else named["steps_per_fragment"]
+        if policy is None:
+            raise TypeError("Rollout() missing 1 required argument: 'agent' (a policy, or an agent's name)")
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
         if getattr(policy, "rollway_draws", 0):
@@ -274,7 +302,8 @@ class Rollout:
                                       "its policy on the same N envs every step: seed your framework's generator instead")
         self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
         env, pickle, settings = _request(env, dict(
-            env_params=env_params, policy_params=policy_params, seed=seed, num_envs=num_envs, workers=workers, steps=steps,
+            env_params=env_params, agent_params=agent_params, seed=seed, num_envs=num_envs, workers=workers,
+            steps_per_fragment=steps_per_fragment,
             max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
             step_timeout=step_timeout, host=host, check=check, out=out, commit_every=commit_every,
             seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join, resume=bool(resume),
@@ -283,7 +312,8 @@ class Rollout:
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
         self._spaces = (obs_json, act_json)
-        self.num_envs, self.steps, self.max_policy_lag = int(num_envs), int(steps), int(max_policy_lag)
+        self.num_envs, self.steps_per_fragment, self.max_policy_lag = int(num_envs), int(steps_per_fragment), int(max_policy_lag)
+        self.steps = self.steps_per_fragment  # T, as each fragment's ``steps``
         # The episodes' limit: the rollout's cut or the env's own, whichever comes first (as nested TimeLimits).
         self.max_episode_steps: Optional[int] = min((x for x in (limit, max_episode_steps) if x is not None), default=None)
         self.resumed: Optional[Dict[str, int]] = None

@@ -61,7 +61,7 @@ def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processe
     seen = {}
     for host in ("inline", "process"):
         out = tmp_path / host
-        with rollway.Rollout("atari:Pong-v5", "random", num_envs=2, steps=64, seed=5, out=out, host=host,
+        with rollway.Rollout("atari:Pong-v5", "random", num_envs=2, steps_per_fragment=64, seed=5, out=out, host=host,
                              max_episode_steps=100) as r:
             frags = [r.collect() for _ in range(2)]
         f = frags[1]

@@ -62,7 +62,7 @@ def test_issue55_a_box_of_any_shape_and_dtype_is_an_array_in_fragments_and_polic
         _check(obs, shape, dtype, (len(first),), "a rollout policy's obs")
         return np.zeros(len(first), dtype=np.int64)
 
-    with rollway.Rollout(_env(shape, dtype), policy, num_envs=3, steps=12, host="inline") as r:
+    with rollway.Rollout(_env(shape, dtype), policy, num_envs=3, steps_per_fragment=12, host="inline") as r:
         f = r.collect()
     _check(f.obs, shape, dtype, (13, 3), "frag.obs")
     n = len(f.finished["episode"])

@@ -18,6 +18,8 @@ def test_episodes_are_gymnasium_shaped(cartpole):
         assert ep.rewards.shape == (T,) and ep.rewards.sum() == pytest.approx(ep.return_)
         assert ep.terminations.dtype == np.bool_ and ep.truncations.dtype == np.bool_
         assert ep.terminations[-1] == (ep.status == "terminated")
+        # Issue 58: the flags by a fragment's names too.
+        assert ep.terminated is ep.terminations and ep.truncated is ep.truncations
         total += T
     assert total == ds.metadata["counts"]["steps"]
     assert ds[-1].id == ds[len(ds) - 1].id

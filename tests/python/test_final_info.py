@@ -42,10 +42,10 @@ def _ended(f):
 
 @pytest.mark.parametrize("host", ["inline", "process"])
 def test_issue55_a_rollout_cut_ends_episodes_as_gymnasiums_time_limit(host):
-    with rollway.Rollout(lambda: Ticking(), zeros, num_envs=3, steps=40, max_episode_steps=K, host=host) as r:
+    with rollway.Rollout(lambda: Ticking(), zeros, num_envs=3, steps_per_fragment=40, max_episode_steps=K, host=host) as r:
         assert r.max_episode_steps == K, "the rollout's cut, not the env's (none)"
         ours = [_ended(r.collect()) for _ in range(2)]
-    with rollway.Rollout(lambda: gym.wrappers.TimeLimit(Ticking(), K), zeros, num_envs=3, steps=40, host=host) as r:
+    with rollway.Rollout(lambda: gym.wrappers.TimeLimit(Ticking(), K), zeros, num_envs=3, steps_per_fragment=40, host=host) as r:
         theirs = [_ended(r.collect()) for _ in range(2)]
     assert ours == theirs
     ended = [e for frag in ours for e in frag]

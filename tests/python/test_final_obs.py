@@ -53,7 +53,7 @@ def assert_same(a, b):
 def test_issue48_final_obs_is_the_recorded_last_observation(tmp_path, env, kw):
     out = tmp_path / "replay"
     finals = {}
-    with rollway.Rollout(env, "random", num_envs=4, steps=16, seed=3, out=out, **kw) as r:
+    with rollway.Rollout(env, "random", num_envs=4, steps_per_fragment=16, seed=3, out=out, **kw) as r:
         for _ in range(3):
             f = r.collect()
             fin = f.finished
@@ -72,7 +72,7 @@ def test_issue48_final_obs_is_the_recorded_last_observation(tmp_path, env, kw):
 
 
 def test_issue48_a_fragment_where_no_episode_ended_has_empty_final_obs_by_leaf():
-    with rollway.Rollout("hosted_envs:AllSpaces", "random", num_envs=2, steps=3, env_params={"length": 50}) as r:
+    with rollway.Rollout("hosted_envs:AllSpaces", "random", num_envs=2, steps_per_fragment=3, env_params={"length": 50}) as r:
         f = r.collect()
     assert len(f.finished["env"]) == 0
     assert set(f.final_obs) == set(f.obs) and all(a.shape[0] == 0 for a in f.final_obs.values())
@@ -83,7 +83,7 @@ def test_issue48_a_fragment_where_no_episode_ended_has_empty_final_obs_by_leaf()
 def test_issue48_final_info_is_the_envs_last_info_and_the_recorded_episodes_info(tmp_path, host):
     out = tmp_path / "replay"
     infos = {}
-    with rollway.Rollout("hosted_envs:make_cartpole_with_stats", "random", num_envs=3, steps=20, seed=5, out=out,
+    with rollway.Rollout("hosted_envs:make_cartpole_with_stats", "random", num_envs=3, steps_per_fragment=20, seed=5, out=out,
                          env_params={"max_episode_steps": 12}, host=host) as r:
         for _ in range(3):
             f = r.collect()
@@ -100,6 +100,6 @@ def test_issue48_final_info_is_the_envs_last_info_and_the_recorded_episodes_info
 
 
 def test_issue48_an_env_without_infos_gives_empty_final_info():
-    with rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=40, max_episode_steps=10) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=40, max_episode_steps=10) as r:
         f = r.collect()
     assert len(f.final_info) == len(f.finished["env"]) > 0 and all(i == {} for i in f.final_info)

@@ -85,7 +85,7 @@ def test_issue55_a_rollouts_delivered_episodes_replay_in_gymnasium(env_id, tmp_p
     make_kwargs, _ = ENVS[env_id]
     out = tmp_path / "replay"
     finished = {}
-    with rollway.Rollout(f"gym:{env_id}", "random", num_envs=2, steps=100, seed=55, out=out, env_params=make_kwargs) as r:
+    with rollway.Rollout(f"gym:{env_id}", "random", num_envs=2, steps_per_fragment=100, seed=55, out=out, env_params=make_kwargs) as r:
         for _ in range(2):
             f = r.collect()
             for row, (t, e, i) in enumerate(zip(f.finished["step"], f.finished["env"], f.finished["episode"])):

@@ -298,7 +298,7 @@ import sys, gymnasium as gym, rollway
 # Registered at module level of the learner's script, as `gym.register_envs(ale_py)` does: the env
 # processes are fresh interpreters that never ran this line.
 gym.register(id="RollwayTest/Counted-v0", entry_point="hosted_envs:make_cartpole", max_episode_steps=50)
-with rollway.Rollout(lambda: gym.make("RollwayTest/Counted-v0"), "random", num_envs=2, steps=60, host=sys.argv[1]) as r:
+with rollway.Rollout(lambda: gym.make("RollwayTest/Counted-v0"), "random", num_envs=2, steps_per_fragment=60, host=sys.argv[1]) as r:
     f = r.collect()
     print("lengths", sorted(set(f.finished["length"].tolist())))
 s = rollway.run(env=lambda: gym.make("RollwayTest/Counted-v0"), agent="random", episodes=4, record=False, progress=False,

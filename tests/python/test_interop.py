@@ -242,7 +242,7 @@ def test_issue55_standard_envs_round_trip_through_minari(env, params, needs, tmp
     minari = pytest.importorskip("minari")
     pytest.importorskip(needs)
     out = tmp_path / "ds"
-    rollway.run(env=env, agent="random", episodes=2, seed=5, out=out, env_params=params, max_steps=40, progress=False,
+    rollway.run(env=env, agent="random", episodes=2, seed=5, out=out, env_params=params, max_episode_steps=40, progress=False,
                 frame_media="lz4", workers=1, envs_per_worker=2)
     ds = rollway.Dataset(out)
     rep = ds.export("minari", tmp_path / "m" / "std" / "random-v0", dataset_id="std/random-v0", progress=False)

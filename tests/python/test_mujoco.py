@@ -36,7 +36,7 @@ def test_issue55_only_gymnasiums_own_classes_behind_its_standard_wrappers_get_ro
 
 def _fragments(monkeypatch, native, env_id, **kwargs):
     monkeypatch.setenv("ROLLWAY_MUJOCO", "" if native else "python")
-    with rollway.Rollout(f"gym:{env_id}", "random", num_envs=4, steps=40, seed=7, **kwargs) as r:
+    with rollway.Rollout(f"gym:{env_id}", "random", num_envs=4, steps_per_fragment=40, seed=7, **kwargs) as r:
         return [r.collect() for _ in range(3)]
 
 

@@ -165,8 +165,8 @@ def test_without_onnxruntime_tract_runs_and_the_summary_says_so(models, tmp_path
 
 
 def test_rollout_fragments_carry_the_networks_extras(models):
-    r = rollway.Rollout("CartPole-v1", "onnx:" + models["lstm"], num_envs=4, steps=16,
-                        policy_params={"extras": "all"})
+    r = rollway.Rollout("CartPole-v1", "onnx:" + models["lstm"], num_envs=4, steps_per_fragment=16,
+                        agent_params={"extras": "all"})
     try:
         f = r.collect()
         assert sorted(f.extras) == ["value"] and f.extras["value"].shape == (16, 4)
@@ -177,8 +177,8 @@ def test_rollout_fragments_carry_the_networks_extras(models):
             r.publish({"w": 1.0})
     finally:
         r.close()
-    with pytest.raises(rollway.InputError, match="policy_params"):
-        rollway.Rollout("CartPole-v1", P.torch_policy(P.mlp()), policy_params={"extras": "all"})
+    with pytest.raises(rollway.InputError, match="agent_params"):
+        rollway.Rollout("CartPole-v1", P.torch_policy(P.mlp()), agent_params={"extras": "all"})
 
 
 def test_ray_actors_run_the_onnx_agent_as_the_local_run_does(models, cluster, tmp_path):

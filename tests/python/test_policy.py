@@ -79,7 +79,7 @@ def test_issue58_a_sampling_torch_policy_gives_the_same_dataset_at_any_worker_co
     actions = np.concatenate([ep.actions for ep in first])
     assert 0.2 < actions.mean() < 0.8, "it samples: both actions, not the argmax"
     with pytest.raises(rollway.InputError, match="draws policy is for rollway.run"):
-        rollway.Rollout("CartPole-v1", sampling, num_envs=2, steps=4)
+        rollway.Rollout("CartPole-v1", sampling, num_envs=2, steps_per_fragment=4)
     with pytest.raises(ValueError, match="at least 1"):
         rollway.policy.draws(0)
 

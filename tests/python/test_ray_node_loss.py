@@ -29,7 +29,7 @@ def three_nodes():
 
 def test_issue34_a_removed_node_costs_its_actors_fragment_and_the_learner_goes_on(three_nodes, tmp_path):
     out = tmp_path / "replay"
-    with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps=40, max_policy_lag=2,
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps_per_fragment=40, max_policy_lag=2,
                              stale="drop", max_restarts=2, out=out, commit_every=0.05) as r:
         # Both actors have delivered (actor 1 may start well after actor 0 on a loaded machine).
         first, deadline = [], time.monotonic() + 120

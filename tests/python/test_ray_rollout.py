@@ -103,7 +103,7 @@ def check_exact_versions(f, lag_bound, version):
 
 
 def test_issue34_fragments_from_every_actor_carry_the_version_that_acted(cluster):
-    with rollway.ray.Rollout("CartPole-v1", Weighted(0.001), num_actors=2, num_envs=4, steps=16,
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.001), num_actors=2, num_envs=4, steps_per_fragment=16,
                              max_policy_lag=1, stale="drop") as r:
         # 16 fragments at least, and on until both actors have delivered (actor 1 may start well after
         # actor 0 on a loaded machine).
@@ -123,7 +123,7 @@ def test_issue34_fragments_from_every_actor_carry_the_version_that_acted(cluster
 
 def test_issue34_a_weight_update_reaches_every_actor_within_one_fragment(cluster):
     # Lag 0: collect(2) is a synchronous round over both actors, nothing runs while the learner trains.
-    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps=8, max_policy_lag=0) as r:
+    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps_per_fragment=8, max_policy_lag=0) as r:
         for v in range(4):
             frags = r.collect(2)
             assert sorted(f.actor for f in frags) == [0, 1]
@@ -135,7 +135,7 @@ def test_issue34_a_weight_update_reaches_every_actor_within_one_fragment(cluster
 
 def test_issue34_stale_fragments_are_dropped_and_counted_never_delivered(cluster):
     # Lag 0 with every actor kept busy: what was started before a publish arrives stale.
-    with rollway.ray.Rollout("CartPole-v1", Weighted(0.002), num_actors=2, num_envs=2, steps=8, max_policy_lag=0,
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.002), num_actors=2, num_envs=2, steps_per_fragment=8, max_policy_lag=0,
                              stale="drop") as r:
         for _ in range(6):
             f = r.collect()
@@ -150,7 +150,7 @@ def test_issue34_stale_fragments_are_dropped_and_counted_never_delivered(cluster
 @pytest.mark.parametrize("how", ["sigkill", "ray.kill"])
 def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_on(cluster, tmp_path, how):
     out = tmp_path / "replay"
-    with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps=40, max_policy_lag=2,
+    with rollway.ray.Rollout("CartPole-v1", Weighted(0.01), num_actors=2, num_envs=2, steps_per_fragment=40, max_policy_lag=2,
                              stale="drop", max_restarts=2, out=out, commit_every=0.05) as r:
         r.collect()
         deadline = time.monotonic() + 60  # both actors' processes titled (actor 1 may start later)
@@ -185,7 +185,7 @@ def test_issue34_an_actor_killed_mid_fragment_is_replaced_and_the_learner_goes_o
 
 def test_issue34_fractional_gpus_are_asked_of_ray(cluster):
     gpu_node = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU")]
-    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=4, max_policy_lag=0,
+    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps_per_fragment=4, max_policy_lag=0,
                              num_cpus_per_actor=0.5, num_gpus_per_actor=0.5) as r:
         r.collect(2)
         actors = r.summary()["actors"]
@@ -199,7 +199,7 @@ def test_issue34_a_killed_driver_leaves_no_actor_running(cluster, tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, ray, rollway.ray
         ray.init(address={cluster.address!r}, logging_level="ERROR", log_to_driver=False)
-        r = rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=4, max_policy_lag=1)
+        r = rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps_per_fragment=4, max_policy_lag=1)
         r.collect()
         print("collecting", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -211,7 +211,7 @@ def test_issue34_a_killed_driver_leaves_no_actor_running(cluster, tmp_path):
 
 def test_issue34_every_actor_records_into_one_dataset_that_a_following_loader_reads(cluster, tmp_path):
     out = tmp_path / "replay"
-    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps=50, max_policy_lag=1,
+    with rollway.ray.Rollout("CartPole-v1", Weighted(), num_actors=2, num_envs=3, steps_per_fragment=50, max_policy_lag=1,
                              out=out, commit_every=0.05) as r:
         replay = rollway.Loader(out, clip=4, batch=8, follow=True)
         batch, frags = None, []
@@ -257,7 +257,7 @@ def test_issue34_bad_settings_are_input_errors(cluster):
 def test_issue48_warnings_from_an_actors_envs_reach_the_learner_once(cluster):
     import warnings
 
-    with rollway.ray.Rollout(OutOfBounds, "random", num_actors=2, num_envs=2, steps=6, max_policy_lag=0) as r:
+    with rollway.ray.Rollout(OutOfBounds, "random", num_actors=2, num_envs=2, steps_per_fragment=6, max_policy_lag=0) as r:
         with pytest.warns(rollway.RollwayWarning, match="is above its bound 1"):
             r.collect(2)
         with warnings.catch_warnings():
@@ -284,7 +284,7 @@ class Loads(Weighted):
 
 def test_issue48_weights_go_to_each_actor_once_per_version(cluster, tmp_path):
     log = tmp_path / "arrivals"
-    with rollway.ray.Rollout("CartPole-v1", Loads(), num_actors=2, num_envs=2, steps=4, max_policy_lag=0) as r:
+    with rollway.ray.Rollout("CartPole-v1", Loads(), num_actors=2, num_envs=2, steps_per_fragment=4, max_policy_lag=0) as r:
         for v in range(1, 4):
             r.publish(Shipment(float(v), log))
             for _ in range(3):  # the same version asked of each actor three times

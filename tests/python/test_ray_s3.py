@@ -95,7 +95,7 @@ def test_issue45_ray_actor_sigkilled_mid_run_on_s3_loses_nothing_and_duplicates_
 
 def test_issue45_a_ray_rollouts_actors_record_one_replay_on_s3(nodes):
     url = f"s3://{BUCKET}/ray/replay"
-    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=3, steps=50, out=url,
+    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=3, steps_per_fragment=50, out=url,
                              commit_every=0.05) as r:
         replay = rollway.Loader(url, clip=4, batch=8, follow=True)
         # A shard reaches the store a push round (50 ms) after its commit, and the loader pulls at most

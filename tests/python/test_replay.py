@@ -45,7 +45,7 @@ def steps_by_episode(frags):
 def test_every_finished_episode_is_recorded_as_the_learner_saw_it(tmp_path):
     out = tmp_path / "replay"
     frags, finished = [], set()
-    with rollway.Rollout("CartPole-v1", policy, num_envs=3, steps=40, seed=1, out=out) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=3, steps_per_fragment=40, seed=1, out=out) as r:
         for _ in range(6):
             f = r.collect()
             frags.append(f)
@@ -77,7 +77,7 @@ def test_issue32_commits_land_every_commit_every_while_episodes_keep_ending(tmp_
     # Pushing left ends an episode every ~10 steps: the writer's queue never goes
     # quiet, and commits used to wait for a full shard (a DQN learner saw nothing).
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", left, num_envs=4, steps=32, out=out, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", left, num_envs=4, steps_per_fragment=32, out=out, commit_every=0.05) as r:
         # Collect until a commit lands (while the rollout runs, before close commits the rest): the
         # deadline only bounds a failure, the slowest machine commits within it.
         deadline = time.monotonic() + 30
@@ -88,7 +88,7 @@ def test_issue32_commits_land_every_commit_every_while_episodes_keep_ending(tmp_
 
 def test_the_replay_columns_are_plain_parquet(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=200, seed=3, out=out) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=200, seed=3, out=out) as r:
         r.collect()
     files = sorted(glob.glob(str(out / "steps" / "*.parquet")))
     table = pq.read_table(files[0])
@@ -105,7 +105,7 @@ def test_the_replay_columns_are_plain_parquet(tmp_path):
 
 def test_recording_into_an_existing_dataset_is_refused_and_changes_nothing(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=100, out=out) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=100, out=out) as r:
         r.collect()
 
     def files():
@@ -113,13 +113,13 @@ def test_recording_into_an_existing_dataset_is_refused_and_changes_nothing(tmp_p
 
     before = files()
     with pytest.raises(rollway.InputError, match="replay"):
-        rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=100, out=out)
+        rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=100, out=out)
     assert files() == before
 
 
 def test_a_following_loader_keeps_its_capacity_staleness_and_reuse_bounds(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=50, seed=2, out=out) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=50, seed=2, out=out) as r:
         for _ in range(4):
             r.collect()
             r.publish()
@@ -153,7 +153,7 @@ def test_a_following_loader_keeps_its_capacity_staleness_and_reuse_bounds(tmp_pa
 
 def test_batches_carry_the_extras_and_policy_versions(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=64, seed=5, out=out) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=64, seed=5, out=out) as r:
         for _ in range(3):
             r.collect()
             r.publish()
@@ -183,7 +183,7 @@ ROLLOUT_PROCESS = textwrap.dedent("""
     import sys, numpy as np, rollway
     def policy(obs, first, state):
         return {"actions": (obs[:, 2] > 0).astype(np.int64), "value": obs[:, 0]}
-    with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps=32, out=sys.argv[1], commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps_per_fragment=32, out=sys.argv[1], commit_every=0.05) as r:
         while True:
             r.collect()
             r.publish()
@@ -232,7 +232,7 @@ INTERRUPTED_RECORDING = textwrap.dedent("""
     import sys, time, rollway
     finished = 0
     try:
-        with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=sys.argv[1], commit_every=600) as r:
+        with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=sys.argv[1], commit_every=600) as r:
             while True:
                 finished += len(r.collect().finished["episode"])
                 print(finished, flush=True)

@@ -30,7 +30,7 @@ def left(obs, first, state):
 
 
 def test_fragments_are_time_major_with_the_bootstrap_observation():
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=100, seed=2) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=100, seed=2) as r:
         f = r.collect()
     assert f.obs.shape == (101, 4, 4) and f.obs.dtype == np.float32
     assert f.actions.shape == (100, 4) and f.rewards.shape == (100, 4) and f.rewards.dtype == np.float32
@@ -45,7 +45,7 @@ def test_fragments_are_time_major_with_the_bootstrap_observation():
 
 def test_torch_takes_the_arrays_without_a_copy():
     torch = pytest.importorskip("torch")
-    with rollway.Rollout("CartPole-v1", left, num_envs=3, steps=8) as r:
+    with rollway.Rollout("CartPole-v1", left, num_envs=3, steps_per_fragment=8) as r:
         f = r.collect()
     for a in (f.obs, f.actions, f.rewards, f.first, f.version):
         assert torch.from_numpy(a).data_ptr() == a.ctypes.data
@@ -60,7 +60,7 @@ def test_extras_and_state_come_back_per_step():
         return {"actions": (obs[:, 2] > 0).astype(np.int64), "state": count[:, None].astype(np.float32),
                 "value": obs[:, 0] * 2, "logits": np.stack([obs[:, 1], -obs[:, 1]], axis=1)}
 
-    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=30, seed=4) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=30, seed=4) as r:
         f1, f2 = r.collect(), r.collect()
     np.testing.assert_array_equal(f1.extras["value"], f1.obs[:-1, :, 0] * 2)
     assert f1.extras["logits"].shape == (30, 2, 2) and f1.extras["value"].dtype == np.float32
@@ -77,7 +77,7 @@ def test_lag_zero_is_on_policy_and_publish_versions_every_step():
         calls.append(time.perf_counter())
         return np.zeros(len(first), dtype=np.int64)
 
-    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps=16) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=16) as r:
         for v in range(3):
             f = r.collect()
             assert (f.version == v).all() and f.stats["lag_max"] == 0
@@ -102,7 +102,7 @@ class Weighted:
 
 def test_lag_k_overlaps_training_loads_weights_between_batches_and_bounds_the_lag():
     p = Weighted()
-    with rollway.Rollout("CartPole-v1", p, num_envs=2, steps=64, max_policy_lag=1) as r:
+    with rollway.Rollout("CartPole-v1", p, num_envs=2, steps_per_fragment=64, max_policy_lag=1) as r:
         versions = set()
         for _ in range(6):
             f = r.collect()
@@ -127,7 +127,7 @@ def test_issue32_at_lag_zero_the_policy_runs_on_the_learners_thread():
 
     for lag, same in ((0, True), (1, False)):
         seen = set()
-        with rollway.Rollout("CartPole-v1", noting(seen), num_envs=2, steps=4, max_policy_lag=lag) as r:
+        with rollway.Rollout("CartPole-v1", noting(seen), num_envs=2, steps_per_fragment=4, max_policy_lag=lag) as r:
             for _ in range(3):
                 r.collect()
                 r.publish()
@@ -135,7 +135,7 @@ def test_issue32_at_lag_zero_the_policy_runs_on_the_learners_thread():
 
 
 def test_stale_fragments_are_dropped_and_counted():
-    with rollway.Rollout("CartPole-v1", Weighted(), num_envs=2, steps=8, max_policy_lag=2) as r:
+    with rollway.Rollout("CartPole-v1", Weighted(), num_envs=2, steps_per_fragment=8, max_policy_lag=2) as r:
         r.collect()
         time.sleep(0.1)
         for _ in range(5):
@@ -146,7 +146,7 @@ def test_stale_fragments_are_dropped_and_counted():
 
 
 def test_publish_weights_needs_a_policy_that_loads_them():
-    with rollway.Rollout("CartPole-v1", left, num_envs=2, steps=4) as r:
+    with rollway.Rollout("CartPole-v1", left, num_envs=2, steps_per_fragment=4) as r:
         with pytest.raises(rollway.InputError, match="load"):
             r.publish({"w": 1})
 
@@ -163,7 +163,7 @@ def test_a_policy_that_raises_ends_the_rollout_with_its_own_exception():
             raise Boom("policy bug")
         return np.zeros(len(first), dtype=np.int64)
 
-    r = rollway.Rollout("gym:CartPole-v1", policy, num_envs=2, steps=4)
+    r = rollway.Rollout("gym:CartPole-v1", policy, num_envs=2, steps_per_fragment=4)
     r.collect()
     with pytest.raises(Boom, match="policy bug"):
         r.collect()
@@ -173,16 +173,16 @@ def test_a_policy_that_raises_ends_the_rollout_with_its_own_exception():
 
 
 def test_bad_actions_and_extras_say_what_is_wrong():
-    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"actions": np.zeros(len(f), np.int64), "v": np.zeros(3)}, num_envs=2, steps=4) as r:
+    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"actions": np.zeros(len(f), np.int64), "v": np.zeros(3)}, num_envs=2, steps_per_fragment=4) as r:
         with pytest.raises(ValueError, match="extra 'v' has shape"):
             r.collect()
-    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"act": 0}, num_envs=2, steps=4) as r:
+    with rollway.Rollout("CartPole-v1", lambda o, f, s: {"act": 0}, num_envs=2, steps_per_fragment=4) as r:
         with pytest.raises(ValueError, match="without 'actions'"):
             r.collect()
 
 
 def test_bad_settings_are_input_errors():
-    for kw, word in [({"num_envs": 0}, "envs"), ({"num_envs": 2, "workers": 3}, "workers"), ({"steps": 0}, "steps")]:
+    for kw, word in [({"num_envs": 0}, "envs"), ({"num_envs": 2, "workers": 3}, "workers"), ({"steps_per_fragment": 0}, "steps")]:
         with pytest.raises(rollway.InputError, match=word):
             rollway.Rollout("CartPole-v1", "random", **kw)
     with pytest.raises(rollway.InputError, match="unknown env"):
@@ -193,7 +193,7 @@ def test_bad_settings_are_input_errors():
 def test_hosted_gymnasium_cartpole_gives_the_built_in_fragments_bit_for_bit(host, workers):
     frags = {}
     for env in ("CartPole-v1", "gym:CartPole-v1"):
-        with rollway.Rollout(env, "random", num_envs=4, steps=300, seed=11, workers=workers, host=host) as r:
+        with rollway.Rollout(env, "random", num_envs=4, steps_per_fragment=300, seed=11, workers=workers, host=host) as r:
             frags[env] = [r.collect() for _ in range(2)]
     for a, b in zip(frags["CartPole-v1"], frags["gym:CartPole-v1"]):
         for k in ("obs", "actions", "rewards", "terminated", "truncated", "first", "episode"):
@@ -206,7 +206,7 @@ def test_issue32_without_seed_each_episode_gymnasium_envs_continue_their_stream(
     # stream is numpy's, so the hosted env reset without a seed still matches it bit for bit.
     frags = {}
     for env, each in (("CartPole-v1", False), ("gym:CartPole-v1", False), ("gym:CartPole-v1", True)):
-        with rollway.Rollout(env, "random", num_envs=3, steps=200, seed=11, host=host, seed_each_episode=each) as r:
+        with rollway.Rollout(env, "random", num_envs=3, steps_per_fragment=200, seed=11, host=host, seed_each_episode=each) as r:
             frags[env, each] = [r.collect() for _ in range(2)]
     for a, b in zip(frags["CartPole-v1", False], frags["gym:CartPole-v1", False]):
         for k in ("obs", "actions", "rewards", "terminated", "first", "episode"):
@@ -227,7 +227,7 @@ def test_dict_spaces_come_back_by_leaf():
         n = len(first)
         return {"move": np.ones((n, 2), np.int64), "push": np.zeros((n, 2), np.float32), "flag": np.ones(n, np.int64)}
 
-    with rollway.Rollout("hosted_envs:AllSpaces", policy, num_envs=2, steps=5, seed=1) as r:
+    with rollway.Rollout("hosted_envs:AllSpaces", policy, num_envs=2, steps_per_fragment=5, seed=1) as r:
         f = r.collect()
     assert f.obs["pos"].shape == (6, 2, 2) and f.obs["img"].shape == (6, 2, 4, 4, 3) and f.obs["img"].dtype == np.uint8
     assert f.actions["move"].shape == (5, 2, 2) and (f.actions["flag"] == 1).all()
@@ -240,7 +240,7 @@ def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path
     env_params = {"marks": str(marks), "how": how, "every": 3}
     # 3 fragments of 50 steps × 4 envs: ~27 CartPole episodes, a third of them faulting (200 steps each, with a
     # process to restart per kill, took 33 s; issue 46).
-    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps=50, seed=5, env_params=env_params, host=host) as r:
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=4, steps_per_fragment=50, seed=5, env_params=env_params, host=host) as r:
         faults = sum(r.collect().stats["env_faults"] for _ in range(3))
     assert faults >= len(os.listdir(marks)) > 0
 
@@ -251,7 +251,7 @@ def test_a_step_timeout_keeps_auto_in_env_processes_and_inline_refuses_it(tmp_pa
     marks = tmp_path / "marks"
     marks.mkdir()
     env_params = {"marks": str(marks), "how": "hang", "every": 1, "at": 3}
-    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=1, steps=10, seed=5, env_params=env_params,
+    with rollway.Rollout("hosted_envs:Faulty", "random", num_envs=1, steps_per_fragment=10, seed=5, env_params=env_params,
                          step_timeout=1.0) as r:
         assert r.collect().stats["env_faults"] >= 1, "the hang was cut, not waited out (60 s) in this thread"
     for call in (lambda: rollway.Rollout("gym:CartPole-v1", left, host="inline", step_timeout=1.0),
@@ -265,7 +265,7 @@ def test_a_step_timeout_keeps_auto_in_env_processes_and_inline_refuses_it(tmp_pa
 def test_a_callable_env_is_hosted(host):
     import gymnasium as gym
 
-    with rollway.Rollout(lambda: gym.make("CartPole-v1"), left, num_envs=2, steps=10, host=host) as r:
+    with rollway.Rollout(lambda: gym.make("CartPole-v1"), left, num_envs=2, steps_per_fragment=10, host=host) as r:
         assert r.collect().obs.shape == (11, 2, 4)
 
 
@@ -306,7 +306,7 @@ def test_ctrl_c_interrupts_collect_and_close_leaves_no_process():
 def slow(obs, first, state):
     time.sleep(0.01)
     return np.zeros(len(first), dtype=np.int64)
-r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps=10**6, host="process")
+r = rollway.Rollout("gym:CartPole-v1", slow, num_envs=2, steps_per_fragment=10**6, host="process")
 """)
 
 
@@ -317,7 +317,7 @@ class Slow(gym.Wrapper):
     def step(self, action):
         time.sleep(0.01)  # the signal lands here, in the env's code on this thread
         return self.env.step(action)
-r = rollway.Rollout(lambda: Slow(gym.make("CartPole-v1")), "random", num_envs=2, steps=200, host="inline")
+r = rollway.Rollout(lambda: Slow(gym.make("CartPole-v1")), "random", num_envs=2, steps_per_fragment=200, host="inline")
 """)
 
 
@@ -344,7 +344,7 @@ def test_issue48_ppo_bootstraps_truncated_episodes_from_their_final_observation(
     ppo = example("ppo_cartpole")
     torch.manual_seed(0)
     agent = ppo.Agent(4, 2)
-    with rollway.Rollout("CartPole-v1", ppo.Acting(agent), num_envs=4, steps=64, seed=5, max_episode_steps=12) as r:
+    with rollway.Rollout("CartPole-v1", ppo.Acting(agent), num_envs=4, steps_per_fragment=64, seed=5, max_episode_steps=12) as r:
         f = r.collect()
     fin = f.finished
     cut, term = ~fin["terminated"], fin["terminated"]
@@ -370,7 +370,7 @@ def test_issue48_recurrent_ppo_bootstraps_from_the_gru_state_the_episode_left():
     rppo = example("rppo_cartpole")
     torch.manual_seed(0)
     agent = rppo.RecurrentAgent()
-    with rollway.Rollout("CartPole-v1", example("ppo_cartpole").Acting(agent), num_envs=3, steps=48, seed=2, max_episode_steps=10,
+    with rollway.Rollout("CartPole-v1", example("ppo_cartpole").Acting(agent), num_envs=3, steps_per_fragment=48, seed=2, max_episode_steps=10,
                          env_params={"velocities": False}) as r:
         f = r.collect()
     got = rppo.recurrent_bootstrapped_rewards(agent, f, 0.9) - torch.from_numpy(f.rewards)
@@ -413,7 +413,7 @@ def test_cnn_ppo_on_pixmine_frames_learns_past_a_random_policy():
 
 def test_issue47_a_closed_rollout_stores_its_run_summary_and_the_report_says_it_ended_cleanly(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=1, out=out, max_episode_steps=40) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=32, seed=1, out=out, max_episode_steps=40) as r:
         frags = [r.collect() for _ in range(2)]
         r.publish()
         frags.append(r.collect())
@@ -425,3 +425,20 @@ def test_issue47_a_closed_rollout_stores_its_run_summary_and_the_report_says_it_
     assert s["versions"] == [0, 1] and s["steps_per_sec"] > 0 and s["config"]["num_envs"] == 4
     html = open(ds.report(tmp_path / "r.html")).read()
     assert "no (killed, or still running)" not in html
+
+
+def test_issue58_a_rollout_names_its_agent_and_fragment_length_as_a_run_would_and_warns_by_the_old_names():
+    with rollway.Rollout("CartPole-v1", agent="random", agent_params={}, num_envs=2, steps_per_fragment=6, seed=4) as r:
+        new = r.collect()
+    assert (new.steps, r.steps_per_fragment) == (6, 6)
+    with pytest.warns(DeprecationWarning) as caught:
+        with rollway.Rollout("CartPole-v1", policy="random", policy_params={}, num_envs=2, steps=6, seed=4) as r:
+            old = r.collect()
+    said = " ".join(str(w.message) for w in caught)
+    for was, now in rollway._rollway.RENAMED_ROLLOUT_SETTINGS:
+        assert f"{was} is deprecated: it is {now} now" in said, said
+    assert np.array_equal(old.obs, new.obs) and np.array_equal(old.actions, new.actions)
+    with pytest.raises(rollway.InputError, match="steps=6 and steps_per_fragment=9"):
+        rollway.Rollout("CartPole-v1", "random", steps=6, steps_per_fragment=9)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stepz'"):
+        rollway.Rollout("CartPole-v1", "random", stepz=6)

@@ -61,7 +61,7 @@ def test_run_records_and_resumes(tmp_path):
 
 def test_run_takes_every_config_key(tmp_path):
     s = rollway.run(env="Pendulum-v1", agent="random", steps=2000, mode="async", batch=(2, 8), max_wait=0.001,
-                    max_steps=50, env_params={"g": 9.81}, filters=["kind=length,min=50,label=full"],
+                    max_episode_steps=50, env_params={"g": 9.81}, filters=["kind=length,min=50,label=full"],
                     record_infos=True, out=tmp_path / "p", progress=False)
     assert s.steps >= 2000 and s.labels["full"] == s.episodes
     stored = rollway.Dataset(tmp_path / "p").metadata["runs"][0]["config"]
@@ -93,7 +93,7 @@ def test_issue58_an_env_instance_is_told_to_be_a_factory_or_an_id():
 
     env = gym.make("CartPole-v1")
     for call in (lambda: rollway.run(env=env, agent="random", episodes=1, progress=False),
-                 lambda: rollway.Rollout(env, "random", num_envs=2, steps=4)):
+                 lambda: rollway.Rollout(env, "random", num_envs=2, steps_per_fragment=4)):
         with pytest.raises(rollway.InputError, match=r"env instance \(TimeLimit\).*lambda: gym.make.*gym:ID"):
             call()
 

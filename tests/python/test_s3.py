@@ -71,7 +71,7 @@ def test_issue45_a_replay_on_s3_is_sampled_by_a_following_loader_while_it_grows(
     url = f"s3://{BUCKET}/py/replay"
     finished, loader, batch = set(), None, None
     deadline = time.monotonic() + 60
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=32, seed=3, out=url, commit_every=0.05) as r:
         while batch is None and time.monotonic() < deadline:
             finished |= set(r.collect().finished["episode"].tolist())
             if loader is None:
@@ -86,17 +86,17 @@ def test_issue45_a_replay_on_s3_is_sampled_by_a_following_loader_while_it_grows(
     assert {e.run_index for e in rollway.Dataset(url)} == finished
     assert rollway.Dataset(url).metadata["runs"][0]["summary"]["kind"] == "rollout"
     with pytest.raises(rollway.InputError, match="already holds a dataset"):
-        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=url)
+        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=4, out=url)
 
 
 def test_issue47_a_replay_on_s3_is_resumed_in_a_new_run_on_the_store(store, tmp_path):
     """A learner that lost its node resumes its replay from the store (a new node, a new cache)."""
     url = f"s3://{BUCKET}/py/resumed"
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=32, seed=3, out=url, commit_every=0.05) as r:
         for _ in range(3):
             r.collect()
     before = {e["id"]: e for e in rollway.Dataset(url).episodes}
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=32, seed=3, out=url, resume=True, version=7) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=32, seed=3, out=url, resume=True, version=7) as r:
         assert r.resumed["episodes"] == len(before)
         assert (r.collect().version == 7).all()
         r.collect()
@@ -276,7 +276,7 @@ def test_issue54_a_rollout_says_when_its_store_stops_answering(store, proxy, mon
         time.sleep(0.002)
         return np.zeros(len(first), dtype=np.int64)
 
-    with rollway.Rollout("CartPole-v1", paced, num_envs=2, steps=16, out=url, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", paced, num_envs=2, steps_per_fragment=16, out=url, commit_every=0.05) as r:
         r.collect()
         threading.Thread(target=send, args=("down 20",), daemon=True).start()  # answers once the outage is over
         deadline = time.monotonic() + 120

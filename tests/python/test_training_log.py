@@ -19,7 +19,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 def test_issue47_fragment_stats_are_tensorboard_scalars_and_a_progress_line(tmp_path, capfd):
     frags = []
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, log_dir=tmp_path / "tb", progress=True) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, log_dir=tmp_path / "tb", progress=True) as r:
         for _ in range(6):
             frags.append(r.collect())
             r.publish()
@@ -45,12 +45,12 @@ def test_issue47_fragment_stats_are_tensorboard_scalars_and_a_progress_line(tmp_
 def test_issue47_an_unwritable_log_dir_is_an_input_error(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(rollway.InputError, match="log_dir="):
-        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=8, log_dir=tmp_path / "file" / "tb")
+        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=8, log_dir=tmp_path / "file" / "tb")
 
 
 def test_issue47_the_report_of_a_recorded_rollout_draws_it_by_policy_version(tmp_path):
     out = tmp_path / "replay"
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, commit_every=0.05) as r:
         for _ in range(8):
             r.collect()
             r.publish()
@@ -96,7 +96,7 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
     out = tmp_path / "replay"
     params = {"size": 32, "max_steps": 20}
     script = (f"import rollway, os\n"
-              f"r = rollway.Rollout('PixelMine-v0', 'random', num_envs=2, steps=30, env_params={params!r}, out={str(out)!r},"
+              f"r = rollway.Rollout('PixelMine-v0', 'random', num_envs=2, steps_per_fragment=30, env_params={params!r}, out={str(out)!r},"
               f" commit_every=0.05)\n"
               f"for _ in range(4):\n    r.collect(); r.publish()\n"
               # Dies without close (no summary) once the early versions' episodes are committed.
@@ -107,7 +107,7 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
               f"while not early() and time.monotonic() - t0 < 60:\n    time.sleep(0.05)\n"
               f"r._h.collect(); os._exit(0)\n")
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    with rollway.Rollout("PixelMine-v0", "random", num_envs=2, steps=30, env_params=params, out=out, commit_every=0.05,
+    with rollway.Rollout("PixelMine-v0", "random", num_envs=2, steps_per_fragment=30, env_params=params, out=out, commit_every=0.05,
                          resume=True, version=3) as r:
         for _ in range(4):
             r.collect()
@@ -135,12 +135,12 @@ def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
     steps, and its event file's purge marker makes TensorBoard's loader drop the killed tail."""
     out, tb = tmp_path / "replay", tmp_path / "tb"
     script = (f"import rollway, os\n"
-              f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps=64, out={str(out)!r}, log_dir={str(tb)!r},"
+              f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps_per_fragment=64, out={str(out)!r}, log_dir={str(tb)!r},"
               f" commit_every=0.05)\n"
               f"for _ in range(6):\n    r.collect(); r.publish()\n"
               f"os._exit(0)\n")  # dies without close
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, log_dir=tb, commit_every=0.05,
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, log_dir=tb, commit_every=0.05,
                          resume=True, version=6) as r:
         start = r.resumed["steps"]
         for _ in range(3):

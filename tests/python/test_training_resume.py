@@ -23,7 +23,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def _record(out, updates, **kw):
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05, **kw) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, commit_every=0.05, **kw) as r:
         for _ in range(updates):
             r.collect()
             r.publish()
@@ -37,7 +37,7 @@ def _by_id(ds):
 def _unbroken(n_steps):
     """The random policy's episodes, by id, of one rollout that was never stopped."""
     got = {}
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=n_steps) as r:
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=n_steps) as r:
         f = r.collect()
         for k in range(len(f.finished["episode"])):
             got[int(f.finished["episode"][k])] = (float(f.finished["return"][k]), int(f.finished["length"][k]))
@@ -48,7 +48,7 @@ def test_issue47_a_resumed_rollout_continues_the_replay_in_a_new_run(tmp_path):
     out = tmp_path / "replay"
     _record(out, 3)
     before = _by_id(rollway.Dataset(out))
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=64, out=out, commit_every=0.05, resume=True,
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, commit_every=0.05, resume=True,
                          version=40) as r:
         assert r.resumed == {"episodes": len(before), "steps": sum(e["length"] for e in before.values())}
         # The resumed learner's following loader samples the replay as it was (taken before this life
@@ -90,18 +90,18 @@ def test_issue47_resume_refuses_another_stream_and_a_new_rollout_refuses_a_repla
     out = tmp_path / "replay"
     _record(out, 1)
     with pytest.raises(rollway.InputError, match="resume=True continues it"):
-        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, out=out)
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, out=out)
     with pytest.raises(rollway.InputError, match="seed=0 over 4 env slots.*seed=0 over 2"):
-        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=8, out=out, resume=True)
+        rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=8, out=out, resume=True)
     with pytest.raises(rollway.InputError, match="seed=3 over 4"):
-        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, seed=3, out=out, resume=True)
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, seed=3, out=out, resume=True)
     assert len(rollway.Dataset(out).metadata["runs"]) == 1, "a refusal adds no run"
     ran = tmp_path / "ran"
     rollway.run("CartPole-v1", "random", episodes=4, out=ran)
     with pytest.raises(rollway.InputError, match="not recorded by a rollout"):
-        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, out=ran, resume=True)
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, out=ran, resume=True)
     with pytest.raises(rollway.InputError, match="out="):
-        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps=8, resume=True)
+        rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, resume=True)
     # Nothing there yet: resume=True starts the replay.
     _record(tmp_path / "new", 1, resume=True)
     assert len(rollway.Dataset(tmp_path / "new").metadata["runs"]) == 1
@@ -117,7 +117,7 @@ def test_issue47_evaluation_episodes_are_recorded_apart_with_the_version_they_ev
         return {"actions": np.zeros(len(obs), dtype=np.int64), "value": np.zeros(len(obs), dtype=np.float32)}
 
     delivered = set()
-    with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps=32, out=tmp_path / "replay", commit_every=0.05) as r:
+    with rollway.Rollout("CartPole-v1", policy, num_envs=4, steps_per_fragment=32, out=tmp_path / "replay", commit_every=0.05) as r:
         delivered |= set(r.collect().finished["episode"].tolist())
         r.publish()
         first = r.evaluate(episodes=3, out=tmp_path / "eval")
@@ -254,7 +254,7 @@ RAY_LEARNER = textwrap.dedent("""
     import sys, time
     import rollway, rollway.ray
     out, address, version, updates = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps=32, max_policy_lag=0, out=out,
+    with rollway.ray.Rollout("CartPole-v1", "random", num_actors=2, num_envs=2, steps_per_fragment=32, max_policy_lag=0, out=out,
                              commit_every=0.05, address=address, resume=True, version=version) as r:
         print("resumed", r.resumed, flush=True)
         for _ in range(updates):

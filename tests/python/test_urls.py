@@ -28,7 +28,7 @@ def cwd(tmp_path, monkeypatch):
     lambda: rollway.DataCollector(gym.make("CartPole-v1"), URL),
     lambda: rollway.run(env="CartPole-v1", agent="random", episodes=2, out=URL, progress=False),
     lambda: rollway.run(resume=URL, progress=False),
-    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=URL),
+    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=4, out=URL),
     lambda: rollway.import_minari("data", URL, progress=False),
     lambda: rollway.import_lerobot(URL, "data", progress=False),
 ], ids=["Dataset", "Loader", "DataCollector", "run-out", "run-resume", "Rollout", "import_minari", "import_lerobot"])
@@ -45,7 +45,7 @@ SECRET_URL = "s3://AKIAEXAMPLE:hunter2secret@bucket/ds"
     lambda: rollway.Loader(SECRET_URL, clip=4),
     lambda: rollway.DataCollector(gym.make("CartPole-v1"), SECRET_URL),
     lambda: rollway.run(env="CartPole-v1", agent="random", episodes=2, out=SECRET_URL, progress=False),
-    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps=4, out=SECRET_URL),
+    lambda: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=4, out=SECRET_URL),
 ], ids=["Dataset", "Loader", "DataCollector", "run-out", "Rollout"])
 def test_issue54_credentials_in_a_url_are_an_input_error_that_never_repeats_them(cwd, call):
     with pytest.raises(rollway.InputError, match="AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") as e:

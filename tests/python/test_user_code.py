@@ -117,10 +117,10 @@ def test_resume_takes_the_same_call_and_names_each_setting_that_differs(tmp_path
 
 
 def test_a_rollout_policy_choosing_outside_the_space_ends_it_naming_the_slot():
-    with rollway.Rollout("CartPole-v1", constant(7), num_envs=3, steps=4) as r:
+    with rollway.Rollout("CartPole-v1", constant(7), num_envs=3, steps_per_fragment=4) as r:
         with pytest.raises(rollway.RollwayError, match=r"policy: env slot 0: action 7 is outside Discrete\(2\)"):
             r.collect()
-    with rollway.Rollout("CartPole-v1", constant(0.5), num_envs=3, steps=4) as r:
+    with rollway.Rollout("CartPole-v1", constant(0.5), num_envs=3, steps_per_fragment=4) as r:
         with pytest.raises(rollway.RollwayError, match=r"env slot 0: action 0\.5 is not a whole number"):
             r.collect()
 
@@ -131,7 +131,7 @@ def test_a_rollout_warns_once_about_observations_outside_the_space():
     def make():
         return hosted_envs.Wrong(how="out_of_bounds")
 
-    with rollway.Rollout(make, "random", num_envs=2, steps=10) as r:
+    with rollway.Rollout(make, "random", num_envs=2, steps_per_fragment=10) as r:
         with pytest.warns(rollway.RollwayWarning, match="is above its bound 1"):
             r.collect()
         with warnings.catch_warnings():

@@ -13,9 +13,9 @@ use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources};
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let request = RolloutRequest {
         env: "CartPole-v1".into(),
-        policy: Some("random".into()),
+        agent: Some("random".into()),
         num_envs: 4,
-        steps: 64,
+        steps_per_fragment: 64,
         max_episode_steps: Some(40),
         ..RolloutRequest::default()
     };

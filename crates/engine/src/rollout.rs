@@ -37,10 +37,13 @@ pub struct RolloutRequest {
     pub env: String,
     /// The env's parameters.
     pub env_params: BTreeMap<String, String>,
-    /// A policy given by name (a built-in agent, `onnx:PATH`); `None` when the front brings one.
-    pub policy: Option<String>,
-    /// The named policy's parameters.
-    pub policy_params: BTreeMap<String, String>,
+    /// An agent given by name (a built-in agent, `onnx:PATH`), as a run's `agent`; `None`
+    /// when the front brings a policy of its own. (`policy` until 0.2: see [`RENAMED`].)
+    #[serde(alias = "policy")]
+    pub agent: Option<String>,
+    /// The named agent's parameters, as a run's `agent_params`.
+    #[serde(alias = "policy_params")]
+    pub agent_params: BTreeMap<String, String>,
     /// Env seeds: same seed, same fragments, whatever the workers.
     pub seed: u64,
     /// N: envs acted on in each policy call.
@@ -49,8 +52,9 @@ pub struct RolloutRequest {
     /// for `atari:` envs, which get one process per core, and MuJoCo tasks rollway
     /// steps, one thread per core (see [`RolloutRequest::workers`]).
     pub workers: Option<usize>,
-    /// T: steps per fragment.
-    pub steps: usize,
+    /// T: steps per fragment (a run's `steps` is its total target: another setting).
+    #[serde(alias = "steps")]
+    pub steps_per_fragment: usize,
     /// How many versions older than the learner's a delivered step may be.
     pub max_policy_lag: u64,
     /// Failures in a row one env may have.
@@ -85,18 +89,25 @@ pub struct RolloutRequest {
     pub version: u64,
 }
 
+/// Rollout settings renamed to a run's words (issue 58), as `(old, new)`: a rollout's
+/// agent is named as a run's is, and its fragment length is not a run's `steps` (the
+/// run's total target). The old names are taken, with a deprecation warning from the
+/// Python package, until 0.2; serde's aliases on the fields read them (a test keeps
+/// the two lists equal).
+pub const RENAMED: &[(&str, &str)] = &[("policy", "agent"), ("policy_params", "agent_params"), ("steps", "steps_per_fragment")];
+
 impl Default for RolloutRequest {
     fn default() -> Self {
         let d = RolloutConfig::default();
         RolloutRequest {
             env: "CartPole-v1".into(),
             env_params: BTreeMap::new(),
-            policy: None,
-            policy_params: BTreeMap::new(),
+            agent: None,
+            agent_params: BTreeMap::new(),
             seed: d.seed,
             num_envs: d.envs,
             workers: None,
-            steps: d.steps,
+            steps_per_fragment: d.steps,
             max_policy_lag: d.max_policy_lag,
             max_restarts: d.max_restarts,
             max_episode_steps: d.max_steps,
@@ -164,7 +175,7 @@ impl RolloutRequest {
             seed: self.seed,
             envs: self.num_envs,
             workers: self.workers(),
-            steps: self.steps,
+            steps: self.steps_per_fragment,
             max_policy_lag: self.max_policy_lag,
             max_restarts: self.max_restarts,
             max_steps: self.max_episode_steps,
@@ -305,13 +316,13 @@ impl RolloutPlan {
 
     /// The policy the request names, made for the env's spaces; `None` when it names none.
     pub fn named_policy(&self) -> Result<Option<Box<dyn Policy>>> {
-        let Some(name) = &self.request.policy else {
-            if !self.request.policy_params.is_empty() {
-                bad!("policy_params= is for a policy given by name (onnx:PATH, a built-in agent), not a callable");
+        let Some(name) = &self.request.agent else {
+            if !self.request.agent_params.is_empty() {
+                bad!("agent_params= is for an agent given by name (onnx:PATH, a built-in agent), not a callable");
             }
             return Ok(None);
         };
-        let params = Params(self.request.policy_params.clone());
+        let params = Params(self.request.agent_params.clone());
         // Each step's envs wait for the policy's call: the model may take every core.
         let agent = crate::agent_factory(name, &params, 0, self.python.clone()).make(&self.spec).map_err(core)?;
         Ok(Some(Box::new(AgentPolicy(agent))))
@@ -503,6 +514,23 @@ mod tests {
     }
 
     #[test]
+    fn each_renamed_setting_reads_its_old_name_as_its_new_one() {
+        for (old, new) in RENAMED {
+            let value = if old.starts_with("steps") {
+                serde_json::json!(7)
+            } else if old.ends_with("params") {
+                serde_json::json!({"k": "v"})
+            } else {
+                serde_json::json!("random")
+            };
+            let by =
+                |k: &str| serde_json::to_value(RolloutRequest::from_json(&serde_json::json!({ k: value }).to_string()).unwrap()).unwrap();
+            assert_eq!(by(old), by(new), "{old} is read as {new}");
+            assert!(by(new).get(new).is_some() && by(new).get(old).is_none());
+        }
+    }
+
+    #[test]
     fn a_request_round_trips_through_its_mapping() {
         let r = RolloutRequest {
             env: "Pendulum-v1".into(),
@@ -559,7 +587,13 @@ mod tests {
     fn a_recording_rollout_refuses_a_dataset_and_stores_its_settings_and_summary() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("replay");
-        let r = RolloutRequest { num_envs: 2, steps: 50, out: Some(out.clone()), policy: Some("random".into()), ..Default::default() };
+        let r = RolloutRequest {
+            num_envs: 2,
+            steps_per_fragment: 50,
+            out: Some(out.clone()),
+            agent: Some("random".into()),
+            ..Default::default()
+        };
         let plan = RolloutPlan::new(r.clone(), RolloutSources::default()).unwrap();
         let policy = plan.named_policy().unwrap().unwrap();
         let mut started = plan.start(policy).unwrap();
@@ -570,7 +604,7 @@ mod tests {
         assert_eq!(ds.episodes().count(), f.finished.len() + g.finished.len());
         let run = &ds.metadata().runs[0];
         let stored = &run.config["rollout"];
-        assert_eq!((stored["num_envs"].as_u64(), stored["policy"].as_str()), (Some(2), Some("random")));
+        assert_eq!((stored["num_envs"].as_u64(), stored["agent"].as_str()), (Some(2), Some("random")));
         // Issue 47: closed, it stores its run summary as a run does.
         let s = run.summary.as_ref().expect("a closed rollout stores its summary");
         assert_eq!((s["kind"].as_str(), s["fragments"].as_u64(), s["steps"].as_u64()), (Some("rollout"), Some(2), Some(200)));

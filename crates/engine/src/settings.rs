@@ -203,7 +203,7 @@ pub const RENAMED: &[(&str, &str)] = &[("max_steps", "max_episode_steps")];
 /// The warning for a setting given by its old name (`old`, as the caller spells it),
 /// in the caller's spelling of the new one.
 pub fn renamed_warning(old: &str, new: &str) -> String {
-    format!("{old} is deprecated: it is {new} now, the name a rollout and Gymnasium use; the old name goes in rollway 0.2")
+    format!("{old} is deprecated: it is {new} now, one name for run and rollout alike; the old name goes in rollway 0.2")
 }
 
 /// Renames the old keys of a config table ([`RENAMED`]), each with a warning on stderr.

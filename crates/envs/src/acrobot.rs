@@ -17,7 +17,7 @@ use std::f64::consts::PI;
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
 
-use crate::classic::{self, np_pow2, EnvRng};
+use crate::classic::{self, np_pow2, Classic};
 
 /// Registry entry.
 pub static ENTRY: EnvEntry =
@@ -42,9 +42,7 @@ const AVAIL_TORQUE: [f64; 3] = [-1.0, 0.0, 1.0];
 
 /// The acrobot env. `pub` so tests can set and read the physical state.
 pub struct Acrobot {
-    spec: EnvSpec,
-    rng: EnvRng,
-    state: Option<[f64; 4]>,
+    c: Classic<4>,
 }
 
 impl Acrobot {
@@ -52,29 +50,11 @@ impl Acrobot {
     pub fn new() -> Result<Acrobot> {
         let high = classic::f32_values(&[1.0, 1.0, 1.0, 1.0, MAX_VEL_1, MAX_VEL_2]);
         let low = high.iter().map(|h| -h).collect();
-        Ok(Acrobot {
-            spec: EnvSpec {
-                id: ENTRY.id.into(),
-                observation_space: Space::box_with(DType::F32, &[6], low, high)?,
-                action_space: Space::discrete(3, 0)?,
-                max_episode_steps: Some(500),
-                render_fps: Some(15),
-                reward_threshold: Some(-100.0),
-            },
-            rng: classic::default_rng(),
-            state: None,
-        })
+        let (obs, act) = (Space::box_with(DType::F32, &[6], low, high)?, Space::discrete(3, 0)?);
+        Ok(Acrobot { c: Classic::new(ENTRY.id, obs, act, (500, 15, Some(-100.0))) })
     }
 
-    /// The physical state `(theta1, theta2, dtheta1, dtheta2)`, if reset.
-    pub fn state(&self) -> Option<[f64; 4]> {
-        self.state
-    }
-
-    /// Overrides the physical state (the observation is not rewritten).
-    pub fn set_state(&mut self, state: [f64; 4]) {
-        self.state = Some(state);
-    }
+    classic::physical_state!(4, "(theta1, theta2, dtheta1, dtheta2)");
 
     fn write_obs(s: &[f64; 4], mut obs: RowMut<'_>) {
         let vals = [s[0].cos(), s[0].sin(), s[1].cos(), s[1].sin(), s[2], s[3]];
@@ -149,33 +129,26 @@ fn bound(x: f64, m: f64, big_m: f64) -> f64 {
 
 impl Env for Acrobot {
     fn spec(&self) -> &EnvSpec {
-        &self.spec
+        &self.c.spec
     }
 
     fn reset(&mut self, seed: Option<u64>, options: Option<&Info>, obs: RowMut<'_>) -> Result<()> {
-        let id = &self.spec.id;
-        classic::maybe_reseed(&mut self.rng, seed);
-        let (low, high) = classic::reset_bounds(options, -0.1, 0.1, id)?;
-        let mut state = [0.0; 4];
-        for s in &mut state {
-            *s = f64::from(classic::uniform(&mut self.rng, low, high) as f32);
-        }
-        if let Some(exact) = classic::state_option::<4>(options, id)? {
-            state = exact;
-        }
-        self.state = Some(state);
+        let state = self.c.reset(seed, options, |rng, id| {
+            let (low, high) = classic::reset_bounds(options, -0.1, 0.1, id)?;
+            // Drawn as float32, as Gymnasium's `np_random.uniform(...).astype(np.float32)`.
+            Ok(std::array::from_fn(|_| f64::from(classic::uniform(rng, low, high) as f32)))
+        })?;
         Self::write_obs(&state, obs);
         Ok(())
     }
 
     #[inline]
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
-        let id = &self.spec.id;
-        let a = classic::discrete_action(action, 3, id)?;
-        let s = self.state.ok_or_else(|| classic::not_reset(id))?;
+        let a = classic::discrete_action(action, 3, &self.c.spec.id)?;
+        let s = self.c.current()?;
         let ns = rk4([s[0], s[1], s[2], s[3], AVAIL_TORQUE[a as usize]]);
         let state = [wrap(ns[0], -PI, PI), wrap(ns[1], -PI, PI), bound(ns[2], -MAX_VEL_1, MAX_VEL_1), bound(ns[3], -MAX_VEL_2, MAX_VEL_2)];
-        self.state = Some(state);
+        self.c.state = Some(state);
         // The free end is more than one link length above the pivot.
         let terminated = -state[0].cos() - (state[1] + state[0]).cos() > 1.0;
         Self::write_obs(&state, obs);

@@ -9,7 +9,7 @@
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
 
-use crate::classic::{self, EnvRng};
+use crate::classic::{self, Classic};
 
 /// Registry entry.
 pub static ENTRY: EnvEntry = EnvEntry {
@@ -48,12 +48,10 @@ const X_THRESHOLD: f64 = 2.4;
 
 /// The cart-pole env. `pub` so tests can set and read the physical state.
 pub struct CartPole {
-    spec: EnvSpec,
+    c: Classic<4>,
     sutton_barto: bool,
     /// Only `(x, theta)` are observed.
     hidden_velocities: bool,
-    rng: EnvRng,
-    state: Option<[f64; 4]>,
     /// Steps taken after termination (`None` until the pole falls), for Gymnasium's
     /// reward of 0 on steps past the end.
     steps_beyond_terminated: Option<u64>,
@@ -65,21 +63,9 @@ impl CartPole {
         // Observation bounds: twice the termination thresholds, stored as float32.
         let high = classic::f32_values(&[X_THRESHOLD * 2.0, f64::INFINITY, THETA_THRESHOLD * 2.0, f64::INFINITY]);
         let low = high.iter().map(|h| -h).collect();
-        Ok(CartPole {
-            spec: EnvSpec {
-                id: ENTRY.id.into(),
-                observation_space: Space::box_with(DType::F32, &[4], low, high)?,
-                action_space: Space::discrete(2, 0)?,
-                max_episode_steps: Some(500),
-                render_fps: Some(50),
-                reward_threshold: Some(475.0),
-            },
-            sutton_barto,
-            hidden_velocities: false,
-            rng: classic::default_rng(),
-            state: None,
-            steps_beyond_terminated: None,
-        })
+        let (obs, act) = (Space::box_with(DType::F32, &[4], low, high)?, Space::discrete(2, 0)?);
+        let c = Classic::new(ENTRY.id, obs, act, (500, 50, Some(475.0)));
+        Ok(CartPole { c, sutton_barto, hidden_velocities: false, steps_beyond_terminated: None })
     }
 
     /// Observes `(x, theta)` only (the `velocities=false` parameter): the
@@ -87,20 +73,12 @@ impl CartPole {
     pub fn hide_velocities(&mut self) -> Result<()> {
         let high = classic::f32_values(&[X_THRESHOLD * 2.0, THETA_THRESHOLD * 2.0]);
         let low = high.iter().map(|h| -h).collect();
-        self.spec.observation_space = Space::box_with(DType::F32, &[2], low, high)?;
+        self.c.spec.observation_space = Space::box_with(DType::F32, &[2], low, high)?;
         self.hidden_velocities = true;
         Ok(())
     }
 
-    /// The physical state `(x, x_dot, theta, theta_dot)`, if reset.
-    pub fn state(&self) -> Option<[f64; 4]> {
-        self.state
-    }
-
-    /// Overrides the physical state (the observation is not rewritten).
-    pub fn set_state(&mut self, state: [f64; 4]) {
-        self.state = Some(state);
-    }
+    classic::physical_state!(4, "(x, x_dot, theta, theta_dot)");
 
     fn write_obs(&self, state: &[f64; 4], mut obs: RowMut<'_>) {
         let o = obs.leaf_mut::<f32>(0);
@@ -116,21 +94,14 @@ impl CartPole {
 
 impl Env for CartPole {
     fn spec(&self) -> &EnvSpec {
-        &self.spec
+        &self.c.spec
     }
 
     fn reset(&mut self, seed: Option<u64>, options: Option<&Info>, obs: RowMut<'_>) -> Result<()> {
-        let id = &self.spec.id;
-        classic::maybe_reseed(&mut self.rng, seed);
-        let (low, high) = classic::reset_bounds(options, -0.05, 0.05, id)?;
-        let mut state = [0.0; 4];
-        for s in &mut state {
-            *s = classic::uniform(&mut self.rng, low, high);
-        }
-        if let Some(exact) = classic::state_option::<4>(options, id)? {
-            state = exact;
-        }
-        self.state = Some(state);
+        let state = self.c.reset(seed, options, |rng, id| {
+            let (low, high) = classic::reset_bounds(options, -0.05, 0.05, id)?;
+            Ok(std::array::from_fn(|_| classic::uniform(rng, low, high)))
+        })?;
         self.steps_beyond_terminated = None;
         self.write_obs(&state, obs);
         Ok(())
@@ -138,9 +109,8 @@ impl Env for CartPole {
 
     #[inline]
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
-        let id = &self.spec.id;
-        let a = classic::discrete_action(action, 2, id)?;
-        let [mut x, mut x_dot, mut theta, mut theta_dot] = self.state.ok_or_else(|| classic::not_reset(id))?;
+        let a = classic::discrete_action(action, 2, &self.c.spec.id)?;
+        let [mut x, mut x_dot, mut theta, mut theta_dot] = self.c.current()?;
         let force = if a == 1 { FORCE_MAG } else { -FORCE_MAG };
         let costheta = theta.cos();
         let sintheta = theta.sin();
@@ -154,7 +124,7 @@ impl Env for CartPole {
         theta += TAU * theta_dot;
         theta_dot += TAU * thetaacc;
         let state = [x, x_dot, theta, theta_dot];
-        self.state = Some(state);
+        self.c.state = Some(state);
 
         let terminated = !(-X_THRESHOLD..=X_THRESHOLD).contains(&x) || !(-THETA_THRESHOLD..=THETA_THRESHOLD).contains(&theta);
         let fail_reward = if self.sutton_barto { -1.0 } else { 1.0 };

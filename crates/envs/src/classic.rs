@@ -1,12 +1,79 @@
 //! Helpers shared by the Gymnasium classic-control envs: reset options, seeded
 //! uniform draws exactly as numpy makes them, action checks and numpy-exact powers.
 
-use rollway_core::{Error, Info, Result, RowRef};
+use rollway_core::{EnvSpec, Error, Info, Result, RowRef, Space};
 
 /// The random generator of the classic-control envs: numpy's `PCG64` seeded
 /// through `SeedSequence`, as Gymnasium's `np_random`, so seeded resets start
 /// where Gymnasium's do (see [`crate::np_random`]).
 pub(crate) type EnvRng = crate::np_random::NpRandom;
+
+/// What every classic-control env keeps besides its parameters: its spec, its
+/// generator (numpy's, seeded as Gymnasium seeds it) and its physical state of `N`
+/// numbers (none before the first reset); and the reset each of them makes.
+pub(crate) struct Classic<const N: usize> {
+    pub(crate) spec: EnvSpec,
+    pub(crate) rng: EnvRng,
+    pub(crate) state: Option<[f64; N]>,
+}
+
+impl<const N: usize> Classic<N> {
+    /// Env `id` with these spaces, registered as Gymnasium registers it (time limit,
+    /// render fps, reward threshold), unseeded and not reset.
+    pub(crate) fn new(id: &str, observation_space: Space, action_space: Space, registered: (u64, u32, Option<f64>)) -> Classic<N> {
+        let (limit, fps, reward_threshold) = registered;
+        let spec = EnvSpec {
+            id: id.into(),
+            observation_space,
+            action_space,
+            max_episode_steps: Some(limit),
+            render_fps: Some(fps),
+            reward_threshold,
+        };
+        Classic { spec, rng: default_rng(), state: None }
+    }
+
+    /// Gymnasium's `reset`: reseeded when `seed` is given, the state `draw`n from the
+    /// generator (given the options and the env's id), or the rollway-only option
+    /// `state`'s exact one; kept and returned.
+    pub(crate) fn reset(
+        &mut self,
+        seed: Option<u64>,
+        options: Option<&Info>,
+        draw: impl FnOnce(&mut EnvRng, &str) -> Result<[f64; N]>,
+    ) -> Result<[f64; N]> {
+        maybe_reseed(&mut self.rng, seed);
+        let mut state = draw(&mut self.rng, &self.spec.id)?;
+        if let Some(exact) = state_option::<N>(options, &self.spec.id)? {
+            state = exact;
+        }
+        self.state = Some(state);
+        Ok(state)
+    }
+
+    /// The state to step from: an error before the first reset.
+    #[inline]
+    pub(crate) fn current(&self) -> Result<[f64; N]> {
+        self.state.ok_or_else(|| not_reset(&self.spec.id))
+    }
+}
+
+/// `state()` and `set_state()`, public so that tests and replays can start where
+/// Gymnasium was, for a classic env whose [`Classic`] is its field `c`.
+macro_rules! physical_state {
+    ($n:literal, $what:literal) => {
+        #[doc = concat!("The physical state `", $what, "`, if reset.")]
+        pub fn state(&self) -> Option<[f64; $n]> {
+            self.c.state
+        }
+
+        /// Overrides the physical state (the observation is not rewritten).
+        pub fn set_state(&mut self, state: [f64; $n]) {
+            self.c.state = Some(state);
+        }
+    };
+}
+pub(crate) use physical_state;
 
 /// Seed used when an env is reset without ever having been seeded. Gymnasium draws
 /// OS entropy there; a fixed seed keeps every rollway run reproducible instead, so

@@ -8,7 +8,7 @@
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
 
-use crate::classic::{self, EnvRng};
+use crate::classic::{self, Classic};
 
 /// Registry entry.
 pub static ENTRY: EnvEntry = EnvEntry {
@@ -32,10 +32,8 @@ const GRAVITY: f64 = 0.0025;
 
 /// The mountain-car env. `pub` so tests can set and read the physical state.
 pub struct MountainCar {
-    spec: EnvSpec,
+    c: Classic<2>,
     goal_velocity: f64,
-    rng: EnvRng,
-    state: Option<[f64; 2]>,
 }
 
 impl MountainCar {
@@ -43,30 +41,11 @@ impl MountainCar {
     pub fn new(goal_velocity: f64) -> Result<MountainCar> {
         let low = classic::f32_values(&[MIN_POSITION, -MAX_SPEED]);
         let high = classic::f32_values(&[MAX_POSITION, MAX_SPEED]);
-        Ok(MountainCar {
-            spec: EnvSpec {
-                id: ENTRY.id.into(),
-                observation_space: Space::box_with(DType::F32, &[2], low, high)?,
-                action_space: Space::discrete(3, 0)?,
-                max_episode_steps: Some(200),
-                render_fps: Some(30),
-                reward_threshold: Some(-110.0),
-            },
-            goal_velocity,
-            rng: classic::default_rng(),
-            state: None,
-        })
+        let (obs, act) = (Space::box_with(DType::F32, &[2], low, high)?, Space::discrete(3, 0)?);
+        Ok(MountainCar { c: Classic::new(ENTRY.id, obs, act, (200, 30, Some(-110.0))), goal_velocity })
     }
 
-    /// The physical state `(position, velocity)`, if reset.
-    pub fn state(&self) -> Option<[f64; 2]> {
-        self.state
-    }
-
-    /// Overrides the physical state (the observation is not rewritten).
-    pub fn set_state(&mut self, state: [f64; 2]) {
-        self.state = Some(state);
-    }
+    classic::physical_state!(2, "(position, velocity)");
 
     fn write_obs(state: &[f64; 2], mut obs: RowMut<'_>) {
         let o = obs.leaf_mut::<f32>(0);
@@ -83,27 +62,22 @@ fn clip(x: f64, lo: f64, hi: f64) -> f64 {
 
 impl Env for MountainCar {
     fn spec(&self) -> &EnvSpec {
-        &self.spec
+        &self.c.spec
     }
 
     fn reset(&mut self, seed: Option<u64>, options: Option<&Info>, obs: RowMut<'_>) -> Result<()> {
-        let id = &self.spec.id;
-        classic::maybe_reseed(&mut self.rng, seed);
-        let (low, high) = classic::reset_bounds(options, -0.6, -0.4, id)?;
-        let mut state = [classic::uniform(&mut self.rng, low, high), 0.0];
-        if let Some(exact) = classic::state_option::<2>(options, id)? {
-            state = exact;
-        }
-        self.state = Some(state);
+        let state = self.c.reset(seed, options, |rng, id| {
+            let (low, high) = classic::reset_bounds(options, -0.6, -0.4, id)?;
+            Ok([classic::uniform(rng, low, high), 0.0])
+        })?;
         Self::write_obs(&state, obs);
         Ok(())
     }
 
     #[inline]
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
-        let id = &self.spec.id;
-        let a = classic::discrete_action(action, 3, id)?;
-        let [mut position, mut velocity] = self.state.ok_or_else(|| classic::not_reset(id))?;
+        let a = classic::discrete_action(action, 3, &self.c.spec.id)?;
+        let [mut position, mut velocity] = self.c.current()?;
         velocity += (a - 1) as f64 * FORCE + (3.0 * position).cos() * (-GRAVITY);
         velocity = clip(velocity, -MAX_SPEED, MAX_SPEED);
         position += velocity;
@@ -114,7 +88,7 @@ impl Env for MountainCar {
         }
         let terminated = position >= GOAL_POSITION && velocity >= self.goal_velocity;
         let state = [position, velocity];
-        self.state = Some(state);
+        self.c.state = Some(state);
         Self::write_obs(&state, obs);
         Ok(StepOutcome { reward: -1.0, terminated, truncated: false })
     }

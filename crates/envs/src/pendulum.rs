@@ -14,7 +14,7 @@
 
 use rollway_core::{DType, Env, EnvEntry, EnvSpec, Info, Params, Result, RowMut, RowRef, Space, StepOutcome};
 
-use crate::classic::{self, np_pow2, np_pow2_f32, EnvRng};
+use crate::classic::{self, np_pow2, np_pow2_f32, Classic};
 
 /// Registry entry.
 pub static ENTRY: EnvEntry = EnvEntry {
@@ -40,10 +40,8 @@ const DEFAULT_Y: f64 = 1.0;
 
 /// The pendulum env. `pub` so tests can set and read the physical state.
 pub struct Pendulum {
-    spec: EnvSpec,
+    c: Classic<2>,
     g: f64,
-    rng: EnvRng,
-    state: Option<[f64; 2]>,
 }
 
 impl Pendulum {
@@ -52,30 +50,12 @@ impl Pendulum {
         let high = classic::f32_values(&[1.0, 1.0, MAX_SPEED]);
         let low = high.iter().map(|h| -h).collect();
         let max_torque = f64::from(MAX_TORQUE);
-        Ok(Pendulum {
-            spec: EnvSpec {
-                id: ENTRY.id.into(),
-                observation_space: Space::box_with(DType::F32, &[3], low, high)?,
-                action_space: Space::boxed(DType::F32, &[1], -max_torque, max_torque)?,
-                max_episode_steps: Some(200),
-                render_fps: Some(30),
-                reward_threshold: None,
-            },
-            g,
-            rng: classic::default_rng(),
-            state: None,
-        })
+        let obs = Space::box_with(DType::F32, &[3], low, high)?;
+        let act = Space::boxed(DType::F32, &[1], -max_torque, max_torque)?;
+        Ok(Pendulum { c: Classic::new(ENTRY.id, obs, act, (200, 30, None)), g })
     }
 
-    /// The physical state `(theta, theta_dot)`, if reset.
-    pub fn state(&self) -> Option<[f64; 2]> {
-        self.state
-    }
-
-    /// Overrides the physical state (the observation is not rewritten).
-    pub fn set_state(&mut self, state: [f64; 2]) {
-        self.state = Some(state);
-    }
+    classic::physical_state!(2, "(theta, theta_dot)");
 
     fn write_obs(state: &[f64; 2], mut obs: RowMut<'_>) {
         let o = obs.leaf_mut::<f32>(0);
@@ -94,22 +74,18 @@ fn angle_normalize(x: f64) -> f64 {
 
 impl Env for Pendulum {
     fn spec(&self) -> &EnvSpec {
-        &self.spec
+        &self.c.spec
     }
 
     fn reset(&mut self, seed: Option<u64>, options: Option<&Info>, obs: RowMut<'_>) -> Result<()> {
-        let id = &self.spec.id;
-        classic::maybe_reseed(&mut self.rng, seed);
-        let x = classic::option_f64(options, "x_init", DEFAULT_X, id)?;
-        let y = classic::option_f64(options, "y_init", DEFAULT_Y, id)?;
-        // Bounds are `[-x, x]` and `[-y, y]`: numpy refuses negative or non-finite widths.
-        classic::uniform_bounds(-x, x, id)?;
-        classic::uniform_bounds(-y, y, id)?;
-        let mut state = [classic::uniform(&mut self.rng, -x, x), classic::uniform(&mut self.rng, -y, y)];
-        if let Some(exact) = classic::state_option::<2>(options, id)? {
-            state = exact;
-        }
-        self.state = Some(state);
+        let state = self.c.reset(seed, options, |rng, id| {
+            let x = classic::option_f64(options, "x_init", DEFAULT_X, id)?;
+            let y = classic::option_f64(options, "y_init", DEFAULT_Y, id)?;
+            // Bounds are `[-x, x]` and `[-y, y]`: numpy refuses negative or non-finite widths.
+            classic::uniform_bounds(-x, x, id)?;
+            classic::uniform_bounds(-y, y, id)?;
+            Ok([classic::uniform(rng, -x, x), classic::uniform(rng, -y, y)])
+        })?;
         Self::write_obs(&state, obs);
         Ok(())
     }
@@ -118,12 +94,11 @@ impl Env for Pendulum {
     // numpy's `clip` order (max, then min) is kept as written: bit-exactness is the point here.
     #[allow(clippy::manual_clamp)]
     fn step(&mut self, action: RowRef<'_>, obs: RowMut<'_>) -> Result<StepOutcome> {
-        let id = &self.spec.id;
         let raw = action.leaf::<f32>(0)[0];
         if raw.is_nan() {
-            return Err(classic::env_error(id, "action torque is NaN"));
+            return Err(classic::env_error(&self.c.spec.id, "action torque is NaN"));
         }
-        let [th, thdot] = self.state.ok_or_else(|| classic::not_reset(id))?;
+        let [th, thdot] = self.c.current()?;
         let u = raw.max(-MAX_TORQUE).min(MAX_TORQUE);
         // Cost of the pre-step state; `0.001 * u**2` is a float32 product in numpy 2.
         let torque_cost = f64::from(0.001f32 * np_pow2_f32(u));
@@ -135,7 +110,7 @@ impl Env for Pendulum {
         let newthdot = (thdot + (gravity_acc + torque_acc) * DT).max(-MAX_SPEED).min(MAX_SPEED);
         let newth = th + newthdot * DT;
         let state = [newth, newthdot];
-        self.state = Some(state);
+        self.c.state = Some(state);
         Self::write_obs(&state, obs);
         Ok(StepOutcome { reward: -costs, terminated: false, truncated: false })
     }

@@ -14,7 +14,7 @@ use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_envs::atari::{Emulator, Frames, Preprocessing};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::{layouts, Driven, DrivenSlot, Episodes, SlotEnvs};
+use crate::slots::{layouts, Driven, DrivenEnvs, DrivenSlot, Episodes};
 
 /// The ALE calls one slot's steps make, bound once.
 struct Ale {
@@ -29,7 +29,7 @@ struct Ale {
     actions: Vec<i64>,
 }
 
-struct Slot {
+pub(crate) struct Slot {
     env: Py<PyAny>,
     ale: Ale,
     frames: Frames,
@@ -125,6 +125,22 @@ impl AtariEnvs {
         };
         Ok(Slot { env, ale, frames: Frames::new(p) })
     }
+}
+
+impl DrivenEnvs for AtariEnvs {
+    type Slot = Slot;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn row_layouts(&self) -> (&Layout, &Layout) {
+        (&self.ol, &self.al)
+    }
+
+    fn driven(&mut self) -> &mut Driven<Slot> {
+        &mut self.slots
+    }
 
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
         let s = self.slots.get(slot)?;
@@ -158,26 +174,4 @@ fn step_info(py: Python<'_>, ale: &Ale) -> PyResult<Info> {
         info.0.insert(key.into(), obj.call_method0(method)?.extract::<i64>()?.into());
     }
     Ok(info)
-}
-
-impl SlotEnvs for AtariEnvs {
-    fn layouts(&self) -> (&Layout, &Layout) {
-        (&self.ol, &self.al)
-    }
-
-    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
-        self.step_one(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
-    }
-
-    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
-        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
-    }
-
-    fn fail(&mut self, py: Python<'_>, slot: usize) {
-        self.slots.fail(py, slot);
-    }
-
-    fn close(&mut self, py: Python<'_>) {
-        self.slots.close(py);
-    }
 }

@@ -100,6 +100,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Every run setting's name, as RunOptions declares them (`rollway.run`'s keywords are checked against it).
     m.add("RUN_SETTINGS", rollway_engine::RunOptions::keys())?;
     m.add("RENAMED_SETTINGS", rollway_engine::settings::RENAMED.to_vec())?;
+    m.add("RENAMED_ROLLOUT_SETTINGS", rollway_engine::rollout::RENAMED.to_vec())?;
     m.add_function(wrap_pyfunction!(renamed_warning, m)?)?;
     // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
     m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;

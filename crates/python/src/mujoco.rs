@@ -15,7 +15,7 @@ use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_envs::mujoco::{self as task, Physics, Task};
 use rollway_host::proto::SpecJson;
 
-use crate::slots::{layouts, Driven, DrivenSlot, Episodes, SlotEnvs};
+use crate::slots::{layouts, Driven, DrivenEnvs, DrivenSlot, Episodes};
 
 /// `mj_step` and `mj_rnePostConstraint`: `(const mjModel*, mjData*)`.
 type MjFn = unsafe extern "C" fn(*const c_void, *mut c_void);
@@ -95,7 +95,7 @@ impl Physics for Sim {
 /// `Model.parts`: `(model, data, qpos, qvel, ctrl, frame_skip, settings)`.
 type Parts<'py> = (usize, usize, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, usize, Bound<'py, PyDict>);
 
-struct Slot {
+pub(crate) struct Slot {
     env: Py<PyAny>,
     sim: Sim,
     action: Vec<f32>,
@@ -159,6 +159,22 @@ impl MujocoEnvs {
         let sim = Sim { lib: lib(&path)?, model: m as *const c_void, data: d as *mut c_void, qpos, qvel, ctrl, frame_skip };
         Ok(Slot { env, action: vec![0.0; ctrl.1], sim })
     }
+}
+
+impl DrivenEnvs for MujocoEnvs {
+    type Slot = Slot;
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn row_layouts(&self) -> (&Layout, &Layout) {
+        (&self.ol, &self.al)
+    }
+
+    fn driven(&mut self) -> &mut Driven<Slot> {
+        &mut self.slots
+    }
 
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
         let s = self.slots.get(slot)?;
@@ -219,26 +235,4 @@ fn info_of(values: &[(&'static str, f64)]) -> PyResult<Info> {
         info.0.insert(key.into(), n.into());
     }
     Ok(info)
-}
-
-impl SlotEnvs for MujocoEnvs {
-    fn layouts(&self) -> (&Layout, &Layout) {
-        (&self.ol, &self.al)
-    }
-
-    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
-        self.step_one(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id))
-    }
-
-    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
-        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id))
-    }
-
-    fn fail(&mut self, py: Python<'_>, slot: usize) {
-        self.slots.fail(py, slot);
-    }
-
-    fn close(&mut self, py: Python<'_>) {
-        self.slots.close(py);
-    }
 }

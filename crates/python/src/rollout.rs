@@ -140,7 +140,7 @@ impl RolloutHandle {
         request.env = env;
         let callable = match policy.extract::<String>() {
             Ok(name) => {
-                request.policy = Some(name);
+                request.agent = Some(name);
                 None
             }
             Err(_) => Some(policy.unbind()),

@@ -26,6 +26,46 @@ pub(crate) trait SlotEnvs: Send {
     fn close(&mut self, py: Python<'_>);
 }
 
+/// A block whose steps rollway drives itself (`atari.rs`, `mujoco.rs`): it keeps its
+/// slots in a [`Driven`] and steps and resets one slot; the [`SlotEnvs`] it is follows
+/// (errors named with the env's id, failing and closing through its `Driven`).
+pub(crate) trait DrivenEnvs: Send {
+    /// What each slot holds.
+    type Slot: DrivenSlot;
+    /// The env's id, which errors name.
+    fn id(&self) -> &str;
+    /// Observation and action row layouts.
+    fn row_layouts(&self) -> (&Layout, &Layout);
+    /// The slots.
+    fn driven(&mut self) -> &mut Driven<Self::Slot>;
+    /// [`SlotEnvs::step`], its error not yet named.
+    fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)>;
+    /// [`SlotEnvs::reset`], its error not yet named.
+    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>>;
+}
+
+impl<T: DrivenEnvs> SlotEnvs for T {
+    fn layouts(&self) -> (&Layout, &Layout) {
+        self.row_layouts()
+    }
+
+    fn step(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
+        self.step_one(py, slot, act, obs).map_err(|e| format!("env {}: {e}", self.id()))
+    }
+
+    fn reset(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> Result<Option<Info>, String> {
+        self.reset_one(py, slot, seed, obs).map_err(|e| format!("env {}: {e}", self.id()))
+    }
+
+    fn fail(&mut self, py: Python<'_>, slot: usize) {
+        self.driven().fail(py, slot);
+    }
+
+    fn close(&mut self, py: Python<'_>) {
+        self.driven().close(py);
+    }
+}
+
 /// A slot of a block whose steps rollway drives itself: its Python env and what the
 /// steps drive (ALE's calls, MuJoCo's pointers).
 pub(crate) trait DrivenSlot {

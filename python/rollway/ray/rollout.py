@@ -4,7 +4,7 @@ feeding one learner (this process). Same fragments, versions and lag as
 
     import rollway.ray
 
-    rollout = rollway.ray.Rollout("gym:CartPole-v1", policy, num_actors=4, num_envs=8, steps=128,
+    rollout = rollway.ray.Rollout("gym:CartPole-v1", policy, num_actors=4, num_envs=8, steps_per_fragment=128,
                                   max_policy_lag=2, num_gpus_per_actor=0.25)
     for update in range(1000):
         frag = rollout.collect()            # from whichever actor finished first
@@ -63,7 +63,7 @@ from rollway import _rollway
 from rollway.ray._common import (_connect, _own_error, _ray, _refuse_worker_names, close_run, hold_dataset, ray_failure,
                                  ship_by_value)
 from rollway._training_log import TrainingLog
-from rollway.rollout import Fragment
+from rollway.rollout import STEPS_PER_FRAGMENT, Fragment, _old_names
 from rollway.spaces import RowViews
 
 # An actor restarted by Ray numbers its episodes from base `incarnation << 32` on
@@ -141,9 +141,10 @@ class RayFragment(Fragment):
 class Rollout:
     """Rollout actors on Ray feeding this process (see the module docs).
 
-    ``env``, ``policy``, ``num_envs``, ``steps``, ``seed`` and the keyword arguments
-    (``workers``, ``host``, ``env_params``, ``max_episode_steps``, ``step_timeout``,
-    ``check``, ``seed_each_episode``) are :class:`rollway.Rollout`'s, for each actor.
+    ``env``, ``agent``, ``num_envs``, ``steps_per_fragment``, ``seed`` and the keyword arguments
+    (``workers``, ``host``, ``env_params``, ``agent_params``, ``max_episode_steps``, ``step_timeout``,
+    ``check``, ``seed_each_episode``) are :class:`rollway.Rollout`'s, for each actor (their old
+    names ``policy``, ``policy_params`` and ``steps`` too, with a ``DeprecationWarning``, until 0.2).
     ``num_actors``: actors, each asking Ray for ``num_cpus_per_actor`` CPUs,
     ``num_gpus_per_actor`` GPUs (fractions share one) and ``resources_per_actor``;
     ``max_restarts``: how often Ray restarts each actor; ``max_policy_lag`` and
@@ -166,13 +167,22 @@ class Rollout:
     checkpointed ``version``; :attr:`resumed` says what the replay held.
     """
 
-    def __init__(self, env: Union[str, Callable[[], Any]], policy: Union[str, Callable[..., Any]], *,
-                 num_actors: int = 2, num_envs: int = 8, steps: int = 128, seed: int = 0, max_policy_lag: int = 1,
+    def __init__(self, env: Union[str, Callable[[], Any]], agent: Union[str, Callable[..., Any], None] = None, *,
+                 num_actors: int = 2, num_envs: int = 8, steps_per_fragment: int = STEPS_PER_FRAGMENT, seed: int = 0,
+                 max_policy_lag: int = 1,
                  stale: str = "wait", num_cpus_per_actor: float = 1.0, num_gpus_per_actor: float = 0.0,
                  resources_per_actor: Optional[Mapping[str, float]] = None, max_restarts: int = 3,
                  address: Optional[str] = None, out: Optional[Union[str, "os.PathLike[str]"]] = None,
                  log_dir: Optional[Union[str, "os.PathLike[str]"]] = None, progress: bool = False,
                  resume: bool = False, version: int = 0, **rollout_args: Any):
+        old = {k: rollout_args.pop(k) for k in [o for o, _ in _rollway.RENAMED_ROLLOUT_SETTINGS] if k in rollout_args}
+        named = _old_names(old, "rollway.ray.Rollout", agent=agent, agent_params=rollout_args.pop("agent_params", None),
+                           steps_per_fragment=None if steps_per_fragment == STEPS_PER_FRAGMENT else steps_per_fragment)
+        policy, steps = named["agent"], STEPS_PER_FRAGMENT if named["steps_per_fragment"] is None else named["steps_per_fragment"]
+        if named["agent_params"] is not None:
+            rollout_args["agent_params"] = named["agent_params"]
+        if policy is None:
+            raise TypeError("rollway.ray.Rollout() missing 1 required argument: 'agent' (a policy, or an agent's name)")
         _refuse_worker_names(rollout_args)
         for own in ("episode_ids", "join", "episode_starts"):
             if own in rollout_args:
@@ -185,17 +195,18 @@ class Rollout:
             raise _rollway.InputError(f"stale must be \"wait\" or \"drop\", got {stale!r}")
         self._ray = ray = _ray()
         self._started = _connect(ray, address)
-        self.num_actors, self.num_envs, self.steps = int(num_actors), int(num_envs), int(steps)
+        self.num_actors, self.num_envs, self.steps_per_fragment = int(num_actors), int(num_envs), int(steps)
+        self.steps = self.steps_per_fragment  # T, as each fragment's ``steps``
         self.max_policy_lag, self.stale = int(max_policy_lag), stale
         opts = dict(num_cpus=num_cpus_per_actor, num_gpus=num_gpus_per_actor, resources=dict(resources_per_actor or {}),
                     max_restarts=max_restarts, max_task_retries=0)
         # The settings that made this rollout, in its summary (and so in the dataset's run, with `out`):
         # the run's stored config is one actor's local rollout, which says nothing of the cluster.
-        self._config = dict(num_actors=self.num_actors, num_envs=self.num_envs, steps=self.steps, seed=int(seed),
+        self._config = dict(num_actors=self.num_actors, num_envs=self.num_envs, steps_per_fragment=self.steps, seed=int(seed),
                             max_policy_lag=self.max_policy_lag, stale=stale, max_restarts=int(max_restarts),
                             num_cpus_per_actor=float(num_cpus_per_actor), num_gpus_per_actor=float(num_gpus_per_actor),
                             resources_per_actor=dict(resources_per_actor or {}))
-        kwargs = dict(rollout_args, num_envs=num_envs, steps=steps, seed=seed)
+        kwargs = dict(rollout_args, num_envs=num_envs, steps_per_fragment=steps, seed=seed)
         self._out = None if out is None else os.fspath(out)
         self._run, starts = 0, None
         self.resumed: Optional[Dict[str, int]] = None
