@@ -19,15 +19,72 @@ pub enum DType {
     F64,
 }
 
+/// Runs `$body` with `$T` the Rust type of dtype `$d`'s values (`bool` for `Bool`, or
+/// `bool => expr` instead): the one dispatch from a run-time dtype to its value type,
+/// for code generic over it (numpy arrays, HDF5 reads).
+#[macro_export]
+macro_rules! with_dtype {
+    ($d:expr, $T:ident => $body:expr, bool => $b:expr) => {
+        match $d {
+            $crate::DType::Bool => $b,
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+    ($d:expr, $T:ident => $body:expr) => {
+        $crate::with_dtype!($d, $T => $body, bool => {
+            type $T = bool;
+            $body
+        })
+    };
+}
+
 impl DType {
+    /// Every dtype, in the order above.
+    pub const ALL: [DType; 11] =
+        [DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64, DType::F32, DType::F64];
+
     /// Bytes per element.
     pub fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::U16 | DType::I16 => 2,
-            DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::U64 | DType::I64 | DType::F64 => 8,
-        }
+        with_dtype!(self, T => std::mem::size_of::<T>())
     }
 
     /// The numpy name (`"float32"`).
@@ -49,20 +106,7 @@ impl DType {
 
     /// Parses a numpy dtype name.
     pub fn parse(s: &str) -> Result<DType> {
-        Ok(match s {
-            "bool" => DType::Bool,
-            "uint8" => DType::U8,
-            "int8" => DType::I8,
-            "uint16" => DType::U16,
-            "int16" => DType::I16,
-            "uint32" => DType::U32,
-            "int32" => DType::I32,
-            "uint64" => DType::U64,
-            "int64" => DType::I64,
-            "float32" => DType::F32,
-            "float64" => DType::F64,
-            other => return Err(Error::InvalidSpace(format!("unknown dtype `{other}`"))),
-        })
+        DType::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| Error::InvalidSpace(format!("unknown dtype `{s}`")))
     }
 
     /// True for `float32`/`float64`.
@@ -128,5 +172,23 @@ impl DType {
 impl std::fmt::Display for DType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dtype_is_listed_once_and_names_round_trip() {
+        let names: std::collections::BTreeSet<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+        assert_eq!(names.len(), DType::ALL.len());
+        for d in DType::ALL {
+            assert_eq!(DType::parse(d.name()).unwrap(), d);
+            // The macro's type for each dtype is the one of its size and kind.
+            let (size, float) = with_dtype!(d, T => (std::mem::size_of::<T>(), std::any::type_name::<T>().starts_with('f')));
+            assert_eq!((size, float), (d.size(), d.is_float()), "{}", d.name());
+        }
+        assert!(DType::parse("float16").is_err());
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef, BooleanArray, FixedSizeListArray, ListArray, PrimitiveArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, ListArray, PrimitiveArray, RecordBatch};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -30,28 +30,9 @@ pub(crate) fn feature_type(d: DType, len: usize) -> DataType {
     }
 }
 
-/// Native values of `d`, back to back, as a flat Arrow array.
+/// Native values of `d`, back to back, as a flat Arrow array (the store's reading of them).
 pub(crate) fn flat(d: DType, bytes: &[u8]) -> ArrayRef {
-    macro_rules! prim {
-        ($t:ty, $n:ty) => {
-            Arc::new(PrimitiveArray::<$t>::from(
-                bytes.chunks_exact(std::mem::size_of::<$n>()).map(bytemuck::pod_read_unaligned::<$n>).collect::<Vec<$n>>(),
-            )) as ArrayRef
-        };
-    }
-    match d {
-        DType::Bool => Arc::new(BooleanArray::from(bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>())),
-        DType::U8 => prim!(UInt8Type, u8),
-        DType::I8 => prim!(Int8Type, i8),
-        DType::U16 => prim!(UInt16Type, u16),
-        DType::I16 => prim!(Int16Type, i16),
-        DType::U32 => prim!(UInt32Type, u32),
-        DType::I32 => prim!(Int32Type, i32),
-        DType::U64 => prim!(UInt64Type, u64),
-        DType::I64 => prim!(Int64Type, i64),
-        DType::F32 => prim!(Float32Type, f32),
-        DType::F64 => prim!(Float64Type, f64),
-    }
+    arrow_array::make_array(rollway_store::flat_values(d, bytes.to_vec()))
 }
 
 /// A feature column from `rows` rows of `len` native elements each, back to back.

@@ -103,19 +103,7 @@ pub fn view_in<'py>(base: &Bound<'py, PyAny>, bytes: &[u8], dtype: DType, shape:
         let shape = pyo3::types::PyTuple::new(py, shape)?;
         return np.getattr("frombuffer")?.call1((raw, typestr(dtype)))?.call_method1("reshape", (shape,))?.call_method0("copy");
     }
-    Ok(match dtype {
-        DType::Bool => typed::<bool>(base, bytes, shape),
-        DType::U8 => typed::<u8>(base, bytes, shape),
-        DType::I8 => typed::<i8>(base, bytes, shape),
-        DType::U16 => typed::<u16>(base, bytes, shape),
-        DType::I16 => typed::<i16>(base, bytes, shape),
-        DType::U32 => typed::<u32>(base, bytes, shape),
-        DType::I32 => typed::<i32>(base, bytes, shape),
-        DType::U64 => typed::<u64>(base, bytes, shape),
-        DType::I64 => typed::<i64>(base, bytes, shape),
-        DType::F32 => typed::<f32>(base, bytes, shape),
-        DType::F64 => typed::<f64>(base, bytes, shape),
-    })
+    Ok(rollway_core::with_dtype!(dtype, T => typed::<T>(base, bytes, shape)))
 }
 
 /// A numpy array over `bytes`, which must lie inside memory `keep` owns and hold

@@ -276,17 +276,28 @@ pub(crate) fn traj(e: &EpisodeResult) -> Result<&rollway_core::Trajectory> {
     Ok(t)
 }
 
+/// Native values of `d`, back to back (a whole number of them), as a flat Arrow array
+/// of [`arrow_type`]`(d)`: the one reading of rollway's row bytes as Arrow values, for
+/// the store's columns and the exports' (`rollway-interop`). Numbers take the bytes as
+/// they are; bools become Arrow's bits.
+pub fn flat_values(d: DType, bytes: Vec<u8>) -> ArrayData {
+    if d == DType::Bool {
+        return BooleanArray::from(bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>()).into_data();
+    }
+    let len = bytes.len() / d.size();
+    ArrayData::builder(arrow_type(d))
+        .len(len)
+        .add_buffer(aligned(bytes, d.size()))
+        .build()
+        .expect("a buffer of `len` aligned values of the type is a valid array")
+}
+
 fn leaf_array(leaf: &Leaf, bytes: Vec<u8>, rows: usize, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
     let n = leaf.len();
-    let child = if leaf.dtype == DType::Bool {
-        BooleanArray::from(bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>()).into_data()
-    } else {
-        ArrayData::builder(arrow_type(leaf.dtype))
-            .len(rows * n)
-            .add_buffer(aligned(bytes, leaf.dtype.size()))
-            .build()
-            .map_err(corrupt_build)?
-    };
+    if bytes.len() != rows * n * leaf.dtype.size() {
+        return Err(Error::BadEpisode { episode: 0, message: format!("building columns: {} bytes for {rows} rows of {n}", bytes.len()) });
+    }
+    let child = flat_values(leaf.dtype, bytes);
     let data = if leaf.shape.is_empty() {
         child.into_builder().nulls(nulls).build().map_err(corrupt_build)?
     } else {

@@ -43,7 +43,7 @@ mod verify;
 mod writer;
 
 pub use collector::{Collector, StepCallback};
-pub use columns::{arrow_type, AGENT_STATE};
+pub use columns::{arrow_type, flat_values, AGENT_STATE};
 pub use config::{WriteStats, WriterConfig, MAX_SHARD_EPISODES};
 pub use episodes::EpisodeReader;
 pub use error::{Error, Result};

@@ -454,8 +454,5 @@ impl<'a> Exporter<'a> {
 }
 
 fn dtype_name(t: &DataType) -> &'static str {
-    [DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64, DType::F32, DType::F64]
-        .into_iter()
-        .find(|&d| &rollway_store::arrow_type(d) == t)
-        .map_or("string", DType::name)
+    DType::ALL.into_iter().find(|&d| &rollway_store::arrow_type(d) == t).map_or("string", DType::name)
 }

@@ -9,55 +9,6 @@ use rollway_core::DType;
 
 use super::h5raw;
 
-/// Dispatches on a numeric (non-bool) dtype with `$T` bound to its Rust type.
-macro_rules! numeric {
-    ($dtype:expr, $T:ident => $body:expr, bool => $b:expr) => {
-        match $dtype {
-            DType::Bool => $b,
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-        }
-    };
-}
-
 /// Opens `path` (`a/b/c`) under `root`, creating missing groups.
 pub(crate) fn group_at(root: &Group, path: &str) -> hdf5::Result<Group> {
     let mut g = root.clone();
@@ -104,7 +55,7 @@ fn read_array_checked(ds: &hdf5::Dataset, dtype: DType, shape: &[usize]) -> Resu
     if stored == TypeDescriptor::Boolean {
         return Ok(ds.read_raw::<bool>().map_err(err)?.into_iter().map(u8::from).collect());
     }
-    numeric!(dtype, T => Ok(bytemuck::cast_slice::<T, u8>(&ds.read_raw::<T>().map_err(err)?).to_vec()),
+    rollway_core::with_dtype!(dtype, T => Ok(bytemuck::cast_slice::<T, u8>(&ds.read_raw::<T>().map_err(err)?).to_vec()),
         bool => Ok(ds.read_raw::<i64>().map_err(err)?.into_iter().map(|x| u8::from(x != 0)).collect()))
 }
 
