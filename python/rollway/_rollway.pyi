@@ -24,6 +24,7 @@ __all__ = [
     "ONNX_ENGINES",
     "RENAMED_ROLLOUT_SETTINGS",
     "RENAMED_SETTINGS",
+    "ROLLOUT_SETTINGS",
     "RUN_SETTINGS",
     "RecorderHandle",
     "RolloutHandle",
@@ -66,6 +67,9 @@ RENAMED_SETTINGS: List[Tuple[str, str]]
 # The same for a rollout's settings (``rollway.Rollout``, ``rollway.ray.Rollout``): the engine's
 # ``rollout::RENAMED``.
 RENAMED_ROLLOUT_SETTINGS: List[Tuple[str, str]]
+# A rollout's settings with their defaults, as JSON text of a mapping: the engine's
+# ``RolloutRequest``, which declares them (``rollway.Rollout``'s keywords are checked against it).
+ROLLOUT_SETTINGS: str
 def renamed_warning(old: str, new: str) -> str: ...
 # The Gymnasium MuJoCo ids rollway steps itself (``rollway._mujoco``), each with the Gymnasium
 # class (module, name) its env must be made as.

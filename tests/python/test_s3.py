@@ -106,17 +106,21 @@ def test_issue47_a_replay_on_s3_is_resumed_in_a_new_run_on_the_store(store, tmp_
     assert len(ids) == len(set(ids)) > len(before) and set(before) <= set(ids)
 
 
-def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
-    gym = pytest.importorskip("gymnasium")
-    url = f"s3://{BUCKET}/py/collected"
-    env = rollway.DataCollector(gym.make("CartPole-v1"), url, max_buffer_episodes=2)
-    for seed in range(6):
+def _collect(env, seeds):
+    """Random episodes of ``env`` (a ``DataCollector``), one per seed, then closed."""
+    for seed in seeds:
         env.reset(seed=seed)
         done = False
         while not done:
             _, _, term, trunc, _ = env.step(env.action_space.sample())
             done = term or trunc
     env.close()
+
+
+def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
+    gym = pytest.importorskip("gymnasium")
+    url = f"s3://{BUCKET}/py/collected"
+    _collect(rollway.DataCollector(gym.make("CartPole-v1"), url, max_buffer_episodes=2), range(6))
     collected = rollway.Dataset(url)
     assert [e["seed"] for e in collected.episodes] == list(range(6)), "every episode, pushed at close"
     # Round trip through Minari's format: exported from the store's replica, imported back onto the store.
@@ -129,13 +133,7 @@ def test_issue45_a_data_collector_and_an_import_write_to_s3(store, tmp_path):
     # Issue 58: the store's dataset is opened as a local one is: refused unless told to append, then appended.
     with pytest.raises(rollway.InputError, match="already holds a dataset.*append=True"):
         rollway.DataCollector(gym.make("CartPole-v1"), url)
-    env = rollway.DataCollector(gym.make("CartPole-v1"), url, append=True)
-    env.reset(seed=40)
-    done = False
-    while not done:
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        done = term or trunc
-    env.close()
+    _collect(rollway.DataCollector(gym.make("CartPole-v1"), url, append=True), [40])
     again = rollway.Dataset(url)
     assert [e["seed"] for e in again.episodes] == [*range(6), 40] and len(again.metadata["runs"]) == 2
 

@@ -1,10 +1,14 @@
 """Issue 58: the Python signatures are checked against what they front, so a setting is named
 once: ``rollway.run``'s keywords against the engine's run settings (``RunOptions``, exported as
-``_rollway.RUN_SETTINGS``), and ``rollway.Loader``'s against the extension's loader."""
+``_rollway.RUN_SETTINGS``), ``rollway.Rollout``'s against the engine's rollout request
+(``RolloutRequest``, ``_rollway.ROLLOUT_SETTINGS``), and ``rollway.Loader``'s against the
+extension's loader."""
 
 import inspect
+import json
 
 import rollway
+import rollway.ray
 from rollway import _rollway
 
 # run()'s own keywords, which are not run settings: where it records and how it is called.
@@ -31,3 +35,23 @@ def test_issue58_the_loader_passes_the_extensions_keywords_with_the_same_default
     assert set(ours) - LOADER_FRONT == set(theirs) - SELECTED, (set(ours) ^ set(theirs))
     for name in set(theirs) - SELECTED:
         assert ours[name].default == theirs[name].default, f"{name}: {ours[name].default!r} vs {theirs[name].default!r}"
+
+
+# Rollout()'s own keywords, which are not the engine's: the learner-side log and the old names.
+ROLLOUT_FRONT = {"self", "log_dir", "progress", "old_names"}
+
+
+def test_issue58_the_rollouts_keywords_are_the_engines_settings_with_the_same_defaults():
+    settings = json.loads(_rollway.ROLLOUT_SETTINGS)
+    params = inspect.signature(rollway.Rollout.__init__).parameters
+    assert set(params) - ROLLOUT_FRONT == set(settings), set(params) ^ set(settings)
+    for name, default in settings.items():
+        ours = params[name].default
+        if ours is inspect.Parameter.empty or ours is None:
+            # Required, or left to the engine: its default is "none" (None, an empty table or list).
+            assert default in (None, {}, []) or name == "env", f"{name}: the engine defaults to {default!r}"
+        else:
+            assert ours == default, f"{name}: Rollout says {ours!r}, the engine {default!r}"
+    # The Ray rollout passes the same settings to its actors: its own are only the cluster's.
+    ray_params = set(inspect.signature(rollway.ray.Rollout.__init__).parameters)
+    assert {"agent", "num_envs", "steps_per_fragment", "seed", "max_policy_lag", "out", "resume", "version"} <= ray_params

@@ -2,7 +2,7 @@
 //! step: the env and agent factories resolved from their names (built-in
 //! registries, Python envs hosted in processes, `onnx:` models) or brought by the
 //! caller ([`Sources`]), and the [`Host`] choice. Runs (`execute.rs`), rollouts
-//! (`rollout.rs`) and the host measurement (`host_choice.rs`) all take them from here.
+//! (`rollout/`) and the host measurement (`host_choice.rs`) all take them from here.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -127,21 +127,9 @@ impl AtariEnvs {
     }
 }
 
+crate::slots::driven_parts!(AtariEnvs);
+
 impl DrivenEnvs for AtariEnvs {
-    type Slot = Slot;
-
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn row_layouts(&self) -> (&Layout, &Layout) {
-        (&self.ol, &self.al)
-    }
-
-    fn driven(&mut self) -> &mut Driven<Slot> {
-        &mut self.slots
-    }
-
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
         let s = self.slots.get(slot)?;
         let a = i64::from_ne_bytes(act.try_into().map_err(|_| crate::errors::input_error("action row"))?);

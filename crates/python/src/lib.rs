@@ -101,6 +101,8 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RUN_SETTINGS", rollway_engine::RunOptions::keys())?;
     m.add("RENAMED_SETTINGS", rollway_engine::settings::RENAMED.to_vec())?;
     m.add("RENAMED_ROLLOUT_SETTINGS", rollway_engine::rollout::RENAMED.to_vec())?;
+    let rollout = serde_json::to_string(&rollway_engine::RolloutRequest::default()).expect("requests serialize");
+    m.add("ROLLOUT_SETTINGS", rollout)?;
     m.add_function(wrap_pyfunction!(renamed_warning, m)?)?;
     // The engines this build's `onnx:` agent can use (tract only with the `tract` feature).
     m.add("ONNX_ENGINES", rollway_onnx::ENGINES.to_vec())?;

@@ -161,21 +161,9 @@ impl MujocoEnvs {
     }
 }
 
+crate::slots::driven_parts!(MujocoEnvs);
+
 impl DrivenEnvs for MujocoEnvs {
-    type Slot = Slot;
-
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn row_layouts(&self) -> (&Layout, &Layout) {
-        (&self.ol, &self.al)
-    }
-
-    fn driven(&mut self) -> &mut Driven<Slot> {
-        &mut self.slots
-    }
-
     fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)> {
         let s = self.slots.get(slot)?;
         let task = self.task.as_ref().expect("set with the first slot");

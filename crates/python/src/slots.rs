@@ -29,7 +29,16 @@ pub(crate) trait SlotEnvs: Send {
 /// A block whose steps rollway drives itself (`atari.rs`, `mujoco.rs`): it keeps its
 /// slots in a [`Driven`] and steps and resets one slot; the [`SlotEnvs`] it is follows
 /// (errors named with the env's id, failing and closing through its `Driven`).
-pub(crate) trait DrivenEnvs: Send {
+pub(crate) trait DrivenEnvs: DrivenParts + Send {
+    /// [`SlotEnvs::step`], its error not yet named.
+    fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)>;
+    /// [`SlotEnvs::reset`], its error not yet named.
+    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>>;
+}
+
+/// What a [`DrivenEnvs`] block holds besides its stepping: [`driven_parts!`] writes it
+/// for a block struct with fields `id`, `ol`, `al` and `slots: Driven<Slot>`.
+pub(crate) trait DrivenParts {
     /// What each slot holds.
     type Slot: DrivenSlot;
     /// The env's id, which errors name.
@@ -38,11 +47,29 @@ pub(crate) trait DrivenEnvs: Send {
     fn row_layouts(&self) -> (&Layout, &Layout);
     /// The slots.
     fn driven(&mut self) -> &mut Driven<Self::Slot>;
-    /// [`SlotEnvs::step`], its error not yet named.
-    fn step_one(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> PyResult<(StepOutcome, Option<Info>)>;
-    /// [`SlotEnvs::reset`], its error not yet named.
-    fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>>;
 }
+
+/// [`DrivenParts`] of block struct `$ty` (fields `id`, `ol`, `al`, `slots: Driven<Slot>`).
+macro_rules! driven_parts {
+    ($ty:ty) => {
+        impl $crate::slots::DrivenParts for $ty {
+            type Slot = Slot;
+
+            fn id(&self) -> &str {
+                &self.id
+            }
+
+            fn row_layouts(&self) -> (&Layout, &Layout) {
+                (&self.ol, &self.al)
+            }
+
+            fn driven(&mut self) -> &mut Driven<Slot> {
+                &mut self.slots
+            }
+        }
+    };
+}
+pub(crate) use driven_parts;
 
 impl<T: DrivenEnvs> SlotEnvs for T {
     fn layouts(&self) -> (&Layout, &Layout) {

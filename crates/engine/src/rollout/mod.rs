@@ -2,7 +2,7 @@
 //! declared once, as a run's are in [`crate::RunOptions`]) and assembled here for
 //! every front: the Python package passes its keyword arguments as one mapping,
 //! `rollway.ray`'s actors the same mapping with their episode numbering, and a Rust
-//! learner builds the request itself (`examples/rust_rollout.rs`).
+//! learner builds the request itself (`examples/rollout.rs`).
 //!
 //! Assembling is what a run does too, with the same pieces: the env factory chosen
 //! from the env's name (`host.rs`'s choice: built-in, Python hosted in
@@ -14,197 +14,27 @@
 //! [`RolloutPlan::new`] reads the env's spec (one env made and closed) before any
 //! envs start, so a front can build a policy for those spaces (Python's adapter)
 //! and a refusal costs nothing; [`RolloutPlan::start`] then starts them.
+//!
+//! Its parts: `request.rs`, what is asked and its checks; `replay.rs`, the dataset it
+//! records into (new, joined, or resumed with each env slot's episodes numbered on);
+//! here, the plan and the started rollout, which closes itself ([`StartedRollout::close`]).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rollway_core::{EnvFactory, EnvSpec, Params};
-use rollway_runner::rollout::{AgentPolicy, EpisodeIds, Policy, Rollout, RolloutConfig};
-use rollway_store::{DatasetWriter, IndexEntry, RunInfo, WriterConfig};
-use serde::{Deserialize, Serialize};
+use rollway_runner::rollout::{AgentPolicy, Policy, Rollout, RolloutConfig};
+use rollway_store::DatasetWriter;
 
 use crate::error::{Error, InputContext, Result};
-use crate::host::{Host, INLINE_CANNOT_TIME_OUT};
-use crate::target::{Target, Want};
+use crate::rollout::request::stored;
+use crate::target::Target;
 
-/// A rollout, as asked for. Field names are the Python keyword arguments'.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RolloutRequest {
-    /// A built-in env id, `gym:ID`, `module:callable`, or the name of a pickled callable.
-    pub env: String,
-    /// The env's parameters.
-    pub env_params: BTreeMap<String, String>,
-    /// An agent given by name (a built-in agent, `onnx:PATH`), as a run's `agent`; `None`
-    /// when the front brings a policy of its own. (`policy` until 0.2: see [`RENAMED`].)
-    #[serde(alias = "policy")]
-    pub agent: Option<String>,
-    /// The named agent's parameters, as a run's `agent_params`.
-    #[serde(alias = "policy_params")]
-    pub agent_params: BTreeMap<String, String>,
-    /// Env seeds: same seed, same fragments, whatever the workers.
-    pub seed: u64,
-    /// N: envs acted on in each policy call.
-    pub num_envs: usize,
-    /// Threads (hosted envs: processes) the envs are split over; `None`: one, except
-    /// for `atari:` envs, which get one process per core, and MuJoCo tasks rollway
-    /// steps, one thread per core (see [`RolloutRequest::workers`]).
-    pub workers: Option<usize>,
-    /// T: steps per fragment (a run's `steps` is its total target: another setting).
-    #[serde(alias = "steps")]
-    pub steps_per_fragment: usize,
-    /// How many versions older than the learner's a delivered step may be.
-    pub max_policy_lag: u64,
-    /// Failures in a row one env may have.
-    pub max_restarts: u32,
-    /// Truncates episodes at this length.
-    pub max_episode_steps: Option<u64>,
-    /// Seconds a hosted env's step may take before its process is replaced.
-    pub step_timeout: Option<f64>,
-    /// Where Python envs step.
-    pub host: Host,
-    /// Check actions, observations and rewards.
-    pub check: bool,
-    /// Record every finished episode into this new dataset (or, with `join`, this existing one).
-    pub out: Option<PathBuf>,
-    /// The longest a finished episode waits to be committed, seconds.
-    pub commit_every: f64,
-    /// Every episode reset with its own seed (needed with `out`); `None`: yes, except
-    /// for `atari:` envs recording nothing (see [`RolloutRequest::seed_each_episode`]).
-    pub seed_each_episode: Option<bool>,
-    /// `(base, offset, slots)`: see [`EpisodeIds`].
-    pub episode_ids: Option<(u64, u64, u64)>,
-    /// `(run, writer id)`: write run `run` of the dataset at `out` as one of many writers.
-    pub join: Option<(u32, String)>,
-    /// With `out`: continue the rollout recorded there (a new run after its last,
-    /// each env slot numbering and seeding its episodes past what was committed), or
-    /// start it if there is none.
-    pub resume: bool,
-    /// Each slot's episodes already taken (see [`RolloutConfig::episode_starts`]): set
-    /// by a distributed rollout's driver for its actors; a local resume finds its own.
-    pub episode_starts: Vec<u64>,
-    /// The version the rollout acts as until the learner publishes (its checkpoint's).
-    pub version: u64,
-}
+mod replay;
+mod request;
 
-/// Rollout settings renamed to a run's words (issue 58), as `(old, new)`: a rollout's
-/// agent is named as a run's is, and its fragment length is not a run's `steps` (the
-/// run's total target). The old names are taken, with a deprecation warning from the
-/// Python package, until 0.2; serde's aliases on the fields read them (a test keeps
-/// the two lists equal).
-pub const RENAMED: &[(&str, &str)] = &[("policy", "agent"), ("policy_params", "agent_params"), ("steps", "steps_per_fragment")];
-
-impl Default for RolloutRequest {
-    fn default() -> Self {
-        let d = RolloutConfig::default();
-        RolloutRequest {
-            env: "CartPole-v1".into(),
-            env_params: BTreeMap::new(),
-            agent: None,
-            agent_params: BTreeMap::new(),
-            seed: d.seed,
-            num_envs: d.envs,
-            workers: None,
-            steps_per_fragment: d.steps,
-            max_policy_lag: d.max_policy_lag,
-            max_restarts: d.max_restarts,
-            max_episode_steps: d.max_steps,
-            step_timeout: None,
-            host: Host::Auto,
-            check: d.check,
-            out: None,
-            commit_every: 1.0,
-            seed_each_episode: None,
-            episode_ids: None,
-            join: None,
-            resume: false,
-            episode_starts: Vec::new(),
-            version: 0,
-        }
-    }
-}
-
-impl RolloutRequest {
-    /// A request from a JSON mapping of its fields; an unknown key or a wrong type is an input error naming it.
-    pub fn from_json(text: &str) -> Result<RolloutRequest> {
-        serde_json::from_str(text).input(|| "rollout settings".into())
-    }
-
-    /// Whether Python envs step inline: `host`, where `auto` is one worker at lag 0
-    /// without a `step_timeout` (only a process can be killed, as in a run).
-    pub fn inline(&self) -> bool {
-        match self.host {
-            Host::Inline => true,
-            Host::Process => false,
-            Host::Auto => Host::auto_inline(&self.env, self.workers(), self.max_policy_lag) && self.step_timeout.is_none(),
-        }
-    }
-
-    /// Whether every episode is reset with its own seed: as asked, else yes, except for
-    /// `atari:` envs that record nothing. A seeded reset of an ALE env is Gymnasium's,
-    /// which reloads the ROM (~150 ms on a 2-core VM, half a random Pong episode's
-    /// steps); seeded once each, as EnvPool and Gymnasium's vector envs seed, their
-    /// fragments are as deterministic for a given seed, but an episode cannot be
-    /// replayed from a seed of its own, which is what a recording needs.
-    pub fn seed_each_episode(&self) -> bool {
-        self.seed_each_episode.unwrap_or(self.out.is_some() || !self.env.starts_with("atari:"))
-    }
-
-    /// The workers asked for, else one, except for `atari:` envs away from `host="inline"`:
-    /// one process per core. An Atari step is ~300 µs of emulation in ale-py, which holds
-    /// the GIL, so a process's round trip (~50 µs a round) costs little beside it and only
-    /// processes step the envs on every core. The MuJoCo tasks rollway steps
-    /// (`gym:HalfCheetah-v5`, …) step without the GIL, so one thread per core does it
-    /// in the rollout's own process (`"auto"` keeps them inline).
-    pub fn workers(&self) -> usize {
-        self.host.workers(&self.env, self.workers, self.num_envs)
-    }
-
-    /// The engine's configuration, checked.
-    pub fn config(&self) -> Result<RolloutConfig> {
-        if self.host == Host::Inline && self.step_timeout.is_some() {
-            return Err(Error::input(INLINE_CANNOT_TIME_OUT.to_string()));
-        }
-        let step_timeout = self
-            .step_timeout
-            .map(|s| Duration::try_from_secs_f64(s).map_err(|e| Error::input(format!("step_timeout={s}: {e}"))))
-            .transpose()?;
-        let cfg = RolloutConfig {
-            seed: self.seed,
-            envs: self.num_envs,
-            workers: self.workers(),
-            steps: self.steps_per_fragment,
-            max_policy_lag: self.max_policy_lag,
-            max_restarts: self.max_restarts,
-            max_steps: self.max_episode_steps,
-            step_timeout,
-            check: self.check,
-            seed_each_episode: self.seed_each_episode(),
-            episode_ids: self.episode_ids.map(|(base, offset, slots)| EpisodeIds { base, offset, slots }),
-            episode_starts: self.episode_starts.clone(),
-            version: self.version,
-        };
-        cfg.validate().map_err(Error::input_from)?;
-        if self.resume && (self.out.is_none() || self.join.is_some()) {
-            bad!("resume=True continues the rollout recorded at out=, which this rollout records into alone (no join=)");
-        }
-        if let Some(dir) = &self.out {
-            // Refused before any env starts: a URL of a scheme this build does not reach.
-            if !crate::target::on_store(dir) {
-                crate::target::local(dir)?;
-            }
-            cfg.validate_recording().map_err(Error::input_from)?;
-        }
-        Ok(cfg)
-    }
-
-    /// How often the dataset commits.
-    fn commit_age(&self) -> Result<Duration> {
-        crate::settings::commit_age(self.commit_every, "commit_every")
-    }
-}
+pub use replay::Resumed;
+pub use request::{RolloutRequest, RENAMED};
 
 /// What a front brings besides the request: the envs, when not from the env's name
 /// (the Python binding's inline host), a pickled env callable, the interpreter that
@@ -332,7 +162,7 @@ impl RolloutPlan {
     /// into, then starts the envs and the engine with `policy`. A dataset directory
     /// that already holds one is refused before anything is written, unless resumed.
     pub fn start(mut self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
-        let opened = self.writer()?;
+        let opened = crate::rollout::replay::open(&self.request, &self.spec, self.slots())?;
         if let Some(r) = &opened.resumed {
             let (offset, n) = (self.request.episode_ids.map_or(0, |e| e.1) as usize, self.cfg.envs);
             self.cfg.episode_starts = r.starts[offset..offset + n].to_vec();
@@ -358,96 +188,13 @@ impl RolloutPlan {
                 dir.display()
             );
         }
-        let opened = self.writer()?;
+        let opened = crate::rollout::replay::open(&self.request, &self.spec, self.slots())?;
         let w = opened.writer.input(|| "preparing a rollout's dataset needs out=".into())?;
         let run = w.run().run;
         w.finish().map(drop).map_err(|source| Error::Store { op: "committing the dataset", source })?;
         opened.target.map(Target::finish).transpose()?;
         Ok((run, opened.resumed))
     }
-
-    /// The dataset writer of `out`: a new dataset (or, with `resume`, a new run
-    /// continuing the one there), committing at least every `commit_every` seconds so
-    /// that a follow-mode loader sees episodes soon; or, with `join`, one of many
-    /// writers of a run already there.
-    fn writer(&self) -> Result<OpenedOut> {
-        let Some(at) = &self.request.out else { return Ok(OpenedOut::default()) };
-        let wc = WriterConfig { max_buffer_age: self.request.commit_age()?, ..WriterConfig::default() };
-        let said = || format!("out={}", at.display());
-        let want = match (&self.request.join, self.request.resume) {
-            (Some((_, id)), _) => Want::Join { id: id.clone() },
-            (None, true) => Want::Append,
-            // Appending would restart the versions at 0 beside the last run's: a staleness
-            // bound counted from the new learner's version would keep the old run's data.
-            (None, false) => Want::New {
-                refusal: format!("{}: already holds a dataset; a rollout records into a new one (resume=True continues it)", said()),
-            },
-        };
-        let target = Target::open(at, want)?;
-        let dir = target.dir();
-        let (w, resumed) = if let Some((run, id)) = &self.request.join {
-            (DatasetWriter::join(dir, *run, id, wc).input(said)?, None)
-        } else if self.request.resume {
-            let config = serde_json::json!({ "rollout": stored(&self.request) });
-            let (seed, slots) = (self.request.seed, self.slots());
-            let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, seed, slots);
-            let (w, resumed) = DatasetWriter::continue_runs(dir, &self.spec, ("policy", seed, config), wc, check).input(said)?;
-            (w, Some(resumed))
-        } else {
-            let config = serde_json::json!({ "rollout": stored(&self.request) });
-            (DatasetWriter::create(dir, &self.spec, "policy", self.request.seed, config, wc).input(said)?, None)
-        };
-        Ok(OpenedOut { writer: Some(w), target: Some(target), resumed })
-    }
-}
-
-/// The dataset a rollout records into, as opened.
-#[derive(Default)]
-struct OpenedOut {
-    writer: Option<DatasetWriter>,
-    target: Option<Target>,
-    /// Resumed: what the replay held.
-    resumed: Option<Resumed>,
-}
-
-/// What a resumed rollout found in its replay.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Resumed {
-    /// The episodes each slot of the stream has taken (`episode_ids`' slots of them).
-    pub starts: Vec<u64>,
-    /// Committed episodes, of every earlier life.
-    pub episodes: u64,
-    /// Their steps.
-    pub steps: u64,
-}
-
-/// How far each of a recorded rollout's `slots` env slots got: one past the highest
-/// episode it committed (its run index, `(k × slots + slot)`), so that the resumed
-/// rollout numbers and seeds its episodes as the unbroken stream would, reusing only
-/// numbers no committed episode has (those of episodes lost with the last life).
-/// Refuses a dataset whose last run is no rollout, or one of another seed or slot count.
-fn continued(last: Option<&RunInfo>, entries: &[IndexEntry], seed: u64, slots: u64) -> std::result::Result<Resumed, String> {
-    let mut starts = vec![0; slots as usize];
-    let steps = entries.iter().filter(|e| e.status != rollway_core::Status::GivenUp).map(|e| e.length).sum();
-    let Some(last) = last else { return Ok(Resumed { starts, episodes: 0, steps: 0 }) };
-    if last.config.get("rollout").is_none() {
-        return Err(format!("its last run ({}) was not recorded by a rollout; resume=True continues a rollout's replay", last.run));
-    }
-    let was = last.rollout_slots().map(|(slots, _)| slots);
-    if last.seed != seed || was != Some(slots) {
-        return Err(format!(
-            "resume=True continues the rollout recorded there with seed={} over {} env slots (num_envs, times num_actors on Ray); \
-             this one has seed={seed} over {slots}",
-            last.seed,
-            was.map_or("unknown".into(), |w| w.to_string())
-        ));
-    }
-    for e in entries.iter().filter(|e| e.episode_id >= last.first_episode_id) {
-        let i = e.episode_id - last.first_episode_id;
-        let s = &mut starts[(i % slots) as usize];
-        *s = (*s).max(i / slots + 1);
-    }
-    Ok(Resumed { starts, episodes: entries.len() as u64, steps })
 }
 
 /// An env's or agent's error while being made: an unknown name or a bad parameter
@@ -457,17 +204,6 @@ fn core(e: rollway_core::Error) -> Error {
         rollway_core::Error::Env { .. } | rollway_core::Error::Agent { .. } => Error::Run(e.into()),
         e => Error::input_from(e),
     }
-}
-
-/// The request as the dataset stores it: what reproduces the rollout (not where it wrote).
-fn stored(r: &RolloutRequest) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).expect("requests serialize");
-    if let Some(m) = v.as_object_mut() {
-        for own in ["out", "join", "commit_every", "resume", "episode_starts", "version"] {
-            m.remove(own);
-        }
-    }
-    v
 }
 
 /// A recording rollout's episodes go to the dataset writer as a run's do.
@@ -481,7 +217,7 @@ impl rollway_runner::Observer for Recorder {
 
 /// The workspace's Rust rollout example, compiled into this crate's unit tests (no test binary of its own).
 #[cfg(test)]
-#[path = "../examples/rollout.rs"]
+#[path = "../../examples/rollout.rs"]
 mod example;
 
 #[cfg(test)]
@@ -496,6 +232,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::Host;
 
     #[test]
     fn issue48_the_rust_rollout_example_collects_fragments() {
