@@ -143,15 +143,11 @@ class Fragment:
                 f"finished={len(self.finished['episode'])}, extras={sorted(self.extras)})")
 
 
-def _params(p: Optional[Mapping[str, Any]]) -> List[Tuple[str, str]]:
-    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (p or {}).items()]
-
-
 def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tuple[str, Optional[bytes], str]:
     """The env's name, its pickle (a callable's), and the settings as the one JSON mapping the
     engine reads (``rollway_engine::RolloutRequest``: it declares them and their defaults, and
     names an unknown or mistyped one)."""
-    from rollway._run import _env_factory, _refuse_env_instance
+    from rollway._run import _env_factory, _params, _refuse_env_instance
 
     pickle = None
     _refuse_env_instance(env)
@@ -160,7 +156,7 @@ def _request(env: Union[str, Callable[[], Any]], settings: Dict[str, Any]) -> Tu
     s = dict(settings)
     for k in ("env_params", "agent_params"):
         if k in s:
-            s[k] = dict(_params(s[k]))
+            s[k] = _params(s[k]) or {}
     if s.get("out") is not None:
         s["out"] = os.fspath(s["out"])
     try:
