@@ -178,18 +178,25 @@ def _prepare(env: Union[str, Callable[[], Any]], **settings: Any) -> Tuple[int, 
 STEPS_PER_FRAGMENT = 128
 
 
-def _old_names(old: Mapping[str, Any], where: str, **new: Any) -> Dict[str, Any]:
-    """``new``, a rollout's settings by their names, with those given by an old name
-    (``_rollway.RENAMED_ROLLOUT_SETTINGS``, the engine's list) moved over and warned of as
-    deprecated; another unknown keyword is the ``TypeError`` Python raises for one."""
+def _old_names(old: Mapping[str, Any], where: str, agent: Any, agent_params: Optional[Mapping[str, Any]],
+               steps_per_fragment: int) -> Tuple[Any, Optional[Mapping[str, Any]], int]:
+    """A rollout's ``(agent, agent_params, steps_per_fragment)``, with those given by an old
+    name in ``old`` (``_rollway.RENAMED_ROLLOUT_SETTINGS``, the engine's list) moved over and
+    warned of as deprecated (a ``steps_per_fragment`` left at its default gives way to an old
+    ``steps``); another unknown keyword, or no agent at all, is the ``TypeError`` Python
+    raises for one."""
     from rollway._run import _renamed
 
     renames = _rollway.RENAMED_ROLLOUT_SETTINGS
     unknown = sorted(set(old) - {o for o, _ in renames})
     if unknown:
         raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
-    merged = _renamed({**{k: v for k, v in new.items() if v is not None}, **old}, f"{where}: ", renames, stacklevel=4)
-    return {k: merged.get(k) for k in new}
+    given = dict(agent=agent, agent_params=agent_params,
+                 steps_per_fragment=None if steps_per_fragment == STEPS_PER_FRAGMENT else steps_per_fragment)
+    merged = _renamed({**{k: v for k, v in given.items() if v is not None}, **old}, f"{where}: ", renames, stacklevel=4)
+    if merged.get("agent") is None:
+        raise TypeError(f"{where}() missing 1 required argument: 'agent' (a policy, or an agent's name)")
+    return merged["agent"], merged.get("agent_params"), merged.get("steps_per_fragment", STEPS_PER_FRAGMENT)
 
 
 class Rollout:
@@ -285,12 +292,7 @@ class Rollout:
         episode_starts: Optional[List[int]] = None,
         **old_names: Any,
     ):
-        named = _old_names(old_names, "Rollout", agent=agent, agent_params=agent_params,
-                           steps_per_fragment=None if steps_per_fragment == STEPS_PER_FRAGMENT else steps_per_fragment)
-        policy, agent_params = named["agent"], named["agent_params"]
-        steps_per_fragment = STEPS_PER_FRAGMENT if named["steps_per_fragment"] is None else named["steps_per_fragment"]
-        if policy is None:
-            raise TypeError("Rollout() missing 1 required argument: 'agent' (a policy, or an agent's name)")
+        policy, agent_params, steps_per_fragment = _old_names(old_names, "Rollout", agent, agent_params, steps_per_fragment)
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
         if getattr(policy, "rollway_draws", 0):

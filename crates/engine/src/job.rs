@@ -201,7 +201,7 @@ fn read_config(path: &std::path::Path) -> Result<RunOptions> {
     let text = std::fs::read_to_string(path).input(|| format!("reading config {}", path.display()))?;
     let at = || format!("config {}", path.display());
     let mut table: toml::Table = toml::from_str(&text).input(at)?;
-    crate::settings::rename_keys(&mut table, &at());
+    crate::settings::rename_keys(&mut table, &at())?;
     table.try_into().input(at)
 }
 

@@ -206,14 +206,21 @@ pub fn renamed_warning(old: &str, new: &str) -> String {
     format!("{old} is deprecated: it is {new} now, one name for run and rollout alike; the old name goes in rollway 0.2")
 }
 
-/// Renames the old keys of a config table ([`RENAMED`]), each with a warning on stderr.
-pub fn rename_keys(table: &mut toml::Table, at: &str) {
+/// Renames the old keys of a config table ([`RENAMED`]), each with a warning on
+/// stderr; both names with different values is an input error, as from Python.
+pub fn rename_keys(table: &mut toml::Table, at: &str) -> Result<()> {
     for (old, new) in RENAMED {
-        if let Some(v) = table.remove(*old) {
-            eprintln!("rollway: warning: {at}: {}", renamed_warning(&format!("`{old}`"), &format!("`{new}`")));
-            table.entry(new.to_string()).or_insert(v);
+        let Some(v) = table.remove(*old) else { continue };
+        match table.get(*new) {
+            Some(given) if *given != v => {
+                bad!("{at}: `{old}` = {v} and `{new}` = {given}: `{old}` is `{new}`'s old name; give `{new}` only")
+            }
+            _ => {}
         }
+        eprintln!("rollway: warning: {at}: {}", renamed_warning(&format!("`{old}`"), &format!("`{new}`")));
+        table.insert(new.to_string(), v);
     }
+    Ok(())
 }
 
 impl RunOptions {
@@ -340,8 +347,14 @@ mod tests {
             assert!(RunOptions::keys().iter().any(|k| k == new) && !RunOptions::keys().iter().any(|k| k == old));
             let mut t = toml::Table::new();
             t.insert(old.to_string(), toml::Value::Integer(7));
-            rename_keys(&mut t, "test");
+            rename_keys(&mut t, "test").unwrap();
             assert_eq!(t.keys().collect::<Vec<_>>(), vec![new], "a config file's {old} is renamed");
+            t.insert(old.to_string(), toml::Value::Integer(7));
+            rename_keys(&mut t, "test").unwrap();
+            assert_eq!(t.get(*new), Some(&toml::Value::Integer(7)), "both names, one value: taken");
+            t.insert(old.to_string(), toml::Value::Integer(8));
+            let e = rename_keys(&mut t, "test").unwrap_err();
+            assert!(e.is_input() && crate::chain_text(&e).contains(&format!("`{old}` = 8 and `{new}` = 7")), "{}", crate::chain_text(&e));
         }
     }
 

@@ -56,7 +56,6 @@ pub enum Want {
 /// A dataset opened for writing: the local directory its writer writes and, on a
 /// store, the work directory's pusher and the dataset's lease.
 pub struct Target {
-    given: PathBuf,
     dir: PathBuf,
     push: Option<Writing>,
 }
@@ -72,7 +71,7 @@ impl Target {
                     return Err(Error::input(refusal));
                 }
             }
-            return Ok(Target { given: at.to_path_buf(), dir, push: None });
+            return Ok(Target { dir, push: None });
         }
         let url = at.display().to_string();
         let remote = Remote::open(&url).map_err(|e| Error::remote("reaching the store", e))?;
@@ -88,7 +87,7 @@ impl Target {
                 Writing::open(remote, holds).map_err(|e| Error::remote("opening the dataset to write", e))?
             }
         };
-        Ok(Target { given: at.to_path_buf(), dir: push.work_dir().to_path_buf(), push: Some(push) })
+        Ok(Target { dir: push.work_dir().to_path_buf(), push: Some(push) })
     }
 
     /// Opens `at` for a new dataset written by an importer, which refuses a dataset there.
@@ -100,11 +99,6 @@ impl Target {
     /// The local directory to write: the dataset's own, or on a store the work directory pushed from.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The dataset as the caller named it (a path or a URL).
-    pub fn given(&self) -> &Path {
-        &self.given
     }
 
     /// Whether the dataset is on an object store.
@@ -158,13 +152,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens the dataset at `at` for reading, pulling it first when it is on a store.
-    pub fn open(at: &Path) -> Result<Source> {
-        Source::chosen(at, None)
-    }
-
-    /// [`Source::open`] for a reader that needs only the shards `choose` picks (a
-    /// loader's selection): on a store, only those are fetched.
+    /// Opens the dataset at `at` for reading, pulling it first when it is on a store:
+    /// only the shards `choose` picks (a loader's selection), or with `None` all of them.
     pub fn chosen(at: &Path, choose: Option<Choose>) -> Result<Source> {
         if !on_store(at) {
             return Ok(Source { dir: local(at)?, replica: None, pulled: None });
@@ -232,7 +221,7 @@ mod tests {
         assert!(Target::open(d.path(), Want::Append).is_ok() && Target::open(d.path(), Want::Resume).is_ok());
         let e = Target::open(Path::new("ftp://host/x"), Want::Append).err().unwrap();
         assert!(e.is_input(), "{}", crate::chain_text(&e));
-        assert!(Source::open(Path::new("ftp://host/x")).err().unwrap().is_input());
+        assert!(Source::chosen(Path::new("ftp://host/x"), None).err().unwrap().is_input());
     }
 
     #[test]

@@ -176,13 +176,10 @@ class Rollout:
                  log_dir: Optional[Union[str, "os.PathLike[str]"]] = None, progress: bool = False,
                  resume: bool = False, version: int = 0, **rollout_args: Any):
         old = {k: rollout_args.pop(k) for k in [o for o, _ in _rollway.RENAMED_ROLLOUT_SETTINGS] if k in rollout_args}
-        named = _old_names(old, "rollway.ray.Rollout", agent=agent, agent_params=rollout_args.pop("agent_params", None),
-                           steps_per_fragment=None if steps_per_fragment == STEPS_PER_FRAGMENT else steps_per_fragment)
-        policy, steps = named["agent"], STEPS_PER_FRAGMENT if named["steps_per_fragment"] is None else named["steps_per_fragment"]
-        if named["agent_params"] is not None:
-            rollout_args["agent_params"] = named["agent_params"]
-        if policy is None:
-            raise TypeError("rollway.ray.Rollout() missing 1 required argument: 'agent' (a policy, or an agent's name)")
+        policy, agent_params, steps = _old_names(old, "rollway.ray.Rollout", agent, rollout_args.pop("agent_params", None),
+                                                 steps_per_fragment)
+        if agent_params is not None:
+            rollout_args["agent_params"] = agent_params
         _refuse_worker_names(rollout_args)
         for own in ("episode_ids", "join", "episode_starts"):
             if own in rollout_args:

@@ -27,18 +27,16 @@ pub(crate) fn open(request: &RolloutRequest, spec: &EnvSpec, slots: u64) -> Resu
         },
     };
     let target = Target::open(at, want)?;
-    let dir = target.dir();
+    let (dir, seed) = (target.dir(), request.seed);
+    let config = || serde_json::json!({ "rollout": stored(request) });
     let (w, resumed) = if let Some((run, id)) = &request.join {
         (DatasetWriter::join(dir, *run, id, wc).input(said)?, None)
     } else if request.resume {
-        let config = serde_json::json!({ "rollout": stored(request) });
-        let seed = request.seed;
         let check = |last: Option<&RunInfo>, entries: &[IndexEntry]| continued(last, entries, seed, slots);
-        let (w, resumed) = DatasetWriter::continue_runs(dir, spec, ("policy", seed, config), wc, check).input(said)?;
+        let (w, resumed) = DatasetWriter::continue_runs(dir, spec, ("policy", seed, config()), wc, check).input(said)?;
         (w, Some(resumed))
     } else {
-        let config = serde_json::json!({ "rollout": stored(request) });
-        (DatasetWriter::create(dir, spec, "policy", request.seed, config, wc).input(said)?, None)
+        (DatasetWriter::create(dir, spec, "policy", seed, config(), wc).input(said)?, None)
     };
     Ok(OpenedOut { writer: Some(w), target: Some(target), resumed })
 }
