@@ -35,11 +35,13 @@ def _put(buf: Any, t: int, obs: Any) -> None:
 
 
 class GymSource:
-    """``kind`` is ``sync``, ``async`` (Gymnasium) or ``envpool``; ``make`` builds one env (default
-    ``gym.make(env_id)``), ``env_id`` names EnvPool's."""
+    """``kind`` is ``sync``, ``async`` (Gymnasium), ``envpool`` or ``ale`` (ale-py's ``AtariVectorEnv``,
+    EnvPool's C++ Atari engine inside ale-py, its preprocessing the same); ``make`` builds one env
+    (default ``gym.make(env_id)``), ``env_id`` names EnvPool's (``ale``: ``Pong-v5`` plays ``pong``)."""
 
     def __init__(self, kind: str, acting: Any, envs: int, steps: int, seed: int, env_id: str = "CartPole-v1",
-                 make: Optional[Callable[[], Any]] = None, envpool_kwargs: Optional[Dict[str, Any]] = None):
+                 make: Optional[Callable[[], Any]] = None, envpool_kwargs: Optional[Dict[str, Any]] = None,
+                 ale_kwargs: Optional[Dict[str, Any]] = None):
         import gymnasium as gym
 
         if kind == "envpool":
@@ -47,6 +49,12 @@ class GymSource:
 
             self.vec = envpool.make(env_id, env_type="gymnasium", num_envs=envs, seed=seed, **(envpool_kwargs or {}))
             self.obs, _ = self.vec.reset()
+        elif kind == "ale":
+            from ale_py.vector_env import AtariVectorEnv
+
+            # Next-step autoreset, as EnvPool's: the loop below keeps the ignored transition as it does for EnvPool.
+            self.vec = AtariVectorEnv(env_id.split("-")[0].lower(), num_envs=envs, **(ale_kwargs or {}))
+            self.obs, _ = self.vec.reset(seed=seed)
         else:
             fns = [make or (lambda: gym.make(env_id)) for _ in range(envs)]
             cls = gym.vector.SyncVectorEnv if kind == "sync" else gym.vector.AsyncVectorEnv
@@ -89,3 +97,15 @@ class GymSource:
 
     def close(self) -> None:
         self.vec.close()
+
+
+def atari_preprocessed(game: str) -> Any:
+    """``ALE/<game>`` in Gymnasium's standard Atari wrappers (no-ops, frame skip 4 with max-pool,
+    84×84 gray by OpenCV, a stack of 4), rewards clipped to their sign: CleanRL's ``ppo_atari`` env."""
+    import ale_py
+    import gymnasium as gym
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
+
+    gym.register_envs(ale_py)
+    env = FrameStackObservation(AtariPreprocessing(gym.make(f"ALE/{game}", frameskip=1)), 4)
+    return TransformReward(env, lambda r: float(np.sign(r)))

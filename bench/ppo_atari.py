@@ -32,7 +32,7 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
-from gym_source import GymSource  # noqa: E402
+from gym_source import GymSource, atari_preprocessed  # noqa: E402
 from benchlib import fmt_outside, machine_note, md_table, module_versions, train_each, training_parser, write_report  # noqa: E402
 
 SYSTEMS = ["rollway", "envpool", "gym-sync", "gym-async"]
@@ -40,14 +40,7 @@ GAME = "Pong-v5"
 
 
 def make_gym_env() -> Any:
-    import ale_py
-    import gymnasium as gym
-    import numpy as np
-    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
-
-    gym.register_envs(ale_py)
-    env = FrameStackObservation(AtariPreprocessing(gym.make(f"ALE/{GAME}", frameskip=1)), 4)
-    return TransformReward(env, lambda r: float(np.sign(r)))
+    return atari_preprocessed(GAME)
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:

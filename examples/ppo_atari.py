@@ -16,6 +16,7 @@ treats them as ends, as CleanRL does.
     python examples/ppo_atari.py                            # Pong, 10M frames (2.5M agent steps)
     python examples/ppo_atari.py --game Breakout-v5 --life-loss --steps-total 200000
     python examples/ppo_atari.py --run runs/pong            # replay + TensorBoard + checkpoints; run again to resume
+    python examples/ppo_atari.py --device cuda --envs 64    # the CNN on a GPU (bench/gpu.py measures it)
 
 On two CPU cores this is a throughput check, not a learning curve: Pong takes millions of
 steps to learn, and that is a GPU's run. Prints one line per 10 updates and a JSON summary
@@ -94,13 +95,16 @@ def actions_of(game: str) -> int:
 
 def train_atari(total_steps: int = 2_500_000, game: str = GAME, envs: int = 8, steps: int = 128, lag: int = 0, seed: int = 1,
                 threads: int = 0, log: bool = True, life_loss: bool = False, max_episode_steps: Optional[int] = None,
-                bootstrap: bool = True, run_dir: Optional[str] = None, checkpoint_every: int = 10) -> Dict[str, Any]:
-    """Trains for ``total_steps`` agent steps; returns what ``ppo_cartpole.train`` does (with the curve)."""
+                bootstrap: bool = True, run_dir: Optional[str] = None, checkpoint_every: int = 10,
+                device: str = "cpu") -> Dict[str, Any]:
+    """Trains for ``total_steps`` agent steps; returns what ``ppo_cartpole.train`` does (with the curve).
+    ``device``: where the policy acts and the learner trains (``"cuda"``: the CNN on a GPU, each
+    batch of frames sent in one copy from pinned memory, each fragment in one copy per array)."""
     n_actions = actions_of(game)
     return train(total_steps, envs, steps, lag, seed, lr=2.5e-4, target=float("inf"), stop_when_solved=False, log=log,
                  source=atari_source(game, life_loss, max_episode_steps), make_agent=lambda: AtariAgent(n_actions),
                  update=functools.partial(learn, clip=0.1, bootstrap=bootstrap), threads=threads, run_dir=run_dir,
-                 checkpoint_every=checkpoint_every)
+                 checkpoint_every=checkpoint_every, device=device)
 
 
 def main() -> None:
@@ -117,10 +121,11 @@ def main() -> None:
     p.add_argument("--no-bootstrap", action="store_true", help="treat a truncated episode as terminated")
     p.add_argument("--run", metavar="DIR", help="record the replay, TensorBoard scalars and checkpoints here; run again to resume")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
+    p.add_argument("--device", default="cpu", help="where the policy acts and the learner trains: cpu (default), cuda")
     a = p.parse_args()
     r = train_atari(a.steps_total, a.game, a.envs, a.steps, a.lag, a.seed, threads=a.threads, life_loss=a.life_loss,
                     max_episode_steps=a.max_episode_steps, bootstrap=not a.no_bootstrap, run_dir=a.run,
-                    checkpoint_every=a.checkpoint_every)
+                    checkpoint_every=a.checkpoint_every, device=a.device)
     r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (None, None)
     print(json.dumps(r))
 

@@ -15,6 +15,7 @@ the two on CartPole cut at 100 steps, where most episodes end by truncation).
 
     python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
     python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
+    python examples/ppo_cartpole.py --device cuda              # policy and learner on a GPU
 
 **Evaluation.** ``--eval-every N`` plays ``--eval-episodes`` greedy episodes (the most
 likely action, no exploration) every N updates on seeds of their own, recorded apart
@@ -54,6 +55,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
+import rollway.torch
 # --8<-- [end:imports]
 
 
@@ -92,38 +94,46 @@ class Agent(nn.Module):
 
 
 # --8<-- [start:acting]
-class Acting:
-    """The policy the rollout calls: actions, with log-probs and values as extras."""
+class Acting(rollway.torch.Policy):
+    """The policy the rollout calls: actions, with log-probs and values as extras, the
+    agent on ``device`` (``rollway.torch.Policy``: one host-to-device copy of each batch's
+    observations from pinned memory on a GPU; none on the CPU)."""
 
-    def __init__(self, agent: nn.Module):
+    def __init__(self, agent: nn.Module, device: str = "cpu"):
+        super().__init__(agent.act, device)
         self.agent = agent
         # Time inside the network's forward and sampling alone, for the "outside" share.
         self.forward_s = 0.0
 
-    @torch.no_grad()
-    def __call__(self, obs: np.ndarray, first: np.ndarray, state: Any) -> Dict[str, Any]:
+    def __call__(self, obs: Any, first: np.ndarray, state: Any) -> Dict[str, Any]:
         t0 = time.perf_counter()
-        out = self.agent.act(tensors(obs), first, state)
+        out = {k: v.cpu().numpy() for k, v in super().__call__(obs, first, state).items()}
         self.forward_s += time.perf_counter() - t0
-        return {k: v.numpy() for k, v in out.items()}
-
-    def load(self, weights: Dict[str, torch.Tensor]) -> None:
-        self.agent.load_state_dict(weights)
+        return out
 # --8<-- [end:acting]
 
 
-def greedy(agent: nn.Module) -> Callable[..., np.ndarray]:
+def greedy(agent: nn.Module) -> Callable[..., Any]:
     """The agent without exploration: the most likely action, for evaluation episodes."""
-    @torch.no_grad()
-    def act(obs: Any, first: np.ndarray, state: Any) -> np.ndarray:
-        return agent.logits(tensors(obs)).argmax(-1).numpy()
-    return act
+    def act(obs: Any, first: Any, state: Any) -> torch.Tensor:
+        return agent.logits(obs).argmax(-1)
+    return rollway.torch.Policy(act, next(agent.parameters()).device)
 
 
 # --8<-- [start:update]
 def tensors(obs: Any) -> Any:
     """Observations as tensors without a copy: a Dict space's come as one array per leaf."""
-    return {k: torch.from_numpy(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.from_numpy(obs)
+    if isinstance(obs, dict):
+        return {k: tensors(v) for k, v in obs.items()}
+    return torch.from_numpy(obs) if isinstance(obs, np.ndarray) else obs
+
+
+def on_device(frag: Any, agent: nn.Module) -> Any:
+    """The fragment's arrays as tensors on the agent's device: ``frag.to`` (one copy per
+    array from pinned memory on a GPU, none on the CPU); the benches' other engines'
+    fragments, plain objects of arrays, go the same way."""
+    device = next(agent.parameters()).device
+    return frag.to(device) if hasattr(frag, "to") else rollway.torch.fragment_to(frag, device)
 
 
 def at(x: Any, index: Any) -> Any:
@@ -141,13 +151,15 @@ def bootstrapped_rewards(agent: Agent, frag: rollway.Fragment, gamma: float) -> 
     value of its final observation: GAE then treats every end as terminal, and a time
     limit costs the return nothing. A fragment without ``final_obs`` (another engine's,
     in the benches) is left as it is."""
-    rewards = torch.from_numpy(frag.rewards).clone()
+    rewards = frag.rewards.clone()
     fin, final = frag.finished, getattr(frag, "final_obs", None)
-    cut = ~fin["terminated"].astype(bool) if final is not None else np.zeros(0, bool)
+    if final is None:
+        return rewards
+    cut = ~fin["terminated"].bool()
     if cut.any():
         with torch.no_grad():
-            v = agent.get_value(tensors(at(final, cut))).flatten()
-        rewards[torch.from_numpy(fin["step"][cut]), torch.from_numpy(fin["env"][cut])] += gamma * v
+            v = agent.get_value(at(final, cut)).flatten()
+        rewards[fin["step"][cut], fin["env"][cut]] += gamma * v
     return rewards
 
 
@@ -155,11 +167,11 @@ def advantages(frag: rollway.Fragment, next_value: torch.Tensor, gamma: float, l
                rewards: Optional[torch.Tensor] = None):
     """GAE over a fragment: an episode that ended at t (``first[t + 1]``) bootstraps nothing
     here (``rewards`` from :func:`bootstrapped_rewards` carry a truncated end's bootstrap)."""
-    rewards = torch.from_numpy(frag.rewards) if rewards is None else rewards
-    values = torch.from_numpy(frag.extras["value"])
-    nonterminal = 1.0 - torch.from_numpy(frag.first[1:]).float()
+    rewards = frag.rewards if rewards is None else rewards
+    values = frag.extras["value"]
+    nonterminal = 1.0 - frag.first[1:].float()
     adv = torch.zeros_like(rewards)
-    last = torch.zeros(frag.envs)
+    last = torch.zeros(frag.envs, device=rewards.device)
     for t in reversed(range(frag.steps)):
         nxt = next_value if t == frag.steps - 1 else values[t + 1]
         delta = rewards[t] + gamma * nxt * nonterminal[t] - values[t]
@@ -199,7 +211,8 @@ class Checkpoint:
         """Restores the learner; returns (update, version), (0, 0) when there is no checkpoint yet."""
         if not os.path.exists(self.path):
             return 0, 0
-        state = torch.load(self.path, weights_only=False)
+        # Tensors land on the CPU whatever device saved them; load_state_dict puts them on the agent's.
+        state = torch.load(self.path, weights_only=False, map_location="cpu")
         agent.load_state_dict(state["agent"])
         opt.load_state_dict(state["opt"])
         recent.extend(state["recent"])
@@ -214,21 +227,22 @@ def train(total_steps: int = 500_000, envs: int = 8, steps: int = 128, lag: int 
           make_agent: Callable[[], nn.Module] = lambda: Agent(4, 2), update: Optional[Callable[..., None]] = None,
           env_params: Optional[Dict[str, Any]] = None, threads: int = 1, bootstrap: bool = True,
           time_limit: Optional[int] = None, run_dir: Optional[str] = None, checkpoint_every: int = 10,
-          eval_every: int = 0, eval_episodes: int = 8) -> Dict[str, Any]:
+          eval_every: int = 0, eval_episodes: int = 8, device: str = "cpu") -> Dict[str, Any]:
     """Trains until ``total_steps`` (or solved); returns steps/s, time to solved and where the time went.
     ``threads`` sets torch's threads (0 leaves torch's choice); ``bootstrap``: truncated episodes
     bootstrapped from their final observation's value (see the module docs); ``time_limit``:
     episodes cut at this many steps (the env's own limit otherwise). ``run_dir``: the replay,
     TensorBoard scalars and checkpoints of a run that resumes where it was when started again
     (see the module docs), checkpointed every ``checkpoint_every`` updates; every ``eval_every``
-    updates (0: never), ``eval_episodes`` greedy evaluation episodes, recorded into ``run_dir/eval``."""
+    updates (0: never), ``eval_episodes`` greedy evaluation episodes, recorded into ``run_dir/eval``.
+    ``device``: where the policy acts and the learner trains (``"cuda"`` for a GPU)."""
     torch.manual_seed(seed)
     np.random.seed(seed)
     if threads:
         torch.set_num_threads(threads)
-    agent = make_agent()
+    agent = make_agent().to(device)
     update_fn = update or functools.partial(learn, bootstrap=bootstrap)
-    acting = Acting(agent if lag == 0 else copy.deepcopy(agent))
+    acting = Acting(agent if lag == 0 else copy.deepcopy(agent), device)
     opt = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
     batch = envs * steps
     updates = total_steps // batch
@@ -288,15 +302,16 @@ def learn(agent: Agent, opt: torch.optim.Optimizer, frag: rollway.Fragment, epoc
     """CleanRL's PPO update (clipped objective, clipped value loss, normalised advantages), for
     an observation of one array or a dict of them (a Dict space's leaves); with ``bootstrap``,
     truncated episodes bootstrapped from their final observations."""
-    obs = tensors(frag.obs)
+    frag = on_device(frag, agent)
+    obs = frag.obs
     with torch.no_grad():
         next_value = agent.get_value(at(obs, -1)).flatten()
     rewards = bootstrapped_rewards(agent, frag, gamma) if bootstrap else None
     adv, ret = advantages(frag, next_value, gamma, lam, rewards)
     b_obs = flat(at(obs, slice(None, -1)))
-    b_act = torch.from_numpy(frag.actions).reshape(-1)
-    b_logp = torch.from_numpy(frag.extras["logprob"]).reshape(-1)
-    b_val = torch.from_numpy(frag.extras["value"]).reshape(-1)
+    b_act = frag.actions.reshape(-1)
+    b_logp = frag.extras["logprob"].reshape(-1)
+    b_val = frag.extras["value"].reshape(-1)
     b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
     minibatch_epochs(agent, opt, (b_obs, b_act, b_logp, b_val, b_adv, b_ret), epochs, minibatches, clip, ent_coef, vf_coef,
                      max_grad_norm)
@@ -312,7 +327,7 @@ def minibatch_epochs(agent: nn.Module, opt: torch.optim.Optimizer, batch: Tuple[
     for _ in range(epochs):
         order = np.random.permutation(n)
         for s in range(0, n, size):
-            mb = torch.from_numpy(order[s:s + size])
+            mb = torch.from_numpy(order[s:s + size]).to(b_act.device)
             _, logp, entropy, value = agent.get_action_and_value(at(b_obs, mb), b_act[mb])
             ratio = (logp - b_logp[mb]).exp()
             a = b_adv[mb]
@@ -343,10 +358,11 @@ def main() -> None:
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
     p.add_argument("--eval-every", type=int, default=0, metavar="N", help="updates between greedy evaluations (default 0: none)")
     p.add_argument("--eval-episodes", type=int, default=8, metavar="K", help="episodes per evaluation (default 8)")
+    p.add_argument("--device", default="cpu", help="where the policy acts and the learner trains: cpu (default), cuda, cuda:1")
     a = p.parse_args()
     r = train(a.steps_total, a.envs, a.steps, a.lag, a.seed, stop_when_solved=not a.no_stop, bootstrap=not a.no_bootstrap,
               time_limit=a.time_limit, run_dir=a.run, checkpoint_every=a.checkpoint_every, eval_every=a.eval_every,
-              eval_episodes=a.eval_episodes)
+              eval_episodes=a.eval_episodes, device=a.device)
     r.pop("curve")
     print(json.dumps(r))
 

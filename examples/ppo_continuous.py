@@ -38,7 +38,7 @@ import torch.nn as nn
 from torch.distributions.normal import Normal
 
 import rollway
-from ppo_cartpole import advantages, bootstrapped_rewards, layer, minibatch_epochs, train
+from ppo_cartpole import advantages, bootstrapped_rewards, layer, minibatch_epochs, on_device, train
 from ppo_pixels import curve_ends
 
 
@@ -124,13 +124,14 @@ def learn_continuous(agent: ContinuousAgent, opt: torch.optim.Optimizer, frag: r
                      max_grad_norm: float = 0.5, bootstrap: bool = True) -> None:
     """CleanRL's continuous PPO update on the observations and samples the policy saw."""
     scale(frag)
+    frag = on_device(frag, agent)
     with torch.no_grad():
-        next_value = agent.get_value(torch.from_numpy(frag.obs[-1])).flatten()
+        next_value = agent.get_value(frag.obs[-1]).flatten()
     rewards = bootstrapped_rewards(agent, frag, gamma) if bootstrap else None
     adv, ret = advantages(frag, next_value, gamma, lam, rewards)
     z, acts = frag.extras["norm_obs"], frag.extras["raw_action"]
-    b_obs, b_act = torch.from_numpy(z).reshape(-1, z.shape[-1]), torch.from_numpy(acts).reshape(-1, acts.shape[-1])
-    b_logp, b_val = torch.from_numpy(frag.extras["logprob"]).reshape(-1), torch.from_numpy(frag.extras["value"]).reshape(-1)
+    b_obs, b_act = z.reshape(-1, z.shape[-1]), acts.reshape(-1, acts.shape[-1])
+    b_logp, b_val = frag.extras["logprob"].reshape(-1), frag.extras["value"].reshape(-1)
     b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
     minibatch_epochs(agent, opt, (b_obs, b_act, b_logp, b_val, b_adv, b_ret), epochs, minibatches, clip, 0.0, vf_coef,
                      max_grad_norm)

@@ -33,7 +33,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
-from ppo_cartpole import advantages, layer, train
+from ppo_cartpole import advantages, layer, on_device, train
 
 OBS = 2  # x and theta
 
@@ -54,7 +54,7 @@ class RecurrentAgent(nn.Module):
 
     def act(self, obs: torch.Tensor, first: np.ndarray, state: np.ndarray) -> Dict[str, Any]:
         # The rollout hands over zeros at an episode's first step (and before any state).
-        h_in = torch.from_numpy(state) if state.shape[1] == self.hidden else torch.zeros(len(obs), self.hidden)
+        h_in = state if state.shape[1] == self.hidden else torch.zeros(len(obs), self.hidden, device=obs.device)
         h = self.gru(self.encoder(obs * self.scale), h_in)
         dist = Categorical(logits=self.actor(h))
         action = dist.sample()
@@ -72,25 +72,24 @@ class RecurrentAgent(nn.Module):
 
 def bootstrap_value(agent: RecurrentAgent, frag: rollway.Fragment) -> torch.Tensor:
     """The value of ``obs[T]``: one more step of the GRU from the state the last step left."""
-    last = torch.from_numpy(frag.obs[-2])
-    h = agent.gru(agent.encoder(last * agent.scale), torch.from_numpy(frag.extras["h_in"][-1]))
-    h = h * (1.0 - torch.from_numpy(frag.first[-1]).float()).unsqueeze(1)
-    h = agent.gru(agent.encoder(torch.from_numpy(frag.obs[-1]) * agent.scale), h)
+    h = agent.gru(agent.encoder(frag.obs[-2] * agent.scale), frag.extras["h_in"][-1])
+    h = h * (1.0 - frag.first[-1].float()).unsqueeze(1)
+    h = agent.gru(agent.encoder(frag.obs[-1] * agent.scale), h)
     return agent.critic(h).flatten()
 
 
 def recurrent_bootstrapped_rewards(agent: RecurrentAgent, frag: rollway.Fragment, gamma: float) -> torch.Tensor:
     """``ppo_cartpole.bootstrapped_rewards`` for the GRU: V(final obs) from the state
     after the episode's last step, which is one GRU step from that step's ``h_in``."""
-    rewards = torch.from_numpy(frag.rewards).clone()
+    rewards = frag.rewards.clone()
     fin = frag.finished
-    cut = ~fin["terminated"].astype(bool)
+    cut = ~fin["terminated"].bool()
     if cut.any():
         t, i = fin["step"][cut], fin["env"][cut]
         with torch.no_grad():
-            h = agent.gru(agent.encoder(torch.from_numpy(frag.obs[t, i]) * agent.scale), torch.from_numpy(frag.extras["h_in"][t, i]))
-            h = agent.gru(agent.encoder(torch.from_numpy(frag.final_obs[cut]) * agent.scale), h)
-            rewards[torch.from_numpy(t), torch.from_numpy(i)] += gamma * agent.critic(h).flatten()
+            h = agent.gru(agent.encoder(frag.obs[t, i] * agent.scale), frag.extras["h_in"][t, i])
+            h = agent.gru(agent.encoder(frag.final_obs[cut] * agent.scale), h)
+            rewards[t, i] += gamma * agent.critic(h).flatten()
     return rewards
 
 
@@ -105,18 +104,19 @@ def learn_recurrent(agent: RecurrentAgent, opt: torch.optim.Optimizer, frag: rol
                     vf_coef: float = 0.5, max_grad_norm: float = 0.5, bootstrap: bool = True) -> None:
     """PPO's clipped update over chunks of the fragment, each replayed through the GRU; with
     ``bootstrap``, truncated episodes bootstrapped from their final observations."""
+    frag = on_device(frag, agent)
     rewards = recurrent_bootstrapped_rewards(agent, frag, gamma) if bootstrap else None
     with torch.no_grad():
         adv, ret = advantages(frag, bootstrap_value(agent, frag), gamma, lam, rewards)
-    obs = chunked(torch.from_numpy(frag.obs[:-1]), chunk)
-    first = chunked(torch.from_numpy(frag.first[:-1]).float(), chunk)
-    h0 = chunked(torch.from_numpy(frag.extras["h_in"]), chunk)[0]
-    act, logp_old, val_old = (chunked(torch.from_numpy(a), chunk) for a in (frag.actions, frag.extras["logprob"], frag.extras["value"]))
+    obs = chunked(frag.obs[:-1], chunk)
+    first = chunked(frag.first[:-1].float(), chunk)
+    h0 = chunked(frag.extras["h_in"], chunk)[0]
+    act, logp_old, val_old = (chunked(a, chunk) for a in (frag.actions, frag.extras["logprob"], frag.extras["value"]))
     adv, ret = chunked(adv, chunk), chunked(ret, chunk)
     n = h0.shape[0]
     size = max(1, n // minibatches)
     for _ in range(epochs):
-        order = torch.from_numpy(np.random.permutation(n))
+        order = torch.from_numpy(np.random.permutation(n)).to(h0.device)
         for s in range(0, n, size):
             mb = order[s:s + size]
             h = agent.unroll(obs[:, mb], first[:, mb], h0[mb])

@@ -110,7 +110,7 @@ class Fragment:
     """
 
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
-                 "episode", "version", "state", "extras", "finished", "final_obs", "final_info", "stats")
+                 "episode", "version", "state", "extras", "finished", "final_obs", "final_info", "stats", "_stagings")
     rewards: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
@@ -122,8 +122,10 @@ class Fragment:
     finished: Dict[str, np.ndarray]
     stats: Dict[str, Any]
 
-    def __init__(self, raw: Dict[str, Any], obs: RowViews, act: RowViews):
+    def __init__(self, raw: Dict[str, Any], obs: RowViews, act: RowViews, stagings: Optional[Dict[str, Any]] = None):
         t, n = raw["steps"], raw["envs"]
+        # The rollout's rollway.torch.Staging per device, shared by its fragments' to().
+        self._stagings: Dict[str, Any] = {} if stagings is None else stagings
         self.steps: int = t
         self.envs: int = n
         self.obs: Any = obs.view(raw["obs"], t + 1, n)
@@ -137,6 +139,25 @@ class Fragment:
     def dones(self) -> np.ndarray:
         """``dones``: ``terminated | truncated``, bool ``[T, N]``."""
         return self.terminated | self.truncated
+
+    def to(self, device: Any) -> "Fragment":
+        """This fragment with every array a torch tensor on ``device`` (``"cuda"``, a
+        ``torch.device``): ``obs`` (each leaf of a Dict space's), ``actions``, ``rewards``,
+        the flags, ``first``, ``episode``, ``version``, ``state``, ``extras``, ``finished``
+        and ``final_obs``; ``steps``, ``envs``, ``final_info`` and ``stats`` stay as they
+        are. Each array goes in one host-to-device copy from pinned buffers that the
+        rollout's fragments reuse (:class:`rollway.torch.Staging`), issued without waiting:
+        work queued after it on the device sees the data. At ``max_policy_lag`` ≥ 1 the
+        next fragment is being collected meanwhile, so the copies overlap collection.
+        ``device="cpu"`` gives tensors sharing the arrays' memory, no copy. Needs torch."""
+        import torch
+
+        from rollway.torch import Staging, fragment_to
+
+        key = str(torch.device(device))
+        if key not in self._stagings:
+            self._stagings[key] = Staging(key)
+        return fragment_to(self, key, self._stagings[key])
 
     def __repr__(self) -> str:
         return (f"Fragment(steps={self.steps}, envs={self.envs}, versions={int(self.version.min())}..{int(self.version.max())}, "
@@ -309,6 +330,7 @@ class Rollout:
         self._h = _rollway.RolloutHandle(env, policy, settings, pickle, sys.executable)
         obs_json, act_json, limit = self._h.spec()
         self._obs, self._act = RowViews(obs_json), RowViews(act_json)
+        self._stagings: Dict[str, Any] = {}
         self._spaces = (obs_json, act_json)
         self.num_envs, self.steps_per_fragment, self.max_policy_lag = int(num_envs), int(steps_per_fragment), int(max_policy_lag)
         self.steps = self.steps_per_fragment  # T, as each fragment's ``steps``
@@ -349,7 +371,7 @@ class Rollout:
         if trouble is not None and self.store_trouble is None:
             warnings.warn(trouble, _rollway.RollwayWarning, stacklevel=2)
         self.store_trouble = trouble
-        frag = Fragment(raw, self._obs, self._act)
+        frag = Fragment(raw, self._obs, self._act, self._stagings)
         if self._log is not None:
             self._log.fragment(frag, self.version)
         return frag

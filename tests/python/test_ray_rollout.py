@@ -292,3 +292,31 @@ def test_issue48_weights_go_to_each_actor_once_per_version(cluster, tmp_path):
                     assert (f.version == v).all() and (f.extras["w"] == v).all()
     arrivals = log.read_text().split()
     assert sorted(arrivals) == ["1.0", "1.0", "2.0", "2.0", "3.0", "3.0"], "each actor gets each version's weights once"
+
+
+def test_issue56_a_torch_policy_acts_in_every_actor_and_takes_the_published_state_dict(cluster):
+    torch = pytest.importorskip("torch")
+    import rollway.torch as rt
+
+    class Biased(torch.nn.Module):
+        """Acts 0 and reports its bias, so each step says which weights acted."""
+
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(1))
+
+        def act(self, obs, first, state):
+            return {"actions": torch.zeros(len(first), dtype=torch.int64), "w": self.bias.expand(len(first))}
+
+    learner = Biased()
+    with rollway.ray.Rollout("CartPole-v1", rt.Policy(Biased().act, "cpu"), num_actors=2, num_envs=2, steps_per_fragment=4,
+                             max_policy_lag=0) as r:
+        for v in range(1, 3):
+            with torch.no_grad():
+                learner.bias.fill_(float(v))
+            r.publish(learner.state_dict())
+            for f in r.collect(2):
+                assert (f.version == v).all() and (f.extras["w"] == v).all()
+                t = f.to("cpu")  # an actor's arrays are read-only views of Ray's store: copied, not shared
+                assert isinstance(t.obs, torch.Tensor) and torch.equal(t.extras["w"], torch.full((4, 2), float(v)))
+                assert (t.actor, t.node) == (f.actor, f.node)

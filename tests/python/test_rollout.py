@@ -349,7 +349,8 @@ def test_issue48_ppo_bootstraps_truncated_episodes_from_their_final_observation(
     fin = f.finished
     cut, term = ~fin["terminated"], fin["terminated"]
     assert cut.any() and term.any(), "both kinds of ends"
-    got = ppo.bootstrapped_rewards(agent, f, 0.9)
+    on = f.to("cpu")  # the example's update works on the fragment as tensors on the learner's device
+    got = ppo.bootstrapped_rewards(agent, on, 0.9)
     want = torch.from_numpy(f.rewards).clone()
     with torch.no_grad():
         v = agent.get_value(torch.from_numpy(f.final_obs)).flatten()
@@ -358,8 +359,8 @@ def test_issue48_ppo_bootstraps_truncated_episodes_from_their_final_observation(
     torch.testing.assert_close(got, want)
     assert (got != torch.from_numpy(f.rewards)).sum() == cut.sum(), "only truncated ends change"
     # GAE with them treats every end as terminal: the bootstrap is all a truncated end adds.
-    adv_on, _ = ppo.advantages(f, torch.zeros(4), 0.9, 0.95, got)
-    adv_off, _ = ppo.advantages(f, torch.zeros(4), 0.9, 0.95)
+    adv_on, _ = ppo.advantages(on, torch.zeros(4), 0.9, 0.95, got)
+    adv_off, _ = ppo.advantages(on, torch.zeros(4), 0.9, 0.95)
     t, i = int(fin["step"][cut][0]), int(fin["env"][cut][0])
     assert adv_on[t, i] - adv_off[t, i] == pytest.approx(0.9 * float(v[np.flatnonzero(cut)[0]]), abs=1e-5)
 
@@ -373,7 +374,7 @@ def test_issue48_recurrent_ppo_bootstraps_from_the_gru_state_the_episode_left():
     with rollway.Rollout("CartPole-v1", example("ppo_cartpole").Acting(agent), num_envs=3, steps_per_fragment=48, seed=2, max_episode_steps=10,
                          env_params={"velocities": False}) as r:
         f = r.collect()
-    got = rppo.recurrent_bootstrapped_rewards(agent, f, 0.9) - torch.from_numpy(f.rewards)
+    got = rppo.recurrent_bootstrapped_rewards(agent, f.to("cpu"), 0.9) - torch.from_numpy(f.rewards)
     fin = f.finished
     checked = 0
     for k in np.flatnonzero(~fin["terminated"]):

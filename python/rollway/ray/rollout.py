@@ -243,6 +243,7 @@ class Rollout:
             self.close()
             raise
         self._obs, self._act = RowViews(spaces[0]), RowViews(spaces[1])
+        self._stagings: Dict[str, Any] = {}  # rollway.torch.Staging per device, for the fragments' to()
         self._version, self._weights = int(version), None
         self._sent: List[Any] = [None] * num_actors  # the weights each actor has (None: as it was built)
         self._warnings: List[str] = []
@@ -365,7 +366,7 @@ class Rollout:
                 self._warned.add(w)
                 self._warnings.append(w)
         f = RayFragment.__new__(RayFragment)
-        Fragment.__init__(f, raw, self._obs, self._act)
+        Fragment.__init__(f, raw, self._obs, self._act, self._stagings)
         f.actor, f.node = info["actor"], info["node"]
         s = self._stats["actors"][info["actor"]]
         s["fragments"] += 1
