@@ -191,3 +191,23 @@ fn issue46_without_the_tract_feature_backend_tract_is_refused_saying_how_to_get_
 fn issue46_with_the_tract_feature_both_engines_are_listed() {
     assert_eq!(rollway_onnx::ENGINES, ["ort", "tract"]);
 }
+
+/// Issue 56: `device=auto` (the default) takes ONNX Runtime's CUDA provider only where the loaded
+/// runtime offers it. The test venv's onnxruntime is the CPU build: auto runs on the CPU and says so,
+/// and `device=cuda` is refused naming what it needs, never run quietly on the CPU. (A CUDA runtime on
+/// a GPU machine is bench/gpu.py's to measure.)
+#[test]
+fn issue56_device_auto_takes_cuda_only_where_the_runtime_offers_it() {
+    if !engines().contains(&"ort") {
+        return; // no runtime here (engines() fails instead where $ROLLWAY_PYTHON promises one)
+    }
+    let env = spec("CartPole-v1");
+    for params in [Params::new().with("backend", "ort"), Params::new().with("backend", "ort").with("device", "auto")] {
+        let about = agent("mlp.onnx", &env, params).unwrap().about().unwrap_or_default();
+        assert!(about.contains("ONNX Runtime") && about.contains("CPU") && !about.contains("CUDA"), "{about}");
+    }
+    let about = agent("mlp.onnx", &env, Params::new().with("backend", "ort").with("device", "cpu")).unwrap().about().unwrap_or_default();
+    assert!(about.contains("CPU"), "{about}");
+    let msg = agent("mlp.onnx", &env, Params::new().with("backend", "ort").with("device", "cuda")).err().unwrap().to_string();
+    assert!(msg.contains("device=cuda") && msg.contains("onnxruntime-gpu"), "{msg}");
+}
