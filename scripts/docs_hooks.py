@@ -191,7 +191,9 @@ def samples() -> Tuple[Dict[str, Any], Dict[str, Any]]:
             frag = rollout.collect()
             for _ in range(8):
                 rollout.collect()
-        names = list(type(frag).__slots__) + [n for n, v in vars(type(frag)).items() if isinstance(v, property)]
+        # The fields a user reads: slots and properties, not the private ones.
+        names = [n for n in type(frag).__slots__ if not n.startswith("_")]
+        names += [n for n, v in vars(type(frag)).items() if isinstance(v, property)]
         batch = next(iter(rollway.Loader(f"{tmp}/replay", clip=4, batch=2, next_observations=True)))
         return {n: getattr(frag, n) for n in names}, dict(batch)
 
