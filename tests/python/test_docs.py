@@ -70,7 +70,8 @@ def test_the_reference_names_every_setting_field_and_flag(site):
     for owner, name in public_settings():
         assert f"<code>{name}</code>" in settings, f"{owner}({name}=...) is missing from the settings reference"
     fields = text_of(site, "reference/fields.html")
-    frag_fields = list(rollway.Fragment.__slots__) + [n for n, v in vars(rollway.Fragment).items() if isinstance(v, property)]
+    frag_fields = [n for n in rollway.Fragment.__slots__ if not n.startswith("_")]
+    frag_fields += [n for n, v in vars(rollway.Fragment).items() if isinstance(v, property)]
     for name in frag_fields:
         assert f"<code>{name}</code>" in fields, f"Fragment.{name} is missing from the fields reference"
     for key in ("observations", "index", "mask", "episode_id", "policy_version", "next_observations"):
