@@ -60,7 +60,7 @@ class DataCollector(gym.Wrapper):
         self._infos = record_infos
         self._rec = _rollway.RecorderHandle(
             self.path, spec["id"], obs_json, act_json, spec["max_episode_steps"], algorithm_name, record_infos,
-            max_buffer_steps, max_buffer_episodes, frame_media, append,
+            max_buffer_steps, max_buffer_episodes, frame_media, append, spec["gymnasium"],
         )
         # `step` is the Rust handle's: one call per env step that steps, packs and records.
         self._rec.bind(env.step, self._pack_act, self._pack_obs, dump_info)

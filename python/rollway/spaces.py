@@ -283,9 +283,18 @@ def unpacker(space_json: str) -> Callable[[bytes], Any]:
 
 def env_spec(env: Any) -> Dict[str, Any]:
     """What rollway records of a Gymnasium env: id (else its class name), spaces as
-    space JSON, time limit, ``render_fps`` and reward threshold."""
+    space JSON, time limit, ``render_fps``, reward threshold, and ``gymnasium``: the
+    env's own ``spec.to_json()`` (what Minari's ``recover_environment`` rebuilds it from)
+    when Gymnasium made it and its spec serializes (``None`` otherwise: a callable among
+    its kwargs, an env made without ``gym.make``)."""
     spec = getattr(env, "spec", None)
     fps = (getattr(env, "metadata", None) or {}).get("render_fps")
+    gymnasium = None
+    if spec is not None and callable(getattr(spec, "to_json", None)):
+        try:
+            gymnasium = spec.to_json()
+        except (ValueError, TypeError):  # Gymnasium's answer to kwargs JSON cannot hold
+            gymnasium = None
     return {
         "id": spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__,
         "observation_space": to_json(env.observation_space),
@@ -293,6 +302,7 @@ def env_spec(env: Any) -> Dict[str, Any]:
         "max_episode_steps": getattr(spec, "max_episode_steps", None),
         "render_fps": int(fps) if fps is not None else None,
         "reward_threshold": getattr(spec, "reward_threshold", None),
+        "gymnasium": gymnasium,
     }
 
 

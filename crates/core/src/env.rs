@@ -18,6 +18,10 @@ pub struct EnvSpec {
     pub render_fps: Option<u32>,
     /// Return at which the task counts as solved, if any.
     pub reward_threshold: Option<f64>,
+    /// Gymnasium's own `EnvSpec.to_json()` of an env Gymnasium made (a `gym:` id, a Python
+    /// factory's env, a Minari dataset's `env_spec`), when it has one that serializes: the id,
+    /// entry point, kwargs and wrappers that Minari's `recover_environment` rebuilds it from.
+    pub gymnasium_spec: Option<String>,
 }
 
 /// The result of one step, without the observation (written into the caller's row).

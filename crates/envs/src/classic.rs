@@ -29,6 +29,7 @@ impl<const N: usize> Classic<N> {
             max_episode_steps: Some(limit),
             render_fps: Some(fps),
             reward_threshold,
+            gymnasium_spec: None,
         };
         Classic { spec, rng: default_rng(), state: None }
     }

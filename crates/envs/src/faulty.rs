@@ -46,6 +46,7 @@ fn make(p: &Params) -> Result<Box<dyn Env>> {
             max_episode_steps: None,
             render_fps: None,
             reward_threshold: None,
+            gymnasium_spec: None,
         },
         length: p.get("length", 20)?,
         panic_every: p.get("panic_every", 0)?,

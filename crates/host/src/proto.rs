@@ -88,6 +88,9 @@ pub struct SpecJson {
     pub render_fps: Option<u32>,
     /// From `env.spec`.
     pub reward_threshold: Option<f64>,
+    /// `env.spec.to_json()`, where Gymnasium made the env and its spec serializes.
+    #[serde(default)]
+    pub gymnasium: Option<String>,
 }
 
 impl SpecJson {
@@ -104,6 +107,7 @@ impl SpecJson {
             max_episode_steps: self.max_episode_steps,
             render_fps: self.render_fps,
             reward_threshold: self.reward_threshold,
+            gymnasium_spec: self.gymnasium.clone(),
         })
     }
 }

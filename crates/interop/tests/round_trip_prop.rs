@@ -51,6 +51,7 @@ fn spec(obs: Space, act: Space) -> EnvSpec {
         max_episode_steps: None,
         render_fps: None,
         reward_threshold: None,
+        gymnasium_spec: None,
     }
 }
 

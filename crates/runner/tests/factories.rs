@@ -110,6 +110,7 @@ impl EnvFactory for Walks {
             max_episode_steps: None,
             render_fps: None,
             reward_threshold: None,
+            gymnasium_spec: None,
         };
         self.books.live.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(Walk { spec, books: self.books.clone(), panic_info_seed: self.panic_info_seed, seed: 0, pos: 0, t: 0 }))

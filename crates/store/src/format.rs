@@ -57,6 +57,11 @@ pub struct EnvInfo {
     pub max_episode_steps: Option<u64>,
     /// Frames per second for video.
     pub render_fps: Option<u32>,
+    /// Gymnasium's `EnvSpec.to_json()` of an env Gymnasium made, when it had one that
+    /// serializes (absent in older datasets, and for rollway's own envs): Minari exports
+    /// write it as `env_spec`, so `recover_environment` rebuilds the env.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gymnasium_spec: Option<String>,
 }
 
 impl EnvInfo {
@@ -68,6 +73,7 @@ impl EnvInfo {
             action_space: spec.action_space.to_json(),
             max_episode_steps: spec.max_episode_steps,
             render_fps: spec.render_fps,
+            gymnasium_spec: spec.gymnasium_spec.clone(),
         }
     }
 

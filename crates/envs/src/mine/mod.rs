@@ -113,6 +113,7 @@ impl PixelMine {
                 max_episode_steps: Some(max_steps),
                 render_fps: Some(20),
                 reward_threshold: None,
+                gymnasium_spec: None,
             },
             cfg: GenConfig { side, diamond_rate },
             rng: Pcg64Mcg::seed_from_u64(0),

@@ -154,6 +154,7 @@ pub(crate) fn from_rollway(rw: &RollwayMeta, info: &InfoJson, meta_path: &Path) 
         max_episode_steps: rw.env.max_episode_steps,
         render_fps: rw.env.render_fps,
         reward_threshold: None,
+        gymnasium_spec: None,
     };
     let skipped = info.features.keys().filter(|k| !known(k) && !plan.obs.iter().chain(&plan.act).any(|c| &c.name == *k)).cloned().collect();
     Ok(Mapping {
@@ -265,6 +266,7 @@ pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping
         max_episode_steps: None,
         render_fps: Some(info.fps),
         reward_threshold: None,
+        gymnasium_spec: None,
     };
     Ok(Mapping { spec, plan, final_frame: false, infos: false, state_width: 0, agent: "lerobot".into(), skipped })
 }

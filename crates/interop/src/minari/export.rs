@@ -276,12 +276,16 @@ fn write_episode(
     Ok(skipped)
 }
 
-/// `env_spec` for Gymnasium-registered envs, when every run used the same env params.
+/// `env_spec`, when every run used the same env params: Gymnasium's own spec of an env it
+/// made (recorded with the dataset), else the registered spec of a rollway env Gymnasium has.
 fn env_spec(meta: &Metadata) -> Option<String> {
     let params: Vec<Map<String, Json>> =
         meta.runs.iter().map(|r| r.config.get("env_params").and_then(Json::as_object).cloned().unwrap_or_default()).collect();
     if params.windows(2).any(|w| w[0] != w[1]) {
         return None;
+    }
+    if let Some(own) = &meta.env.gymnasium_spec {
+        return Some(own.clone());
     }
     let kwargs = params.first().map(kwargs_of).unwrap_or_default();
     gymnasium_env_spec(&meta.env.id, &kwargs, meta.env.max_episode_steps)

@@ -26,6 +26,8 @@ struct Meta {
     env_id: Option<String>,
     max_episode_steps: Option<u64>,
     reward_threshold: Option<f64>,
+    /// The `env_spec` text, kept as it is when it parses: exporting the import again keeps it.
+    gymnasium_spec: Option<String>,
     agent: Option<String>,
     minari_version: Option<String>,
 }
@@ -63,7 +65,8 @@ fn read_meta(path: &Path) -> Result<Meta> {
         Some(v) => Some(v.as_u64().ok_or_else(|| bad(format!("`total_episodes` is {v}, expected a count")))?),
     };
     // env_spec only names the env; a damaged one costs nothing but the name.
-    let spec: Option<Json> = m.get("env_spec").and_then(Json::as_str).and_then(|s| serde_json::from_str(s).ok());
+    let spec_text = m.get("env_spec").and_then(Json::as_str);
+    let spec: Option<Json> = spec_text.and_then(|s| serde_json::from_str(s).ok());
     let spec_field = |k: &str| spec.as_ref().and_then(|s| s.get(k)).cloned();
     Ok(Meta {
         format,
@@ -75,6 +78,7 @@ fn read_meta(path: &Path) -> Result<Meta> {
         env_id: spec_field("id").and_then(|v| v.as_str().map(String::from)),
         max_episode_steps: spec_field("max_episode_steps").and_then(|v| v.as_u64()),
         reward_threshold: spec_field("reward_threshold").and_then(|v| v.as_f64()),
+        gymnasium_spec: spec.as_ref().and(spec_text).map(String::from),
         agent: m.get("algorithm_name").and_then(Json::as_str).map(String::from),
         minari_version: m.get("minari_version").and_then(Json::as_str).map(String::from),
     })
@@ -124,6 +128,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         max_episode_steps: meta.max_episode_steps,
         render_fps: None,
         reward_threshold: meta.reward_threshold,
+        gymnasium_spec: meta.gymnasium_spec.clone(),
     };
     let config = json!({"imported_from": {"format": "minari", "path": std::path::absolute(&data).unwrap_or(data.clone()), "dataset_id": dataset_id, "minari_version": meta.minari_version}});
     let job = Job { out, spec: &spec, agent: meta.agent.as_deref().unwrap_or("minari"), config: &config, n };
