@@ -107,15 +107,15 @@ def training_parser(doc: str, systems: Sequence[str], seeds: str, steps_total: i
     return p
 
 
-def train_each(script: str, args: argparse.Namespace, seeds: Sequence[int], line) -> list[dict]:
+def train_each(script: str, args: argparse.Namespace, seeds: Sequence[int], line, extra: Sequence[str] = ()) -> list[dict]:
     """Each (seed, system) of ``args.systems`` as ``script --one`` in a process of its own (its peak
     memory is its own), in turn per seed, so slow drifts of the machine spread over every system
-    alike; ``line(seed, result, seconds)`` is logged after each."""
+    alike; ``line(seed, result, seconds)`` is logged after each; ``extra``: the script's own flags."""
     rows = []
     for seed in seeds:
         for system in args.systems:
             cmd = [sys.executable, script, "--one", system, "--seeds", str(seed), "--steps-total", str(args.steps_total),
-                   "--envs", str(args.envs), "--steps", str(args.steps)]
+                   "--envs", str(args.envs), "--steps", str(args.steps), *extra]
             t0 = time.perf_counter()
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             rows.append(json.loads(out.strip().splitlines()[-1]))

@@ -68,9 +68,10 @@ class GymSource:
         t_len, n = self.steps, self.n
         obs = _buffers(self.obs, t_len + 1)
         first = np.zeros((t_len + 1, n), bool)
-        actions = np.zeros((t_len, n), np.int64)
-        logprob, value, rewards = (np.zeros((t_len, n), np.float32) for _ in range(3))
+        rewards = np.zeros((t_len, n), np.float32)
         term, trunc = np.zeros((t_len, n), bool), np.zeros((t_len, n), bool)
+        actions: Any = None
+        extras: Dict[str, np.ndarray] = {}
         finished: List[float] = []
         policy_s = 0.0
         for t in range(t_len):
@@ -79,7 +80,13 @@ class GymSource:
             t0 = time.perf_counter()
             out: Dict[str, Any] = self.acting(self.obs, self.first, None)
             policy_s += time.perf_counter() - t0
-            actions[t], logprob[t], value[t] = out["actions"], out["logprob"], out["value"]
+            if actions is None:  # shaped by the first answer: discrete or Box actions, any extras the policy keeps
+                a = np.asarray(out["actions"])
+                actions = np.zeros((t_len, *a.shape), a.dtype)
+                extras = {k: np.zeros((t_len, *np.shape(v)), np.float32) for k, v in out.items() if k != "actions"}
+            actions[t] = out["actions"]
+            for k, buf in extras.items():
+                buf[t] = out[k]
             self.obs, r, term[t], trunc[t], _ = self.vec.step(actions[t])
             rewards[t] = r
             self.ret += r
@@ -89,7 +96,7 @@ class GymSource:
         _put(obs, t_len, self.obs)
         first[t_len] = self.first
         return SimpleNamespace(steps=t_len, envs=n, obs=obs, first=first, actions=actions, rewards=rewards,
-                               terminated=term, truncated=trunc, extras={"logprob": logprob, "value": value},
+                               terminated=term, truncated=trunc, extras=extras,
                                finished={"return": np.array(finished)}, stats={"policy_s": policy_s})
 
     def publish(self, weights: Any = None) -> int:

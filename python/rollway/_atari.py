@@ -109,7 +109,26 @@ class Game:
             "max_episode_steps": None,
             "render_fps": int(fps) if fps is not None else None,
             "reward_threshold": None,
+            "gymnasium": self.gymnasium_spec(env),
         }
+
+    def gymnasium_spec(self, env: Any) -> Any:
+        """``to_json()`` of the Gymnasium env rollway's preprocessing equals: the ALE env in
+        ``AtariPreprocessing`` and ``FrameStackObservation`` with these settings, what Minari's
+        ``recover_environment`` rebuilds (after ``import ale_py``). ``None`` with
+        ``reward_clip`` (a sign is no wrapper Gymnasium can write down) or without OpenCV,
+        which ``AtariPreprocessing`` needs. Wrapping the env only reads it."""
+        if self.options["reward_clip"]:
+            return None
+        try:
+            from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+            o = self.options
+            pre = AtariPreprocessing(env, noop_max=o["noop_max"], frame_skip=o["frame_skip"], screen_size=o["screen_size"],
+                                     terminal_on_life_loss=o["terminal_on_life_loss"])
+            return FrameStackObservation(pre, o["stack_size"]).spec.to_json()
+        except (ImportError, ValueError, TypeError, AssertionError):
+            return None
 
     def reset(self, env: Any, seed: Any) -> Dict[str, Any]:
         """``AtariPreprocessing.reset`` up to its first frame: the env's reset (seeded or
