@@ -127,9 +127,9 @@ class Game:
             pre = AtariPreprocessing(env, noop_max=o["noop_max"], frame_skip=o["frame_skip"], screen_size=o["screen_size"],
                                      terminal_on_life_loss=o["terminal_on_life_loss"])
             spec = FrameStackObservation(pre, o["stack_size"]).spec
-        except (ImportError, ValueError, TypeError, AssertionError):
+            return spec.to_json() if spec is not None else None
+        except (ImportError, ValueError, TypeError, AssertionError):  # no OpenCV; kwargs JSON cannot hold
             return None
-        return spec.to_json() if spec is not None else None
 
     def reset(self, env: Any, seed: Any) -> Dict[str, Any]:
         """``AtariPreprocessing.reset`` up to its first frame: the env's reset (seeded or
