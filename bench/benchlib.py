@@ -107,6 +107,39 @@ def training_parser(doc: str, systems: Sequence[str], seeds: str, steps_total: i
     return p
 
 
+def training_row(r: dict, system: str) -> dict:
+    """A training run's result as the training benches report it: the curve's first and last
+    fifths' mean returns in place of the curve, the process's peak RSS, the system, torch's threads."""
+    import resource
+
+    import torch
+    from ppo_pixels import curve_ends
+
+    r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (float("nan"), float("nan"))
+    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    r["system"], r["torch_threads"] = system, torch.get_num_threads()
+    return r
+
+
+def training_table(rows: list[dict], systems: Sequence[str], base: str, base_label: str) -> list[str]:
+    """Median steps/s, the ratio to ``base``'s, the time outside policy and update, the last fifth's
+    mean return and peak RSS, a row per system."""
+    import statistics
+
+    def med(xs: list) -> float:
+        return statistics.median(xs) if xs else float("nan")
+
+    by = {s: [r for r in rows if r["system"] == s] for s in systems}
+    ref = med([r["steps_per_s"] for r in by.get(base, [])])
+    cells = []
+    for s, rs in by.items():
+        sps = med([r["steps_per_s"] for r in rs])
+        cells.append([s, f"{sps:,.0f}", f"{sps / ref:.2f}×", fmt_outside(med([r["outside_share"] for r in rs])),
+                      f"{med([r['last_mean'] for r in rs]):.1f}", f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
+    return md_table(["system", "steps/s (median)", f"vs {base_label}", "outside policy+update", "mean return, last fifth",
+                     "peak RSS"], cells)
+
+
 def train_each(script: str, args: argparse.Namespace, seeds: Sequence[int], line, extra: Sequence[str] = ()) -> list[dict]:
     """Each (seed, system) of ``args.systems`` as ``script --one`` in a process of its own (its peak
     memory is its own), in turn per seed, so slow drifts of the machine spread over every system

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import statistics
 import sys
 from typing import Any, Dict, List
 
@@ -33,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from gym_source import GymSource, atari_preprocessed  # noqa: E402
-from benchlib import fmt_outside, machine_note, md_table, module_versions, train_each, training_parser, write_report  # noqa: E402
+from benchlib import machine_note, module_versions, train_each, training_parser, training_row, training_table, write_report  # noqa: E402
 
 SYSTEMS = ["rollway", "envpool", "gym-sync", "gym-async"]
 GAME = "Pong-v5"
@@ -44,11 +42,8 @@ def make_gym_env() -> Any:
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
-    import torch
-
     import ppo_atari
     import ppo_cartpole
-    from ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_atari.train_atari(total, GAME, envs, steps, 0, seed, log=False)
@@ -63,28 +58,13 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
         r = ppo_cartpole.train(total, envs, steps, 0, seed, lr=2.5e-4, target=float("inf"), stop_when_solved=False, log=False,
                                source=source, make_agent=lambda: ppo_atari.AtariAgent(n_actions),
                                update=lambda *a, **k: ppo_cartpole.learn(*a, clip=0.1, bootstrap=False, **k), threads=0)
-    r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (float("nan"), float("nan"))
-    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    r["system"], r["torch_threads"] = system, torch.get_num_threads()
-    return r
-
-
-def med(xs: List[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
+    return training_row(r, system)
 
 
 def report(rows: List[Dict[str, Any]], args: Any, note: List[str]) -> str:
     out = [f"CleanRL's Atari PPO on {GAME}, {args.envs} envs × {args.steps} steps, {args.steps_total} agent steps a run; "
            f"seeds {args.seeds}.", "", *note, ""]
-    by = {s: [r for r in rows if r["system"] == s] for s in args.systems}
-    base = med([r["steps_per_s"] for r in by.get("envpool", [])])
-    cells = []
-    for s, rs in by.items():
-        sps = med([r["steps_per_s"] for r in rs])
-        cells.append([s, f"{sps:,.0f}", f"{sps / base:.2f}×", fmt_outside(med([r["outside_share"] for r in rs])),
-                      f"{med([r['last_mean'] for r in rs]):.1f}", f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
-    out += md_table(["system", "steps/s (median)", "vs EnvPool", "outside policy+update", "mean return, last fifth",
-                     "peak RSS"], cells)
+    out += training_table(rows, args.systems, "envpool", "EnvPool")
     return "\n".join(out) + "\n"
 
 

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import statistics
 import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
-from benchlib import fmt_outside, machine_note, md_table, module_versions, train_each, training_parser, write_report  # noqa: E402
+from benchlib import machine_note, module_versions, train_each, training_parser, training_row, training_table, write_report  # noqa: E402
 from gym_source import GymSource  # noqa: E402
 
 SYSTEMS = ["rollway", "gym-sync", "gym-async"]
@@ -42,11 +40,8 @@ def gym_id(env: str) -> str:
 def one(system: str, env: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
     import functools
 
-    import torch
-
     import ppo_continuous
     import ppo_cartpole
-    from ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_continuous.train_continuous(total, env, envs, steps, seed, threads=1, log=False, bootstrap=False)
@@ -58,28 +53,13 @@ def one(system: str, env: str, seed: int, total: int, envs: int, steps: int) -> 
         r = ppo_cartpole.train(total, envs, steps, 0, seed, lr=3e-4, epochs=10, minibatches=32, target=float("inf"),
                                stop_when_solved=False, log=False, source=source,
                                make_agent=lambda: ppo_continuous.make_agent(env, {}), update=update, threads=1)
-    r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (float("nan"), float("nan"))
-    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    r["system"], r["torch_threads"] = system, torch.get_num_threads()
-    return r
-
-
-def med(xs: List[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
+    return training_row(r, system)
 
 
 def report(rows: List[Dict[str, Any]], args: Any, note: List[str]) -> str:
     out = [f"CleanRL's continuous PPO on {args.env}, {args.envs} env(s) × {args.steps} steps, {args.steps_total} steps a run; "
            f"seeds {args.seeds}.", "", *note, ""]
-    by = {s: [r for r in rows if r["system"] == s] for s in args.systems}
-    base = med([r["steps_per_s"] for r in by.get("gym-sync", [])])
-    cells = []
-    for s, rs in by.items():
-        sps = med([r["steps_per_s"] for r in rs])
-        cells.append([s, f"{sps:,.0f}", f"{sps / base:.2f}×", fmt_outside(med([r["outside_share"] for r in rs])),
-                      f"{med([r['last_mean'] for r in rs]):.1f}", f"{med([r['peak_rss_mb'] for r in rs]):.0f} MB"])
-    out += md_table(["system", "steps/s (median)", "vs CleanRL's SyncVectorEnv loop", "outside policy+update",
-                     "mean return, last fifth", "peak RSS"], cells)
+    out += training_table(rows, args.systems, "gym-sync", "CleanRL's SyncVectorEnv loop")
     return "\n".join(out) + "\n"
 
 
