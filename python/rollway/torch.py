@@ -156,8 +156,9 @@ class Staging:
             self._done[turn].synchronize()  # the copies out of this turn's buffers have been made
         out = _tree(tree, "", lambda path, a: self._send(turn, path, a))
         if self.device.type == "cuda":
+            # On the stream the copies were queued on: the target device's, which need not be the current device.
             ev = torch.cuda.Event()
-            ev.record()
+            ev.record(torch.cuda.current_stream(self.device))
             self._done[turn] = ev
         return out
 
