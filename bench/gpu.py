@@ -12,6 +12,9 @@ Parts (``--parts``, all by default, in this order):
 - ``inference``: CleanRL's Atari CNN (``examples/ppo_atari.AtariAgent``) sampling actions, rows/s by
   batch size (32 … 2048), on the CPU and on the device, each batch of uint8 frames sent through
   ``rollway.torch.Staging`` and the actions brought back, as a rollout's policy call does;
+- ``batching``: ``rollway.run`` over ``atari:Pong-v5`` with that CNN acting on the device, in sync mode,
+  in async mode with the CPU's defaults (``batch=(1, 0)``, no wait) and with the GPU advice of
+  ``rollway.torch``'s docs (``batch=(N // 2, 0)``, ``max_wait=0.005``): steps/s and rows a call;
 - ``scaling``: rollway's env steps/s with random actions at 1, 2, 4, … cores (``workers``):
   ``atari:Pong-v5`` (standard preprocessing) in a ``Rollout`` of 8 envs a worker, and ``CartPole-v1`` in
   ``rollway.run``; the curve a 2-core machine cannot draw;
@@ -46,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "examples"), os.path.join(HERE, "..", "tests", "python"), HERE]
 
 GAME = "Pong-v5"
-PARTS = ["checks", "inference", "scaling", "ppo", "shared"]
+PARTS = ["checks", "inference", "batching", "scaling", "ppo", "shared"]
 
 
 def log(msg: str) -> None:
@@ -139,6 +142,37 @@ def inference(args: argparse.Namespace) -> Dict[str, Any]:
             rows.append({"device": where, "batch": b, "rows_per_s": rate, "ms_per_call": 1e3 * (time.perf_counter() - t0) / n})
             log(f"inference {where} batch {b}: {rate:,.0f} rows/s")
     return {"model": "CleanRL's Nature CNN (ppo_atari.AtariAgent), uint8 [B, 4, 84, 84]", "rows": rows}
+
+
+def batching(args: argparse.Namespace) -> Dict[str, Any]:
+    """``rollway.run`` with the CNN policy on the device over ``atari:`` envs, under the batch
+    settings ``rollway.torch``'s docs give for a CPU and for a GPU: what the advice is worth."""
+    import torch
+
+    import ppo_atari
+    import rollway
+    import rollway.torch as rt
+
+    dev = device_of(args)
+    workers, per = (2, 4) if args.cpu else (8, 16)
+    n = workers * per
+    torch.manual_seed(0)
+    agent = ppo_atari.AtariAgent(6).to(dev)  # Pong's minimal action set
+    rows = []
+    for mode, batch, wait in (("sync", None, None), ("async", (1, 0), 0.0), ("async", (n // 2, 0), 0.005)):
+        calls = [0, 0]
+
+        def act(obs: Any, first: Any, state: Any, calls: List[int] = calls) -> Any:
+            calls[0], calls[1] = calls[0] + 1, calls[1] + len(first)
+            return agent.get_action_and_value(obs)[0]
+
+        s = rollway.run(env=f"atari:{GAME}", agent=rt.Policy(act, dev), workers=workers, envs_per_worker=per, seed=0,
+                        steps=args.batching_steps, mode=mode, batch=batch, max_wait=wait, record=False, progress=False)
+        rows.append({"mode": mode, "batch": batch, "max_wait": wait, "steps_per_s": s.steps / s.seconds,
+                     "rows_per_call": calls[1] / max(calls[0], 1)})
+        log(f"batching {mode} batch={batch} max_wait={wait}: {rows[-1]['steps_per_s']:,.0f} steps/s, "
+            f"{rows[-1]['rows_per_call']:.1f} rows a call")
+    return {"env": f"atari:{GAME}", "workers": workers, "envs_per_worker": per, "steps": args.batching_steps, "rows": rows}
 
 
 def atari_steps_per_s(workers: int, seconds: float) -> float:
@@ -303,6 +337,7 @@ def main() -> None:
     args.batches = [32, 128, 512] if small else [32, 64, 128, 256, 512, 1024, 2048]
     args.cores = [1, 2] if small else [1, 2, 4, 8, 16]
     args.inference_s, args.scaling_s = (1.0, 3.0) if small else (1.5, 5.0)
+    args.batching_steps = 2_000 if small else 40_000
     if args.ppo_one:
         print(json.dumps(ppo_one(args.ppo_one, args)))
         return
@@ -310,7 +345,7 @@ def main() -> None:
         print(json.dumps(shared_one(args)))
         return
     parts: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
-        "checks": checks, "inference": inference, "scaling": scaling, "ppo": ppo, "shared": shared}
+        "checks": checks, "inference": inference, "batching": batching, "scaling": scaling, "ppo": ppo, "shared": shared}
     report: Dict[str, Any] = {"machine": machine(), "rehearsal_on_cpu": bool(args.cpu), "seconds": {}}
     start = time.perf_counter()
     for name in args.parts.split(","):
