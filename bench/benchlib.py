@@ -107,13 +107,13 @@ def training_parser(doc: str, systems: Sequence[str], seeds: str, steps_total: i
     return p
 
 
-def training_row(r: dict, system: str) -> dict:
+def training_row(r: dict, system: str, curve_ends) -> dict:
     """A training run's result as the training benches report it: the curve's first and last
-    fifths' mean returns in place of the curve, the process's peak RSS, the system, torch's threads."""
+    fifths' mean returns (``curve_ends``, the examples' own) in place of the curve, the process's
+    peak RSS, the system, torch's threads."""
     import resource
 
     import torch
-    from ppo_pixels import curve_ends
 
     r["first_mean"], r["last_mean"] = curve_ends(r.pop("curve")) if r["curve"] else (float("nan"), float("nan"))
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

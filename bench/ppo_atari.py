@@ -44,6 +44,7 @@ def make_gym_env() -> Any:
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
     import ppo_atari
     import ppo_cartpole
+    from ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_atari.train_atari(total, GAME, envs, steps, 0, seed, log=False)
@@ -58,7 +59,7 @@ def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, 
         r = ppo_cartpole.train(total, envs, steps, 0, seed, lr=2.5e-4, target=float("inf"), stop_when_solved=False, log=False,
                                source=source, make_agent=lambda: ppo_atari.AtariAgent(n_actions),
                                update=lambda *a, **k: ppo_cartpole.learn(*a, clip=0.1, bootstrap=False, **k), threads=0)
-    return training_row(r, system)
+    return training_row(r, system, curve_ends)
 
 
 def report(rows: List[Dict[str, Any]], args: Any, note: List[str]) -> str:

@@ -42,6 +42,7 @@ def one(system: str, env: str, seed: int, total: int, envs: int, steps: int) -> 
 
     import ppo_continuous
     import ppo_cartpole
+    from ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_continuous.train_continuous(total, env, envs, steps, seed, threads=1, log=False, bootstrap=False)
@@ -53,7 +54,7 @@ def one(system: str, env: str, seed: int, total: int, envs: int, steps: int) -> 
         r = ppo_cartpole.train(total, envs, steps, 0, seed, lr=3e-4, epochs=10, minibatches=32, target=float("inf"),
                                stop_when_solved=False, log=False, source=source,
                                make_agent=lambda: ppo_continuous.make_agent(env, {}), update=update, threads=1)
-    return training_row(r, system)
+    return training_row(r, system, curve_ends)
 
 
 def report(rows: List[Dict[str, Any]], args: Any, note: List[str]) -> str:
