@@ -48,6 +48,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # tests' hosted_envs (AllSpaces) before bench's.
 sys.path[:0] = [os.path.join(HERE, "..", "examples"), os.path.join(HERE, "..", "tests", "python"), HERE]
 
+from benchlib import timed_steps  # noqa: E402
+
 GAME = "Pong-v5"
 PARTS = ["checks", "inference", "batching", "scaling", "ppo", "shared"]
 
@@ -180,12 +182,8 @@ def atari_steps_per_s(workers: int, seconds: float) -> float:
     import rollway
 
     with rollway.Rollout(f"atari:{GAME}", "random", num_envs=8 * workers, workers=workers, steps_per_fragment=128, seed=0) as r:
-        r.collect()  # start-up and the first fragment are not timed
-        steps, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            f = r.collect()
-            steps += f.steps * f.envs
-        return steps / (time.perf_counter() - t0)
+        # Start-up and the first fragment are not timed.
+        return timed_steps(r.collect, r.num_envs * r.steps_per_fragment, seconds, warmup=1)
 
 
 def cartpole_steps_per_s(workers: int, seconds: float) -> float:
@@ -267,12 +265,8 @@ def shared_one(args: argparse.Namespace) -> Dict[str, Any]:
     torch.set_num_threads(half)
     acting = ppo_cartpole.Acting(ppo_atari.AtariAgent(ppo_atari.actions_of(GAME)), dev)
     with ppo_atari.atari_source(GAME, False, None)(acting, args.ppo_envs // 2, 128, 1, 0, rollout_args={"workers": half}) as r:
-        r.collect()
-        steps, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < args.shared_s:
-            f = r.collect()
-            steps += f.steps * f.envs
-    return {"steps_per_s": steps / (time.perf_counter() - t0), "pid": os.getpid()}
+        rate = timed_steps(r.collect, r.num_envs * r.steps_per_fragment, args.shared_s, warmup=1)
+    return {"steps_per_s": rate, "pid": os.getpid()}
 
 
 def shared(args: argparse.Namespace) -> Dict[str, Any]:
