@@ -121,13 +121,6 @@ def greedy(agent: nn.Module) -> Callable[..., Any]:
 
 
 # --8<-- [start:update]
-def tensors(obs: Any) -> Any:
-    """Observations as tensors without a copy: a Dict space's come as one array per leaf."""
-    if isinstance(obs, dict):
-        return {k: tensors(v) for k, v in obs.items()}
-    return torch.from_numpy(obs) if isinstance(obs, np.ndarray) else obs
-
-
 def on_device(frag: Any, agent: nn.Module) -> Any:
     """The fragment's arrays as tensors on the agent's device: ``frag.to`` (one copy per
     array from pinned memory on a GPU, none on the CPU); the benches' other engines'
