@@ -19,6 +19,11 @@ Settings (``env_params``), Gymnasium's names and defaults:
 - ``terminal_on_life_loss=False``: a lost life ends the episode.
 - ``reward_clip=False``: each step's reward becomes its sign (a training option, as
   CleanRL's ``ClipRewardEnv``; the recorded reward is then the clipped one).
+- ``fire_reset=False``: on games with FIRE (action 1), a reset then plays FIRE and action 2,
+  each a whole skipped step whose reward is dropped, and the stack starts from the last
+  one's frame: Stable-Baselines3's ``FireResetEnv`` between the preprocessing and the stack,
+  as CleanRL's Atari scripts use it (EnvPool's ``use_fire_reset`` presses FIRE once).
+  Games without FIRE ignore it, as both do.
 
 Anything else is the ALE env's own (``repeat_action_probability``, ``full_action_space``,
 ``mode``, ``difficulty``, ``max_num_frames_per_episode``) and goes to ``gymnasium.make``.
@@ -37,6 +42,7 @@ DEFAULTS: Dict[str, Any] = {
     "stack_size": 4,
     "terminal_on_life_loss": False,
     "reward_clip": False,
+    "fire_reset": False,
 }
 
 # AtariPreprocessing's settings rollway does not offer, and why.
@@ -71,6 +77,9 @@ class Game:
         for k in ("frame_skip", "screen_size", "stack_size"):
             if not isinstance(self.options[k], int) or isinstance(self.options[k], bool) or self.options[k] < 1:
                 raise ValueError(f"atari:{name}: {k} must be a whole number of 1 or more, got {self.options[k]!r}")
+        for k in ("terminal_on_life_loss", "reward_clip", "fire_reset"):
+            if not isinstance(self.options[k], bool):
+                raise ValueError(f"atari:{name}: {k} must be true or false, got {self.options[k]!r}")
         noop = self.options["noop_max"]
         if not isinstance(noop, int) or isinstance(noop, bool) or noop < 0:
             raise ValueError(f"atari:{name}: noop_max must be a whole number of 0 or more, got {noop!r}")
@@ -86,6 +95,12 @@ class Game:
         if self.options["noop_max"] > 0 and ale_env.get_action_meanings()[0] != "NOOP":
             raise ValueError(f"atari:{self.name}: action 0 is not NOOP, so no-op resets cannot be played: set noop_max=0")
         return env
+
+    def fires(self, env: Any) -> bool:
+        """Whether this game's resets press FIRE: ``fire_reset`` set and the game has FIRE as
+        action 1 (``FireResetEnv``'s own condition), with an action 2 after it."""
+        meanings = env.unwrapped.get_action_meanings()
+        return bool(self.options["fire_reset"]) and len(meanings) >= 3 and meanings[1] == "FIRE"
 
     def parts(self, env: Any) -> Tuple[Any, List[Any], Tuple[int, int]]:
         """What the steps drive: the env's ``ALEInterface``, its action set and screen size."""
@@ -116,9 +131,10 @@ class Game:
         """``to_json()`` of the Gymnasium env rollway's preprocessing equals: the ALE env in
         ``AtariPreprocessing`` and ``FrameStackObservation`` with these settings, what Minari's
         ``recover_environment`` rebuilds (after ``import ale_py``). ``None`` with
-        ``reward_clip`` (a sign is no wrapper Gymnasium can write down) or without OpenCV,
-        which ``AtariPreprocessing`` needs. Wrapping the env only reads it."""
-        if self.options["reward_clip"]:
+        ``reward_clip`` (a sign is no wrapper Gymnasium can write down), on a game that
+        presses FIRE at its resets (SB3's wrapper, not Gymnasium's), or without OpenCV, which
+        ``AtariPreprocessing`` needs. Wrapping the env only reads it."""
+        if self.options["reward_clip"] or self.fires(env):
             return None
         try:
             from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation

@@ -26,10 +26,34 @@ def gymnasium_atari(game, params, max_steps=None):
 
     gym.register_envs(ale_py)
     wrap = {k: params[k] for k in PREPROCESSING if k in params}
-    make = {k: v for k, v in params.items() if k not in PREPROCESSING + ("stack_size", "reward_clip")}
+    make = {k: v for k, v in params.items() if k not in PREPROCESSING + ("stack_size", "reward_clip", "fire_reset")}
     env = gym.make(f"ALE/{game}", frameskip=1, **make)
-    env = FrameStackObservation(AtariPreprocessing(env, **wrap), params.get("stack_size", 4))
+    env = AtariPreprocessing(env, **wrap)
+    if params.get("fire_reset"):
+        env = fire_reset(env)
+    env = FrameStackObservation(env, params.get("stack_size", 4))
     return TimeLimit(env, max_steps) if max_steps else env
+
+
+def fire_reset(env):
+    """Stable-Baselines3's ``FireResetEnv`` (CleanRL's), between the preprocessing and the stack.
+    Its reset says ``{}``; rollway's says the env's reset info with the lives and frame numbers
+    after the presses, which this reads from the emulator the same way."""
+    from stable_baselines3.common.atari_wrappers import FireResetEnv
+
+    class Remember(gym.Wrapper):
+        def reset(self, **kwargs):
+            obs, self.info = self.env.reset(**kwargs)
+            return obs, self.info
+
+    class Fire(FireResetEnv):
+        def reset(self, **kwargs):
+            obs, _ = super().reset(**kwargs)
+            ale = self.unwrapped.ale
+            return obs, {**self.env.info, "lives": ale.lives(), "episode_frame_number": ale.getEpisodeFrameNumber(),
+                         "frame_number": ale.getFrameNumber()}
+
+    return Fire(Remember(env))
 
 
 # game: (env_params, run keyword arguments): Pong as benchmarks use it, to its end; Breakout with
@@ -40,13 +64,15 @@ CASES = {
     "Breakout-v5": ({"terminal_on_life_loss": True, "noop_max": 8, "frame_skip": 3, "screen_size": 64, "stack_size": 2,
                      "reward_clip": True}, {"episodes": 3}),
     "Pong-v5-cut": ({"repeat_action_probability": 0.0}, {"episodes": 2, "max_episode_steps": 150}),
+    # CleanRL's Atari settings: FIRE at each reset, a life loss ends the episode, clipped rewards.
+    "Breakout-v5-fire": ({"fire_reset": True, "terminal_on_life_loss": True, "reward_clip": True}, {"episodes": 3}),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_issue55_atari_runs_replay_through_gymnasiums_wrappers(case, tmp_path):
     params, run_kwargs = CASES[case]
-    game = case.removesuffix("-cut")
+    game = case.removesuffix("-cut").removesuffix("-fire")
     out = tmp_path / "ds"
     rollway.run(env=f"atari:{game}", agent="random", seed=55, out=out, env_params=params, record_infos=True,
                 frame_media="lz4", workers=1, envs_per_worker=2, progress=False, **run_kwargs)
@@ -80,6 +106,7 @@ def test_issue55_atari_rollouts_deliver_gymnasiums_frames_inline_and_in_processe
     ({"frameskip": 4}, "set frame_skip"),
     ({"stack_size": 0}, "stack_size must be a whole number of 1 or more"),
     ({"noop_max": -1}, "noop_max must be a whole number of 0 or more"),
+    ({"fire_reset": 1}, "fire_reset must be true or false"),
 ])
 def test_issue55_atari_settings_rollway_cannot_honour_are_refused(params, says):
     with pytest.raises(rollway.InputError, match=says):

@@ -81,6 +81,8 @@ impl DrivenSlot for Slot {
 pub(crate) struct AtariEnvs {
     slots: Driven<Slot>,
     p: Preprocessing,
+    /// `fire_reset` on a game with FIRE (`Game.fires`): each reset presses FIRE, then action 2.
+    fire: bool,
     episodes: Episodes,
     ol: Layout,
     al: Layout,
@@ -104,8 +106,9 @@ impl AtariEnvs {
             terminal_on_life_loss: option("terminal_on_life_loss")?.extract()?,
             reward_clip: option("reward_clip")?.extract()?,
         };
+        let fire = game.call_method1("fires", (&first,))?.extract()?;
         let (ol, al) = layouts(spec)?;
-        Ok(AtariEnvs { slots: Driven::new(prepared, n)?, p, episodes: Episodes::new(n, infos, cut), ol, al, id: spec.id.clone() })
+        Ok(AtariEnvs { slots: Driven::new(prepared, n)?, p, fire, episodes: Episodes::new(n, infos, cut), ol, al, id: spec.id.clone() })
     }
 
     fn slot(game: &Bound<'_, PyAny>, p: Preprocessing, env: Py<PyAny>) -> PyResult<Slot> {
@@ -145,12 +148,30 @@ impl DrivenEnvs for AtariEnvs {
         let game = self.slots.stepper.clone_ref(py).into_bound(py);
         let p = self.p;
         let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, env))?;
-        let info = game.call_method1("reset", (&s.env, seed))?;
-        s.frames.reset(&mut Emu { py, ale: &s.ale }, obs)?;
+        let mut info = game.call_method1("reset", (&s.env, seed))?;
+        let emu = &mut Emu { py, ale: &s.ale };
+        s.frames.reset(emu, obs)?;
+        if self.fire {
+            // SB3's FireResetEnv (CleanRL's): FIRE, then action 2, each a whole skipped step whose
+            // reward is dropped; a game that ends meanwhile is reset again. The stack starts from
+            // the last step's frame.
+            for action in [1, 2] {
+                let out = s.frames.step(emu, action, obs)?;
+                if out.terminated || out.truncated {
+                    info = game.call_method1("reset", (&s.env, seed))?;
+                    s.frames.reset(emu, obs)?;
+                }
+            }
+            s.frames.restack(obs);
+        }
+        // The lives and frame numbers after the presses, not before them.
+        let pressed = if self.fire { Some(step_info(py, &s.ale)?) } else { None };
         if !self.episodes.started(slot) {
             return Ok(None);
         }
-        Ok(Some(self.slots.info(&info)?))
+        let mut info = self.slots.info(&info)?;
+        info.0.extend(pressed.into_iter().flat_map(|i| i.0));
+        Ok(Some(info))
     }
 }
 

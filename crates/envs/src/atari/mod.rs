@@ -108,14 +108,9 @@ impl Frames {
         self.lives = emu.lives()?;
         emu.screen(&mut self.screens[0])?;
         self.screens[1].fill(0);
-        let fb = self.p.frame_bytes();
-        let last = self.stacked.len() - fb;
+        let last = self.stacked.len() - self.p.frame_bytes();
         self.shrink(last);
-        let (older, newest) = self.stacked.split_at_mut(last);
-        for frame in older.chunks_exact_mut(fb) {
-            frame.copy_from_slice(newest);
-        }
-        obs.copy_from_slice(&self.stacked);
+        self.restack(obs);
         Ok(())
     }
 
@@ -155,6 +150,18 @@ impl Frames {
         self.shrink(self.stacked.len() - fb);
         obs.copy_from_slice(&self.stacked);
         Ok(out)
+    }
+
+    /// Pads the stack with its newest frame, as `FrameStackObservation` pads a reset's: after
+    /// the presses of a FIRE reset, which SB3's `FireResetEnv` plays below the stack.
+    pub fn restack(&mut self, obs: &mut [u8]) {
+        let fb = self.p.frame_bytes();
+        let last = self.stacked.len() - fb;
+        let (older, newest) = self.stacked.split_at_mut(last);
+        for frame in older.chunks_exact_mut(fb) {
+            frame.copy_from_slice(newest);
+        }
+        obs.copy_from_slice(&self.stacked);
     }
 
     /// Max-pools the two screens into the first (as Gymnasium does, in place) when

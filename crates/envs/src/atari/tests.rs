@@ -81,3 +81,17 @@ fn life_loss_terminates_only_when_asked_and_rewards_clip_to_their_sign() {
     f.reset(&mut emu, &mut obs).unwrap();
     assert_eq!(f.step(&mut emu, 0, &mut obs).unwrap(), Step { reward: 5.0, terminated: false, truncated: false });
 }
+
+#[test]
+fn restack_pads_the_stack_with_its_newest_frame() {
+    let (mut f, mut emu) = (Frames::new(settings()), script());
+    let mut obs = vec![0u8; settings().obs_bytes()];
+    f.reset(&mut emu, &mut obs).unwrap();
+    f.step(&mut emu, 1, &mut obs).unwrap();
+    f.step(&mut emu, 2, &mut obs).unwrap();
+    assert_eq!(frames(&obs), [0, 40, 80]);
+    f.restack(&mut obs);
+    assert_eq!(frames(&obs), [80, 80, 80]);
+    f.step(&mut emu, 0, &mut obs).unwrap();
+    assert_eq!(frames(&obs), [80, 80, 120], "the next step pushes onto the padded stack");
+}
