@@ -4,8 +4,11 @@ SB3's algorithms take any ``VecEnv``; this one steps ``rollway.make_vec``'s envs
 built-in id, ``gym:ID``, ``atari:GAME``, ``module:callable``) with SB3's conventions:
 an env whose episode ends is reset within the same step, its last observation in
 ``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]`` set when a
-time limit cut it (SB3 bootstraps those), rewards as float32, and ``seed()`` taking
-effect at the next ``reset()``::
+time limit cut it (SB3 bootstraps those), rewards as float32, ``seed()`` taking effect at
+the next ``reset()``, and ``infos[i]["episode"]`` (return ``r``, length ``l``, seconds
+``t``) as SB3's ``Monitor`` writes it, so that PPO logs ``ep_rew_mean`` without a
+``VecMonitor`` (an episode is what the env ends: a life, with
+``terminal_on_life_loss``)::
 
     from stable_baselines3 import PPO
     from rollway.sb3 import VecEnv
@@ -19,6 +22,7 @@ Needs ``stable-baselines3`` (not a dependency of rollway).
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Dict, Iterable, List, Optional, Type
 
 import numpy as np
@@ -39,11 +43,16 @@ class VecEnv(_SB3VecEnv):
         self.venv: VectorEnv = make_vec(env_id, num_envs, **make_vec_kwargs)
         self._actions: Optional[np.ndarray] = None
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self._started = time.time()
+        self._returns = np.zeros(num_envs)
+        self._lengths = np.zeros(num_envs, dtype=np.int64)
 
     def reset(self) -> Any:
         seeds = None if all(s is None for s in self._seeds) else self._seeds
         obs, _ = self.venv.reset(seed=seeds)
         self._reset_seeds()
+        self._returns[:] = 0
+        self._lengths[:] = 0
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -53,6 +62,13 @@ class VecEnv(_SB3VecEnv):
         obs, rewards, terminated, truncated, raw, finals = self.venv._h.step(self.venv._pack(self._actions), same_step=True)
         infos: List[Dict[str, Any]] = json.loads(raw) if raw is not None else [{} for _ in range(self.num_envs)]
         dones = terminated | truncated
+        self._returns += rewards
+        self._lengths += 1
+        for i in np.flatnonzero(dones):
+            infos[i]["episode"] = {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]),
+                                   "t": round(time.time() - self._started, 6)}
+        self._returns[dones] = 0
+        self._lengths[dones] = 0
         if finals is not None:
             final_obs, _ = finals
             for i in np.flatnonzero(dones):

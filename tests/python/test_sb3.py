@@ -1,12 +1,13 @@
 """Issue 55: ``rollway.sb3.VecEnv``, rollway's envs as a Stable-Baselines3 ``VecEnv``: equal to SB3's
 own ``DummyVecEnv`` over Gymnasium step by step (same-step resets, terminal observations, time-limit
-flags), and trained on by SB3's PPO, on CartPole and on an Atari game."""
+flags, Monitor's episode returns), and trained on by SB3's PPO, on CartPole and on an Atari game."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 sb3 = pytest.importorskip("stable_baselines3")
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor  # noqa: E402
 
 from rollway.sb3 import VecEnv  # noqa: E402
@@ -16,7 +17,7 @@ from rollway.sb3 import VecEnv  # noqa: E402
 def test_issue55_equals_sb3s_dummy_vec_env_step_by_step(env_id, host):
     kwargs = {} if host == "auto" else {"host": host, "workers": 1 if host == "inline" else 2}
     ours = VecEnv(env_id, 4, **kwargs)
-    theirs = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)
+    theirs = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))] * 4)
     ours.seed(11)
     theirs.seed(11)
     np.testing.assert_array_equal(ours.reset(), theirs.reset())
@@ -34,6 +35,8 @@ def test_issue55_equals_sb3s_dummy_vec_env_step_by_step(env_id, host):
             ends += 1
             np.testing.assert_array_equal(i1[i]["terminal_observation"], i2[i]["terminal_observation"])
             assert i1[i]["TimeLimit.truncated"] == i2[i]["TimeLimit.truncated"]
+            assert (i1[i]["episode"]["r"], i1[i]["episode"]["l"]) == (i2[i]["episode"]["r"], i2[i]["episode"]["l"])
+        assert not any("episode" in i1[i] for i in np.flatnonzero(~d2)), "only an ended episode is reported"
     assert ends > 10
     ours.close()
 

@@ -116,3 +116,22 @@ def test_issue55_hosted_vector_envs_refuse_reset_options_and_name_a_failing_env(
         v.reset(seed=0, options={"low": 0})
     with pytest.raises(rollway.InputError, match='host must be "auto", "inline" or "process"'):
         rollway.make_vec("gym:CartPole-v1", 2, host="thread")
+
+
+@pytest.mark.parametrize("env_id, kwargs", [("CartPole-v1", {}), ("gym:CartPole-v1", {"host": "inline"}),
+                                            ("gym:CartPole-v1", {"host": "process", "workers": 2})])
+def test_issue55_a_first_reset_without_a_seed_draws_one_per_env_as_gymnasium_does(env_id, kwargs):
+    """Gymnasium's vector envs seed each env from OS entropy at an unseeded first reset: N different
+    episodes, and other ones next time. A hosted env (made at its first reset) was refused here, and
+    built-in envs all started from seed 0, the same episode N times."""
+    firsts = []
+    for _ in range(2):
+        v = rollway.make_vec(env_id, 4, **kwargs)
+        obs, _ = v.reset()
+        assert len({row.tobytes() for row in obs}) == 4, "each env its own episode"
+        v.step(np.zeros(4, dtype=np.int64))
+        again, _ = v.reset()
+        assert not np.array_equal(again, obs), "an unseeded reset continues each env's stream"
+        firsts.append(obs)
+        v.close()
+    assert not np.array_equal(firsts[0], firsts[1]), "another vector env, other seeds"

@@ -43,6 +43,8 @@ pub struct VecEnvHandle {
     act: Rows,
     /// The env's episode ended on the last step: the next step resets it.
     ended: Vec<bool>,
+    /// The env has been reset: an unseeded reset continues its stream.
+    started: Vec<bool>,
     threads: usize,
 }
 
@@ -148,6 +150,7 @@ impl VecEnvHandle {
         }
         let options: Option<Info> =
             options.map(serde_json::from_str).transpose().map_err(|e| input_error(format!("reset options: {e}")))?;
+        let seeds = self.first_seeds(seeds);
         let (ol, obs) = (&self.ol, &mut self.obs);
         match &mut self.backend {
             Backend::Envs(envs) => {
@@ -217,6 +220,18 @@ type Stepped<'py> = (
 );
 
 impl VecEnvHandle {
+    /// The seeds of a reset, where an env's first reset without one gets one drawn from OS
+    /// entropy: Gymnasium's vector envs do the same (each env's `np_random` from entropy), so
+    /// `make_vec(id, n).reset()` gives `n` different episodes, and a hosted env (made at its
+    /// first reset) has a seed to start from. Later unseeded resets continue each env's stream.
+    fn first_seeds(&mut self, seeds: Vec<Option<u64>>) -> Vec<Option<u64>> {
+        use std::hash::{BuildHasher, RandomState};
+        let fresh = |i: usize| RandomState::new().hash_one(i) >> 1;
+        let out = seeds.into_iter().enumerate().map(|(i, s)| if self.started[i] { s } else { s.or_else(|| Some(fresh(i))) }).collect();
+        self.started.iter_mut().for_each(|s| *s = true);
+        out
+    }
+
     /// Resets (unseeded) every env whose episode ended, now.
     fn reset_ended(&mut self, py: Python<'_>) -> PyResult<()> {
         let (ol, obs) = (&self.ol, &mut self.obs);
@@ -238,7 +253,7 @@ impl VecEnvHandle {
     fn with(backend: Backend, spec: &rollway_core::EnvSpec, n: usize, threads: usize) -> VecEnvHandle {
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
         let (obs, act) = (Rows::new(ol.row_bytes(), n), Rows::new(al.row_bytes(), n));
-        VecEnvHandle { backend, n, ol, al, obs, act, ended: vec![false; n], threads: threads.clamp(1, n) }
+        VecEnvHandle { backend, n, ol, al, obs, act, ended: vec![false; n], started: vec![false; n], threads: threads.clamp(1, n) }
     }
 
     /// Copies packed action leaves into the action rows, checking each against the space.
