@@ -443,3 +443,21 @@ def test_issue58_a_rollout_names_its_agent_and_fragment_length_as_a_run_would_an
         rollway.Rollout("CartPole-v1", "random", steps=6, steps_per_fragment=9)
     with pytest.raises(TypeError, match="unexpected keyword argument 'stepz'"):
         rollway.Rollout("CartPole-v1", "random", stepz=6)
+
+
+def test_issue55_a_fragments_observation_buffer_is_filled_again_once_its_arrays_are_gone():
+    """The observations are nearly all of a fragment's bytes; a buffer whose numpy views are all
+    gone is the next fragment's (its pages already there), and one still viewed never is."""
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, seed=3) as r:
+        a = r.collect()
+        first = a.obs.__array_interface__["data"][0]
+        b = r.collect()
+        assert b.obs.__array_interface__["data"][0] != first, "a's arrays live: its buffer is not taken"
+        del a
+        c = r.collect()
+        assert c.obs.__array_interface__["data"][0] == first, "a's buffer, given back when a went"
+        got = [b.obs.copy(), c.obs.copy()]
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=8, seed=3) as r:
+        kept = [r.collect() for _ in range(3)]
+    for mine, fresh in zip(got, kept[1:]):
+        np.testing.assert_array_equal(mine, fresh.obs)

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rollway_core::{Array, DType};
+use rollway_runner::rollout::ObsBuffers;
 
 /// Something that keeps bytes alive.
 pub type Keep = Arc<dyn Any + Send + Sync>;
@@ -131,6 +132,20 @@ pub fn from_vec<'py, T: bytemuck::Pod + Send + Sync>(
     let data = Arc::new(v);
     let keep: Keep = data.clone();
     view(py, &keep, bytemuck::cast_slice(&data), dtype, shape)
+}
+
+/// A numpy array that takes over `v` (no copy) and gives it back to `buffers` when
+/// the last view of it dies (see [`ObsBuffers`] for why).
+pub fn recycled<'py>(py: Python<'py>, v: Vec<u8>, buffers: ObsBuffers, dtype: DType, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    struct GivenBack(Vec<u8>, ObsBuffers);
+    impl Drop for GivenBack {
+        fn drop(&mut self) {
+            self.1.give(std::mem::take(&mut self.0));
+        }
+    }
+    let data = Arc::new(GivenBack(v, buffers));
+    let keep: Keep = data.clone();
+    view(py, &keep, &data.0, dtype, shape)
 }
 
 /// A bool numpy array (numpy's bools are bytes 0 and 1, like Rust's).

@@ -280,7 +280,11 @@ fn fragment_dict(py: Python<'_>, f: Fragment) -> PyResult<Bound<'_, PyDict>> {
     let obs_len = f.obs.len();
     d.set_item("steps", t)?;
     d.set_item("envs", n)?;
-    d.set_item("obs", arrays::from_vec(py, f.obs, DType::U8, &[obs_len])?)?;
+    let obs = match f.obs_buffers {
+        Some(buffers) => arrays::recycled(py, f.obs, buffers, DType::U8, &[obs_len])?,
+        None => arrays::from_vec(py, f.obs, DType::U8, &[obs_len])?,
+    };
+    d.set_item("obs", obs)?;
     let act_len = f.actions.len();
     d.set_item("actions", arrays::from_vec(py, f.actions, DType::U8, &[act_len])?)?;
     d.set_item("rewards", arrays::from_vec(py, f.rewards, DType::F32, &[t, n])?)?;

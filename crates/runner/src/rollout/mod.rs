@@ -63,7 +63,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use engine::Rollout;
-pub use fragment::{Finished, Fragment, FragmentStats};
+pub use fragment::{Finished, Fragment, FragmentStats, ObsBuffers};
 pub use lag::LagGate;
 pub use policy::{AgentPolicy, Extra, Policy, Update};
 pub use totals::RolloutTotals;

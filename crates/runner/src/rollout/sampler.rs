@@ -29,7 +29,7 @@ use rollway_core::check::{check_reward, Role, RowCheck};
 use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, Failure, InfoNeed, Layout, Memory, Op, Segment};
 
 use super::envs::Envs;
-use super::fragment::{Finished, Fragment};
+use super::fragment::{Finished, Fragment, ObsBuffers};
 use super::record::Recording;
 use super::{EpisodeIds, Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
@@ -69,6 +69,8 @@ pub(crate) struct Sampler {
     state_dim: usize,
     begun: bool,
     checks: Checks,
+    /// Observation buffers that come back from the fragments' consumer.
+    pub(crate) obs_buffers: ObsBuffers,
     /// The episodes under way, when the rollout records them.
     record: Option<Recording>,
 }
@@ -153,6 +155,7 @@ impl Sampler {
             state_dim: 0,
             begun: false,
             checks,
+            obs_buffers: ObsBuffers::default(),
             record,
         })
     }
@@ -160,7 +163,7 @@ impl Sampler {
     /// Collects one fragment. `stop` ends it early with [`Error::Stopped`].
     pub fn fragment(&mut self, versions: &Versions, stop: &AtomicBool) -> Result<Fragment> {
         let (t_len, n) = (self.cfg.steps, self.cfg.envs);
-        let mut f = Fragment::with_capacity(t_len, n, self.ol.row_bytes(), self.al.row_bytes());
+        let mut f = Fragment::with_capacity(t_len, n, self.ol.row_bytes(), self.al.row_bytes(), &self.obs_buffers);
         let clock = Instant::now();
         if !self.begun {
             let all: Vec<usize> = (0..n).collect();
