@@ -27,6 +27,10 @@ Settings (``env_params``), Gymnasium's names and defaults:
 
 Anything else is the ALE env's own (``repeat_action_probability``, ``full_action_space``,
 ``mode``, ``difficulty``, ``max_num_frames_per_episode``) and goes to ``gymnasium.make``.
+With ``render_mode="rgb_array"`` each observation is ``{"observation": stack, "render":
+screen}``, the screen being ``env.render()``'s RGB frame (``uint8 (210, 160, 3)``, read
+from the emulator after each step), which a recording stores as video with the run's
+image media, as it does any env's ``render()`` frames.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ class Game:
             raise ValueError(f"atari:{name}: noop_max must be a whole number of 0 or more, got {noop!r}")
         self.kwargs = {**kwargs, "frameskip": 1}
         self.name = name
+        # Whether observations carry the RGB screen (rollway_python's atari.rs reads it).
+        self.renders = kwargs.get("render_mode") == "rgb_array"
 
     def make(self) -> Any:
         """A new env: ``gymnasium.make(ALE/GAME, frameskip=1, ...)``."""
@@ -115,11 +121,18 @@ class Game:
 
         from rollway.spaces import to_json
 
+        from rollway._host import RENDER_KEY
+
         size, stack = self.options["screen_size"], self.options["stack_size"]
         fps = env.metadata.get("render_fps")
+        frames = spaces.Box(0, 255, (stack, size, size), np.uint8)
+        if self.renders:
+            height, width = env.unwrapped.ale.getScreenDims()
+            screen = spaces.Box(0, 255, (int(height), int(width), 3), np.uint8)
+            frames = spaces.Dict({"observation": frames, RENDER_KEY: screen})
         return {
             "id": f"atari:{self.name}",
-            "observation_space": to_json(spaces.Box(0, 255, (stack, size, size), np.uint8)),
+            "observation_space": to_json(frames),
             "action_space": to_json(env.action_space),
             "max_episode_steps": None,
             "render_fps": int(fps) if fps is not None else None,
@@ -132,9 +145,10 @@ class Game:
         ``AtariPreprocessing`` and ``FrameStackObservation`` with these settings, what Minari's
         ``recover_environment`` rebuilds (after ``import ale_py``). ``None`` with
         ``reward_clip`` (a sign is no wrapper Gymnasium can write down), on a game that
-        presses FIRE at its resets (SB3's wrapper, not Gymnasium's), or without OpenCV, which
+        presses FIRE at its resets (SB3's wrapper, not Gymnasium's), with the screen added to
+        the observations (no wrapper of Gymnasium's does that), or without OpenCV, which
         ``AtariPreprocessing`` needs. Wrapping the env only reads it."""
-        if self.options["reward_clip"] or self.fires(env):
+        if self.options["reward_clip"] or self.fires(env) or self.renders:
             return None
         try:
             from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation

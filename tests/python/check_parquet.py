@@ -21,7 +21,7 @@ def fail(msg):
 
 def main(root):
     meta = json.load(open(os.path.join(root, "rollway.json")))
-    if meta["format"] != "rollway" or meta["format_version"] != 2:
+    if meta["format"] != "rollway" or meta["format_version"] != 3:
         fail(f"unexpected format {meta['format']} v{meta['format_version']}")
     obs_space = json.loads(meta["env"]["observation_space"])  # Minari's space JSON, Python's json reads it
     act_space = json.loads(meta["env"]["action_space"])
@@ -46,7 +46,7 @@ def main(root):
         for name, typ in [("episode_id", pa.int64()), ("step", pa.int64()), ("rewards", pa.float64()), ("terminations", pa.bool_()), ("truncations", pa.bool_())]:
             if schema.field(name).type != typ:
                 fail(f"column {name} is {schema.field(name).type}, FORMAT.md says {typ}")
-        if schema.metadata.get(b"rollway:format_version") != b"2":
+        if schema.metadata.get(b"rollway:format_version") != b"3":
             fail("schema lacks rollway:format_version")
         obs_cols = [f for f in schema if f.name == "observations" or f.name.startswith("observations/")]
         act_cols = [f for f in schema if f.name == "actions" or f.name.startswith("actions/")]
@@ -54,9 +54,16 @@ def main(root):
             fail("no action column")
         for f in obs_cols + act_cols:
             shape = json.loads(f.metadata[b"rollway:shape"])
+            count = max(1, int(__import__("math").prod(shape)))
+            dtype = __import__("numpy").dtype(f.metadata[b"rollway:dtype"].decode())
+            # Observation leaves of 1 KiB or more are one binary cell a row (FORMAT.md).
+            if shape and f in obs_cols and dtype != bool and count * dtype.itemsize >= 1024:
+                if not pa.types.is_fixed_size_binary(f.type) or f.type.byte_width != count * dtype.itemsize:
+                    fail(f"{f.name}: leaf {shape} of {dtype} is {f.type}, not fixed_size_binary({count * dtype.itemsize})")
+                continue
             if shape and not pa.types.is_fixed_size_list(f.type):
                 fail(f"{f.name}: shaped leaf {shape} is {f.type}, not a fixed-size list")
-            if shape and f.type.list_size != max(1, int(__import__("math").prod(shape))):
+            if shape and f.type.list_size != count:
                 fail(f"{f.name}: list size {f.type.list_size} for shape {shape}")
         d = table.to_pydict()
         for ep in idx["episodes"]:

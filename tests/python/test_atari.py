@@ -5,6 +5,8 @@ reset with the episode's seed and given its actions: every stacked frame (OpenCV
 shrink, the max-pool, the no-ops), reward, flag, info and final observation must be equal, bit
 for bit."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -143,3 +145,43 @@ def test_issue55_ppo_continuous_example_runs_on_pendulum_and_halfcheetah():
     pytest.importorskip("mujoco")
     r = m.train_continuous(total_steps=2048, env="gym:HalfCheetah-v5", steps=1024, envs=2, log=False)
     assert r["steps"] == 2048
+
+
+def test_issue55_atari_records_the_rgb_screen_with_the_stack_lossless_and_as_h264(tmp_path):
+    """``render_mode="rgb_array"``: each observation carries ``env.render()``'s RGB frame, read from
+    the emulator after each step. Stored losslessly, stack and screen equal Gymnasium's step by step;
+    as H.264 the screens are a video PyAV decodes, and the stacks stay exact."""
+    av = pytest.importorskip("av")
+    params = {"render_mode": "rgb_array", "terminal_on_life_loss": True}
+    for media in ("lz4", "h264"):
+        rollway.run(env="atari:Breakout-v5", agent="random", seed=9, out=tmp_path / media, episodes=1, env_params=params,
+                    image_media=media, workers=1, envs_per_worker=1, progress=False)
+    ep = rollway.Dataset(tmp_path / "lz4")[0]
+    o = ep.observations
+    assert o["render"].shape == (ep.length + 1, 210, 160, 3) and o["render"].dtype == np.uint8
+    env = gymnasium_atari("Breakout-v5", params)
+    obs, _ = env.reset(seed=ep.seed)
+    np.testing.assert_array_equal(o["observation"][0], obs)
+    np.testing.assert_array_equal(o["render"][0], env.render())
+    for t in range(ep.length):
+        obs, *_ = env.step(int(ep.actions[t]))
+        np.testing.assert_array_equal(o["observation"][t + 1], obs, err_msg=f"step {t}")
+        np.testing.assert_array_equal(o["render"][t + 1], env.render(), err_msg=f"step {t}")
+    env.close()
+
+    # pyarrow reads the stack as FORMAT.md says: one binary cell a step, the leaf again by its metadata.
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(next((tmp_path / "lz4" / "steps").glob("*.parquet")))
+    field = table.schema.field("observations/observation")
+    assert str(field.type) == "fixed_size_binary[28224]" and json.loads(field.metadata[b"rollway:shape"]) == [4, 84, 84]
+    cells = table.column("observations/observation").to_pylist()
+    np.testing.assert_array_equal(np.stack([np.frombuffer(c, np.uint8).reshape(4, 84, 84) for c in cells]), o["observation"])
+
+    video = rollway.Dataset(tmp_path / "h264")[0]
+    assert video.seed == ep.seed
+    np.testing.assert_array_equal(video.observations["observation"], o["observation"])
+    err = video.observations["render"].astype(np.float64) - o["render"]
+    assert 10 * np.log10(255**2 / np.mean(err**2)) > 30, "H.264 keeps the screen (PSNR over 30 dB)"
+    (mp4,) = (tmp_path / "h264").rglob("*.mp4")
+    with av.open(str(mp4)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == ep.length + 1

@@ -78,7 +78,8 @@ impl Leaf {
         self.len() * self.dtype.size()
     }
 
-    fn range(&self) -> std::ops::Range<usize> {
+    /// Where its bytes lie in a row.
+    pub fn range(&self) -> std::ops::Range<usize> {
         self.offset..self.offset + self.bytes()
     }
 }

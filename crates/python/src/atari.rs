@@ -7,7 +7,9 @@
 //! emulator itself takes for four frames. A reset (seeding, no-ops) runs the
 //! package's `Game.reset`, i.e. Gymnasium's own code, once an episode.
 
-use numpy::{PyArray2, PyArrayMethods};
+use std::ops::Range;
+
+use numpy::{PyArray2, PyArray3, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
@@ -25,8 +27,41 @@ struct Ale {
     lives: Py<PyAny>,
     grayscale: Py<PyAny>,
     screen: Py<PyArray2<u8>>,
+    /// `getScreenRGB` and its buffer, when the observations carry the RGB screen.
+    rgb: Option<(Py<PyAny>, Py<PyArray3<u8>>)>,
     /// The game's action set, as the ints `act` takes.
     actions: Vec<i64>,
+}
+
+impl Ale {
+    /// The RGB screen (`env.render()`'s frame) into `out`, when the observations carry it.
+    fn rgb(&self, py: Python<'_>, out: &mut [u8]) -> PyResult<()> {
+        if let Some((read, buffer)) = &self.rgb {
+            let buffer = buffer.bind(py);
+            read.bind(py).call1((buffer,))?;
+            out.copy_from_slice(buffer.readonly().as_slice()?);
+        }
+        Ok(())
+    }
+}
+
+/// Where an observation row's parts lie: the stack, and the RGB screen when
+/// `render_mode="rgb_array"` adds it (a Dict of `observation` and `render`).
+#[derive(Clone)]
+struct Places {
+    stack: Range<usize>,
+    screen: Option<Range<usize>>,
+}
+
+impl Places {
+    fn of(ol: &Layout) -> PyResult<Places> {
+        let range = |key: &str| ol.leaf_index(key).map(|i| ol.leaves()[i].range());
+        match (range("observation"), range("render")) {
+            (Some(stack), Some(screen)) => Ok(Places { stack, screen: Some(screen) }),
+            _ if ol.leaves().len() == 1 => Ok(Places { stack: 0..ol.row_bytes(), screen: None }),
+            _ => Err(crate::errors::input_error("atari: an observation is a stack, or a Dict of the stack and the screen")),
+        }
+    }
 }
 
 pub(crate) struct Slot {
@@ -81,6 +116,7 @@ impl DrivenSlot for Slot {
 pub(crate) struct AtariEnvs {
     slots: Driven<Slot>,
     p: Preprocessing,
+    places: Places,
     /// `fire_reset` on a game with FIRE (`Game.fires`): each reset presses FIRE, then action 2.
     fire: bool,
     episodes: Episodes,
@@ -108,10 +144,20 @@ impl AtariEnvs {
         };
         let fire = game.call_method1("fires", (&first,))?.extract()?;
         let (ol, al) = layouts(spec)?;
-        Ok(AtariEnvs { slots: Driven::new(prepared, n)?, p, fire, episodes: Episodes::new(n, infos, cut), ol, al, id: spec.id.clone() })
+        let places = Places::of(&ol)?;
+        Ok(AtariEnvs {
+            slots: Driven::new(prepared, n)?,
+            p,
+            places,
+            fire,
+            episodes: Episodes::new(n, infos, cut),
+            ol,
+            al,
+            id: spec.id.clone(),
+        })
     }
 
-    fn slot(game: &Bound<'_, PyAny>, p: Preprocessing, env: Py<PyAny>) -> PyResult<Slot> {
+    fn slot(game: &Bound<'_, PyAny>, p: Preprocessing, rgb: bool, env: Py<PyAny>) -> PyResult<Slot> {
         let py = game.py();
         let (ale, actions, _): (Bound<'_, PyAny>, Vec<i64>, (usize, usize)) = game.call_method1("parts", (&env,))?.extract()?;
         let (h, w) = p.screen;
@@ -124,6 +170,10 @@ impl AtariEnvs {
             lives: method("lives")?,
             grayscale: method("getScreenGrayscale")?,
             screen: PyArray2::<u8>::zeros(py, [h, w], false).unbind(),
+            rgb: match rgb {
+                true => Some((method("getScreenRGB")?, PyArray3::<u8>::zeros(py, [h, w, 3], false).unbind())),
+                false => None,
+            },
             actions,
         };
         Ok(Slot { env, ale, frames: Frames::new(p) })
@@ -138,7 +188,10 @@ impl DrivenEnvs for AtariEnvs {
         let a = i64::from_ne_bytes(act.try_into().map_err(|_| crate::errors::input_error("action row"))?);
         let index = usize::try_from(a).ok().filter(|&i| i < s.ale.actions.len());
         let index = index.ok_or_else(|| crate::errors::input_error(format!("action {a} is outside Discrete({})", s.ale.actions.len())))?;
-        let out = s.frames.step(&mut Emu { py, ale: &s.ale }, index, obs)?;
+        let out = s.frames.step(&mut Emu { py, ale: &s.ale }, index, &mut obs[self.places.stack.clone()])?;
+        if let Some(at) = self.places.screen.clone() {
+            s.ale.rgb(py, &mut obs[at])?;
+        }
         self.episodes.stepped(slot);
         let info = if self.episodes.info_wanted(slot, out.terminated || out.truncated) { Some(step_info(py, &s.ale)?) } else { None };
         Ok((StepOutcome { reward: out.reward, terminated: out.terminated, truncated: out.truncated }, info))
@@ -146,23 +199,27 @@ impl DrivenEnvs for AtariEnvs {
 
     fn reset_one(&mut self, py: Python<'_>, slot: usize, seed: Option<u64>, obs: &mut [u8]) -> PyResult<Option<Info>> {
         let game = self.slots.stepper.clone_ref(py).into_bound(py);
-        let p = self.p;
-        let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, env))?;
+        let (p, places) = (self.p, self.places.clone());
+        let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, places.screen.is_some(), env))?;
         let mut info = game.call_method1("reset", (&s.env, seed))?;
+        let stack = places.stack;
         let emu = &mut Emu { py, ale: &s.ale };
-        s.frames.reset(emu, obs)?;
+        s.frames.reset(emu, &mut obs[stack.clone()])?;
         if self.fire {
             // SB3's FireResetEnv (CleanRL's): FIRE, then action 2, each a whole skipped step whose
             // reward is dropped; a game that ends meanwhile is reset again. The stack starts from
             // the last step's frame.
             for action in [1, 2] {
-                let out = s.frames.step(emu, action, obs)?;
+                let out = s.frames.step(emu, action, &mut obs[stack.clone()])?;
                 if out.terminated || out.truncated {
                     info = game.call_method1("reset", (&s.env, seed))?;
-                    s.frames.reset(emu, obs)?;
+                    s.frames.reset(emu, &mut obs[stack.clone()])?;
                 }
             }
-            s.frames.restack(obs);
+            s.frames.restack(&mut obs[stack]);
+        }
+        if let Some(at) = places.screen {
+            s.ale.rgb(py, &mut obs[at])?;
         }
         // The lives and frame numbers after the presses, not before them.
         let pressed = if self.fire { Some(step_info(py, &s.ale)?) } else { None };

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// Format version written by this build; readers refuse newer ones. Version 2
 /// publishes data files after the index commit and records a content hash per file;
 /// version 1 datasets are still read (and upgraded by the next writer).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Hidden folders a writer owns: staged files, and debris moved aside by a repair.
 const TMP: &str = ".tmp";

@@ -363,3 +363,57 @@ fn mutated_files_never_panic() {
         std::fs::write(dir.path().join(files[k]), &pristine[k]).unwrap();
     }
 }
+
+/// Issue 55: a frame stack (uint8 `(4, 84, 84)`, 28,224 bytes a row) is stored as one
+/// `fixed_size_binary` cell a row (a list's per-element levels made Parquet's writer the
+/// bottleneck of Atari recordings) and reads back bit for bit; small leaves stay lists.
+#[test]
+fn issue55_large_observation_leaves_are_binary_cells_and_read_back_bit_for_bit() {
+    use arrow_schema::DataType;
+    use rollway_core::{DType, EnvSpec, Space, Trajectory};
+
+    let dir = tempfile::tempdir().unwrap();
+    let spec = EnvSpec {
+        id: "stacks".into(),
+        observation_space: Space::Dict(vec![
+            ("small".into(), Space::box_with(DType::F32, &[3], vec![-1.0; 3], vec![1.0; 3]).unwrap()),
+            ("stack".into(), Space::box_with(DType::U8, &[4, 84, 84], vec![0.0; 28224], vec![255.0; 28224]).unwrap()),
+        ]),
+        action_space: Space::discrete(6, 0).unwrap(),
+        max_episode_steps: None,
+        render_fps: None,
+        reward_threshold: None,
+        gymnasium_spec: None,
+    };
+    let ol = Layout::of(&spec.observation_space);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(55);
+    let eps: Vec<EpisodeResult> = (0..3u64)
+        .map(|i| {
+            let len = 5 + i as usize;
+            let mut t = Trajectory { obs: vec![0; (len + 1) * ol.row_bytes()], ..Default::default() };
+            for row in t.obs.chunks_exact_mut(ol.row_bytes()) {
+                ol.sample_row(&mut rng, row);
+            }
+            t.actions = (0..len as i64).flat_map(|a| (a % 6).to_ne_bytes()).collect();
+            t.rewards = vec![1.0; len];
+            t.terminations = (0..len).map(|k| k + 1 == len).collect();
+            t.truncations = vec![false; len];
+            EpisodeResult::from_trajectory(i, i, t)
+        })
+        .collect();
+    write_all(dir.path(), &spec, &eps, WriterConfig::default());
+    let ds = Dataset::open(dir.path()).unwrap();
+    for e in &eps {
+        let got = ds.read_episode(e.run_index).unwrap();
+        let t = e.trajectory.as_ref().unwrap();
+        for (li, leaf) in ol.leaves().iter().enumerate() {
+            let want: Vec<u8> = t.obs.chunks_exact(ol.row_bytes()).flat_map(|r| r[leaf.range()].to_vec()).collect();
+            assert_eq!(got.observations[li].1.data, want, "leaf {}", leaf.path);
+        }
+    }
+    let shard = std::fs::File::open(dir.path().join("steps/shard-000000.parquet")).unwrap();
+    let schema = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(shard).unwrap().schema().clone();
+    assert_eq!(schema.field_with_name("observations/stack").unwrap().data_type(), &DataType::FixedSizeBinary(28224));
+    assert!(matches!(schema.field_with_name("observations/small").unwrap().data_type(), DataType::FixedSizeList(_, 3)));
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+}
