@@ -11,7 +11,8 @@ import rollway
 
 SHAPES = [
     ((3,), np.float32),  # Pendulum's: 12 bytes, a padded row
-    ((5,), np.float64),  # (float16 is not a dtype rollway packs yet)
+    ((5,), np.float64),
+    ((3, 2), np.float16),  # half precision: numpy's float16, Arrow's and HDF5's
     ((2, 3), np.float64),
     ((7,), np.int8),
     ((3,), np.bool_),
@@ -91,3 +92,23 @@ def test_issue55_a_box_of_any_shape_and_dtype_is_an_array_in_fragments_and_polic
     s = rollway.run(env=_env(shape, dtype), agent=run_policy, episodes=4, workers=1, envs_per_worker=2, record=False,
                     progress=False, host="inline")
     assert s.episodes == 4 and got
+
+
+def test_issue55_float16_observations_round_trip_through_a_dataset_minari_and_back(tmp_path, monkeypatch):
+    """float16 is stored as Parquet's half float and exported as HDF5's, which Minari reads as numpy's
+    float16, value for value; the import gives the same episode back."""
+    minari = pytest.importorskip("minari")
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    rollway.run(env=_env((3, 2), "float16"), agent="random", episodes=3, seed=1, out=tmp_path / "ds", workers=1,
+                envs_per_worker=1, progress=False, host="inline")
+    ds = rollway.Dataset(tmp_path / "ds")
+    ep = ds[0]
+    _check(ep.observations, (3, 2), np.float16, (ep.length + 1,), "a dataset's observations")
+    out = tmp_path / "minari" / "box" / "half-v0"
+    ds.export("minari", out, progress=False)
+    theirs = next(minari.load_dataset("box/half-v0").iterate_episodes())
+    assert theirs.observations.dtype == np.float16
+    np.testing.assert_array_equal(theirs.observations, ep.observations)
+    back = rollway.import_minari(out, tmp_path / "back", progress=False)
+    np.testing.assert_array_equal(back[0].observations, ep.observations)

@@ -15,6 +15,8 @@ pub enum DType {
     I32,
     U64,
     I64,
+    /// IEEE half precision (numpy's `float16`), as `half::f16`.
+    F16,
     F32,
     F64,
 }
@@ -59,6 +61,10 @@ macro_rules! with_dtype {
                 type $T = i64;
                 $body
             }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
             $crate::DType::F32 => {
                 type $T = f32;
                 $body
@@ -79,8 +85,20 @@ macro_rules! with_dtype {
 
 impl DType {
     /// Every dtype, in the order above.
-    pub const ALL: [DType; 11] =
-        [DType::Bool, DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::I32, DType::U64, DType::I64, DType::F32, DType::F64];
+    pub const ALL: [DType; 12] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::U32,
+        DType::I32,
+        DType::U64,
+        DType::I64,
+        DType::F16,
+        DType::F32,
+        DType::F64,
+    ];
 
     /// Bytes per element.
     pub fn size(self) -> usize {
@@ -99,6 +117,7 @@ impl DType {
             DType::I32 => "int32",
             DType::U64 => "uint64",
             DType::I64 => "int64",
+            DType::F16 => "float16",
             DType::F32 => "float32",
             DType::F64 => "float64",
         }
@@ -109,9 +128,9 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| Error::InvalidSpace(format!("unknown dtype `{s}`")))
     }
 
-    /// True for `float32`/`float64`.
+    /// True for `float16`/`float32`/`float64`.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::F32 | DType::F64)
     }
 
     /// The representable range as f64 (bool is 0..=1).
@@ -126,8 +145,7 @@ impl DType {
             DType::I32 => (i32::MIN as f64, i32::MAX as f64),
             DType::U64 => (0.0, u64::MAX as f64),
             DType::I64 => (i64::MIN as f64, i64::MAX as f64),
-            DType::F32 => (f64::NEG_INFINITY, f64::INFINITY),
-            DType::F64 => (f64::NEG_INFINITY, f64::INFINITY),
+            DType::F16 | DType::F32 | DType::F64 => (f64::NEG_INFINITY, f64::INFINITY),
         }
     }
 
@@ -142,6 +160,7 @@ impl DType {
             DType::I16 => i16::from_ne_bytes([b[0], b[1]]) as f64,
             DType::U32 => u32::from_ne_bytes(b.try_into().unwrap()) as f64,
             DType::I32 => i32::from_ne_bytes(b.try_into().unwrap()) as f64,
+            DType::F16 => half::f16::from_ne_bytes([b[0], b[1]]).to_f64(),
             DType::F32 => f32::from_ne_bytes(b.try_into().unwrap()) as f64,
             DType::U64 => u64::from_ne_bytes(b.try_into().unwrap()) as f64,
             DType::I64 => i64::from_ne_bytes(b.try_into().unwrap()) as f64,
@@ -161,6 +180,7 @@ impl DType {
             DType::I16 => b.copy_from_slice(&(v as i16).to_ne_bytes()),
             DType::U32 => b.copy_from_slice(&(v as u32).to_ne_bytes()),
             DType::I32 => b.copy_from_slice(&(v as i32).to_ne_bytes()),
+            DType::F16 => b.copy_from_slice(&half::f16::from_f64(v).to_ne_bytes()),
             DType::F32 => b.copy_from_slice(&(v as f32).to_ne_bytes()),
             DType::U64 => b.copy_from_slice(&(v as u64).to_ne_bytes()),
             DType::I64 => b.copy_from_slice(&(v as i64).to_ne_bytes()),
@@ -186,9 +206,13 @@ mod tests {
         for d in DType::ALL {
             assert_eq!(DType::parse(d.name()).unwrap(), d);
             // The macro's type for each dtype is the one of its size and kind.
-            let (size, float) = with_dtype!(d, T => (std::mem::size_of::<T>(), std::any::type_name::<T>().starts_with('f')));
+            let (size, name) = with_dtype!(d, T => (std::mem::size_of::<T>(), std::any::type_name::<T>()));
+            let float = name.rsplit("::").next().is_some_and(|n| n.starts_with('f'));
             assert_eq!((size, float), (d.size(), d.is_float()), "{}", d.name());
         }
-        assert!(DType::parse("float16").is_err());
+        assert!(DType::parse("float8").is_err());
+        let mut b = [0u8; 2];
+        DType::F16.write_f64(&mut b, 0, 1.5);
+        assert_eq!(DType::F16.read_f64(&b, 0), 1.5);
     }
 }

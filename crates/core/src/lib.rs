@@ -19,6 +19,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// The `f16` type of [`DType::F16`] values (for `with_dtype!` in other crates).
+pub use half;
+
 pub mod agent;
 pub mod block;
 pub mod check;

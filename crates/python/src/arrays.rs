@@ -52,6 +52,7 @@ pub fn typestr(d: DType) -> &'static str {
         DType::U64 => "<u8",
         DType::I64 => "<i8",
         DType::F32 => "<f4",
+        DType::F16 => "<f2",
         DType::F64 => "<f8",
     }
 }

@@ -27,6 +27,7 @@ pub fn arrow_type(d: DType) -> DataType {
         DType::I32 => DataType::Int32,
         DType::U64 => DataType::UInt64,
         DType::I64 => DataType::Int64,
+        DType::F16 => DataType::Float16,
         DType::F32 => DataType::Float32,
         DType::F64 => DataType::Float64,
     }

@@ -30,10 +30,11 @@ use rollway_core::DType;
 use sys::h5i::hid_t;
 
 /// HDF5's native memory type for a numeric dtype (`Bool` maps to int8; see [`Writer`]
-/// for the bool enum h5py writes).
-fn native(dtype: DType) -> hid_t {
+/// for the bool enum h5py writes). `None` for float16, which HDF5 has no predefined
+/// type for here: [`Writer`] keeps one, and reads of it go through the wrapper.
+fn native(dtype: DType) -> Option<hid_t> {
     use sys::h5t as t;
-    *match dtype {
+    Some(*match dtype {
         DType::Bool | DType::I8 => t::H5T_NATIVE_INT8,
         DType::U8 => t::H5T_NATIVE_UINT8,
         DType::I16 => t::H5T_NATIVE_INT16,
@@ -44,7 +45,8 @@ fn native(dtype: DType) -> hid_t {
         DType::U64 => t::H5T_NATIVE_UINT64,
         DType::F32 => t::H5T_NATIVE_FLOAT,
         DType::F64 => t::H5T_NATIVE_DOUBLE,
-    }
+        DType::F16 => return None,
+    })
 }
 
 /// Reads all of `ds`, whose extent holds `elements` (> 0) values, as native-endian
@@ -53,9 +55,7 @@ fn native(dtype: DType) -> hid_t {
 /// type, a damaged file) or there is nothing to read: the caller then reads through
 /// the wrapper, which explains the error.
 pub(crate) fn read(ds: &hdf5::Dataset, dtype: DType, elements: usize) -> Option<Vec<u8>> {
-    if elements == 0 {
-        return None;
-    }
+    let ty = native(dtype).filter(|_| elements > 0)?;
     let mut out = vec![0u8; elements * dtype.size()];
     let _lock = sys::LOCK.lock();
     // SAFETY: `out` holds exactly `elements` values of `dtype`'s native type, which is
@@ -63,9 +63,8 @@ pub(crate) fn read(ds: &hdf5::Dataset, dtype: DType, elements: usize) -> Option<
     // process opened read-only, so the extent cannot change): H5S_ALL selects that extent
     // in file and memory, and HDF5 writes no more. Native numeric types hold no
     // pointers, so no memory is handed to HDF5 to free.
-    let status = unsafe {
-        sys::h5d::H5Dread(ds.id(), native(dtype), sys::h5s::H5S_ALL, sys::h5s::H5S_ALL, sys::h5p::H5P_DEFAULT, out.as_mut_ptr().cast())
-    };
+    let status =
+        unsafe { sys::h5d::H5Dread(ds.id(), ty, sys::h5s::H5S_ALL, sys::h5s::H5S_ALL, sys::h5p::H5P_DEFAULT, out.as_mut_ptr().cast()) };
     (status >= 0).then_some(out)
 }
 
@@ -85,6 +84,8 @@ pub(crate) struct Writer {
     compact: hdf5::plist::DatasetCreate,
     /// h5py's bool: an int8 enum FALSE = 0, TRUE = 1.
     bool_type: Datatype,
+    /// IEEE half precision, as h5py writes numpy's float16.
+    f16_type: Datatype,
     scalar: Dataspace,
 }
 
@@ -99,14 +100,24 @@ impl Writer {
             contiguous: plist(Layout::Contiguous)?,
             compact: plist(Layout::Compact)?,
             bool_type: Datatype::from_descriptor(&TypeDescriptor::Boolean)?,
+            f16_type: Datatype::from_type::<rollway_core::half::f16>()?,
             scalar: Dataspace::try_new(())?,
         })
+    }
+
+    /// The type values of `dtype` are written as: native, or the types kept here.
+    fn memory_type(&self, dtype: DType) -> hid_t {
+        match dtype {
+            DType::Bool => self.bool_type.id(),
+            DType::F16 => self.f16_type.id(),
+            d => native(d).expect("every other dtype is native"),
+        }
     }
 
     /// Writes `[rows, ...]` values of `dtype` (native-endian `bytes`; bools as 0/1
     /// bytes) as dataset `name` of `parent`.
     pub(crate) fn array(&self, parent: &Group, name: &str, dtype: DType, shape: &[usize], bytes: &[u8]) -> hdf5::Result<()> {
-        let ty = if dtype == DType::Bool { self.bool_type.id() } else { native(dtype) };
+        let ty = self.memory_type(dtype);
         let elements = crate::limits::elements(shape).map_err(hdf5::Error::from)?;
         if bytes.len() != elements * dtype.size() || (dtype == DType::Bool && bytes.iter().any(|&b| b > 1)) {
             return Err(format!("`{name}`: {} bytes for {shape:?} {dtype}", bytes.len()).into());
@@ -146,7 +157,7 @@ impl Writer {
             return Err(format!("attribute `{name}`: {} bytes for one {dtype}", bytes.len()).into());
         }
         let cname = CString::new(name).map_err(|_| hdf5::Error::from(format!("`{name}` holds a NUL byte")))?;
-        let ty = native(dtype);
+        let ty = self.memory_type(dtype);
         let _lock = sys::LOCK.lock();
         // SAFETY: valid ids (the group, a native type, the scalar dataspace) and a
         // NUL-terminated name that outlives the call.
