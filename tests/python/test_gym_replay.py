@@ -28,8 +28,11 @@ ENVS = {
     # Random Hoppers and Walkers fall (terminated) within ~10-40 steps; the limit truncates the rest.
     "Hopper-v5": ({"max_episode_steps": 30}, 6),
     "Walker2d-v5": ({"max_episode_steps": 30}, 6),
+    # Stepped by Gymnasium's own Python (rollway steps only the three above itself).
+    "Ant-v5": ({"max_episode_steps": 30}, 3),
 }
-NEEDS = {"ale_py:ALE/Pong-v5": "ale_py", "HalfCheetah-v5": "mujoco", "Hopper-v5": "mujoco", "Walker2d-v5": "mujoco"}
+NEEDS = {"ale_py:ALE/Pong-v5": "ale_py", "HalfCheetah-v5": "mujoco", "Hopper-v5": "mujoco", "Walker2d-v5": "mujoco",
+         "Ant-v5": "mujoco"}
 
 
 def _infos(infos):
