@@ -126,13 +126,14 @@ class Game:
         size, stack = self.options["screen_size"], self.options["stack_size"]
         fps = env.metadata.get("render_fps")
         frames = spaces.Box(0, 255, (stack, size, size), np.uint8)
+        obs: spaces.Space[Any] = frames
         if self.renders:
             height, width = env.unwrapped.ale.getScreenDims()
             screen = spaces.Box(0, 255, (int(height), int(width), 3), np.uint8)
-            frames = spaces.Dict({"observation": frames, RENDER_KEY: screen})
+            obs = spaces.Dict({"observation": frames, RENDER_KEY: screen})
         return {
             "id": f"atari:{self.name}",
-            "observation_space": to_json(frames),
+            "observation_space": to_json(obs),
             "action_space": to_json(env.action_space),
             "max_episode_steps": None,
             "render_fps": int(fps) if fps is not None else None,

@@ -57,7 +57,7 @@ def main(root):
             count = max(1, int(__import__("math").prod(shape)))
             dtype = __import__("numpy").dtype(f.metadata[b"rollway:dtype"].decode())
             # Observation leaves of 1 KiB or more are one binary cell a row (FORMAT.md).
-            if shape and f in obs_cols and dtype != bool and count * dtype.itemsize >= 1024:
+            if shape and f in obs_cols and dtype.kind != "b" and count * dtype.itemsize >= 1024:
                 if not pa.types.is_fixed_size_binary(f.type) or f.type.byte_width != count * dtype.itemsize:
                     fail(f"{f.name}: leaf {shape} of {dtype} is {f.type}, not fixed_size_binary({count * dtype.itemsize})")
                 continue
