@@ -263,6 +263,8 @@ def test_issue55_standard_envs_round_trip_through_minari(env, params, needs, tmp
     ("gym:HalfCheetah-v5", "mujoco", "HalfCheetah-v5"),
     ("gym:MountainCarContinuous-v0", "gymnasium", "MountainCarContinuous-v0"),
     ("atari:Pong-v5", "ale_py", "ALE/Pong-v5"),
+    # Minari's own Atari datasets' layout: ALE's env itself, raw RGB frames (a frame leaf here).
+    ("gym:ale_py:ALE/Pong-v5", "ale_py", "ALE/Pong-v5"),
 ])
 def test_issue55_a_gymnasium_envs_minari_export_recovers_its_environment(env, needs, recovered_id, tmp_path):
     """Issue 55: the Minari export of an env Gymnasium made carries Gymnasium's own spec of it
@@ -283,6 +285,7 @@ def test_issue55_a_gymnasium_envs_minari_export_recovers_its_environment(env, ne
     m = minari.MinariDataset(rep["path"])
     recovered = m.recover_environment()
     assert recovered.spec.id == recovered_id
+    assert m.observation_space == recovered.observation_space
     a = ds[0]
     obs, _ = recovered.reset(seed=a.seed)
     np.testing.assert_array_equal(obs, a.observations[0])
