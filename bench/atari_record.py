@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 
-from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, write_report
+from benchlib import alternating_medians, fresh_process_rate, ratio_report
 
 GAME = "Pong-v5"
 
@@ -86,22 +85,11 @@ def main() -> None:
         print(json.dumps(SYSTEMS[a.one](a.n)))
         return
     load_start = os.getloadavg()
-    rates = {s: [] for s in SYSTEMS}
-    for rep in range(a.reps):
-        for s in SYSTEMS:
-            rates[s].append(fresh_process_rate(__file__, s, a.steps, 0))
-            log(f"rep {rep + 1}: {s} {rates[s][-1]:,.0f} steps/s")
-    med = {s: statistics.median(v) for s, v in rates.items()}
-    base = med["Minari DataCollector, stacks"]
-    rows = [[s, fmt_rate(m), f"{m / base:.1f}×"] for s, m in med.items()]
-    packages = ", ".join(f"{m} {v}" for m, v in module_versions(["rollway", "ale_py", "gymnasium", "minari", "cv2"]).items())
-    text = "\n".join([
-        f"Recording Atari {GAME} ({a.steps:,} random-action steps, start to closed dataset): agent steps/s, "
-        f"median of {a.reps}, each in a fresh process.", "",
-        *machine_note(None, load_start, os.getloadavg(), packages=packages), "",
-        *md_table(["", "steps/s", "vs Minari"], rows, "lrr")]) + "\n"
-    write_report(text, a.out)
-
+    med = alternating_medians(SYSTEMS, a.reps, lambda s: fresh_process_rate(__file__, s, a.steps, 0))
+    title = (f"Recording Atari {GAME} ({a.steps:,} random-action steps, start to closed dataset): agent steps/s, "
+             f"median of {a.reps}, each in a fresh process.")
+    ratio_report(title, med, "Minari DataCollector, stacks", ["", "vs Minari"], ["rollway", "ale_py", "gymnasium", "minari", "cv2"],
+                 load_start, a.out, digits=1)
 
 if __name__ == "__main__":
     main()

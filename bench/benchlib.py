@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -220,6 +221,27 @@ def fresh_process_rate(script: str, system: str, n: int, seconds: float) -> floa
     if p.returncode != 0:
         raise RuntimeError(f"{system} at N={n} failed (exit {p.returncode}): {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def alternating_medians(systems: Iterable[str], reps: int, measure) -> dict:
+    """Each system measured ``reps`` times by ``measure(system)``, the systems alternating; the median of each."""
+    rates: dict = {s: [] for s in systems}
+    for rep in range(reps):
+        for s in rates:
+            rates[s].append(measure(s))
+            log(f"rep {rep + 1}: {s} {rates[s][-1]:,.0f} steps/s")
+    return {s: statistics.median(v) for s, v in rates.items()}
+
+
+def ratio_report(title: str, med: dict, base: str, labels: Sequence[str], modules: Iterable[str], load_start: tuple,
+                 out: Optional[str], digits: int = 2) -> None:
+    """A steps/s table of ``med`` with each ratio to ``med[base]`` under ``title`` and the machine note;
+    ``labels`` name the first and last columns."""
+    rows = [[s, fmt_rate(m), f"{m / med[base]:.{digits}f}×"] for s, m in med.items()]
+    packages = ", ".join(f"{m} {v}" for m, v in module_versions(modules).items())
+    text = "\n".join([title, "", *machine_note(None, load_start, os.getloadavg(), packages=packages), "",
+                      *md_table([labels[0], "steps/s", labels[1]], rows, "lrr")]) + "\n"
+    write_report(text, out)
 
 
 def write_report(report: str, out: Optional[str]) -> None:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchlib import fmt_rate, log, machine_note, md_table, module_versions, write_report
+from benchlib import alternating_medians, ratio_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 from test_cleanrl import EDITS, ENVS_LINE, cleanrl_script, edited  # noqa: E402
@@ -68,22 +67,11 @@ def main() -> None:
     p.add_argument("--out")
     a = p.parse_args()
     load_start = os.getloadavg()
-    rates = {s: [] for s in SYSTEMS}
-    for rep in range(a.reps):
-        for s in SYSTEMS:
-            rates[s].append(rate(s, a.steps, a.envs))
-            log(f"rep {rep + 1}: {s} {rates[s][-1]:,.0f} steps/s")
-    med = {s: statistics.median(v) for s, v in rates.items()}
-    base = med["SB3's make_atari_env"]
-    rows = [[s, fmt_rate(m), f"{m / base:.2f}×"] for s, m in med.items()]
-    packages = ", ".join(f"{m} {v}" for m, v in module_versions(["rollway", "cleanrl", "stable_baselines3", "torch", "ale_py"]).items())
-    text = "\n".join([
-        f"CleanRL's ppo_atari.py (cleanrl 0.4.8), {a.steps:,} steps of {a.envs} envs × 128 on Breakout, whole script "
-        f"(start, torch, updates): agent steps/s, median of {a.reps}.", "",
-        *machine_note(None, load_start, os.getloadavg(), packages=packages), "",
-        *md_table(["envs line", "steps/s", "vs SB3's"], rows, "lrr")]) + "\n"
-    write_report(text, a.out)
-
+    med = alternating_medians(SYSTEMS, a.reps, lambda s: rate(s, a.steps, a.envs))
+    title = (f"CleanRL's ppo_atari.py (cleanrl 0.4.8), {a.steps:,} steps of {a.envs} envs × 128 on Breakout, whole "
+             f"script (start, torch, updates): agent steps/s, median of {a.reps}.")
+    ratio_report(title, med, "SB3's make_atari_env", ["envs line", "vs SB3's"],
+                 ["rollway", "cleanrl", "stable_baselines3", "torch", "ale_py"], load_start, a.out)
 
 if __name__ == "__main__":
     main()
