@@ -230,7 +230,8 @@ def run(
       (``"key=mine_block,val=diamond.*,num=1,label=diamond"``, ``"kind=return,min=100,label=good"``,
       ``"kind=length,max=50,label=short"``).
     - ``record``: ``False`` records nothing (the default job otherwise records under
-      ``./rollway-data``); ``progress``: the progress line on stderr while it runs.
+      ``./rollway-data``; with ``out=`` it is refused); ``progress``: the progress line on
+      stderr while it runs.
     - ``workers``, ``envs_per_worker``, ``mode`` (``"sync"``/``"async"``): left out, they are
       chosen for speed: a worker per core, and envs per worker measured by a short
       calibration at start (built-in envs with a large enough target; reported as

@@ -232,3 +232,11 @@ def test_issue58_max_steps_is_max_episode_steps_now_and_warns_by_its_old_name(tm
     with pytest.warns(DeprecationWarning, match="run.toml: max_steps is deprecated"):
         rollway.run(**kw, config=config, out=tmp_path / "file")
     assert lengths(tmp_path / "file") == lengths(tmp_path / "new")
+
+
+def test_record_false_with_an_out_directory_is_refused_and_writes_nothing(tmp_path):
+    """``record=False`` records nothing and ``out=`` names where to record: the pair contradicts itself,
+    as ``--no-record --out`` does on the command line, and is refused before anything is written."""
+    with pytest.raises(rollway.InputError, match="record=False"):
+        rollway.run(env="CartPole-v1", agent="random", episodes=2, out=tmp_path / "ds", record=False, progress=False)
+    assert not (tmp_path / "ds").exists()

@@ -267,6 +267,10 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
     if let Some(dir) = &a.resume {
         return Ok((job::resume_from(dir, a)?, Some(dir.clone()), Start::Resume));
     }
+    if a.no_record && a.out.is_some() {
+        // The CLI's parser refuses the pair; this is the same refusal for every other front.
+        return Err(Error::input("record=False (--no-record) records nothing, and out= (--out) names where to record: give one"));
+    }
     let job = a.resolve()?;
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));
     Ok((job, out, Start::New))
