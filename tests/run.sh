@@ -12,8 +12,12 @@
 # with those optional features; tests of a feature that is not built check its refusal instead.
 #
 # Each phase's wall time is printed at the end, under "== times" (scripts/measure-clone.sh
-# collects them into bench/RESULTS.md's breakdown); set $ROLLWAY_TIMINGS=1 for cargo's
-# --timings page of the test build as well.
+# collects them into bench/RESULTS.md's breakdown), after the 20 slowest tests of each half;
+# set $ROLLWAY_TIMINGS=1 for cargo's --timings page of the test build as well.
+#
+# pytest runs in $ROLLWAY_TEST_PROCESSES processes (pytest-xdist; default twice the cores, at most 8):
+# most Python tests wait on child processes, servers and pipes, so two a core keep the cores busy
+# (issue 66). conftest.py starts the heavy tests first and keeps a module's Ray cluster on one worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -37,8 +41,8 @@ check() { # check NAME CMD…: a phase whose failure is noted, not fatal
         failed+=("$name")
     fi
 }
-venv_done=""
-trap 'report; rm -f "$venv_done"' EXIT
+venv_done="" rust_log="$(mktemp)"
+trap 'report; rm -f "$venv_done" "$rust_log"' EXIT
 
 features=()
 for f in ${ROLLWAY_FEATURES:-}; do
@@ -68,11 +72,25 @@ wait_venv() {
     times+=("$(printf '%-28s %4d s (beside the build; %d s waited for)' "venv (tests/python/venv.sh)" $(($(cat "$venv_done") - venv_t0)) $((SECONDS - t0)))")
 }
 
+# The tests with each one's time (libtest's --report-time, unstable: RUSTC_BOOTSTRAP is given to the
+# test binaries alone, through cargo's runner setting, so no crate is compiled again), then the doc
+# tests, whose harness (rustdoc's) gets no runner and so no times; then the 20 slowest.
+rust_tests() {
+    local rc=0
+    cargo test --release --workspace --locked --no-fail-fast "$@" --lib --bins --tests \
+        --config "target.'cfg(all())'.runner = ['env', 'RUSTC_BOOTSTRAP=1']" -- -Zunstable-options --report-time \
+        2>&1 | tee "$rust_log" || rc=$?
+    cargo test --release --workspace --locked --no-fail-fast "$@" --doc || rc=$?
+    echo "== the 20 slowest Rust tests"
+    sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\) <\([0-9.]*\)s>$/\3 s  \1 (\2)/p' "$rust_log" | sort -rn | head -20
+    return "$rc"
+}
+
 if [ "$part" != python ]; then
     echo "== rust: cargo test ${features[*]}"
     phase "rust: build" cargo test --release --workspace --locked "${features[@]}" --no-run ${ROLLWAY_TIMINGS:+--timings}
     wait_venv
-    check "rust: run" cargo test --release --workspace --locked --no-fail-fast "${features[@]}"
+    check "rust: run" rust_tests "${features[@]}"
 fi
 
 if [ "$part" != rust ]; then
@@ -80,7 +98,8 @@ if [ "$part" != rust ]; then
     echo "== python: pip install . && pytest"
     export MATURIN_PEP517_ARGS="${ROLLWAY_FEATURES:+--features ${ROLLWAY_FEATURES// /,}}"
     phase "python: pip install ." "$py" -m pip install --quiet --disable-pip-version-check .
-    check "python: pytest" "$py" -m pytest -q --durations=10 tests/python
+    procs="${ROLLWAY_TEST_PROCESSES:-$(( $(nproc) * 2 > 8 ? 8 : $(nproc) * 2 ))}"
+    check "python: pytest" "$py" -m pytest -q --durations=20 -n "$procs" --dist loadgroup tests/python
 fi
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "== failed: ${failed[*]}" >&2

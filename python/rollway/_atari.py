@@ -119,9 +119,7 @@ class Game:
         import numpy as np
         from gymnasium import spaces
 
-        from rollway.spaces import to_json
-
-        from rollway._host import RENDER_KEY
+        from rollway.spaces import RENDER_KEY, to_json
 
         size, stack = self.options["screen_size"], self.options["stack_size"]
         fps = env.metadata.get("render_fps")

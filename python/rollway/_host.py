@@ -24,7 +24,7 @@ import signal
 import sys
 from typing import Any, Callable, Dict, List, Tuple
 
-RENDER_KEY = "render"
+from rollway.spaces import RENDER_KEY
 
 
 def _value(text: str) -> Any:

@@ -17,6 +17,10 @@ import numpy as np
 
 from rollway import _rollway
 
+# The Dict key under which a rendering env's ``render()`` frame rides with each observation
+# (``rollway._host.Rendered``, the ``atari:`` envs' screen): one name for the host and the envs.
+RENDER_KEY = "render"
+
 
 def to_json(space: Any) -> str:
     """A ``gymnasium.spaces.Space`` as rollway's (Minari's) space JSON."""

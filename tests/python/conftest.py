@@ -17,6 +17,95 @@ import rollway
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The suite runs in parallel processes (pytest-xdist, tests/run.sh), so "the env processes of this
+# machine" are no longer this test's alone. Every process a test starts, directly or through a CLI
+# run, a Ray node or a docs page, inherits this variable, naming the pytest process (a worker)
+# that owns it: the leak checks look only at their own (`owned_pids`).
+OWNER = "ROLLWAY_TEST_OWNER"
+os.environ[OWNER] = str(os.getpid())
+_OWNED = f"{OWNER}={os.getpid()}".encode() + b"\0"
+# Each pytest process its own Ray directory: a Ray a test starts with no address records itself in
+# $RAY_TMPDIR/ray/ray_current_cluster, which another process's `ray.init()` must not find and join.
+os.environ.setdefault("RAY_TMPDIR", f"/tmp/rollway-ray-{os.getpid()}")
+
+
+def owned_pids(cmdline=lambda cmd: True):
+    """Live (not zombie) processes that this pytest process started, directly or not, whose command
+    line passes ``cmdline``; every process of the machine where the environment cannot be read."""
+    def read(pid, what):
+        try:
+            with open(f"/proc/{pid}/{what}", "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        cmd = read(pid, "cmdline")
+        if not cmd or not cmdline(cmd):
+            continue
+        stat = read(pid, "stat").rsplit(b")", 1)[-1].split()
+        if stat and stat[0] != b"Z" and _OWNED in read(pid, "environ"):
+            found.append(int(pid))
+    return found
+
+# One math thread per process. The suite runs as several pytest processes on few cores, and a torch or
+# OpenBLAS pool of one thread per core in each spins against the others': SB3's PPO test took 16 s of CPU
+# alone and 48 s beside three other workers (issue 66). Child processes (docs pages, Ray workers) inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Fixtures that start something costly once per module (a Ray cluster, the docs site's build): under
+# pytest-xdist (tests/run.sh) a module's tests that use one go to one worker, as a group, so it starts
+# once, as in a serial run, instead of once in every worker that draws one of them.
+PER_MODULE = ("cluster", "nodes", "site")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "heavy: a test of many CPU-seconds; the suite starts it first, so that "
+                                       "parallel workers do not finish on it (tests/run.sh runs pytest-xdist)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Heavy tests (and the groups they are in) first, the rest in their order; the per-module fixtures'
+    tests grouped. The sort is stable, so a module's tests keep their order among themselves."""
+    heavy_groups = set()
+    for item in items:
+        shared = [f for f in PER_MODULE if f in item.fixturenames]
+        if shared:
+            group = f"{item.module.__name__}:{shared[0]}"
+            item.add_marker(pytest.mark.xdist_group(group))
+            if item.get_closest_marker("heavy"):
+                heavy_groups.add(group)
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark and mark.args and mark.args[0] in heavy_groups:
+            item.add_marker(pytest.mark.heavy)
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+# A test over a minute says why in its docstring (issue 66); the summary names any that does not.
+SAYS_WHY_OVER_S = 60
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call":
+        # user_properties travel from an xdist worker to the summary; the item does not.
+        rep.user_properties.append(("docstring", bool(getattr(item, "function", None) and item.function.__doc__)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    unsaid = sorted(f"{r.duration:.0f}s {r.nodeid}" for r in reports
+                    if r.when == "call" and r.duration > SAYS_WHY_OVER_S and not dict(r.user_properties).get("docstring"))
+    if unsaid:
+        terminalreporter.write_sep("=", f"tests over {SAYS_WHY_OVER_S} s whose docstring does not say why", yellow=True)
+        for line in unsaid:
+            terminalreporter.write_line(line)
+
 
 @pytest.fixture(scope="session")
 def cartpole(tmp_path_factory):
@@ -99,16 +188,9 @@ def cluster():
 
 
 def titled_pids(prefix):
-    """Processes whose command line starts with ``prefix`` (Ray titles an actor's process
-    ``ray::Class`` while idle, ``ray::Class.method`` while running one)."""
-    def title(pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                return f.read()
-        except OSError:
-            return b""
-
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and title(d).startswith(prefix)]
+    """This test process's processes whose command line starts with ``prefix`` (Ray titles an
+    actor's process ``ray::Class`` while idle, ``ray::Class.method`` while running one)."""
+    return owned_pids(lambda cmd: cmd.startswith(prefix))
 
 
 @pytest.fixture

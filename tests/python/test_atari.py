@@ -121,6 +121,7 @@ def _example(name):
     return example(name)
 
 
+@pytest.mark.heavy
 def test_issue55_ppo_atari_example_trains_on_rollway_frames_and_records_its_replay(tmp_path):
     """examples/ppo_atari.py (CleanRL's ppo_atari network and update) for a few updates, its
     episodes cut at 60 steps (bootstrapped) and recorded into the run's replay."""

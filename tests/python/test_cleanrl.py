@@ -53,6 +53,7 @@ def edited(text):
     return text
 
 
+@pytest.mark.heavy
 def test_issue55_cleanrls_own_ppo_atari_script_trains_on_rollway(tmp_path):
     script = tmp_path / "ppo_atari.py"
     script.write_text(edited(cleanrl_script().read_text()))

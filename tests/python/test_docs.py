@@ -23,14 +23,31 @@ ROOT = docs_pages.ROOT
 PAGES = [p for p in docs_pages.pages() if any(not b.skip for b in docs_pages.parse(p).blocks)]
 
 
-@pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(docs_pages.DOCS)) for p in PAGES])
+# The pages whose examples take longest (a Ray cluster, a long run killed and resumed, training): the
+# suite starts them first (the `heavy` mark, conftest.py), so that no worker is left finishing one alone.
+HEAVY_PAGES = {"guides/ray.md", "guides/long-runs.md", "concepts/dataset.md", "guides/own-env.md", "guides/s3.md",
+               "guides/atari-mujoco.md"}
+
+
+def page_param(path):
+    name = str(path.relative_to(docs_pages.DOCS))
+    return pytest.param(path, id=name, marks=[pytest.mark.heavy] if name in HEAVY_PAGES else [])
+
+
+@pytest.mark.parametrize("path", [page_param(p) for p in PAGES])
 def test_every_example_on_the_page_runs(path, tmp_path, request):
+    """Each page's blocks in one interpreter, in order: up to half a minute for the pages that start a
+    Ray cluster, kill and resume a long run, or train."""
     page = docs_pages.parse(path)
     for need in page.needs:
         assert need == "s3", f"{path}: unknown need {need!r}"
         request.getfixturevalue("s3_store")  # sets AWS_* for the page's processes
     failures = docs_pages.run_page(page, str(tmp_path))
     assert not failures, "\n".join(failures)
+
+
+def test_the_heavy_pages_are_pages():
+    assert HEAVY_PAGES <= {str(p.relative_to(docs_pages.DOCS)) for p in PAGES}
 
 
 def test_a_skipped_block_says_why():

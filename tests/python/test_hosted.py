@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import rollway
-from conftest import interrupt_once_committed, rollway_cli
+from conftest import interrupt_once_committed, owned_pids, rollway_cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,19 +31,8 @@ def importable_test_envs(monkeypatch):
 
 
 def host_processes():
-    """Live env processes of this machine (the tests run one at a time)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if b"rollway._host" in cmd and state != "Z":
-            found.append(int(pid))
-    return found
+    """Live env processes this test process started (directly, or through a CLI run it started)."""
+    return owned_pids(lambda cmd: b"rollway._host" in cmd)
 
 
 def arrays(path):

@@ -17,6 +17,8 @@ import pytest
 import rollway
 
 ray = pytest.importorskip("ray")
+# A Ray cluster of three nodes starts and stops: a long test whose workers mostly wait (issue 66).
+pytestmark = pytest.mark.heavy
 import rollway.ray  # noqa: E402
 
 from conftest import rollway_cli, titled_pids  # noqa: E402

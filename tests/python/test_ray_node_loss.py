@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
+# A Ray cluster of three nodes starts and stops: a long test whose workers mostly wait (issue 66).
+pytestmark = pytest.mark.heavy
 import rollway.ray  # noqa: E402
 from test_ray_rollout import Weighted, check_exact_versions, gone_within  # noqa: E402
 

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
+# A Ray cluster of three nodes starts and stops: a long test whose workers mostly wait (issue 66).
+pytestmark = pytest.mark.heavy
 import rollway.ray  # noqa: E402
 from conftest import titled_pids  # noqa: E402
 

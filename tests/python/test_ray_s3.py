@@ -15,6 +15,8 @@ import pytest
 import rollway
 
 ray = pytest.importorskip("ray")
+# A Ray cluster of three nodes starts and stops: a long test whose workers mostly wait (issue 66).
+pytestmark = pytest.mark.heavy
 pytest.importorskip("moto")
 import rollway.ray  # noqa: E402
 

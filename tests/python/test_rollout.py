@@ -392,6 +392,7 @@ def test_issue48_recurrent_ppo_bootstraps_from_the_gru_state_the_episode_left():
     assert checked >= 2 and int((got != 0).sum()) == int((~fin["terminated"]).sum())
 
 
+@pytest.mark.heavy
 def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
     r = example("rppo_cartpole").train_recurrent(total_steps=25_600, seed=1, log=False)
     # Without velocities a random policy averages ~22 and pushing toward the pole's lean
@@ -402,9 +403,13 @@ def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
     assert best > 80, r["curve"][-10:]
 
 
+@pytest.mark.heavy
 def test_cnn_ppo_on_pixmine_frames_learns_past_a_random_policy():
     """Issue 32: PPO with a CNN on 64×64 PixelMine-v0 frames (a Dict observation, frames as uint8
-    arrays torch takes as they are). A random policy earns about 1.6 achievements an episode."""
+    arrays torch takes as they are). A random policy earns about 1.6 achievements an episode.
+
+    The suite's longest test (about a minute of one core): 40 PPO updates of a CNN on the CPU are the
+    fewest in which the curve rises clearly above a random policy's; fewer make the check a coin toss."""
     m = example("ppo_pixels")
     r = m.train_pixels(total_steps=40_960, seed=1, threads=1, log=False)
     first, last = m.curve_ends(r["curve"])

@@ -216,6 +216,7 @@ def proxy(store):
     p.close()
 
 
+@pytest.mark.heavy
 def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, proxy, tmp_path):
     import queue
     import signal
@@ -263,6 +264,7 @@ def test_issue54_a_store_that_stays_down_is_told_while_the_run_goes_on(store, pr
     assert len(ds) > 0 and ds.verify()["problems"] == []
 
 
+@pytest.mark.heavy
 def test_issue54_a_rollout_says_when_its_store_stops_answering(store, proxy, monkeypatch):
     import threading
 

@@ -41,6 +41,7 @@ def test_issue55_equals_sb3s_dummy_vec_env_step_by_step(env_id, host):
     ours.close()
 
 
+@pytest.mark.heavy
 def test_issue55_sb3_ppo_learns_cartpole_on_rollway():
     from stable_baselines3 import PPO
     from stable_baselines3.common.evaluation import evaluate_policy

@@ -140,7 +140,11 @@ def _committed_indices(url):
     return {e["run_index"] for e in rollway.Dataset(url).episodes}
 
 
+@pytest.mark.heavy
 def test_issue54_eight_writers_under_faults_kills_and_resumes_record_each_episode_once(s3_store, tmp_path, reap):
+    """Up to a minute or more beside other tests: eight writer processes on one loopback S3 server
+    (moto, in Python) through a proxy that drops and delays requests, over several killed lives; the
+    faults and kills need enough of a run to land in, and every request is a Python server's work."""
     rng, url = random.Random(54), f"s3://{BUCKET}/stress/run"
     writers, follower_proxy = Client(s3_store), Client(s3_store)
     assert writers.send("chaos 54 40") == "ok"

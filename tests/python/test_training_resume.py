@@ -189,6 +189,7 @@ def _checkpointed(run_dir):
     return path.stat().st_mtime_ns if path.exists() else None
 
 
+@pytest.mark.heavy
 def test_issue47_a_ppo_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path):
     """Three SIGKILLs at random moments after a checkpoint, each while the learner trains, then a run to the end."""
     torch = pytest.importorskip("torch")
@@ -265,6 +266,7 @@ RAY_LEARNER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.heavy
 def test_issue47_a_ray_learner_killed_mid_training_resumes_into_the_same_replay(tmp_path, cluster):
     from test_ray_rollout import gone_within
 

@@ -1,5 +1,7 @@
 //! The workspace's structure, checked (issue 58): the Contributing page's layout table
-//! names every crate, and no module of a crate imports one that imports it back.
+//! names every crate, and no module of a crate imports one that imports it back; nor does a
+//! module of the Python package, counting the imports inside functions (issue 66: `_atari` and
+//! `_host` imported each other's names from inside functions, which a top-level-only reading missed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -94,6 +96,120 @@ fn issue58_no_module_imports_a_module_that_imports_it_back() {
     }
     assert!(modules > 100, "read the crates' modules: {modules}");
     assert!(cycles.is_empty(), "import circles inside crates:\n{}", cycles.join("\n"));
+}
+
+/// The Python package's modules (`rollway.x.y`, the extension's stub `_rollway.pyi` included) and
+/// the package modules each imports, anywhere in the file: `import rollway.x`, `from rollway.x import
+/// y` (the module `rollway.x.y` when there is one, else `rollway.x`), relative imports, and
+/// parenthesised lists over several lines. Docstrings are skipped, so an example in one is no import.
+fn python_graph(pkg: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let base = pkg.parent().unwrap();
+    let mut files = files_under(pkg, "py");
+    files.extend(files_under(pkg, "pyi"));
+    let name = |p: &Path| {
+        let mut parts: Vec<String> =
+            p.strip_prefix(base).unwrap().with_extension("").iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        if parts.last().map(String::as_str) == Some("__init__") {
+            parts.pop();
+        }
+        parts.join(".")
+    };
+    let mods: BTreeMap<String, PathBuf> = files.iter().map(|p| (name(p), p.clone())).collect();
+    let mut graph = BTreeMap::new();
+    for (m, path) in &mods {
+        // A module's own package, from which `from . import x` counts.
+        let package = if path.ends_with("__init__.py") { m.clone() } else { m.rsplit_once('.').map_or("", |x| x.0).to_string() };
+        let mut uses = BTreeSet::new();
+        for (module, names) in python_imports(&read(path)) {
+            let dots = module.len() - module.trim_start_matches('.').len();
+            let module = if dots == 0 {
+                module
+            } else {
+                let mut up: Vec<&str> = package.split('.').collect();
+                up.truncate(up.len().saturating_sub(dots - 1));
+                [up.join("."), module[dots..].to_string()].iter().filter(|s| !s.is_empty()).cloned().collect::<Vec<_>>().join(".")
+            };
+            let targets: Vec<String> =
+                if names.is_empty() { vec![module] } else { names.iter().map(|n| format!("{module}.{n}")).collect() };
+            for n in &targets {
+                let mut k = n.as_str();
+                while !mods.contains_key(k) {
+                    match k.rsplit_once('.') {
+                        Some((head, _)) => k = head,
+                        None => break,
+                    }
+                }
+                if mods.contains_key(k) && k != m {
+                    uses.insert(k.to_string());
+                }
+            }
+        }
+        graph.insert(m.clone(), uses);
+    }
+    graph
+}
+
+/// A Python file's imports outside docstrings: `(module, names)`, names empty for `import module`.
+fn python_imports(text: &str) -> Vec<(String, Vec<String>)> {
+    let (mut out, mut in_doc, mut pending) = (vec![], false, String::new());
+    for line in text.lines() {
+        let quotes = line.matches("\"\"\"").count() + line.matches("'''").count();
+        let was_doc = in_doc;
+        in_doc ^= quotes % 2 == 1;
+        if was_doc || quotes > 0 {
+            continue;
+        }
+        let code = line.split('#').next().unwrap_or("").trim();
+        if !pending.is_empty() {
+            pending.push(' ');
+            pending.push_str(code);
+            if !code.contains(')') {
+                continue;
+            }
+        } else if code.starts_with("from ") || code.starts_with("import ") {
+            pending = code.to_string();
+            if code.contains('(') && !code.contains(')') {
+                continue;
+            }
+        } else {
+            continue;
+        }
+        let stmt = std::mem::take(&mut pending).replace(['(', ')'], " ");
+        let bare = |n: &str| n.split(" as ").next().unwrap_or("").trim().to_string();
+        if let Some(rest) = stmt.strip_prefix("import ") {
+            out.extend(rest.split(',').map(|n| (bare(n), vec![])));
+        } else if let Some((module, names)) = stmt.strip_prefix("from ").and_then(|r| r.split_once(" import ")) {
+            let names = names.split(',').map(bare).filter(|n| !n.is_empty()).collect();
+            out.push((module.trim().to_string(), names));
+        }
+    }
+    out
+}
+
+#[test]
+fn issue66_no_module_of_the_python_package_imports_one_that_imports_it_back() {
+    let graph = python_graph(&root().join("python/rollway"));
+    let edges: usize = graph.values().map(BTreeSet::len).sum();
+    assert!(graph.len() >= 15 && edges >= 20, "read the package's modules and imports: {graph:?}");
+    // The reader sees imports inside functions (the kind the circle of issue 66 was made of).
+    assert!(graph["rollway._run"].contains("rollway._host"), "rollway._run imports rollway._host inside a function");
+    let cycles: Vec<String> =
+        graph.keys().filter_map(|m| cycle_from(&graph, m)).map(|c| c.join(" → ")).collect();
+    assert!(cycles.is_empty(), "import circles in the Python package:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn issue66_the_python_import_reader_sees_a_circle_made_inside_functions() {
+    let dir = std::env::temp_dir().join(format!("rollway-structure-{}", std::process::id()));
+    let pkg = dir.join("rollway");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("__init__.py"), "\"\"\"Docs.\n\nfrom rollway.b import nothing\n\"\"\"\n").unwrap();
+    std::fs::write(pkg.join("a.py"), "def f():\n    from rollway.b import (\n        X,\n        Y,\n    )\n").unwrap();
+    std::fs::write(pkg.join("b.py"), "def g():\n    from . import a  # back to a\n").unwrap();
+    let graph = python_graph(&pkg);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(graph["rollway"].is_empty(), "an import in a docstring is no import: {graph:?}");
+    assert_eq!(cycle_from(&graph, "rollway.a"), Some(vec!["rollway.a".into(), "rollway.b".into(), "rollway.a".into()]));
 }
 
 #[test]
