@@ -193,8 +193,7 @@ fn issue66_no_module_of_the_python_package_imports_one_that_imports_it_back() {
     assert!(graph.len() >= 15 && edges >= 20, "read the package's modules and imports: {graph:?}");
     // The reader sees imports inside functions (the kind the circle of issue 66 was made of).
     assert!(graph["rollway._run"].contains("rollway._host"), "rollway._run imports rollway._host inside a function");
-    let cycles: Vec<String> =
-        graph.keys().filter_map(|m| cycle_from(&graph, m)).map(|c| c.join(" → ")).collect();
+    let cycles: Vec<String> = graph.keys().filter_map(|m| cycle_from(&graph, m)).map(|c| c.join(" → ")).collect();
     assert!(cycles.is_empty(), "import circles in the Python package:\n{}", cycles.join("\n"));
 }
 
