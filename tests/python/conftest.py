@@ -31,7 +31,7 @@ os.environ.setdefault("RAY_TMPDIR", f"/tmp/rollway-ray-{os.getpid()}")
 
 def owned_pids(cmdline=lambda cmd: True):
     """Live (not zombie) processes that this pytest process started, directly or not, whose command
-    line passes ``cmdline``; every process of the machine where the environment cannot be read."""
+    line passes ``cmdline``. A process whose environment cannot be read (another user's) is not ours."""
     def read(pid, what):
         try:
             with open(f"/proc/{pid}/{what}", "rb") as f:

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
@@ -85,8 +86,6 @@ def per_episode(who, groups):
 
 
 def read_arrow(root):
-    import pyarrow as pa
-
     fs, files = listed(root, "steps", ".parquet")
     if not files:
         return {}

@@ -31,19 +31,30 @@ fn issue58_the_layout_table_lists_every_workspace_crate_and_no_other() {
     assert_eq!(listed, members, "the layout table's crates against the workspace's members");
 }
 
+/// The modules of `files` by name: each file's path below `base` joined by `sep`, a package's own
+/// file (`index`: `mod.rs`, `__init__.py`) named after its folder. Rust's and Python's alike.
+fn modules(base: &Path, files: &[PathBuf], index: &[&str], sep: &str) -> BTreeMap<String, PathBuf> {
+    let name = |p: &Path| {
+        let rel = p.strip_prefix(base).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        if parts.last().is_some_and(|l| index.contains(&l.as_str())) {
+            parts.pop();
+        }
+        parts.join(sep)
+    };
+    files.iter().map(|p| (name(p), p.clone())).collect()
+}
+
+/// The longest prefix of `path` (its parts joined by `sep`) that names one of `mods` other than
+/// `from`: the module an import of `path` reaches.
+fn imported<T>(mods: &BTreeMap<String, T>, path: &[&str], sep: &str, from: &str) -> Option<String> {
+    (1..=path.len()).rev().map(|k| path[..k].join(sep)).find(|k| mods.contains_key(k) && k != from)
+}
+
 /// A crate's modules by path (`a::b`) and the modules each names as `crate::…` outside
 /// comments and its `#[cfg(test)]` part.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let files = files_under(src, "rs");
-    let name = |p: &Path| {
-        let rel = p.strip_prefix(src).unwrap().with_extension("");
-        let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
-        if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
-            parts.pop();
-        }
-        parts.join("::")
-    };
-    let mods: BTreeMap<String, PathBuf> = files.iter().map(|p| (name(p), p.clone())).collect();
+    let mods = modules(src, &files_under(src, "rs"), &["mod", "lib", "main"], "::");
     let mut graph = BTreeMap::new();
     for (m, path) in &mods {
         let text = read(path);
@@ -53,8 +64,7 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             for hit in line.split("crate::").skip(1) {
                 let path: Vec<&str> =
                     hit.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).next().unwrap_or("").split("::").collect();
-                // The longest module prefix of the path is the module it names.
-                if let Some(k) = (1..=path.len()).rev().map(|k| path[..k].join("::")).find(|k| mods.contains_key(k) && k != m) {
+                if let Some(k) = imported(&mods, &path, "::", m) {
                     uses.insert(k);
                 }
             }
@@ -103,18 +113,9 @@ fn issue58_no_module_imports_a_module_that_imports_it_back() {
 /// y` (the module `rollway.x.y` when there is one, else `rollway.x`), relative imports, and
 /// parenthesised lists over several lines. Docstrings are skipped, so an example in one is no import.
 fn python_graph(pkg: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let base = pkg.parent().unwrap();
     let mut files = files_under(pkg, "py");
     files.extend(files_under(pkg, "pyi"));
-    let name = |p: &Path| {
-        let mut parts: Vec<String> =
-            p.strip_prefix(base).unwrap().with_extension("").iter().map(|c| c.to_string_lossy().into_owned()).collect();
-        if parts.last().map(String::as_str) == Some("__init__") {
-            parts.pop();
-        }
-        parts.join(".")
-    };
-    let mods: BTreeMap<String, PathBuf> = files.iter().map(|p| (name(p), p.clone())).collect();
+    let mods = modules(pkg.parent().unwrap(), &files, &["__init__"], ".");
     let mut graph = BTreeMap::new();
     for (m, path) in &mods {
         // A module's own package, from which `from . import x` counts.
@@ -132,16 +133,7 @@ fn python_graph(pkg: &Path) -> BTreeMap<String, BTreeSet<String>> {
             let targets: Vec<String> =
                 if names.is_empty() { vec![module] } else { names.iter().map(|n| format!("{module}.{n}")).collect() };
             for n in &targets {
-                let mut k = n.as_str();
-                while !mods.contains_key(k) {
-                    match k.rsplit_once('.') {
-                        Some((head, _)) => k = head,
-                        None => break,
-                    }
-                }
-                if mods.contains_key(k) && k != m {
-                    uses.insert(k.to_string());
-                }
+                uses.extend(imported(&mods, &n.split('.').collect::<Vec<_>>(), ".", m));
             }
         }
         graph.insert(m.clone(), uses);
