@@ -26,7 +26,12 @@ os.environ[OWNER] = str(os.getpid())
 _OWNED = f"{OWNER}={os.getpid()}".encode() + b"\0"
 # Each pytest process its own Ray directory: a Ray a test starts with no address records itself in
 # $RAY_TMPDIR/ray/ray_current_cluster, which another process's `ray.init()` must not find and join.
-os.environ.setdefault("RAY_TMPDIR", f"/tmp/rollway-ray-{os.getpid()}")
+# A worker inherits its controller's, which it replaces; one the user set is kept. Removed when the
+# session ends (pytest_unconfigure), after the last cluster has stopped.
+_RAY_PREFIX = "/tmp/rollway-ray-"
+_RAY_TMPDIR = None
+if os.environ.get("RAY_TMPDIR", _RAY_PREFIX).startswith(_RAY_PREFIX):
+    _RAY_TMPDIR = os.environ["RAY_TMPDIR"] = f"{_RAY_PREFIX}{os.getpid()}"
 
 
 def owned_pids(cmdline=lambda cmd: True):
@@ -58,6 +63,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # pytest-xdist (tests/run.sh) a module's tests that use one go to one worker, as a group, so it starts
 # once, as in a serial run, instead of once in every worker that draws one of them.
 PER_MODULE = ("cluster", "nodes", "site")
+
+
+def pytest_unconfigure(config):
+    if _RAY_TMPDIR:
+        import shutil
+
+        shutil.rmtree(_RAY_TMPDIR, ignore_errors=True)
 
 
 def pytest_configure(config):
