@@ -69,7 +69,8 @@ class Loader:
     steps; the buffer's capacity), without those a policy older than the learner's
     version − ``max_version_lag`` acted in (tell it the version with :meth:`set_version`),
     and without windows already delivered in ``max_reuse`` rounds; ``round_windows`` caps
-    a round (a random subset), so that new commits are sampled sooner. Iterating never
+    a round: each round draws that many windows uniformly from every eligible one, so that new
+    commits are sampled sooner. Iterating never
     ends (it waits while no window is eligible, looking again every ``poll`` seconds);
     :meth:`next_batch` returns None instead of waiting.
 

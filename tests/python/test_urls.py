@@ -66,3 +66,67 @@ def test_issue45_a_file_url_names_a_local_dataset(tmp_path):
     assert len(list(rollway.Loader(url, clip=1, batch=8, shuffle=False))) > 0
     with pytest.raises(rollway.InputError, match=r"`gs://` are not supported"):
         rollway.Dataset(url).export("minari", "gs://bucket/cartpole/random-v0", progress=False)
+
+
+KEY, SECRET = "AKIAEXAMPLE", "hunter2secret"
+# The userinfo's `@` as it is written in the URL: plain, percent-encoded (once, twice) and full-width.
+AT_SIGNS = ["@", "%40", "%2540", "\uff20"]
+
+
+def _cli(argv):
+    from rollway._cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    if e.value.code != 2:
+        raise AssertionError(f"exit {e.value.code}")
+    raise rollway.InputError("exit 2")  # the CLI's message went to stderr, which the test reads
+
+
+def _ray_run(u):
+    import rollway.ray
+
+    return rollway.ray.run(env="CartPole-v1", agent="random", episodes=2, out=u, num_actors=1)
+
+
+ENTRY_POINTS = {
+    "Dataset": lambda u, ds: rollway.Dataset(u),
+    "Loader": lambda u, ds: rollway.Loader(u, clip=4),
+    "Loader-follow": lambda u, ds: rollway.Loader(u, clip=4, follow=True),
+    "DataCollector": lambda u, ds: rollway.DataCollector(gym.make("CartPole-v1"), u),
+    "run-out": lambda u, ds: rollway.run(env="CartPole-v1", agent="random", episodes=2, out=u, progress=False),
+    "run-resume": lambda u, ds: rollway.run(resume=u, progress=False),
+    "Rollout": lambda u, ds: rollway.Rollout("CartPole-v1", "random", num_envs=2, steps_per_fragment=4, out=u),
+    "import_minari-out": lambda u, ds: rollway.import_minari(ds, u, progress=False),
+    "import_lerobot-src": lambda u, ds: rollway.import_lerobot(u, "data", progress=False),
+    "export": lambda u, ds: rollway.Dataset(ds).export("minari", u, progress=False),
+    "report-out": lambda u, ds: rollway.Dataset(ds).report(out=u),
+    "cli-run-report": lambda u, ds: _cli(["run", "--env", "CartPole-v1", "--episodes", "2", "--out", u, "--report"]),
+    "cli-relabel": lambda u, ds: _cli(["relabel", u]),
+    "ray.run": lambda u, ds: _ray_run(u),
+}
+
+
+@pytest.mark.parametrize("at", AT_SIGNS, ids=["at", "pct40", "pct2540", "fullwidth"])
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_issue72_no_entry_point_prints_raises_or_stores_a_secret(tmp_path, monkeypatch, capfd, entry, at):
+    """Every Python entry point, given a URL with credentials (its `@` written in any form),
+    raises an InputError; the secret is in neither the exception, the output, nor a file."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing leaves the machine
+    ds = str(tmp_path / "ds")
+    rollway.run(env="CartPole-v1", agent="random", episodes=2, out=ds, progress=False)
+    url = f"s3://{KEY}:{SECRET}{at}bucket/ds"
+    with pytest.raises(rollway.InputError) as e:
+        ENTRY_POINTS[entry](url, ds)
+    chain, x = [], e.value
+    while x is not None and len(chain) < 8:
+        chain.append(f"{x!r} {x}")
+        x = x.__cause__ or x.__context__
+    out = capfd.readouterr()
+    text = "\n".join([*chain, out.out, out.err])
+    assert "AWS_SECRET_ACCESS_KEY" in text, text
+    for secret in (KEY, SECRET):
+        assert secret not in text, text
+        for f in tmp_path.rglob("*"):
+            assert secret not in f.name and (f.is_dir() or secret.encode() not in f.read_bytes()), f

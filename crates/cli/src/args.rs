@@ -274,8 +274,8 @@ pub struct ReplayArgs {
     /// Following: rounds a window may come in.
     #[arg(long, requires = "follow")]
     pub max_reuse: Option<u32>,
-    /// Following: the most windows in a round (a random subset), so that new commits
-    /// are sampled sooner.
+    /// Following: the most windows in a round, drawn uniformly each round from every
+    /// eligible window, so that new commits are sampled sooner.
     #[arg(long, requires = "follow")]
     pub round_windows: Option<usize>,
 }

@@ -45,16 +45,38 @@ where
     quiet_worker_panics();
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     warn_renamed(&args);
-    let code = match Cli::try_parse_from(args) {
+    let code = match refuse_credentials(&args).map(|()| Cli::try_parse_from(args)) {
+        Err(code) => code,
+        Ok(parsed) => parsed_or_usage(parsed),
+    };
+    let _ = std::io::stdout().flush();
+    code
+}
+
+/// Refuses (exit 2) a command line with a URL that carries credentials in any argument,
+/// before clap (whose errors repeat the value given) or any command sees it: no output,
+/// file or config of this process can then hold the secret (issue 72).
+fn refuse_credentials(args: &[OsString]) -> Result<(), u8> {
+    let given = args.iter().skip(1).map(|a| a.to_string_lossy());
+    match given.into_iter().find(|a| rollway_store::has_credentials(a)) {
+        Some(arg) => {
+            eprintln!("rollway: error: {}: {}", rollway_store::redacted(&arg), rollway_store::CREDENTIALS_REFUSED);
+            Err(2)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The exit code of a command line clap parsed (or refused).
+fn parsed_or_usage(parsed: Result<Cli, clap::Error>) -> u8 {
+    match parsed {
         Ok(cli) => execute(cli),
         Err(e) => {
             // `--help` and `--version` print to stdout and exit 0; usage errors exit 2.
             let _ = e.print();
             u8::try_from(e.exit_code()).unwrap_or(2)
         }
-    };
-    let _ = std::io::stdout().flush();
-    code
+    }
 }
 
 /// Warns of each flag given by its old name (`rollway_engine::settings::RENAMED`),
@@ -92,8 +114,11 @@ fn execute(cli: Cli) -> u8 {
             }
         }
         Command::Report(mut a) => {
-            a.out = rollway_engine::target::report_path(&a.dir, a.out.as_deref());
-            pulled(&mut a.dir, None).and_then(|_| data::report(&a.dir, a.out.as_deref())).map(|_| true)
+            let out = rollway_engine::target::report_path(&a.dir, a.out.as_deref()).map_err(anyhow::Error::from);
+            out.and_then(|out| {
+                pulled(&mut a.dir, None)?;
+                data::report(&a.dir, out.as_deref()).map(|_| true)
+            })
         }
         Command::Relabel(a) => data::relabel(&a),
         Command::Load(mut a) => {
@@ -131,7 +156,10 @@ fn pulled_chosen(dir: &mut PathBuf, local_only: Option<&str>, choose: Option<Cho
         return Ok(None);
     }
     if let Some(flag) = local_only {
-        let e = rollway_engine::Error::input(format!("{}: {flag} works on a local dataset only, for now", dir.display()));
+        let e = rollway_engine::Error::input(format!(
+            "{}: {flag} works on a local dataset only, for now",
+            rollway_store::redacted(&dir.to_string_lossy())
+        ));
         return Err(e.into());
     }
     let source = rollway_engine::Source::chosen(dir, choose)?;

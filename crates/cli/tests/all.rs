@@ -18,6 +18,7 @@ mod report;
 mod run_refusals;
 mod s3;
 mod safety;
+mod secrets;
 mod structure;
 mod urls;
 mod user_code;

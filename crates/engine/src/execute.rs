@@ -78,7 +78,7 @@ fn recorded(a: &RunRequest) -> Option<(PathBuf, Want)> {
 
 /// What a run on an object store cannot do, refused before the store is reached.
 fn store_refusals(a: &RunRequest, at: &Path) -> Result<()> {
-    let url = at.display();
+    let url = crate::target::store_url(at)?;
     if a.prepare {
         bad!(
             "{}: a distributed run on an object store is prepared by its driver (`rollway run --backend ray`, \

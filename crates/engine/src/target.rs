@@ -28,6 +28,18 @@ pub fn on_store(path: &Path) -> bool {
     rollway_remote::is_remote(path)
 }
 
+/// The URL of the dataset `at` on a store, to reach and to print: one that carries
+/// credentials (`s3://KEY:SECRET@bucket`, `%40` and all) is an input error here, which
+/// does not repeat them, before any message that names the URL is made.
+pub fn store_url(at: &Path) -> Result<String> {
+    let url = at.to_string_lossy();
+    if rollway_store::has_credentials(&url) {
+        let shown = rollway_store::redacted(&url);
+        return Err(Error::input(format!("{shown}: {}", rollway_store::CREDENTIALS_REFUSED)));
+    }
+    Ok(url.into_owned())
+}
+
 /// The local directory a dataset path names (`rollway_store::local_dir`): a URL of
 /// a scheme this build does not support is an input error saying which it does.
 pub fn local(dir: &Path) -> Result<PathBuf> {
@@ -73,7 +85,7 @@ impl Target {
             }
             return Ok(Target { dir, push: None });
         }
-        let url = at.display().to_string();
+        let url = store_url(at)?;
         let remote = Remote::open(&url).map_err(|e| Error::remote("reaching the store", e))?;
         let push = match want {
             Want::Join { id } => Writing::join(remote, &id).map_err(|e| Error::remote("joining the run on the store", e))?,
@@ -158,8 +170,7 @@ impl Source {
         if !on_store(at) {
             return Ok(Source { dir: local(at)?, replica: None, pulled: None });
         }
-        let (replica, moved) =
-            Replica::open_chosen(&at.display().to_string(), choose).map_err(|e| Error::remote("pulling the dataset", e))?;
+        let (replica, moved) = Replica::open_chosen(&store_url(at)?, choose).map_err(|e| Error::remote("pulling the dataset", e))?;
         Ok(Source { dir: replica.dir().to_path_buf(), replica: Some(replica), pulled: Some(moved) })
     }
 
@@ -192,16 +203,24 @@ pub fn repair(at: &Path) -> Result<rollway_store::RepairReport> {
             source => Error::Store { op: "repairing", source },
         });
     }
-    let remote = Remote::open(&at.display().to_string()).map_err(|e| Error::remote("reaching the store", e))?;
+    let remote = Remote::open(&store_url(at)?).map_err(|e| Error::remote("reaching the store", e))?;
     let settled = rollway_remote::repair(&remote).map_err(|e| Error::remote("repairing the dataset on the store", e))?;
     Ok(rollway_store::RepairReport { published: settled.published as usize, ..Default::default() })
 }
 
-/// Where a dataset's HTML report goes when not told: beside a local dataset; for one
-/// on a store (whose replica is in the cache), in the working directory, named after it.
-pub fn report_path(at: &Path, out: Option<&Path>) -> Option<PathBuf> {
+/// Where a dataset's HTML report goes: `out`, a local file (a URL is refused, by name
+/// and without its credentials); when not told, beside a local dataset, and for one on a
+/// store (whose replica is in the cache) in the working directory, named after it.
+pub fn report_path(at: &Path, out: Option<&Path>) -> Result<Option<PathBuf>> {
+    if let Some(out) = out {
+        if on_store(out) {
+            let shown = store_url(out)?;
+            return Err(Error::input(format!("{shown}: a report is written to a local file; name a path (or file://)")));
+        }
+        return local(out).map(Some);
+    }
     let beside_cache = || rollway_report::default_path(Path::new(at.file_name().unwrap_or("dataset".as_ref())));
-    out.map(Path::to_path_buf).or_else(|| on_store(at).then(beside_cache))
+    Ok(on_store(at).then(beside_cache))
 }
 
 #[cfg(test)]
@@ -226,8 +245,21 @@ mod tests {
 
     #[test]
     fn a_report_of_a_dataset_on_a_store_goes_to_the_working_directory() {
-        assert_eq!(report_path(Path::new("/d/x"), None), None);
-        assert_eq!(report_path(Path::new("s3://b/runs/x"), None), Some(rollway_report::default_path(Path::new("x"))));
-        assert_eq!(report_path(Path::new("s3://b/x"), Some(Path::new("r.html"))), Some(PathBuf::from("r.html")));
+        let path = |at: &str, out: Option<&str>| report_path(Path::new(at), out.map(Path::new)).map_err(|e| e.to_string());
+        assert_eq!(path("/d/x", None), Ok(None));
+        assert_eq!(path("s3://b/runs/x", None), Ok(Some(rollway_report::default_path(Path::new("x")))));
+        assert_eq!(path("s3://b/x", Some("r.html")), Ok(Some(PathBuf::from("r.html"))));
+        assert_eq!(path("/d/x", Some("file:///tmp/r.html")), Ok(Some(PathBuf::from("/tmp/r.html"))));
+    }
+
+    #[test]
+    fn issue72_a_report_is_a_local_file_and_its_url_is_refused_without_credentials() {
+        let refusal = |out: &str| report_path(Path::new("/d/x"), Some(Path::new(out))).err().map(|e| crate::chain_text(&e));
+        let e = refusal("s3://b/r.html").unwrap();
+        assert!(e.contains("s3://b/r.html: a report is written to a local file"), "{e}");
+        for out in ["s3://KEY:hunter2@b/r.html", "s3://KEY:hunter2%40b/r.html"] {
+            let e = refusal(out).unwrap();
+            assert!(!e.contains("hunter2") && e.contains("AWS_SECRET_ACCESS_KEY"), "{e}");
+        }
     }
 }

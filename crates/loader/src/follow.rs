@@ -7,7 +7,7 @@
 //! (its capacity: `last_episodes` / `last_steps`; its staleness bound: episodes a
 //! policy older than the learner's version − `max_version_lag` acted in are
 //! skipped), less the windows already delivered `max_reuse` times, cut to at most
-//! `round_windows` of them at random, and shuffled. Within a round each window comes
+//! `round_windows` of them drawn uniformly, and shuffled. Within a round each window comes
 //! once; `max_reuse` bounds how many rounds it may come in.
 //!
 //! When no window is eligible (nothing committed yet, or everything used up), the
@@ -36,8 +36,8 @@ pub struct Follow {
     pub max_version_lag: Option<u64>,
     /// Rounds a window may be delivered in.
     pub max_reuse: Option<u32>,
-    /// The most windows in one round (a random subset of the eligible ones): smaller
-    /// rounds take in new commits sooner.
+    /// The most windows in one round, drawn uniformly each round from every eligible
+    /// window: smaller rounds take in new commits sooner.
     pub round_windows: Option<usize>,
 }
 
@@ -89,8 +89,10 @@ impl Loader {
         };
         if let Some(r) = f.cfg.round_windows.filter(|&r| r < wins.len()) {
             let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(derive_seed(cfg.seed ^ 0x666f_6c6c_6f77, f.rounds));
-            wins.partial_shuffle(&mut rng, r);
-            wins.truncate(r);
+            // `partial_shuffle` draws its `r` windows into the slice's *end* and returns them
+            // first: keeping the slice's head instead kept the index's oldest windows (issue 72).
+            let (drawn, _) = wins.partial_shuffle(&mut rng, r);
+            wins = drawn.to_vec();
         }
         if f.cfg.max_reuse.is_some() {
             // Windows of episodes the capacity has let go can never come back.

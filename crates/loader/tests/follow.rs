@@ -30,6 +30,13 @@ impl Buffer {
 
     /// Writes and commits one episode whose actions `version` chose (None: unversioned).
     fn add(&mut self, version: Option<u64>) -> u64 {
+        let id = self.write(version);
+        self.w.flush().unwrap();
+        id
+    }
+
+    /// [`Buffer::add`] without the commit.
+    fn write(&mut self, version: Option<u64>) -> u64 {
         let spec = self.env.spec().clone();
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
         let (mut obs, mut act) = (Rows::new(ol.row_bytes(), 1), Rows::new(al.row_bytes(), 1));
@@ -58,7 +65,6 @@ impl Buffer {
             ];
         }
         self.w.write(EpisodeResult::from_trajectory(id, id, t)).unwrap();
-        self.w.flush().unwrap();
         self.next += 1;
         id
     }
@@ -200,6 +206,30 @@ fn round_windows_caps_a_round_and_with_single_use_covers_everything_once() {
     }
     assert_eq!(sizes, [5, 5, 2]);
     assert_eq!(seen.iter().collect::<BTreeSet<_>>().len(), 4 * WINS, "every window exactly once");
+}
+
+#[test]
+fn issue72_round_windows_draws_each_round_from_every_eligible_window() {
+    let (episodes, rounds, per_round) = (100, 50, 8);
+    let d = tempfile::tempdir().unwrap();
+    let mut b = Buffer::new(d.path());
+    for _ in 0..episodes {
+        b.write(Some(0));
+    }
+    b.w.flush().unwrap();
+    let follow = Follow { round_windows: Some(per_round), ..Default::default() };
+    let mut l = follower(d.path(), follow, Selection::default());
+    let mut seen = BTreeSet::new();
+    for _ in 0..rounds {
+        let r = round(&mut l).unwrap();
+        assert_eq!(r.len(), per_round);
+        seen.extend(ids(&r));
+    }
+    // Uniform draws of 400 windows over 100 equal episodes meet 100·(1 − 0.99^400) ≈ 98.2
+    // distinct episodes (σ ≈ 1.3); the draw that kept the index's head met 8 or so.
+    let draws = (rounds * per_round) as f64;
+    let expected = episodes as f64 * (1.0 - (1.0 - 1.0 / episodes as f64).powf(draws));
+    assert!(seen.len() as f64 >= expected - 8.0, "{} distinct episodes of {episodes}, ~{expected:.1} expected", seen.len());
 }
 
 #[test]

@@ -30,7 +30,7 @@ pub fn verify(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (path, out=None))]
 pub fn report(py: Python<'_>, path: PathBuf, out: Option<PathBuf>) -> PyResult<PathBuf> {
-    let out = rollway_engine::target::report_path(&path, out.as_deref());
+    let out = rollway_engine::target::report_path(&path, out.as_deref()).py()?;
     let path = py.detach(|| readable_dataset(&path))?;
     py.detach(|| rollway_engine::dataset::write_report(&path, out.as_deref())).py().map(|(p, _)| p)
 }

@@ -33,21 +33,73 @@ pub const CREDENTIALS_REFUSED: &str = "credentials do not go in a dataset URL (t
      stored configs and reports): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
      temporary ones) in the environment, and name the dataset s3://BUCKET/PREFIX";
 
-/// Whether the URL `text` carries userinfo (`USER[:SECRET]@`) before its host.
+/// Whether the URL `text` carries userinfo (`USER[:SECRET]@`) before its host, however its `@`
+/// is written: `%40` (percent-encoded, also twice: `%2540`) and the full-width `＠` and small `﹫`
+/// (which IDNA maps to `@`) count too. An S3 bucket name is letters, digits, `.` and `-`, so no
+/// such authority names a bucket: it is credentials a user meant to hide in the URL.
 pub fn has_credentials(text: &str) -> bool {
-    authority(text).is_some_and(|a| a.contains('@'))
+    authority(text).is_some_and(|a| userinfo_end(a).is_some())
 }
 
 /// `text` with the userinfo of its URL, if any, replaced by `***` (`s3://***@bucket/x`):
-/// the form in which a URL is printed.
+/// the form in which a URL is printed. An authority whose `@` is encoded in a way
+/// [`userinfo_end`] cannot place is hidden whole (`s3://***/x`).
 pub fn redacted(text: &str) -> Cow<'_, str> {
     match (text.split_once("://"), authority(text)) {
-        (Some((scheme, rest)), Some(a)) if a.contains('@') => {
-            let host = &a[a.rfind('@').map_or(0, |k| k + 1)..];
-            Cow::Owned(format!("{scheme}://***@{host}{}", &rest[a.len()..]))
-        }
+        (Some((scheme, rest)), Some(a)) => match userinfo_end(a) {
+            Some(Some(end)) => Cow::Owned(format!("{scheme}://***@{}{}", &a[end..], &rest[a.len()..])),
+            Some(None) => Cow::Owned(format!("{scheme}://***{}", &rest[a.len()..])),
+            None => Cow::Borrowed(text),
+        },
         _ => Cow::Borrowed(text),
     }
+}
+
+/// The ways an `@` is written in a URL's authority, each as it appears in the text.
+const AT_SIGNS: &[&str] = &["@", "%40", "%2540", "\u{ff20}", "\u{fe6b}"];
+
+/// Where the host begins in the authority `a` if it carries userinfo: `Some(Some(byte))` just
+/// after its last `@` (in any form of [`AT_SIGNS`]); `Some(None)` when only decoding the
+/// authority (percent escapes, any depth) shows an `@`; `None` when it carries none.
+fn userinfo_end(a: &str) -> Option<Option<usize>> {
+    let lower = a.to_ascii_lowercase();
+    let last = AT_SIGNS.iter().filter_map(|at| lower.rfind(at).map(|k| k + at.len())).max();
+    if last.is_some() {
+        return Some(last);
+    }
+    let mut text = lower;
+    // Each pass undoes one level of percent-encoding; `%25` is `%` itself, so deeper levels unfold one by one.
+    while text.contains('%') {
+        let decoded = percent_decoded(&text);
+        if decoded.contains('@') || decoded.contains('\u{ff20}') || decoded.contains('\u{fe6b}') {
+            return Some(None);
+        }
+        if decoded == text {
+            break;
+        }
+        text = decoded;
+    }
+    None
+}
+
+/// `text` with each `%XX` escape replaced by its byte (invalid UTF-8 replaced).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let (mut out, mut i) = (Vec::with_capacity(bytes.len()), 0);
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The authority of the URL `text` (what lies between `://` and the next `/`), if it is a URL.
@@ -132,5 +184,27 @@ mod tests {
         assert_eq!(redacted("s3://bucket/a@b"), "s3://bucket/a@b");
         assert!(!has_credentials("s3://bucket/x@y") && has_credentials("s3://k:s@bucket"));
         assert_eq!(redacted("data/x"), "data/x");
+    }
+
+    #[test]
+    fn issue72_an_encoded_at_sign_is_credentials_too_and_is_hidden() {
+        let hidden = [
+            ("s3://KEY:hunter2%40bucket/d", "s3://***@bucket/d"),
+            ("s3://KEY:hunter2%2540bucket/d", "s3://***@bucket/d"),
+            ("s3://KEY:hunter2\u{ff20}bucket/d", "s3://***@bucket/d"),
+            ("s3://KEY:hunter2\u{fe6b}bucket/d", "s3://***@bucket/d"),
+            ("S3://KEY:hunter2%2525252540bucket/d", "S3://***/d"),
+            ("s3://KEY%3aSECRET%2a%40bucket", "s3://***@bucket"),
+        ];
+        for (url, shown) in hidden {
+            assert!(has_credentials(url), "{url}");
+            assert_eq!(redacted(url), shown);
+            let e = local(url).unwrap_err();
+            assert!(!e.contains("hunter2") && e.contains("AWS_SECRET_ACCESS_KEY"), "{e}");
+        }
+        for plain in ["s3://bucket/a%40b", "s3://my-bucket.x/d", "s3://b%41c/d", "s3://b%zz/d"] {
+            assert!(!has_credentials(plain), "{plain}");
+            assert_eq!(redacted(plain), plain);
+        }
     }
 }
