@@ -11,6 +11,11 @@ Prints its own port on its first line, then takes commands on stdin, one per lin
                  stream seeded by SEED: a burst of `503 SlowDown` (1 to 3 answers), its
                  connection reset before it is passed on, or 50 to 300 ms of added latency
   latency MS     every request waits MS more before it is passed on
+  stall WHAT K   the K-th request from now on of kind WHAT (as `counts` names them, e.g.
+                 "PUT staged") is passed on cut short: its head and half its body, then
+                 nothing more, and no answer; so the writer that sent it is mid-upload for
+                 good, for the test to kill there
+  stalled        print how many requests have been held that way so far
   stats          print "slowdowns_left N reset M": what is still to inject, and the
                  connections `down` has dropped or reset so far
   counts         print the requests passed on so far as JSON, by "METHOD what" (what: the
@@ -43,6 +48,7 @@ class Proxy:
         self.refusing = False
         self.chaos, self.rng, self.latency = 0, random.Random(0), 0.0
         self.counts: collections.Counter = collections.Counter()
+        self.stall_what, self.stall_left, self.stalled = "", 0, 0  # the `stall` command's
 
     async def listen(self):
         self.server = await asyncio.start_server(self.client, "127.0.0.1", 0)
@@ -76,7 +82,13 @@ class Proxy:
                                  b"Content-Length: %d\r\n\r\n" % len(SLOWDOWN) + SLOWDOWN)
                     await writer.drain()
                     continue
-                self.counts[what(req)] += 1
+                kind = what(req)
+                self.counts[kind] += 1
+                if kind == self.stall_what and self.stall_left > 0:
+                    self.stall_left -= 1
+                    if self.stall_left == 0:
+                        await self.hold(req, reader, up_writer)
+                        return
                 up_writer.write(req)
                 await up_writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -86,6 +98,16 @@ class Proxy:
             for w in (writer, up_writer):
                 self.open.discard(w)
                 w.close()
+
+    async def hold(self, req, reader, up_writer):
+        """Passes on ``req``'s head and half its body, then nothing more and no answer until the
+        client goes away (killed); closing the upstream connection then cuts the upload short."""
+        head, _, body = req.partition(b"\r\n\r\n")
+        up_writer.write(head + b"\r\n\r\n" + body[: len(body) // 2])
+        await up_writer.drain()
+        self.stalled += 1
+        while await reader.read(1 << 16):
+            pass
 
     async def faulted(self, writer) -> bool:
         """A `chaos` fault for this request; True when its connection was reset."""
@@ -180,6 +202,12 @@ async def main():
             proxy.rng, proxy.chaos = random.Random(int(seed)), int(n)
         elif cmd == "latency":
             proxy.latency = float(arg) / 1000
+        elif cmd == "stall":
+            kind, _, k = arg.rpartition(" ")
+            proxy.stall_what, proxy.stall_left = kind, int(k)
+        elif cmd == "stalled":
+            print(proxy.stalled, flush=True)
+            continue
         elif cmd == "counts":
             print(json.dumps(dict(proxy.counts)), flush=True)
             continue

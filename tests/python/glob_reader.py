@@ -9,7 +9,11 @@ extension is a download) is left out.
 Usage: glob_reader.py DIR [--watch PID]
   once (default): one read; prints JSON {"episodes": {id: [rows, reward_sum]}, ...}
   --watch PID:    reads in a loop until process PID exits; prints JSON with counts.
-Exit 1 (with the offending rows named) on any row of an uncommitted episode.
+Exit 1 (with the offending rows named) on any row of an uncommitted episode: one whose index
+entry was not there by the moment just after the glob was listed. The index is read just before
+the listing too: an episode committed by then is proven committed before its rows were seen
+(counted as "proven"); one committed between the two reads ("gap") raced the listing, so its
+rows alone could not show a publish that came before its commit. The gap is one LIST request.
 """
 import glob
 import json
@@ -51,21 +55,25 @@ def listed(root, folder, suffix):
     return fs, sorted(i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(suffix))
 
 
-def committed(root):
-    """Episode ids whose index entry exists now (read after the glob: "at that moment or later")."""
-    ids = {}
-    fs, paths = listed(root, "index", ".json")
-    for p in paths:
-        if not (os.path.basename(p).startswith("shard-")):
-            continue
-        try:
-            with fs.open_input_stream(p) as f:
-                idx = json.loads(f.read())
-        except (OSError, ValueError):
-            continue  # renamed into place atomically: a partial read is an OS-level race only
-        for e in idx["episodes"]:
-            ids[e["episode_id"]] = e
-    return ids
+class Index:
+    """The episodes whose index entry exists, read as often as asked: an index object is created
+    once and never changed, so each is fetched once and kept."""
+
+    def __init__(self, root):
+        self.root, self.seen = root, {}
+
+    def read(self):
+        """{episode id: index entry} of every shard committed now."""
+        fs, paths = listed(self.root, "index", ".json")
+        for p in paths:
+            if p in self.seen or not os.path.basename(p).startswith("shard-"):
+                continue
+            try:
+                with fs.open_input_stream(p) as f:
+                    self.seen[p] = json.loads(f.read())["episodes"]
+            except (OSError, ValueError):
+                continue  # renamed into place atomically: a partial read is an OS-level race only
+        return {e["episode_id"]: e for p in paths for e in self.seen.get(p, [])}
 
 
 def fail(msg):
@@ -85,23 +93,27 @@ def per_episode(who, groups):
     return out
 
 
-def read_arrow(root):
+def read_arrow(root, index):
+    """The steps/ glob's episodes, with the index read just before the glob is listed and just after."""
+    before = index.read()
     fs, files = listed(root, "steps", ".parquet")
+    after = index.read()
     if not files:
-        return {}
+        return {}, before, after
     t = pads.dataset(files, format="parquet", filesystem=fs).to_table(columns=["episode_id", "step", "rewards"])
     t = t.set_column(2, "rewards", t.column("rewards").cast(pa.float64()))
     g = t.group_by("episode_id").aggregate([("step", "count"), ("step", "count_distinct"), ("rewards", "sum")])
     cols = [g.column(c).to_pylist() for c in ("episode_id", "step_count", "step_count_distinct", "rewards_sum")]
-    return per_episode("pyarrow", zip(*cols))
+    return per_episode("pyarrow", zip(*cols)), before, after
 
 
-def read_duckdb(root):
+def read_duckdb(root, index):
     if duckdb is None or root.startswith("s3://") or not glob.glob(os.path.join(root, "steps", "*.parquet")):
         return None
+    before = index.read()
     rows = duckdb.sql(f"SELECT episode_id, count(*), count(DISTINCT step), sum(CAST(rewards AS DOUBLE)) "
                       f"FROM read_parquet('{root}/steps/*.parquet') GROUP BY episode_id").fetchall()
-    return per_episode("duckdb", rows)
+    return per_episode("duckdb", rows), before, index.read()
 
 
 def same(a, b):
@@ -109,16 +121,23 @@ def same(a, b):
     return a.keys() == b.keys() and all(a[i][0] == b[i][0] and math.isclose(a[i][1], b[i][1], rel_tol=1e-9, abs_tol=1e-9) for i in a)
 
 
-def check(root, eps, who):
-    index = committed(root)
+def check(eps, before, after, who):
+    """Fails on a row of an episode not committed by the time the glob was listed; returns how many
+    episodes were committed before it was (proven so) and how many only by just after it (the gap:
+    their commit and the listing raced, so these alone cannot show a publish that came first)."""
+    proven = gap = 0
     for i, (rows, total) in eps.items():
-        e = index.get(i)
+        e = before.get(i)
+        proven += e is not None
+        if e is None and (e := after.get(i)) is not None:
+            gap += 1
         if e is None:
             fail(f"{who} read {rows} rows of episode {i}, which has no index entry")
         if rows != e["rows"]:
             fail(f"{who} read {rows} rows of episode {i}, its index entry has {e['rows']}")
         if not math.isclose(total, e["return"], rel_tol=1e-9, abs_tol=1e-9):
             fail(f"{who}: episode {i} rewards sum to {total}, the index says {e['return']}")
+    return proven, gap
 
 
 def alive(pid):
@@ -134,33 +153,34 @@ def alive(pid):
 
 
 def main():
-    root = sys.argv[1]
+    root, index = sys.argv[1], Index(sys.argv[1])
     if "--watch" not in sys.argv:
-        eps = read_arrow(root)
-        check(root, eps, "pyarrow")
-        db = read_duckdb(root)
+        eps, before, after = read_arrow(root, index)
+        check(eps, before, after, "pyarrow")
+        db = read_duckdb(root, index)
         if db is not None:
-            check(root, db, "duckdb")
-            if not same(db, eps):
+            check(*db, "duckdb")
+            if not same(db[0], eps):
                 fail("duckdb and pyarrow read different rows")
         print(json.dumps({"episodes": {str(i): list(v) for i, v in eps.items()}}))
         return
     pid = int(sys.argv[sys.argv.index("--watch") + 1])
-    samples = nonempty = duck = 0
-    most = 0
+    counts = dict(samples=0, nonempty=0, duckdb_samples=0, most_episodes=0, proven=0, gap=0)
     while alive(pid):
-        eps = read_arrow(root)
-        check(root, eps, "pyarrow")
-        samples += 1
-        nonempty += bool(eps)
-        most = max(most, len(eps))
-        if duckdb is not None and samples % 4 == 0:
-            db = read_duckdb(root)
+        eps, before, after = read_arrow(root, index)
+        proven, gap = check(eps, before, after, "pyarrow")
+        counts["samples"] += 1
+        counts["nonempty"] += bool(eps)
+        counts["most_episodes"] = max(counts["most_episodes"], len(eps))
+        counts["proven"] += proven
+        counts["gap"] += gap
+        if duckdb is not None and counts["samples"] % 4 == 0:
+            db = read_duckdb(root, index)
             if db is not None:
-                check(root, db, "duckdb")
-                duck += 1
+                check(*db, "duckdb")
+                counts["duckdb_samples"] += 1
         time.sleep(0.01)
-    print(json.dumps({"samples": samples, "nonempty": nonempty, "duckdb_samples": duck, "most_episodes": most}))
+    print(json.dumps(counts))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ DRIVER URL WANT [CONFIG_JSON]: takes the dataset's lease (``WANT`` "new", with t
 record, or "resume"), prints "ready", and holds the lease until a line on stdin says finish (then
 prints "finished") or it is killed.
 
-MEMBER URL RUN:START:END:ID [HOST]: runs that part of the prepared run as one of its many writers.
+MEMBER URL RUN:START:END:ID[,RUN:START:END:ID…] [HOST]: runs those parts of the prepared run, one after
+the other, as one of its many writers (one process, however many parts).
 
 ``fingerprints(ds)`` is what such a run must equal a local run's in, episode by episode.
 """
@@ -28,7 +29,8 @@ MEMBER = r"""
 import sys
 from rollway import _rollway
 host = sys.argv[3] if len(sys.argv) > 3 else "auto"
-_rollway.run(None, join=(sys.argv[1], sys.argv[2]), progress=False, python=sys.executable, host=host)
+for part in sys.argv[2].split(","):
+    _rollway.run(None, join=(sys.argv[1], part), progress=False, python=sys.executable, host=host)
 """
 
 
