@@ -3,9 +3,10 @@
 convention of CleanRL, SB3 and Sample Factory (``tensorboard --logdir DIR``).
 
 The x axis is env steps delivered so far (a resumed rollout's goes on from the steps its
-replay holds, and its event file starts with TensorBoard's purge marker at that step, as
-``SummaryWriter(purge_step=)`` writes it: the viewer drops what the killed life logged past
-its last commit, so the curves never step back). Tags: ``charts/episodic_return`` and
+replay holds: what the killed life logged past its last commit is cut out of rollway's earlier
+event files, and the new file starts with TensorBoard's purge marker at that step, as
+``SummaryWriter(purge_step=)`` writes it, for a viewer already running; so the curves never step
+back, in either of TensorBoard's loaders). Tags: ``charts/episodic_return`` and
 ``charts/episodic_length`` (the mean over the episodes that ended in the fragment, when
 any did), and ``rollout/…``: ``steps_per_s``, ``policy_s``, ``env_s``, ``waited_s``,
 ``lag_mean``, ``lag_max``, ``dropped_steps``, ``env_faults``, ``episodes`` (so far) and

@@ -154,3 +154,60 @@ def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
     kept = [s for s in steps if s < start]
     assert kept == [256 * (i + 1) for i in range(len(kept))], "the killed life's committed part stays"
     assert steps[len(kept):] == [start + 256 * (i + 1) for i in range(3)], "then the resumed life"
+
+
+def _tensorboard_steps(logdir, tag):
+    """The steps of ``tag`` as plain ``tensorboard --logdir`` serves them (its Rust fast loader,
+    tensorboard-data-server), over its HTTP API."""
+    import json
+    import re
+    import time
+    import urllib.request
+
+    tb = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0",
+                           "--load_fast", "true", "--reload_interval", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    try:
+        seen = ""
+        while (m := re.search(r"http://127\.0\.0\.1:(\d+)/", seen)) is None:
+            line = tb.stdout.readline()
+            assert line, f"tensorboard ended: {seen}"
+            seen += line
+        url = f"http://127.0.0.1:{m.group(1)}/data/plugin/scalars/scalars?run=.&tag={tag}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return [int(step) for _, step, _ in json.load(urllib.request.urlopen(url, timeout=10))]
+            except OSError:  # not loaded yet (400) or not listening yet
+                assert time.monotonic() < deadline, f"tensorboard never served {tag}"
+                time.sleep(0.5)
+    finally:
+        tb.kill()
+        tb.wait()
+
+
+def test_issue72_plain_tensorboard_shows_no_point_of_the_killed_tail_either(tmp_path):
+    """TensorBoard's fast loader ignores the purge marker (it drops a series' points only from the
+    step of a new point of that series on): rollway cuts the killed life's tail from its own event
+    files at resume, so every loader shows the same curve."""
+    out, tb = tmp_path / "replay", tmp_path / "tb"
+    script = (f"import rollway, os, time\n"
+              f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps_per_fragment=64, out={str(out)!r}, log_dir={str(tb)!r},"
+              f" commit_every=0.05)\n"
+              f"for _ in range(6):\n    r.collect(); r.publish(); time.sleep(0.1)\n"
+              f"os._exit(0)\n")  # dies without close
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, log_dir=tb, commit_every=0.05,
+                         resume=True, version=6) as r:
+        start = r.resumed["steps"]
+        for _ in range(3):
+            r.collect()
+            r.publish()
+    # The killed life logged a point at each 256 steps up to 1536; with some committed, one lies in
+    # [start, start + 256), before the resumed life's first point: the fast loader kept it.
+    assert 0 < start <= 6 * 256, start
+    acc = EventAccumulator(str(tb))
+    acc.Reload()
+    python = [e.step for e in acc.Scalars("rollout/policy_version")]
+    assert [s for s in python if s >= start] == [start + 256 * (i + 1) for i in range(3)], python
+    assert _tensorboard_steps(tb, "rollout/policy_version") == python

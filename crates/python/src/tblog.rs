@@ -15,8 +15,9 @@ pub struct EventWriter(EventFile);
 #[pymethods]
 impl EventWriter {
     /// Creates `log_dir` if needed and a new event file in it; `now`: Unix seconds;
-    /// `purge_step`: a resumed run's first step, from which TensorBoard drops what earlier
-    /// files of the directory logged (the killed life's uncommitted tail).
+    /// `purge_step`: a resumed run's first step: what rollway's earlier files of the directory
+    /// logged from it on (the killed life's uncommitted tail) is cut out of them, and the new
+    /// file starts with TensorBoard's purge marker there.
     #[new]
     #[pyo3(signature = (log_dir, now, purge_step=None))]
     fn new(log_dir: PathBuf, now: f64, purge_step: Option<i64>) -> PyResult<Self> {
