@@ -128,14 +128,16 @@ def _renamed(given: Mapping[str, Any], where: str = "", renames: Optional[Sequen
     return out
 
 
-def _refuse_env_instance(env: Any) -> None:
+def _refuse_env_instance(env: Any, where: str = "env=",
+                         instead: str = 'a factory, `env=lambda: gym.make(...)`, or a Gymnasium id, `env="gym:ID"`') -> None:
     """An env object (``gym.make(...)``) where a name or a factory belongs: rollway makes an env
-    per slot, in processes of its own, so it needs to know how to make one, not one made."""
+    per slot, in processes of its own, so it needs to know how to make one, not one made.
+    ``where`` names the argument, ``instead`` what it takes."""
     if env is None or isinstance(env, str) or isinstance(env, type) or not hasattr(env, "step") or not hasattr(env, "reset"):
         return
     raise _rollway.InputError(
-        f"env= got an env instance ({type(env).__name__}); rollway makes one env per slot, in processes of its own: pass "
-        "a factory, `env=lambda: gym.make(...)`, or a Gymnasium id, `env=\"gym:ID\"`")
+        f"{where} got an env instance ({type(env).__name__}); rollway makes one env per slot, in processes of its own: pass "
+        f"{instead}")
 
 
 def _env_factory(env: Callable[[], Any]) -> Tuple[str, bytes]:

@@ -59,7 +59,7 @@ class VecEnv(_SB3VecEnv):
         self._actions = actions
 
     def step_wait(self) -> Any:
-        obs, rewards, terminated, truncated, raw, finals = self.venv._h.step(self.venv._pack(self._actions), same_step=True)
+        obs, rewards, terminated, truncated, raw, finals = self.venv._h.step(self.venv._rows(self._actions), same_step=True)
         infos: List[Dict[str, Any]] = json.loads(raw) if raw is not None else [{} for _ in range(self.num_envs)]
         dones = terminated | truncated
         self._returns += rewards

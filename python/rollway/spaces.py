@@ -160,7 +160,7 @@ def text_codes(value: Any, dtype: np.dtype, max_length: int) -> Any:
         return value
     codes = [ord(c) for c in value]
     if len(codes) > max_length:
-        raise ValueError(f"text of {len(codes)} characters, the Text space holds at most {max_length}")
+        raise _rollway.InputError(f"text of {len(codes)} characters, the Text space holds at most {max_length}")
     return np.array(codes + [0] * (max_length - len(codes)), dtype=dtype)
 
 
@@ -169,8 +169,9 @@ def text_string(codes: np.ndarray) -> str:
     return "".join(map(chr, codes[: int(np.argmin(codes)) if 0 in codes else len(codes)]))
 
 
-class RowError(ValueError):
-    """A value that does not convert into its row without loss: a float that is not a
+class RowError(_rollway.InputError):
+    """A value that does not convert into its row without loss (an :class:`rollway.InputError`,
+    so a ``ValueError``, as every input mistake): a float that is not a
     whole number (``kind`` "fraction"), or an integer outside the leaf's dtype ("range"),
     for an integer leaf (Discrete, MultiDiscrete, MultiBinary, integer Box). ``row`` is
     the row of the batch (None for a single value), ``leaf`` the leaf's path, ``index``
@@ -190,7 +191,7 @@ def exact(v: Any, dt: np.dtype, shape: Optional[Tuple[int, ...]], path: str = ""
     None for any. ``batch``: the first axis counts rows (the error names the row)."""
     a = np.asarray(v)
     if shape is not None and a.shape != shape:
-        raise ValueError(f"{'[' + repr(path) + '] ' if path else ''}has shape {a.shape}; the space's is {shape}")
+        raise _rollway.InputError(f"{'[' + repr(path) + '] ' if path else ''}has shape {a.shape}; the space's is {shape}")
     if dt.kind in "iub" and a.dtype.kind in "fiub" and not np.can_cast(a.dtype, dt):
         # Only when the dtypes differ in a way that can lose: the common case costs a dtype compare.
         lo, hi = (0, 1) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
@@ -247,7 +248,7 @@ def batch_packer(space_json: str, strict_as: Optional[str] = None) -> Callable[[
         a = np.asarray(v)
         if a.shape != (n, *leaf.shape):
             where = f"[{leaf.path!r}]" if leaf.path else ""
-            raise ValueError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}")
+            raise _rollway.InputError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}")
         return exact(a, leaf.dtype, None, leaf.path, batch=True)
 
     if len(parts) == 1 and parts[0].nbytes == row_bytes:

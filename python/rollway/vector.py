@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from rollway import _rollway
-from rollway.spaces import from_json, leaf_value
+from rollway.spaces import RowError, batch_packer, from_json
 
 
 def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
@@ -47,12 +47,24 @@ class VectorEnv(gym.vector.VectorEnv):
     Gymnasium's default next-step mode (the step after an episode ends returns the
     reset observation, reward 0, both flags false); infos use Gymnasium's vector
     layout (``key``/``_key`` arrays). Observations and flags are fresh arrays each step.
+
+    Actions are taken as Gymnasium's vector envs take them: of the batch's shapes; a Box action
+    outside its bounds reaches the env unchanged; a Discrete action that is not a whole number is
+    refused. Each mistake (shapes, values, ``step()`` before ``reset()``) is a
+    :class:`rollway.InputError`, which is a ``ValueError``.
     """
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(self, env_id: str, num_envs: int, *, threads: int = 1, workers: Optional[int] = None,
                  host: str = "auto", **env_params: Any):
+        from rollway._run import _refuse_env_instance
+
+        _refuse_env_instance(env_id, "make_vec", 'an id: `"gym:ID"` (gymnasium.make\'s keyword arguments as keywords), '
+                             '`"atari:GAME"`, `"module:callable"` or a built-in env')
+        if not isinstance(env_id, str):
+            raise _rollway.InputError(f"make_vec takes an env id (a str), not {type(env_id).__name__}: `\"gym:ID\"`, "
+                                      "`\"atari:GAME\"`, `\"module:callable\"` or a built-in env (rollway.envs())")
         params = [(str(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in env_params.items()]
         if ":" in env_id:
             self._h = _rollway.VecEnvHandle.hosted(env_id, int(num_envs), params, workers, host, sys.executable)
@@ -66,8 +78,10 @@ class VectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.spec = None
         self.env_id, self.max_episode_steps = env_id, limit
-        self._act_dtypes = [np.dtype(dt) for _, dt, _, _ in _rollway.layout(act_json)[0]]
-        self._act_paths = [p for p, _, _, _ in _rollway.layout(act_json)[0]]
+        # Actions of the batch's shapes, converted without loss (a Discrete action of 0.6 is refused, as
+        # Gymnasium's space refuses it); the handle checks their values as a rollout checks its policy's.
+        self._pack = batch_packer(act_json, strict_as="actions")
+        self._reset_done = False
 
     def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
               options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
@@ -78,20 +92,21 @@ class VectorEnv(gym.vector.VectorEnv):
         else:
             seeds = [None if s is None else int(s) for s in seed]
         obs, infos = self._h.reset(seeds, json.dumps(options) if options else None)
+        self._reset_done = True
         return obs, _vector_infos(infos, self.num_envs)
 
-    def _pack(self, actions: Any) -> bytes:
-        if len(self._act_paths) == 1:
-            return np.ascontiguousarray(actions, dtype=self._act_dtypes[0]).tobytes()
-        # Several leaves (Dict/Tuple actions): each env's leaves side by side.
-        cols = []
-        for path, dt in zip(self._act_paths, self._act_dtypes):
-            cols.append(np.ascontiguousarray(leaf_value(actions, path), dtype=dt).reshape(self.num_envs, -1).view(np.uint8))
-        return np.concatenate(cols, axis=1).tobytes()
-
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rew, term, trunc, infos, _ = self._h.step(self._pack(actions))
+        if not self._reset_done:
+            raise _rollway.InputError("step() before reset(): call reset() first, as for any Gymnasium vector env")
+        obs, rew, term, trunc, infos, _ = self._h.step(self._rows(actions))
         return obs, rew, term, trunc, _vector_infos(infos, self.num_envs)
+
+    def _rows(self, actions: Any) -> bytes:
+        """The batch of actions as the handle's action rows; a value that does not convert names its env."""
+        try:
+            return self._pack(actions, self.num_envs)
+        except RowError as e:
+            raise _rollway.InputError(f"the action of env {e.row}: {e}") from None
 
     def close_extras(self, **kwargs: Any) -> None:
         # The handle's env processes (hosted ids) stop when it is dropped.

@@ -64,12 +64,49 @@ def test_dict_observations_and_infos():
 def test_bad_actions_and_ids():
     v = rollway.make_vec("CartPole-v1", 2)
     v.reset(seed=0)
-    with pytest.raises(rollway.InputError, match="not in the action space"):
+    with pytest.raises(rollway.InputError, match=r"the action of env 1: 5 is outside Discrete\(2\)"):
         v.step(np.array([0, 5]))
-    with pytest.raises(rollway.InputError, match="bytes"):
+    with pytest.raises(rollway.InputError, match=r"actions of shape \(3,\); the batch needs \(2,\)"):
         v.step(np.array([0, 1, 1]))
     with pytest.raises(rollway.InputError, match="unknown env"):
         rollway.make_vec("Nope-v0", 2)
+
+
+def test_issue71_out_of_bounds_box_actions_reach_the_env_as_in_gymnasium():
+    ours, theirs = rollway.make_vec("Pendulum-v1", 2), gym.make_vec("Pendulum-v1", 2, vectorization_mode="sync")
+    np.testing.assert_array_equal(ours.reset(seed=3)[0], theirs.reset(seed=3)[0])
+    act = np.array([[5.0], [-7.5]], dtype=np.float32)  # bounds are ±2: Pendulum clips them itself
+    for _ in range(3):
+        for x, y in zip(ours.step(act)[:4], theirs.step(act)[:4]):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_issue71_a_fractional_discrete_action_is_refused_as_gymnasiums_space_refuses_it():
+    theirs = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    theirs.reset(seed=0)
+    with pytest.raises(AssertionError, match="invalid"):
+        theirs.step(np.array([0.6, 0.0]))
+    ours = rollway.make_vec("CartPole-v1", 2)
+    ours.reset(seed=0)
+    with pytest.raises(rollway.InputError, match=r"the action of env 0: 0.6 is not a whole number"):
+        ours.step(np.array([0.6, 0.0]))
+
+
+def test_issue67_make_vec_mistakes_are_input_errors_in_the_users_terms():
+    v = rollway.make_vec("CartPole-v1", 2)
+    with pytest.raises(rollway.InputError, match=r"step\(\) before reset\(\): call reset\(\) first"):
+        v.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(rollway.InputError, match=r"make_vec got an env instance \(TimeLimit\).*\"gym:ID\""):
+        rollway.make_vec(gym.make("CartPole-v1"), 2)
+    with pytest.raises(rollway.InputError, match="make_vec takes an env id"):
+        rollway.make_vec(lambda: gym.make("CartPole-v1"), 2)
+    h = rollway.make_vec("gym:CartPole-v1", 2, host="inline")
+    h.reset(seed=0)
+    for bad, message in [(np.zeros(3, dtype=np.int64), r"shape \(3,\)"), (np.array([0.5, 1]), "not a whole number"),
+                         (np.array([0, 2]), r"outside Discrete\(2\)")]:
+        with pytest.raises(ValueError, match=message) as e:
+            h.step(bad)
+        assert isinstance(e.value, rollway.InputError), type(e.value)
 
 
 def _same_steps(ours, theirs, seed, steps, what):

@@ -18,6 +18,7 @@
 //! (`vec_blocks.rs`), with the same autoreset and the same arrays out.
 
 use pyo3::prelude::*;
+use rollway_core::check::{Role, RowCheck};
 use rollway_core::{DType, Env, Info, Layout, Op, Params, RowMut, RowRef, Rows, StepOutcome};
 
 use crate::arrays;
@@ -46,6 +47,9 @@ pub struct VecEnvHandle {
     /// The env has been reset: an unseeded reset continues its stream.
     started: Vec<bool>,
     threads: usize,
+    /// What an action row is checked for, as a rollout checks its policy's: outside a
+    /// Discrete space or NaN is refused; a Box action outside its bounds passes, as in Gymnasium.
+    act_check: RowCheck,
 }
 
 /// What one env did in a step, written by whichever thread stepped it.
@@ -170,7 +174,7 @@ impl VecEnvHandle {
         Ok((self.observations(py)?, self.infos()))
     }
 
-    /// Steps every env with its action (the actions' leaves packed row after row);
+    /// Steps every env with its action (the action rows, as `load_actions` takes them);
     /// returns (observations, rewards, terminations, truncations, infos JSON or None,
     /// finals). Next-step autoreset by default (`finals` is None); with `same_step`, an
     /// env whose episode ended is reset within the call (Gymnasium's `SAME_STEP`, SB3's
@@ -253,29 +257,24 @@ impl VecEnvHandle {
     fn with(backend: Backend, spec: &rollway_core::EnvSpec, n: usize, threads: usize) -> VecEnvHandle {
         let (ol, al) = (Layout::of(&spec.observation_space), Layout::of(&spec.action_space));
         let (obs, act) = (Rows::new(ol.row_bytes(), n), Rows::new(al.row_bytes(), n));
-        VecEnvHandle { backend, n, ol, al, obs, act, ended: vec![false; n], started: vec![false; n], threads: threads.clamp(1, n) }
+        let act_check = RowCheck::new(&al, Role::Action);
+        let threads = threads.clamp(1, n);
+        VecEnvHandle { backend, n, ol, al, obs, act, ended: vec![false; n], started: vec![false; n], threads, act_check }
     }
 
-    /// Copies packed action leaves into the action rows, checking each against the space.
-    fn load_actions(&mut self, packed: &[u8]) -> PyResult<()> {
-        let n = self.n;
-        let per_env: usize = self.al.leaves().iter().map(|l| l.bytes()).sum();
-        if packed.len() != n * per_env {
-            return Err(input_error(format!(
-                "actions: {} bytes for {n} envs of {} ({per_env} bytes each)",
-                packed.len(),
-                self.al.space().describe()
-            )));
+    /// Copies the action rows in (the layout's rows, as `rollway.spaces.batch_packer` packs
+    /// them: of the batch's shapes, converted without loss), checking each as a rollout
+    /// checks its policy's.
+    fn load_actions(&mut self, rows: &[u8]) -> PyResult<()> {
+        let (n, row_bytes) = (self.n, self.act.row_bytes());
+        if rows.len() != n * row_bytes {
+            let space = self.al.space().describe();
+            return Err(input_error(format!("actions: {} bytes for {n} envs of {space} ({row_bytes} bytes a row)", rows.len())));
         }
+        self.act.bytes_mut().copy_from_slice(rows);
         for i in 0..n {
-            let mut src = &packed[i * per_env..(i + 1) * per_env];
-            let row = self.act.row_mut(i);
-            for leaf in self.al.leaves() {
-                row[leaf.offset..leaf.offset + leaf.bytes()].copy_from_slice(&src[..leaf.bytes()]);
-                src = &src[leaf.bytes()..];
-            }
-            if !self.al.contains_row(self.act.row(i)) {
-                return Err(input_error(format!("action of env {i} is not in the action space {}", self.al.space().describe())));
+            if let Some(problem) = self.act_check.check(self.act.row(i)) {
+                return Err(input_error(problem.describe(&format!("the action of env {i}:"))));
             }
         }
         Ok(())
