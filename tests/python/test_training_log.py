@@ -130,14 +130,14 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
     assert clips.count("<video") == 4
 
 
-def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
-    """A killed life logged steps past its last commit; the resumed life starts at the committed
-    steps, and its event file's purge marker makes TensorBoard's loader drop the killed tail."""
+def _killed_then_resumed(tmp_path):
+    """A rollout logging to ``tb`` killed after 6 fragments of 256 steps (a pause after each lets some
+    episodes commit), then resumed for 3 more; the log directory and the step the resume started at."""
     out, tb = tmp_path / "replay", tmp_path / "tb"
-    script = (f"import rollway, os\n"
+    script = (f"import rollway, os, time\n"
               f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps_per_fragment=64, out={str(out)!r}, log_dir={str(tb)!r},"
               f" commit_every=0.05)\n"
-              f"for _ in range(6):\n    r.collect(); r.publish()\n"
+              f"for _ in range(6):\n    r.collect(); r.publish(); time.sleep(0.1)\n"
               f"os._exit(0)\n")  # dies without close
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, log_dir=tb, commit_every=0.05,
@@ -146,6 +146,13 @@ def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
         for _ in range(3):
             r.collect()
             r.publish()
+    return tb, start
+
+
+def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
+    """A killed life logged steps past its last commit; the resumed life starts at the committed
+    steps, and its event file's purge marker makes TensorBoard's loader drop the killed tail."""
+    tb, start = _killed_then_resumed(tmp_path)
     assert start < 6 * 256, "the killed life logged past its commits (episodes in flight are not committed)"
     acc = EventAccumulator(str(tb))
     acc.Reload()
@@ -156,9 +163,10 @@ def test_issue54_a_resumed_runs_log_never_steps_back(tmp_path):
     assert steps[len(kept):] == [start + 256 * (i + 1) for i in range(3)], "then the resumed life"
 
 
-def _tensorboard_steps(logdir, tag):
+def _tensorboard_steps(logdir, tag, last):
     """The steps of ``tag`` as plain ``tensorboard --logdir`` serves them (its Rust fast loader,
-    tensorboard-data-server), over its HTTP API."""
+    tensorboard-data-server), over its HTTP API, once it has loaded the point at step ``last``
+    (the files are read in order, so that one comes last)."""
     import json
     import re
     import time
@@ -177,10 +185,13 @@ def _tensorboard_steps(logdir, tag):
         deadline = time.monotonic() + 60
         while True:
             try:
-                return [int(step) for _, step, _ in json.load(urllib.request.urlopen(url, timeout=10))]
+                steps = [int(step) for _, step, _ in json.load(urllib.request.urlopen(url, timeout=10))]
+                if last in steps:
+                    return steps
             except OSError:  # not loaded yet (400) or not listening yet
-                assert time.monotonic() < deadline, f"tensorboard never served {tag}"
-                time.sleep(0.5)
+                steps = None
+            assert time.monotonic() < deadline, f"tensorboard served {tag} as {steps}, never up to step {last}"
+            time.sleep(0.5)
     finally:
         tb.kill()
         tb.wait()
@@ -190,19 +201,7 @@ def test_issue72_plain_tensorboard_shows_no_point_of_the_killed_tail_either(tmp_
     """TensorBoard's fast loader ignores the purge marker (it drops a series' points only from the
     step of a new point of that series on): rollway cuts the killed life's tail from its own event
     files at resume, so every loader shows the same curve."""
-    out, tb = tmp_path / "replay", tmp_path / "tb"
-    script = (f"import rollway, os, time\n"
-              f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps_per_fragment=64, out={str(out)!r}, log_dir={str(tb)!r},"
-              f" commit_every=0.05)\n"
-              f"for _ in range(6):\n    r.collect(); r.publish(); time.sleep(0.1)\n"
-              f"os._exit(0)\n")  # dies without close
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, log_dir=tb, commit_every=0.05,
-                         resume=True, version=6) as r:
-        start = r.resumed["steps"]
-        for _ in range(3):
-            r.collect()
-            r.publish()
+    tb, start = _killed_then_resumed(tmp_path)
     # The killed life logged a point at each 256 steps up to 1536; with some committed, one lies in
     # [start, start + 256), before the resumed life's first point: the fast loader kept it.
     assert 0 < start <= 6 * 256, start
@@ -210,4 +209,4 @@ def test_issue72_plain_tensorboard_shows_no_point_of_the_killed_tail_either(tmp_
     acc.Reload()
     python = [e.step for e in acc.Scalars("rollout/policy_version")]
     assert [s for s in python if s >= start] == [start + 256 * (i + 1) for i in range(3)], python
-    assert _tensorboard_steps(tb, "rollout/policy_version") == python
+    assert _tensorboard_steps(tb, "rollout/policy_version", python[-1]) == python
