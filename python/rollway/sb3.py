@@ -37,12 +37,19 @@ def _row(obs: Any, i: int) -> Any:
 
 
 class VecEnv(_SB3VecEnv):
-    """``num_envs`` envs ``env_id`` (``make_vec``'s keyword arguments after them) as an SB3 ``VecEnv``."""
+    """``num_envs`` envs ``env_id`` (``make_vec``'s keyword arguments after them) as an SB3 ``VecEnv``.
 
-    def __init__(self, env_id: str, num_envs: int = 1, **make_vec_kwargs: Any) -> None:
+    ``seed``: env ``i``'s first reset is seeded with ``seed + i``, as a script that seeds each of
+    its envs with ``args.seed + i`` (CleanRL's) or calls ``VecEnv.seed(seed)`` (SB3's) does; the
+    same seed then gives the same episodes. Left out, each env draws its own seed, as Gymnasium's
+    vector envs do."""
+
+    def __init__(self, env_id: str, num_envs: int = 1, *, seed: Optional[int] = None, **make_vec_kwargs: Any) -> None:
         self.venv: VectorEnv = make_vec(env_id, num_envs, **make_vec_kwargs)
         self._actions: Optional[np.ndarray] = None
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        if seed is not None:
+            self.seed(seed)
         self._started = time.time()
         self._returns = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, dtype=np.int64)

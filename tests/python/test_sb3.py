@@ -65,3 +65,24 @@ def test_issue55_sb3_ppo_trains_on_atari_frames():
     model.learn(512)
     assert model.num_timesteps == 512
     env.close()
+
+
+def test_issue71_the_same_seed_gives_the_same_episodes():
+    """``VecEnv(..., seed=s)`` seeds env i with s + i at its first reset (CleanRL's ``args.seed + i``):
+    two runs with the same seed and actions see the same frames; another seed, other frames."""
+    pytest.importorskip("ale_py")
+
+    def frames(seed):
+        env = VecEnv("atari:Breakout-v5", 2, seed=seed, host="inline", fire_reset=True, terminal_on_life_loss=True)
+        seen = [env.reset()]
+        rng = np.random.default_rng(0)
+        for _ in range(60):
+            env.step_async(rng.integers(0, 4, 2))
+            seen.append(env.step_wait()[0])
+        env.close()
+        return np.stack(seen)
+
+    first = frames(1)
+    np.testing.assert_array_equal(first, frames(1))
+    assert not np.array_equal(first, frames(2))
+    assert not np.array_equal(first[:, 0], first[:, 1]), "env i is seeded with seed + i"
