@@ -16,7 +16,16 @@ Settings (``env_params``), Gymnasium's names and defaults:
 - ``frame_skip=4``: frames per action; the last two are max-pooled.
 - ``screen_size=84``: the side of the square grayscale frame.
 - ``stack_size=4``: frames per observation, oldest first: ``uint8 (stack_size, 84, 84)``.
-- ``terminal_on_life_loss=False``: a lost life ends the episode.
+- ``terminal_on_life_loss=False``: a lost life ends the episode, and the next reset starts a new
+  game (Gymnasium's ``AtariPreprocessing``: checked after each frame).
+- ``episodic_life=False``: a lost life ends the episode but not the game (Stable-Baselines3's
+  ``EpisodicLifeEnv``, as CleanRL's and SB3's Atari scripts use it, and EnvPool's ``episodic_life``):
+  checked after each agent step; the next reset plays one NOOP step on from where the life was
+  lost (FIRE and action 2 after it, with ``fire_reset``), and a real reset comes only at game over.
+  At that step the info holds ``episode``: the whole game's raw return ``r`` and length ``l`` in
+  agent steps, as ``RecordEpisodeStatistics`` under ``EpisodicLifeEnv`` says them. Not with
+  ``terminal_on_life_loss``. An episode that follows a lost life starts where that one ended, not
+  from a seeded reset: a recorded one replays from the game's start, not from its own seed.
 - ``reward_clip=False``: each step's reward becomes its sign (a training option, as
   CleanRL's ``ClipRewardEnv``; the recorded reward is then the clipped one).
 - ``fire_reset=False``: on games with FIRE (action 1), a reset then plays FIRE and action 2,
@@ -45,6 +54,7 @@ DEFAULTS: Dict[str, Any] = {
     "screen_size": 84,
     "stack_size": 4,
     "terminal_on_life_loss": False,
+    "episodic_life": False,
     "reward_clip": False,
     "fire_reset": False,
 }
@@ -81,9 +91,13 @@ class Game:
         for k in ("frame_skip", "screen_size", "stack_size"):
             if not isinstance(self.options[k], int) or isinstance(self.options[k], bool) or self.options[k] < 1:
                 raise ValueError(f"atari:{name}: {k} must be a whole number of 1 or more, got {self.options[k]!r}")
-        for k in ("terminal_on_life_loss", "reward_clip", "fire_reset"):
+        for k in ("terminal_on_life_loss", "episodic_life", "reward_clip", "fire_reset"):
             if not isinstance(self.options[k], bool):
                 raise ValueError(f"atari:{name}: {k} must be true or false, got {self.options[k]!r}")
+        if self.options["terminal_on_life_loss"] and self.options["episodic_life"]:
+            raise ValueError(f"atari:{name}: terminal_on_life_loss (a lost life ends the game: Gymnasium's) and "
+                             "episodic_life (the game goes on: SB3's, CleanRL's, EnvPool's) are two answers to one "
+                             "question: set one")
         noop = self.options["noop_max"]
         if not isinstance(noop, int) or isinstance(noop, bool) or noop < 0:
             raise ValueError(f"atari:{name}: noop_max must be a whole number of 0 or more, got {noop!r}")
@@ -143,11 +157,12 @@ class Game:
         """``to_json()`` of the Gymnasium env rollway's preprocessing equals: the ALE env in
         ``AtariPreprocessing`` and ``FrameStackObservation`` with these settings, what Minari's
         ``recover_environment`` rebuilds (after ``import ale_py``). ``None`` with
-        ``reward_clip`` (a sign is no wrapper Gymnasium can write down), on a game that
+        ``reward_clip`` (a sign is no wrapper Gymnasium can write down), with ``episodic_life``
+        (SB3's wrapper, not Gymnasium's), on a game that
         presses FIRE at its resets (SB3's wrapper, not Gymnasium's), with the screen added to
         the observations (no wrapper of Gymnasium's does that), or without OpenCV, which
         ``AtariPreprocessing`` needs. Wrapping the env only reads it."""
-        if self.options["reward_clip"] or self.fires(env) or self.renders:
+        if self.options["reward_clip"] or self.options["episodic_life"] or self.fires(env) or self.renders:
             return None
         try:
             from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation

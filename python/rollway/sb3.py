@@ -7,8 +7,9 @@ an env whose episode ends is reset within the same step, its last observation in
 time limit cut it (SB3 bootstraps those), rewards as float32, ``seed()`` taking effect at
 the next ``reset()``, and ``infos[i]["episode"]`` (return ``r``, length ``l``, seconds
 ``t``) as SB3's ``Monitor`` writes it, so that PPO logs ``ep_rew_mean`` without a
-``VecMonitor`` (an episode is what the env ends: a life, with
-``terminal_on_life_loss``)::
+``VecMonitor`` (an episode is what the env ends: a life, with ``terminal_on_life_loss``;
+with ``episodic_life``, the whole game, its raw return, at game over, as SB3's ``Monitor``
+under its ``AtariWrapper`` and CleanRL's ``RecordEpisodeStatistics`` log it)::
 
     from stable_baselines3 import PPO
     from rollway.sb3 import VecEnv
@@ -51,6 +52,8 @@ class VecEnv(_SB3VecEnv):
         if seed is not None:
             self.seed(seed)
         self._started = time.time()
+        # With episodic_life an episode is a life: SB3's Monitor (under the life wrapper) logs games.
+        self._games = str(make_vec_kwargs.get("episodic_life", False)).lower() == "true"
         self._returns = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, dtype=np.int64)
 
@@ -72,8 +75,13 @@ class VecEnv(_SB3VecEnv):
         self._returns += rewards
         self._lengths += 1
         for i in np.flatnonzero(dones):
-            infos[i]["episode"] = {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]),
-                                   "t": round(time.time() - self._started, 6)}
+            t = round(time.time() - self._started, 6)
+            game = infos[i].get("episode")
+            if game is not None:
+                # The env's own: with episodic_life, the whole game's raw return and length, at its end.
+                infos[i]["episode"] = {**game, "t": t}
+            elif not self._games:
+                infos[i]["episode"] = {"r": round(float(self._returns[i]), 6), "l": int(self._lengths[i]), "t": t}
         self._returns[dones] = 0
         self._lengths[dones] = 0
         if finals is not None:

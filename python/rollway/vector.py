@@ -19,16 +19,25 @@ def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
     # Gymnasium's vector info layout: key → array over envs, "_key" → which envs set it.
     if raw is None:
         return {}
-    infos: List[Dict[str, Any]] = json.loads(raw)
+    return _batched(json.loads(raw))
+
+
+def _batched(infos: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Per-env info dicts in Gymnasium's vector layout; a dict value (``episode``: ``r``, ``l``)
+    is batched the same way, one level down, as Gymnasium's vector envs do."""
     out: Dict[str, Any] = {}
     for key in sorted({k for i in infos for k in i}):
         vals = [i.get(key) for i in infos]
         mask = np.array([key in i for i in infos])
-        try:
-            arr = np.array([v if v is not None else 0 for v in vals])
-        except ValueError:
-            arr = np.array(vals, dtype=object)
-        out[key], out["_" + key] = arr, mask
+        if all(isinstance(v, dict) for v, m in zip(vals, mask) if m):
+            out[key] = _batched([v if m else {} for v, m in zip(vals, mask)])
+        else:
+            try:
+                arr = np.array([v if v is not None else 0 for v in vals])
+            except ValueError:
+                arr = np.array(vals, dtype=object)
+            out[key] = arr
+        out["_" + key] = mask
     return out
 
 

@@ -186,3 +186,49 @@ def test_issue55_atari_records_the_rgb_screen_with_the_stack_lossless_and_as_h26
     (mp4,) = (tmp_path / "h264").rglob("*.mp4")
     with av.open(str(mp4)) as container:
         assert sum(1 for _ in container.decode(video=0)) == ep.length + 1
+
+
+def cleanrl_breakout(seed):
+    """CleanRL's Atari stack as SB3's wrappers build it, over Gymnasium's preprocessing: the game's
+    statistics (``RecordEpisodeStatistics``) under ``EpisodicLifeEnv``, then ``FireResetEnv`` and
+    ``ClipRewardEnv``, then the stack."""
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, RecordEpisodeStatistics
+    from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv
+
+    gym.register_envs(ale_py)
+    env = AtariPreprocessing(gym.make("ALE/Breakout-v5", frameskip=1), noop_max=30, terminal_on_life_loss=False)
+    env = FrameStackObservation(ClipRewardEnv(FireResetEnv(EpisodicLifeEnv(RecordEpisodeStatistics(env)))), 4)
+    obs, _ = env.reset(seed=seed)
+    return env, obs
+
+
+def test_issue71_episodic_life_plays_on_after_a_lost_life_as_sb3s_wrappers_do_step_by_step():
+    """``episodic_life``: a lost life ends the episode and the game goes on (one NOOP step, then FIRE),
+    a real reset only at game over; every frame, reward and flag equals SB3's ``EpisodicLifeEnv`` stack's,
+    and at each game's end ``info["episode"]`` is its raw, whole-game return and length, as
+    ``RecordEpisodeStatistics`` under the life wrapper says them."""
+    pytest.importorskip("stable_baselines3")
+    ours = rollway.make_vec("atari:Breakout-v5", 1, host="inline", episodic_life=True, fire_reset=True, reward_clip=True)
+    obs, _ = ours.reset(seed=71)
+    ref, ref_obs = cleanrl_breakout(71)
+    np.testing.assert_array_equal(obs[0], ref_obs)
+    rng, ended, lives_lost, games = np.random.default_rng(71), False, 0, []
+    for t in range(3000):
+        action = int(rng.integers(4))
+        obs, reward, term, trunc, info = ours.step(np.array([action]))
+        if ended:  # next-step autoreset: the reset's frames, no reward
+            ref_obs, _ = ref.reset()
+            ref_step = (ref_obs, 0.0, False, False, {})
+        else:
+            ref_step = ref.step(action)
+        ref_obs, ref_reward, ref_term, ref_trunc, ref_info = ref_step
+        np.testing.assert_array_equal(obs[0], ref_obs, err_msg=f"step {t}")
+        assert (reward[0], term[0], trunc[0]) == (ref_reward, ref_term, ref_trunc), f"step {t}"
+        if "episode" in ref_info:
+            games.append((ref_info["episode"]["r"], ref_info["episode"]["l"]))
+            assert info["_episode"][0] and (info["episode"]["r"][0], info["episode"]["l"][0]) == games[-1], f"step {t}"
+        else:
+            assert not info.get("_episode", [False])[0], f"step {t}: a game's statistics where none ended"
+            lives_lost += bool(ref_term)
+        ended = bool(ref_term or ref_trunc)
+    assert len(games) >= 2 and lives_lost >= 4 * len(games), (games, lives_lost)

@@ -30,7 +30,7 @@ EDITS = [
     ("the envs", ENVS_LINE,
      "import rollway.sb3\n"
      "envs = VecPyTorch(rollway.sb3.VecEnv('atari:' + args.gym_id, args.num_envs, seed=args.seed, "
-     "terminal_on_life_loss=True, fire_reset=True, reward_clip=True), device)", 1),
+     "episodic_life=True, fire_reset=True, reward_clip=True), device)", 1),
     ("gym is gymnasium", "import gym\n", "import gymnasium as gym\n", 2),
     ("gym is gymnasium", "from gym import spaces", "from gymnasium import spaces", 1),
     ("gym is gymnasium", "from gym.spaces import", "from gymnasium.spaces import", 1),

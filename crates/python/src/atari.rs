@@ -140,6 +140,7 @@ impl AtariEnvs {
             size: option("screen_size")?.extract()?,
             stack: option("stack_size")?.extract()?,
             terminal_on_life_loss: option("terminal_on_life_loss")?.extract()?,
+            episodic_life: option("episodic_life")?.extract()?,
             reward_clip: option("reward_clip")?.extract()?,
         };
         let fire = game.call_method1("fires", (&first,))?.extract()?;
@@ -193,7 +194,11 @@ impl DrivenEnvs for AtariEnvs {
             s.ale.rgb(py, &mut obs[at])?;
         }
         self.episodes.stepped(slot);
-        let info = if self.episodes.info_wanted(slot, out.terminated || out.truncated) { Some(step_info(py, &s.ale)?) } else { None };
+        let mut info = if self.episodes.info_wanted(slot, out.terminated || out.truncated) { Some(step_info(py, &s.ale)?) } else { None };
+        if let (Some(info), Some((r, l))) = (info.as_mut(), out.game) {
+            // The whole game's statistics, as `RecordEpisodeStatistics` under `EpisodicLifeEnv` says them.
+            info.0.insert("episode".into(), serde_json::json!({"r": r, "l": l}));
+        }
         Ok((StepOutcome { reward: out.reward, terminated: out.terminated, truncated: out.truncated }, info))
     }
 
@@ -201,35 +206,55 @@ impl DrivenEnvs for AtariEnvs {
         let game = self.slots.stepper.clone_ref(py).into_bound(py);
         let (p, places) = (self.p, self.places.clone());
         let s = self.slots.for_reset(py, slot, seed, |env| AtariEnvs::slot(&game, p, places.screen.is_some(), env))?;
-        let mut info = game.call_method1("reset", (&s.env, seed))?;
         let stack = places.stack;
         let emu = &mut Emu { py, ale: &s.ale };
-        s.frames.reset(emu, &mut obs[stack.clone()])?;
+        let mut info = begin(&game, &s.env, seed, &mut s.frames, emu, &mut obs[stack.clone()])?;
         if self.fire {
             // SB3's FireResetEnv (CleanRL's): FIRE, then action 2, each a whole skipped step whose
-            // reward is dropped; a game that ends meanwhile is reset again. The stack starts from
-            // the last step's frame.
+            // reward is dropped; an episode that ends meanwhile is reset again (with `episodic_life`,
+            // a lost life plays on). The stack starts from the last step's frame.
             for action in [1, 2] {
                 let out = s.frames.step(emu, action, &mut obs[stack.clone()])?;
                 if out.terminated || out.truncated {
-                    info = game.call_method1("reset", (&s.env, seed))?;
-                    s.frames.reset(emu, &mut obs[stack.clone()])?;
+                    info = begin(&game, &s.env, seed, &mut s.frames, emu, &mut obs[stack.clone()])?.or(info);
                 }
             }
-            s.frames.restack(&mut obs[stack]);
         }
+        s.frames.restack(&mut obs[stack]);
         if let Some(at) = places.screen {
             s.ale.rgb(py, &mut obs[at])?;
         }
-        // The lives and frame numbers after the presses, not before them.
-        let pressed = if self.fire { Some(step_info(py, &s.ale)?) } else { None };
+        // The lives and frame numbers after the presses (or the life's NOOP step), not before them.
+        let now = if self.fire || info.is_none() { Some(step_info(py, &s.ale)?) } else { None };
         if !self.episodes.started(slot) {
             return Ok(None);
         }
-        let mut info = self.slots.info(&info)?;
-        info.0.extend(pressed.into_iter().flat_map(|i| i.0));
+        let mut info = match info {
+            Some(info) => self.slots.info(&info)?,
+            None => Info::new(),
+        };
+        info.0.extend(now.into_iter().flat_map(|i| i.0));
         Ok(Some(info))
     }
+}
+
+/// A new game (the package's `Game.reset`: Gymnasium's reset and no-ops; its info), or with
+/// `episodic_life` after a lost life the same game played on (`EpisodicLifeEnv`'s reset: a NOOP
+/// step; `None`), unless that step ends the game.
+fn begin<'py>(
+    game: &Bound<'py, PyAny>,
+    env: &Py<PyAny>,
+    seed: Option<u64>,
+    frames: &mut Frames,
+    emu: &mut Emu<'_, 'py>,
+    obs: &mut [u8],
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if frames.game_goes_on() && !frames.go_on(emu, obs)?.game_over {
+        return Ok(None);
+    }
+    let info = game.call_method1("reset", (env, seed))?;
+    frames.reset(emu, obs)?;
+    Ok(Some(info))
 }
 
 /// The info Gymnasium's AtariEnv gives with each step.

@@ -45,8 +45,13 @@ pub struct Preprocessing {
     pub size: usize,
     /// Frames stacked into one observation (`FrameStackObservation`'s `stack_size`).
     pub stack: usize,
-    /// A lost life ends the episode (`terminal_on_life_loss`).
+    /// A lost life ends the episode, and the next reset starts a new game (`terminal_on_life_loss`,
+    /// Gymnasium's: checked after each frame).
     pub terminal_on_life_loss: bool,
+    /// A lost life ends the episode but not the game (`episodic_life`: Stable-Baselines3's
+    /// `EpisodicLifeEnv`, as CleanRL's scripts and EnvPool have it): checked after each agent
+    /// step; the next reset plays on from where the life was lost ([`Frames::game_goes_on`]).
+    pub episodic_life: bool,
     /// Each step's reward becomes its sign (CleanRL's `ClipRewardEnv`, EnvPool's `reward_clip`).
     pub reward_clip: bool,
 }
@@ -67,10 +72,16 @@ impl Preprocessing {
 pub struct Step {
     /// Summed over the skipped frames (clipped to its sign with `reward_clip`).
     pub reward: f64,
-    /// The game ended (or, with `terminal_on_life_loss`, a life was lost).
+    /// The game ended (or, with `terminal_on_life_loss` or `episodic_life`, a life was lost).
     pub terminated: bool,
     /// The emulator's frame limit was reached.
     pub truncated: bool,
+    /// The game itself ended (over, or its frame limit): not only a life.
+    pub game_over: bool,
+    /// With `episodic_life`, at the step its game ended: the game's return (raw, every step's
+    /// reward before clipping, the reset's FIRE and no-op steps included) and its length in agent
+    /// steps, as Gymnasium's `RecordEpisodeStatistics` says them under `EpisodicLifeEnv`.
+    pub game: Option<(f64, u64)>,
 }
 
 /// One env's preprocessing state: the two screen buffers, the lives, the stack.
@@ -82,6 +93,11 @@ pub struct Frames {
     lives: i64,
     /// `stack` frames, oldest first: the observation as it is handed out.
     stacked: Vec<u8>,
+    /// The last step ended the game itself (or no game was played yet): a reset starts a new one.
+    real_done: bool,
+    /// The current game's raw return and agent steps so far (`episodic_life`'s statistics).
+    game_return: f64,
+    game_length: u64,
 }
 
 impl Frames {
@@ -94,6 +110,9 @@ impl Frames {
             screens: [vec![0; h * w], vec![0; h * w]],
             lives: 0,
             stacked: vec![0; p.obs_bytes()],
+            real_done: true,
+            game_return: 0.0,
+            game_length: 0,
         }
     }
 
@@ -106,6 +125,7 @@ impl Frames {
     /// repeated `stack` times, into `obs`.
     pub fn reset<E: Emulator>(&mut self, emu: &mut E, obs: &mut [u8]) -> Result<(), E::Error> {
         self.lives = emu.lives()?;
+        (self.real_done, self.game_return, self.game_length) = (false, 0.0, 0);
         emu.screen(&mut self.screens[0])?;
         self.screens[1].fill(0);
         let last = self.stacked.len() - self.p.frame_bytes();
@@ -122,6 +142,7 @@ impl Frames {
         for t in 0..skip {
             out.reward += emu.act(action)?;
             (out.terminated, out.truncated) = emu.ended()?;
+            out.game_over = out.terminated || out.truncated;
             if self.p.terminal_on_life_loss {
                 let lives = emu.lives()?;
                 out.terminated |= lives < self.lives;
@@ -136,6 +157,16 @@ impl Frames {
                 emu.screen(&mut self.screens[0])?;
             }
         }
+        self.real_done = out.game_over;
+        self.game_return += out.reward;
+        self.game_length += 1;
+        if self.p.episodic_life {
+            // EpisodicLifeEnv: after the whole skipped step, a life fewer (and some left) ends the episode.
+            let lives = emu.lives()?;
+            out.terminated |= 0 < lives && lives < self.lives;
+            self.lives = lives;
+            out.game = out.game_over.then_some((self.game_return, self.game_length));
+        }
         if self.p.reward_clip {
             out.reward = if out.reward > 0.0 {
                 1.0
@@ -149,6 +180,20 @@ impl Frames {
         self.stacked.copy_within(fb.., 0);
         self.shrink(self.stacked.len() - fb);
         obs.copy_from_slice(&self.stacked);
+        Ok(out)
+    }
+
+    /// Whether a reset goes on with the game rather than starting a new one: with
+    /// `episodic_life`, after an episode that a lost life ended.
+    pub fn game_goes_on(&self) -> bool {
+        self.p.episodic_life && !self.real_done
+    }
+
+    /// `EpisodicLifeEnv`'s reset after a lost life: a NOOP step (whose game may end, then the
+    /// caller starts a new one: see `game_over`), the lives read again; the caller pads the stack.
+    pub fn go_on<E: Emulator>(&mut self, emu: &mut E, obs: &mut [u8]) -> Result<Step, E::Error> {
+        let out = self.step(emu, 0, obs)?;
+        self.lives = emu.lives()?;
         Ok(out)
     }
 

@@ -30,7 +30,15 @@ impl Emulator for Script {
 }
 
 fn settings() -> Preprocessing {
-    Preprocessing { frame_skip: 4, screen: (20, 16), size: 4, stack: 3, terminal_on_life_loss: false, reward_clip: false }
+    Preprocessing {
+        frame_skip: 4,
+        screen: (20, 16),
+        size: 4,
+        stack: 3,
+        terminal_on_life_loss: false,
+        episodic_life: false,
+        reward_clip: false,
+    }
 }
 
 fn script() -> Script {
@@ -74,12 +82,35 @@ fn life_loss_terminates_only_when_asked_and_rewards_clip_to_their_sign() {
     let mut obs = vec![0u8; p.obs_bytes()];
     f.reset(&mut emu, &mut obs).unwrap();
     let out = f.step(&mut emu, 0, &mut obs).unwrap();
-    assert_eq!(out, Step { reward: 1.0, terminated: true, truncated: false });
+    assert_eq!(out, Step { reward: 1.0, terminated: true, ..Step::default() }, "a life, not the game");
     assert_eq!(emu.frame, 2, "the skip stops at the lost life");
 
     let (mut f, mut emu) = (Frames::new(settings()), Script { life_lost_at: Some(2), rewards: vec![0.0, 3.0, 2.0], ..script() });
     f.reset(&mut emu, &mut obs).unwrap();
-    assert_eq!(f.step(&mut emu, 0, &mut obs).unwrap(), Step { reward: 5.0, terminated: false, truncated: false });
+    assert_eq!(f.step(&mut emu, 0, &mut obs).unwrap(), Step { reward: 5.0, ..Step::default() });
+}
+
+#[test]
+fn episodic_life_ends_the_episode_after_the_whole_step_and_the_game_goes_on() {
+    let p = Preprocessing { episodic_life: true, reward_clip: true, ..settings() };
+    let rewards = vec![0.0, 3.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0];
+    let (mut f, mut emu) = (Frames::new(p), Script { life_lost_at: Some(2), over_at: Some(11), rewards, ..script() });
+    let mut obs = vec![0u8; p.obs_bytes()];
+    assert!(!f.game_goes_on(), "no game yet");
+    f.reset(&mut emu, &mut obs).unwrap();
+    let out = f.step(&mut emu, 0, &mut obs).unwrap();
+    assert_eq!(out, Step { reward: 1.0, terminated: true, ..Step::default() });
+    assert_eq!(emu.frame, 4, "the whole skip is played: the life is checked after it");
+    assert!(f.game_goes_on());
+    let out = f.go_on(&mut emu, &mut obs).unwrap();
+    assert!(!out.game_over && emu.frame == 8, "a NOOP step from where the life was lost");
+    let out = f.step(&mut emu, 0, &mut obs).unwrap();
+    assert!(out.terminated && out.game_over, "the game ends at frame 11");
+    assert_eq!(out.game, Some((9.0, 3)), "the game's raw return and its steps, the NOOP one included");
+    assert!(!f.game_goes_on());
+    f.reset(&mut emu, &mut obs).unwrap();
+    let out = f.step(&mut emu, 0, &mut obs).unwrap();
+    assert_eq!((out.game, f.game_goes_on()), (None, true), "a new game, under way");
 }
 
 #[test]
