@@ -30,7 +30,7 @@ def _batched(infos: List[Dict[str, Any]]) -> Dict[str, Any]:
         vals = [i.get(key) for i in infos]
         mask = np.array([key in i for i in infos])
         if all(isinstance(v, dict) for v, m in zip(vals, mask) if m):
-            out[key] = _batched([v if m else {} for v, m in zip(vals, mask)])
+            out[key] = _batched([i.get(key) or {} for i in infos])
         else:
             try:
                 arr = np.array([v if v is not None else 0 for v in vals])
