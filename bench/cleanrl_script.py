@@ -1,7 +1,7 @@
 """Issue 55: CleanRL's own ``ppo_atari.py`` (PyPI's ``cleanrl`` 0.4.8), edited as
 ``tests/python/test_cleanrl.py`` edits it, on two envs lines, side by side:
 
-- rollway: ``rollway.sb3.VecEnv("atari:" + gym_id, N, terminal_on_life_loss=True, fire_reset=True,
+- rollway: ``rollway.sb3.VecEnv("atari:" + gym_id, N, seed=args.seed, episodic_life=True, fire_reset=True,
   reward_clip=True)`` (the test's line);
 - Stable-Baselines3's Atari envs, what the script's own gym-era line becomes today:
   ``VecTransposeImage(VecFrameStack(make_atari_env(gym_id, N), 4))`` (SB3's ``AtariWrapper``: the same
