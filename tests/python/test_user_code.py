@@ -117,11 +117,15 @@ def test_resume_takes_the_same_call_and_names_each_setting_that_differs(tmp_path
 
 
 def test_a_rollout_policy_choosing_outside_the_space_ends_it_naming_the_slot():
+    """An InputError (a ValueError), as the same actions given to ``make_vec`` and a wrong shape are (issue 67)."""
     with rollway.Rollout("CartPole-v1", constant(7), num_envs=3, steps_per_fragment=4) as r:
-        with pytest.raises(rollway.RollwayError, match=r"policy: env slot 0: action 7 is outside Discrete\(2\)"):
+        with pytest.raises(rollway.InputError, match=r"policy: env slot 0: action 7 is outside Discrete\(2\)"):
             r.collect()
     with rollway.Rollout("CartPole-v1", constant(0.5), num_envs=3, steps_per_fragment=4) as r:
-        with pytest.raises(rollway.RollwayError, match=r"env slot 0: action 0\.5 is not a whole number"):
+        with pytest.raises(rollway.InputError, match=r"env slot 0: action 0\.5 is not a whole number"):
+            r.collect()
+    with rollway.Rollout("gym:Pendulum-v1", constant(np.nan, (1,)), num_envs=2, steps_per_fragment=4) as r:
+        with pytest.raises(ValueError, match=r"env slot 0: action is NaN"):
             r.collect()
 
 

@@ -83,7 +83,10 @@ fn is_input(c: &(dyn std::error::Error + 'static)) -> bool {
         return !matches!(e, rollway_core::Error::Env { .. } | rollway_core::Error::Agent { .. });
     }
     if let Some(e) = c.downcast_ref::<rollway_runner::Error>() {
-        return matches!(e, rollway_runner::Error::Config { .. } | rollway_runner::Error::Filter { .. });
+        return matches!(
+            e,
+            rollway_runner::Error::Config { .. } | rollway_runner::Error::Filter { .. } | rollway_runner::Error::BadAction { .. }
+        );
     }
     if let Some(e) = c.downcast_ref::<rollway_loader::Error>() {
         return matches!(e, rollway_loader::Error::Config { .. });

@@ -44,6 +44,14 @@ pub enum Error {
         /// What happened.
         message: String,
     },
+    /// A rollout's policy returned an action that does not fit the action space (outside a
+    /// Discrete space, not a whole number, NaN): the caller's mistake, as a wrong shape is; the
+    /// rollout has ended.
+    #[error("policy: {message}")]
+    BadAction {
+        /// Which env slot's action, and what is wrong with it.
+        message: String,
+    },
     /// A rollout's env slot failed more often in a row than `max_restarts` allows.
     #[error("env slot {slot} failed {failures} times in a row, more than max_restarts allows; last error: {last}")]
     EnvGaveUp {

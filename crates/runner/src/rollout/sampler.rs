@@ -221,7 +221,9 @@ impl Sampler {
         let message = match res {
             Ok(Ok(())) => return self.check_actions().and_then(|()| self.check_extras()),
             // Batch rows are the rollout's slots, in order.
-            Ok(Err(rollway_core::Error::Action { row, message, .. })) => format!("env slot {row}: {message}"),
+            Ok(Err(rollway_core::Error::Action { row, message, .. })) => {
+                return Err(Error::BadAction { message: format!("env slot {row}: {message}") })
+            }
             Ok(Err(e)) => e.to_string(),
             Err(p) => format!("panicked: {}", crate::serial::panic_text(p)),
         };
@@ -238,7 +240,7 @@ impl Sampler {
         for p in &self.envs.parts {
             for j in 0..p.len() {
                 if let Some(bad) = check.check(p.act.row(j)) {
-                    return Err(Error::Policy { message: format!("env slot {}: {}", p.offset + j, bad.describe("action")) });
+                    return Err(Error::BadAction { message: format!("env slot {}: {}", p.offset + j, bad.describe("action")) });
                 }
             }
         }
