@@ -394,6 +394,8 @@ def test_issue48_recurrent_ppo_bootstraps_from_the_gru_state_the_episode_left():
 
 @pytest.mark.heavy
 def test_recurrent_ppo_learns_cartpole_without_velocities_in_a_short_run():
+    """40 s alone, 80 s beside the other workers: 25,600 steps of an LSTM policy trained with BPTT,
+    the least that lifts it clear of what the pole's angle alone can do."""
     r = example("rppo_cartpole").train_recurrent(total_steps=25_600, seed=1, log=False)
     # Without velocities a random policy averages ~22 and pushing toward the pole's lean
     # (the best use of the angle alone) ~43; a policy with memory infers the velocities.
