@@ -42,8 +42,8 @@ pub fn has_credentials(text: &str) -> bool {
 }
 
 /// `text` with the userinfo of its URL, if any, replaced by `***` (`s3://***@bucket/x`):
-/// the form in which a URL is printed. An authority whose `@` is encoded in a way
-/// [`userinfo_end`] cannot place is hidden whole (`s3://***/x`).
+/// the form in which a URL is printed. An authority whose `@` shows only once its percent
+/// escapes are decoded is hidden whole (`s3://***/x`).
 pub fn redacted(text: &str) -> Cow<'_, str> {
     match (text.split_once("://"), authority(text)) {
         (Some((scheme, rest)), Some(a)) => match userinfo_end(a) {
