@@ -51,9 +51,8 @@ def measure(env: dict, fault: str, reps: int) -> tuple:
         if fault == "slowdown":
             assert proxy.send("slowdown 100000") == "ok"
         else:
-            # `down` answers only once it is over: sent without waiting, it holds for the whole rep.
-            proxy.p.stdin.write("down 3600\n")
-            proxy.p.stdin.flush()
+            # `down` answers only once it is over: started without waiting, it holds for the whole rep.
+            proxy.start("down 3600")
             time.sleep(0.5)
         secs.append(give_up_s(proxy))
         if fault == "slowdown":

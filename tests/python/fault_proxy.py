@@ -159,9 +159,13 @@ class Client:
 
     def send(self, command: str) -> str:
         """Sends one command; its answer line."""
+        self.start(command)
+        return self.p.stdout.readline().strip()
+
+    def start(self, command: str) -> None:
+        """Sends a command whose answer comes only once it is over (``down``), not waiting for it."""
         self.p.stdin.write(command + "\n")
         self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
 
     def counts(self) -> Dict[str, int]:
         """The requests passed on so far, and the faults injected (the `counts` command)."""

@@ -57,8 +57,8 @@ where
 /// before clap (whose errors repeat the value given) or any command sees it: no output,
 /// file or config of this process can then hold the secret (issue 72).
 fn refuse_credentials(args: &[OsString]) -> Result<(), u8> {
-    let given = args.iter().skip(1).map(|a| a.to_string_lossy());
-    match given.into_iter().find(|a| rollway_store::has_credentials(a)) {
+    let mut given = args.iter().skip(1).map(|a| a.to_string_lossy());
+    match given.find(|a| rollway_store::has_credentials(a)) {
         Some(arg) => {
             eprintln!("rollway: error: {}: {}", rollway_store::redacted(&arg), rollway_store::CREDENTIALS_REFUSED);
             Err(2)

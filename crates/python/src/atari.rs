@@ -220,12 +220,16 @@ impl DrivenEnvs for AtariEnvs {
                 }
             }
         }
-        s.frames.restack(&mut obs[stack]);
+        // A new game's reset padded the stack already; after FIRE or a life's NOOP step it starts from the last frame.
+        let stepped = self.fire || info.is_none();
+        if stepped {
+            s.frames.restack(&mut obs[stack]);
+        }
         if let Some(at) = places.screen {
             s.ale.rgb(py, &mut obs[at])?;
         }
         // The lives and frame numbers after the presses (or the life's NOOP step), not before them.
-        let now = if self.fire || info.is_none() { Some(step_info(py, &s.ale)?) } else { None };
+        let now = if stepped { Some(step_info(py, &s.ale)?) } else { None };
         if !self.episodes.started(slot) {
             return Ok(None);
         }

@@ -71,7 +71,7 @@ fn userinfo_end(a: &str) -> Option<Option<usize>> {
     // Each pass undoes one level of percent-encoding; `%25` is `%` itself, so deeper levels unfold one by one.
     while text.contains('%') {
         let decoded = percent_decoded(&text);
-        if decoded.contains('@') || decoded.contains('\u{ff20}') || decoded.contains('\u{fe6b}') {
+        if AT_SIGNS.iter().any(|at| decoded.contains(at)) {
             return Some(None);
         }
         if decoded == text {

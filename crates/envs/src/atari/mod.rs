@@ -158,9 +158,9 @@ impl Frames {
             }
         }
         self.real_done = out.game_over;
-        self.game_return += out.reward;
-        self.game_length += 1;
         if self.p.episodic_life {
+            self.game_return += out.reward;
+            self.game_length += 1;
             // EpisodicLifeEnv: after the whole skipped step, a life fewer (and some left) ends the episode.
             let lives = emu.lives()?;
             out.terminated |= 0 < lives && lives < self.lives;
