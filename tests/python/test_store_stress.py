@@ -112,6 +112,7 @@ class Member:
         k = life.rng.randint(2, 4)
         if role == "upload":
             self.stall = Client(life.env["AWS_ENDPOINT_URL"])  # in front of the chaos proxy
+            life.reap(self.stall.p)  # gone with the test even if it fails before close()
             assert self.stall.send(f"stall PUT staged {k}") == "ok"
             env["AWS_ENDPOINT_URL"] = self.stall.endpoint
         elif role != "run":
