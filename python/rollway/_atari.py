@@ -44,7 +44,9 @@ image media, as it does any env's ``render()`` frames.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
 
 # The preprocessing's settings and their defaults (Gymnasium's), in the order
 # rollway_python's atari.rs reads them.
@@ -65,6 +67,10 @@ NOT_OFFERED = {
     "scale_obs": "frames stay uint8; divide by 255 in the policy, as CleanRL does",
     "grayscale_newaxis": "the stack is the channel axis: (stack_size, 84, 84)",
 }
+
+# The info values ALE makes in a type JSON does not keep: a reset's ``seeds`` is a tuple of numpy
+# uint32s (an object array in a vector env's infos); lives and frame numbers are Python ints.
+INFO_TYPES: Dict[str, Callable[[Any], Any]] = {"seeds": lambda v: tuple(np.uint32(x) for x in v)}
 
 
 class Game:
@@ -130,7 +136,6 @@ class Game:
 
     def spec(self, env: Any) -> Dict[str, Any]:
         """The env's spec as rollway records it: frames ``uint8 (stack_size, size, size)``."""
-        import numpy as np
         from gymnasium import spaces
 
         from rollway.spaces import RENDER_KEY, to_json

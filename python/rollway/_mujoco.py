@@ -22,6 +22,8 @@ import glob
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
+import numpy as np
+
 # Wrappers whose behaviour the Rust step reproduces (TimeLimit by counting steps).
 STANDARD_WRAPPERS = ("TimeLimit", "OrderEnforcing", "PassiveEnvChecker")
 
@@ -36,6 +38,19 @@ SETTINGS = {
     "healthy_z_range": "_healthy_z_range",
     "healthy_angle_range": "_healthy_angle_range",
 }
+
+# The info values Gymnasium's tasks make in a type JSON does not keep: ``reward_ctrl`` is computed
+# from the float32 action, so a numpy float32 (NEP 50); the others are Python floats or float64.
+INFO_TYPES = {"reward_ctrl": np.float32}
+
+
+def info_types(env_id: str) -> Dict[str, Callable[[Any], Any]]:
+    """:data:`INFO_TYPES` for a ``gym:`` id of the MuJoCo tasks rollway knows (stepped by
+    rollway or by Gymnasium: their infos cross as JSON either way), else none."""
+    from rollway import _rollway
+
+    kind, _, rest = env_id.partition(":")
+    return dict(INFO_TYPES) if kind == "gym" and rest in _rollway.MUJOCO_TASKS else {}
 
 
 def native(env_id: str, make: Callable[[], Any], env: Any) -> Optional["Model"]:

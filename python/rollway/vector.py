@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import gymnasium as gym
 import numpy as np
@@ -15,29 +15,55 @@ from rollway import _rollway
 from rollway.spaces import RowError, batch_packer, from_json
 
 
-def _vector_infos(raw: Optional[str], n: int) -> Dict[str, Any]:
+# A JSON info value back as the value the env made, where JSON keeps no type (see INFO_TYPES).
+Typer = Callable[[Any], Any]
+
+
+def _vector_infos(raw: Optional[str], types: Dict[str, Typer]) -> Dict[str, Any]:
     # Gymnasium's vector info layout: key → array over envs, "_key" → which envs set it.
     if raw is None:
         return {}
-    return _batched(json.loads(raw))
+    return _batched(json.loads(raw), types)
 
 
-def _batched(infos: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _batched(infos: List[Dict[str, Any]], types: Dict[str, Typer]) -> Dict[str, Any]:
     """Per-env info dicts in Gymnasium's vector layout; a dict value (``episode``: ``r``, ``l``)
-    is batched the same way, one level down, as Gymnasium's vector envs do."""
+    is batched the same way, one level down, as Gymnasium's vector envs do. ``types`` turns the
+    values of some keys back into what the env made (``reward_ctrl``: a numpy float32)."""
     out: Dict[str, Any] = {}
     for key in sorted({k for i in infos for k in i}):
         vals = [i.get(key) for i in infos]
         mask = np.array([key in i for i in infos])
         if all(isinstance(v, dict) for v, m in zip(vals, mask) if m):
-            out[key] = _batched([i.get(key) or {} for i in infos])
+            out[key] = _batched([i.get(key) or {} for i in infos], {})
         else:
-            try:
-                arr = np.array([v if v is not None else 0 for v in vals])
-            except ValueError:
-                arr = np.array(vals, dtype=object)
-            out[key] = arr
+            typed = types.get(key)
+            out[key] = _column([typed(v) if typed and m else v for v, m in zip(vals, mask)], mask)
         out["_" + key] = mask
+    return out
+
+
+def _column(vals: List[Any], mask: np.ndarray) -> np.ndarray:
+    """One info key over the envs, laid out by the rule of Gymnasium's ``VectorEnv._add_info``:
+    zeros of the first value's type where an env has no value (bool, int64, float64, a numpy
+    scalar's dtype; a list stands for the numpy array JSON made of it), else an object array
+    with ``None`` where missing."""
+    first = next(v for v, m in zip(vals, mask) if m)
+    out: Optional[np.ndarray] = None
+    if type(first) in (int, float, bool) or isinstance(first, np.number):
+        out = np.zeros(len(vals), dtype=type(first))
+    elif isinstance(first, list):
+        try:
+            sample = np.asarray(first)
+        except ValueError:  # ragged
+            sample = np.asarray(None)
+        if sample.dtype != object:
+            out = np.zeros((len(vals), *sample.shape), sample.dtype)
+    if out is None:
+        out = np.full(len(vals), None, dtype=object)
+    for i, (v, m) in enumerate(zip(vals, mask)):
+        if m:
+            out[i] = v
     return out
 
 
@@ -91,6 +117,7 @@ class VectorEnv(gym.vector.VectorEnv):
         # Gymnasium's space refuses it); the handle checks their values as a rollout checks its policy's.
         self._pack = batch_packer(act_json, strict_as="actions")
         self._reset_done = False
+        self._info_types = _info_types(env_id)
 
     def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
               options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
@@ -102,13 +129,13 @@ class VectorEnv(gym.vector.VectorEnv):
             seeds = [None if s is None else int(s) for s in seed]
         obs, infos = self._h.reset(seeds, json.dumps(options) if options else None)
         self._reset_done = True
-        return obs, _vector_infos(infos, self.num_envs)
+        return obs, _vector_infos(infos, self._info_types)
 
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         if not self._reset_done:
             raise _rollway.InputError("step() before reset(): call reset() first, as for any Gymnasium vector env")
         obs, rew, term, trunc, infos, _ = self._h.step(self._rows(actions))
-        return obs, rew, term, trunc, _vector_infos(infos, self.num_envs)
+        return obs, rew, term, trunc, _vector_infos(infos, self._info_types)
 
     def _rows(self, actions: Any) -> bytes:
         """The batch of actions as the handle's action rows; a value that does not convert names its env."""
@@ -120,6 +147,14 @@ class VectorEnv(gym.vector.VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         # The handle's env processes (hosted ids) stop when it is dropped.
         self.__dict__.pop("_h", None)
+
+
+def _info_types(env_id: str) -> Dict[str, Typer]:
+    """The info keys of ``env_id`` whose values JSON does not give back as the env made them."""
+    from rollway import _atari, _mujoco
+
+    kind = env_id.partition(":")[0]
+    return _atari.INFO_TYPES if kind == "atari" else _mujoco.info_types(env_id)
 
 
 def make_vec(env_id: str, num_envs: int = 1, *, threads: int = 1, workers: Optional[int] = None, host: str = "auto",

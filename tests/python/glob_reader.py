@@ -60,7 +60,7 @@ class Index:
     once and never changed, so each is fetched once and kept."""
 
     def __init__(self, root):
-        self.root, self.seen = root, {}
+        self.root, self.seen, self.errors = root, {}, []
 
     def read(self):
         """{episode id: index entry} of every shard committed now."""
@@ -71,12 +71,38 @@ class Index:
             try:
                 with fs.open_input_stream(p) as f:
                     self.seen[p] = json.loads(f.read())["episodes"]
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
+                self.errors.append(f"{p}: {e!r}")
                 continue  # renamed into place atomically: a partial read is an OS-level race only
         return {e["episode_id"]: e for p in paths for e in self.seen.get(p, [])}
 
 
-def fail(msg):
+WHERE = {}  # root and Index of this run, for the diagnosis a failure prints
+
+
+def diagnose(episode):
+    """Where episode's rows are and what the store's index says of their shards, for the failure."""
+    root, index = WHERE["root"], WHERE["index"]
+    fs, files = listed(root, "steps", ".parquet")
+    out = []
+    for f in files:
+        t = pads.dataset([f], format="parquet", filesystem=fs).to_table(columns=["episode_id"])
+        if episode in set(t.column("episode_id").to_pylist()):
+            name = os.path.basename(f).split(".")[0] + ".json"
+            ipath = f.rsplit("/steps/", 1)[0] + "/index/" + name
+            try:
+                with fs.open_input_stream(ipath) as h:
+                    idx = json.loads(h.read())
+                said = f"index {name}: episodes {[e['episode_id'] for e in idx['episodes']]}, files {idx['files']}"
+            except (OSError, ValueError) as e:
+                said = f"index {name} unreadable: {e!r}"
+            out.append(f"  in {f} ({fs.get_file_info(f).size} bytes); {said}; cached: {ipath in index.seen}")
+    return "\n".join(out + [f"  index read errors: {index.errors[-10:]}"])
+
+
+def fail(msg, episode=None):
+    if episode is not None and WHERE:
+        msg += "\n" + diagnose(episode)
     print(f"glob_reader: {msg}", file=sys.stderr)
     sys.exit(1)
 
@@ -132,7 +158,7 @@ def check(eps, before, after, who):
         if e is None and (e := after.get(i)) is not None:
             gap += 1
         if e is None:
-            fail(f"{who} read {rows} rows of episode {i}, which has no index entry")
+            fail(f"{who} read {rows} rows of episode {i}, which has no index entry", i)
         if rows != e["rows"]:
             fail(f"{who} read {rows} rows of episode {i}, its index entry has {e['rows']}")
         if not math.isclose(total, e["return"], rel_tol=1e-9, abs_tol=1e-9):
@@ -154,6 +180,7 @@ def alive(pid):
 
 def main():
     root, index = sys.argv[1], Index(sys.argv[1])
+    WHERE.update(root=root, index=index)
     if "--watch" not in sys.argv:
         eps, before, after = read_arrow(root, index)
         check(eps, before, after, "pyarrow")

@@ -109,20 +109,65 @@ def test_issue67_make_vec_mistakes_are_input_errors_in_the_users_terms():
         assert isinstance(e.value, rollway.InputError), type(e.value)
 
 
+def _same_infos(mine, ref, what):
+    """Two vector infos equal key for key, in values and dtypes (nested dicts too)."""
+    assert sorted(mine) == sorted(ref), f"{what}: info keys"
+    for k in ref:
+        if isinstance(ref[k], dict):
+            _same_infos(mine[k], ref[k], f"{what}: info {k}")
+            continue
+        assert mine[k].dtype == ref[k].dtype, f"{what}: info {k} is {mine[k].dtype}, Gymnasium's {ref[k].dtype}"
+        np.testing.assert_array_equal(mine[k], ref[k], err_msg=f"{what}: info {k}")
+
+
 def _same_steps(ours, theirs, seed, steps, what):
-    """Both vector envs reset with `seed` and given the same random actions give equal arrays and infos."""
+    """Both vector envs reset with `seed` and given the same random actions give equal arrays and
+    infos, in values and dtypes."""
     a, ia = ours.reset(seed=seed)
     b, ib = theirs.reset(seed=seed)
     np.testing.assert_array_equal(a, b)
+    _same_infos(ia, ib, f"{what} reset")
     theirs.action_space.seed(seed)
     for t in range(steps):
         act = theirs.action_space.sample()
         mine, ref = ours.step(act), theirs.step(act)
         for x, y in zip(mine[:4], ref[:4]):
+            assert x.dtype == y.dtype, f"{what} step {t}"
             np.testing.assert_array_equal(x, y, err_msg=f"{what} step {t}")
-        assert sorted(mine[4]) == sorted(ref[4]), f"{what} step {t}: info keys"
-        for k in ref[4]:
-            np.testing.assert_array_equal(mine[4][k], ref[4][k], err_msg=f"{what} step {t}: info {k}")
+        _same_infos(mine[4], ref[4], f"{what} step {t}")
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5"])
+def test_issue71_mujoco_ids_equal_gymnasiums_vector_env_infos_and_dtypes_included(env_id):
+    """reward_ctrl is float32 in Gymnasium's infos (made from the float32 action): JSON, which
+    carries infos, kept no dtype. Hopper ends episodes early, so autoreset infos are compared too."""
+    pytest.importorskip("mujoco")
+    ours = rollway.make_vec(f"gym:{env_id}", 3)
+    theirs = gym.make_vec(env_id, 3, vectorization_mode="sync")
+    _same_steps(ours, theirs, 5, 300, f"gym:{env_id}")
+    ours.close()
+
+
+def test_issue71_infos_take_gymnasiums_vector_layout_and_dtypes():
+    """Per-env infos as an env returns them, laid out by Gymnasium's own VectorEnv._add_info and
+    by make_vec from the JSON they cross as: missing keys, bools, ints, floats, strings, arrays
+    and nested dicts give the same arrays, dtypes and masks."""
+    import json
+
+    from rollway.spaces import dump_info
+    from rollway.vector import _vector_infos
+
+    envs = [
+        {"flag": True, "lives": 3, "x": 0.5, "name": "a", "pos": np.array([1.0, 2.0]), "episode": {"r": 1.5, "l": 7}},
+        {"x": 2.0, "pos": np.array([3.0, 4.0])},
+        {"flag": False, "lives": 1, "name": "c", "grid": np.array([[1, 2], [3, 4]], dtype=np.int64)},
+    ]
+    ref: dict = {}
+    vec = type("V", (), {"num_envs": len(envs), "_add_info": gym.vector.VectorEnv._add_info})()
+    for i, info in enumerate(envs):
+        ref = vec._add_info(ref, info, i)
+    mine = _vector_infos(json.dumps([json.loads(dump_info(i)) for i in envs]), {})
+    _same_infos(mine, ref, "synthetic")
 
 
 @pytest.mark.parametrize("host, workers", [("inline", 1), ("process", 2)])
