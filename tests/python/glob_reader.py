@@ -44,6 +44,9 @@ def filesystem(root):
         access_key=os.environ.get("AWS_ACCESS_KEY_ID"),
         secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
         region=os.environ.get("AWS_REGION", "us-east-1"),
+        # A store busy with eight writers answers slowly: patience, not a false verdict.
+        connect_timeout=10,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=10),
     )
     return s3, root[len("s3://") :]
 
@@ -59,6 +62,9 @@ class Index:
     """The episodes whose index entry exists, read as often as asked: an index object is created
     once and never changed, so each is fetched once and kept."""
 
+    # Tries to read a listed index object before the check gives up on the store (not the protocol).
+    TRIES = 8
+
     def __init__(self, root):
         self.root, self.seen, self.errors = root, {}, []
 
@@ -66,15 +72,29 @@ class Index:
         """{episode id: index entry} of every shard committed now."""
         fs, paths = listed(self.root, "index", ".json")
         for p in paths:
-            if p in self.seen or not os.path.basename(p).startswith("shard-"):
+            if p not in self.seen and os.path.basename(p).startswith("shard-"):
+                self.seen[p] = self.fetch(fs, p)
+        return {e["episode_id"]: e for p in paths for e in self.seen.get(p, [])}
+
+    def fetch(self, fs, path):
+        """The episodes of the listed index object `path`. An index object is whole once listed
+        (an atomic PUT, or a rename locally): one that is no JSON fails the check; one the store
+        does not answer for is tried again, and never taken as absent, which would blame the
+        protocol for a row of a shard whose index could not be read."""
+        for attempt in range(self.TRIES):
+            try:
+                with fs.open_input_stream(path) as f:
+                    text = f.read()
+            except OSError as e:
+                self.errors.append(f"{path}: {e!r}")
+                time.sleep(min(0.1 * 2**attempt, 5))
                 continue
             try:
-                with fs.open_input_stream(p) as f:
-                    self.seen[p] = json.loads(f.read())["episodes"]
-            except (OSError, ValueError) as e:
-                self.errors.append(f"{p}: {e!r}")
-                continue  # renamed into place atomically: a partial read is an OS-level race only
-        return {e["episode_id"]: e for p in paths for e in self.seen.get(p, [])}
+                return json.loads(text)["episodes"]
+            except (ValueError, KeyError) as e:
+                fail(f"index object {path} is listed but is no whole index: {e!r}")
+        fail(f"index object {path} is listed, but the store did not answer {self.TRIES} reads of it "
+             f"(not a verdict on the commit protocol): {self.errors[-3:]}")
 
 
 WHERE = {}  # root and Index of this run, for the diagnosis a failure prints
