@@ -208,6 +208,28 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     return make, env, json.dumps(spec), packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
 
 
+def step_cost(env: Any, seconds: float = 0.05, most: int = 200) -> float:
+    """Seconds one step of ``env`` takes in this process: the median over up to ``most`` steps
+    of random actions (the space's own sampler, seeded) within about ``seconds``, at least
+    three. What ``host="auto"`` weighs against a process's round trip; ``env`` is then thrown
+    away (it is ``prepare``'s spec env), so its state does not matter."""
+    import time
+
+    space = env.action_space
+    space.seed(0)
+    env.reset(seed=0)
+    times: List[float] = []
+    start = time.perf_counter()
+    while len(times) < 3 or (len(times) < most and time.perf_counter() - start < seconds):
+        action = space.sample()
+        t0 = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(action)
+        times.append(time.perf_counter() - t0)
+        if terminated or truncated:
+            env.reset()
+    return sorted(times)[len(times) // 2]
+
+
 def main() -> None:
     # The run stops its env processes itself; a Ctrl-C meant for it must not kill them mid-step.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

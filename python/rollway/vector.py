@@ -19,10 +19,20 @@ from rollway.spaces import RowError, batch_packer, from_json
 Typer = Callable[[Any], Any]
 
 
-def _vector_infos(raw: Optional[str], types: Dict[str, Typer]) -> Dict[str, Any]:
-    # Gymnasium's vector info layout: key → array over envs, "_key" → which envs set it.
+def _vector_infos(raw: Union[str, Dict[str, Any], None], types: Dict[str, Typer]) -> Dict[str, Any]:
+    # Gymnasium's vector info layout: key → array over envs, "_key" → which envs set it. Flat
+    # infos come laid out already (the handle's columns); the rest as JSON text.
     if raw is None:
         return {}
+    if isinstance(raw, dict):
+        for key, typed in types.items():
+            if key not in raw:
+                continue
+            if isinstance(typed, type) and issubclass(typed, np.generic):
+                raw[key] = raw[key].astype(typed)
+            else:
+                raw[key] = _column([typed(v) for v in raw[key].tolist()], raw["_" + key])
+        return raw
     return _batched(json.loads(raw), types)
 
 
@@ -38,7 +48,10 @@ def _batched(infos: List[Dict[str, Any]], types: Dict[str, Typer]) -> Dict[str, 
             out[key] = _batched([i.get(key) or {} for i in infos], {})
         else:
             typed = types.get(key)
-            out[key] = _column([typed(v) if typed and m else v for v, m in zip(vals, mask)], mask)
+            if isinstance(typed, type) and issubclass(typed, np.generic) and mask.all():
+                out[key] = np.array(vals, dtype=typed)  # every env has it: one conversion, no value by value
+            else:
+                out[key] = _column([typed(v) if typed and m else v for v, m in zip(vals, mask)], mask)
         out["_" + key] = mask
     return out
 
@@ -51,6 +64,8 @@ def _column(vals: List[Any], mask: np.ndarray) -> np.ndarray:
     first = next(v for v, m in zip(vals, mask) if m)
     out: Optional[np.ndarray] = None
     if type(first) in (int, float, bool) or isinstance(first, np.number):
+        if mask.all() and all(type(v) is type(first) for v in vals):
+            return np.array(vals, dtype=type(first))  # the common case, in one conversion
         out = np.zeros(len(vals), dtype=type(first))
     elif isinstance(first, list):
         try:
@@ -72,9 +87,11 @@ class VectorEnv(gym.vector.VectorEnv):
 
     An id a Python process hosts (``gym:ID``, ``atari:GAME``, ``module:callable``) is stepped
     as a rollout steps it: in this thread (``host="inline"``) or in ``workers`` env processes
-    at once (``host="process"``); ``"auto"`` is inline with one worker. ``workers`` defaults
-    to one, and for ``atari:`` ids to one process per core. Every step reads each env's
-    info (Gymnasium's vector layout), as a vector env returns them.
+    at once (``host="process"``); ``"auto"`` is inline with one worker, except for the
+    MuJoCo tasks rollway steps (``gym:HalfCheetah-v5``, …), which step without the GIL on a
+    thread per core in this process, as in a rollout. ``workers`` defaults to one, and for
+    ``atari:`` ids to one process per core. Every step reads each env's info (Gymnasium's
+    vector layout), as a vector env returns them.
 
     Same semantics as ``gymnasium.make_vec(id, N, vectorization_mode="sync")``:
     ``reset(seed=s)`` seeds env i with ``s + i`` (or takes a list of seeds) and gives the
@@ -134,7 +151,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         if not self._reset_done:
             raise _rollway.InputError("step() before reset(): call reset() first, as for any Gymnasium vector env")
-        obs, rew, term, trunc, infos, _ = self._h.step(self._rows(actions))
+        obs, rew, term, trunc, infos, _ = self._h.step(self._rows(actions), columns=True)
         return obs, rew, term, trunc, _vector_infos(infos, self._info_types)
 
     def _rows(self, actions: Any) -> bytes:

@@ -135,6 +135,21 @@ def make_cartpole_with_stats(**kwargs):
     return gym.wrappers.RecordEpisodeStatistics(gym.make("CartPole-v1", **kwargs))
 
 
+class Costly(gym.Wrapper):
+    """CartPole whose step first burns `micros` µs of CPU in Python, as a costly user env does
+    (a simulator, pixel preprocessing): its steps hold the GIL for that long."""
+
+    def __init__(self, micros=2000):
+        super().__init__(gym.make("CartPole-v1"))
+        self.seconds = float(micros) / 1e6
+
+    def step(self, action):
+        end = time.perf_counter() + self.seconds
+        while time.perf_counter() < end:
+            pass
+        return self.env.step(action)
+
+
 class Wrong(gym.Env):
     """A Box(-1, 1, (3,)) env that answers wrong in one way (`how`) on step `at`:
     a NaN observation, a NaN reward, an observation out of bounds, of the wrong shape,

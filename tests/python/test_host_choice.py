@@ -2,6 +2,7 @@
 processes or in the caller's process (``host=``); ``"auto"`` measures both on a run
 long enough to pay for it and takes the faster. The episodes are the same either way."""
 
+import os
 import sys
 
 import pytest
@@ -73,3 +74,25 @@ def test_issue48_ctrl_c_landing_in_an_inline_env_stops_the_run_and_it_resumes(tm
     assert p.returncode == 0 and "interrupted" in p.stdout, p.stderr
     ds = rollway.Dataset(out)
     assert len(ds) > 0 and ds.verify()["problems"] == []
+
+
+def _fragments(env, host, n, **kw):
+    with rollway.Rollout(env, "random", num_envs=n, steps_per_fragment=16, seed=5, host=host, **kw) as r:
+        return r.host_choice, [r.collect() for _ in range(3)]
+
+
+def test_issue67_rollout_auto_weighs_a_step_cheap_envs_stay_inline_costly_ones_go_to_a_process_per_core():
+    """A cheap env (Gymnasium's CartPole, ~9 µs a step) stays in the rollout's thread; one whose step
+    burns 2 ms goes to env processes, one per core, and gives the fragments it gives inline."""
+    cores = len(os.sched_getaffinity(0))
+    choice, _ = _fragments("gym:CartPole-v1", "auto", 8)
+    assert choice.startswith("inline: a step costs") and "µs" in choice, choice
+    choice, auto = _fragments("hosted_envs:Costly", "auto", 4)
+    want = "process" if cores > 1 else "inline"
+    assert choice.startswith(f"{want}: a step costs") and " ms;" in choice, choice
+    _, inline = _fragments("hosted_envs:Costly", "inline", 4)
+    for a, b in zip(auto, inline):
+        assert (a.obs == b.obs).all() and (a.actions == b.actions).all() and (a.rewards == b.rewards).all()
+    # Nothing is weighed where the host or the workers are given.
+    assert _fragments("hosted_envs:Costly", "auto", 4, workers=1)[0] is None
+    assert _fragments("hosted_envs:Costly", "inline", 4)[0] is None

@@ -24,12 +24,16 @@ pub struct InlineEnvs {
     /// As `prepare` reported it (each block's envs read their layouts), and parsed.
     spec_json: SpecJson,
     spec: EnvSpec,
+    /// What one step of the spec's env took (`rollway._host.step_cost`), when asked
+    /// and the env is a plain Python env (not one rollway steps itself).
+    step_cost: Option<f64>,
 }
 
 impl InlineEnvs {
     /// Envs `name` (`gym:ID`, `module:callable`, or a display name with `pickled`,
-    /// a cloudpickled factory) with `params`, resolved as the env processes do.
-    pub fn new(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>) -> PyResult<InlineEnvs> {
+    /// a cloudpickled factory) with `params`, resolved as the env processes do; with
+    /// `weigh`, one step's cost measured on the env made for the spec ([`Self::step_cost`]).
+    pub fn new(py: Python<'_>, name: &str, params: &Params, pickled: Option<Vec<u8>>, weigh: bool) -> PyResult<InlineEnvs> {
         let setup = Setup {
             target: name.into(),
             params: params.0.clone(),
@@ -45,9 +49,23 @@ impl InlineEnvs {
         let made = prepare(py, &setup, &pickled).map_err(|e| crate::errors::input_error(format!("env {name}: {e}")))?;
         let spec_json: SpecJson = serde_json::from_str(&made.get_item(2)?.extract::<String>()?)
             .map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
+        // Only a plain Python env (packers given) is stepped by Python; the spec's env is thrown away next.
+        let plain = !made.get_item(3)?.is_none();
+        let weighed = if weigh && plain {
+            py.import("rollway._host")?.getattr("step_cost")?.call1((made.get_item(1)?,))
+        } else {
+            Ok(py.None().into_bound(py))
+        };
+        // A probe that fails tells nothing: the env's own steps report what is wrong with it.
+        let step_cost = weighed.ok().and_then(|c| c.extract::<f64>().ok());
         let _ = made.get_item(1)?.call_method0("close");
         let spec = spec_json.to_spec(name).map_err(|e| crate::errors::input_error(e.to_string()))?;
-        Ok(InlineEnvs { name: name.into(), setup, pickled, spec_json, spec })
+        Ok(InlineEnvs { name: name.into(), setup, pickled, spec_json, spec, step_cost })
+    }
+
+    /// One step's cost in seconds, when it was weighed.
+    pub fn step_cost(&self) -> Option<f64> {
+        self.step_cost
     }
 }
 

@@ -17,6 +17,7 @@ mod dataset;
 mod errors;
 mod held;
 mod host;
+mod info_columns;
 mod inline_host;
 mod lag;
 mod loader;

@@ -120,6 +120,8 @@ pub struct RolloutHandle {
     started: Option<StartedRollout>,
     adapter: Option<Py<PyAny>>,
     raised: Raised,
+    /// `host="auto"`'s choice by a step's cost, and why; `None` when it weighed none.
+    host_choice: Option<String>,
 }
 
 #[pymethods]
@@ -146,13 +148,17 @@ impl RolloutHandle {
             Err(_) => Some(policy.unbind()),
         };
         let python_env = env_pickle.is_some() || rollway_host::is_hosted(&request.env);
-        // In one thread with nothing to overlap, a process only adds its pipe round trip (inline_host.rs).
-        let envs: Option<Arc<dyn EnvFactory>> = if python_env && request.inline() {
+        // In one thread with nothing to overlap, a process only adds its pipe round trip (inline_host.rs),
+        // unless the envs' steps cost more than it: `auto` weighs one (rollway_engine's by_cost.rs).
+        let (mut envs, mut host_choice): (Option<Arc<dyn EnvFactory>>, _) = (None, None);
+        if python_env && request.inline() {
             let params = Params(request.env_params.clone());
-            Some(Arc::new(InlineEnvs::new(py, &request.env, &params, env_pickle.clone())?))
-        } else {
-            None
-        };
+            let inline = InlineEnvs::new(py, &request.env, &params, env_pickle.clone(), request.weighs_cost())?;
+            if let Some(cost) = inline.step_cost().filter(|_| request.weighs_cost()) {
+                host_choice = Some(request.settle_by_cost(cost));
+            }
+            envs = request.inline().then(|| Arc::new(inline) as Arc<dyn EnvFactory>);
+        }
         let sources = RolloutSources { envs, env_pickle, python };
         let plan = py.detach(move || RolloutPlan::new(request, sources)).py()?;
         let raised: Raised = Arc::default();
@@ -165,7 +171,14 @@ impl RolloutHandle {
             (None, None) => return Err(input_error("policy: give a callable or a policy's name")),
         };
         let started = py.detach(move || plan.start(policy)).py()?;
-        Ok(RolloutHandle { started: Some(started), adapter, raised })
+        Ok(RolloutHandle { started: Some(started), adapter, raised, host_choice })
+    }
+
+    /// Where `host="auto"` put the envs by one step's measured cost, and why (`None`:
+    /// the host was not weighed).
+    #[getter]
+    fn host_choice(&self) -> Option<String> {
+        self.host_choice.clone()
     }
 
     /// (observation space JSON, action space JSON, time limit).

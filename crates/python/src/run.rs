@@ -102,7 +102,7 @@ fn inline_envs(
         return Ok(None);
     }
     let params = rollway_engine::table_params(file.and_then(|f| f.env_params.clone()));
-    Ok(Some(Arc::new(InlineEnvs::new(py, &env, &params, pickled)?)))
+    Ok(Some(Arc::new(InlineEnvs::new(py, &env, &params, pickled, false)?)))
 }
 
 /// Whether the run's env is a Python env (a pickled callable, `gym:`, `module:`).

@@ -50,13 +50,15 @@ impl Blocks {
         python: Option<PathBuf>,
     ) -> PyResult<Blocks> {
         let factory: Arc<dyn EnvFactory> = if inline {
-            Arc::new(InlineEnvs::new(py, name, params, None)?)
+            Arc::new(InlineEnvs::new(py, name, params, None, false)?)
         } else {
             Arc::new(rollway_host::PythonEnvs::new(name, params, python))
         };
         let spec = py.detach(|| factory.spec()).map_err(|e| input_error(format!("env {name}: {e}")))?;
         let (ol, al) = (Arc::new(Layout::of(&spec.observation_space)), Arc::new(Layout::of(&spec.action_space)));
-        let workers = if inline { 1 } else { workers.clamp(1, n) };
+        // Inline Python envs take turns at the GIL: one part. Envs that step without it (the
+        // MuJoCo tasks rollway steps) get a thread per worker, as a rollout's do.
+        let workers = if inline && !rollway_engine::steps_without_gil(name) { 1 } else { workers.clamp(1, n) };
         let options = BlockOptions { infos: InfoNeed::All, step_timeout: None, cut: None };
         let envs = Envs::new(&factory, n, workers, &ol, &al, options).map_err(|e| failed(e.to_string()))?;
         Ok(Blocks { envs, spec, inline, name: name.into() })
@@ -81,7 +83,9 @@ impl Blocks {
             }
         }
         let envs = &mut self.envs;
-        let ran = if self.inline { envs.round() } else { py.detach(move || envs.round()) };
+        // One inline part steps in this thread, the GIL held; parts on threads of their own (env
+        // processes, or inline envs that step without the GIL) take it when they need it, so it is let go.
+        let ran = if self.inline && envs.parts.len() == 1 { envs.round() } else { py.detach(move || envs.round()) };
         ran.map_err(|e| failed(e.to_string()))?;
         let mut done: Vec<Option<Done>> = (0..ops.len()).map(|_| None).collect();
         for part in &mut self.envs.parts {

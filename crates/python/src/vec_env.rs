@@ -148,7 +148,7 @@ impl VecEnvHandle {
         py: Python<'py>,
         seeds: Vec<Option<u64>>,
         options: Option<&str>,
-    ) -> PyResult<(Bound<'py, PyAny>, Option<String>)> {
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
         if seeds.len() != self.n {
             return Err(input_error(format!("{} seeds for {} envs", seeds.len(), self.n)));
         }
@@ -171,17 +171,18 @@ impl VecEnvHandle {
             }
         }
         self.ended.iter_mut().for_each(|e| *e = false);
-        Ok((self.observations(py)?, self.infos()))
+        Ok((self.observations(py)?, self.infos(py, false)?))
     }
 
     /// Steps every env with its action (the action rows, as `load_actions` takes them);
-    /// returns (observations, rewards, terminations, truncations, infos JSON or None,
-    /// finals). Next-step autoreset by default (`finals` is None); with `same_step`, an
+    /// returns (observations, rewards, terminations, truncations, infos, finals). Infos
+    /// are a JSON list, or None when every one is empty; with `columns`, flat ones come
+    /// as Gymnasium's vector layout already (`info_columns.rs`). Next-step autoreset by default (`finals` is None); with `same_step`, an
     /// env whose episode ended is reset within the call (Gymnasium's `SAME_STEP`, SB3's
     /// `VecEnv`): the observations are then the reset ones, and `finals` the final
     /// observations (every env's rows; those that ended are marked) and the ended mask.
-    #[pyo3(signature = (actions, same_step=false))]
-    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8], same_step: bool) -> PyResult<Stepped<'py>> {
+    #[pyo3(signature = (actions, same_step=false, columns=false))]
+    fn step<'py>(&mut self, py: Python<'py>, actions: &[u8], same_step: bool, columns: bool) -> PyResult<Stepped<'py>> {
         self.load_actions(actions)?;
         let n = self.n;
         let outs = if let Backend::Blocks(blocks) = &mut self.backend {
@@ -201,7 +202,7 @@ impl VecEnvHandle {
         let rewards = arrays::from_vec(py, outs.iter().map(|o| o.reward).collect::<Vec<f64>>(), DType::F64, &[n])?;
         let term = arrays::from_bools(py, &outs.iter().map(|o| o.terminated).collect::<Vec<_>>())?;
         let trunc = arrays::from_bools(py, &outs.iter().map(|o| o.truncated).collect::<Vec<_>>())?;
-        let infos = self.infos();
+        let infos = self.infos(py, columns)?;
         let finals = if same_step && self.ended.iter().any(|&e| e) {
             let finals = (self.observations(py)?, arrays::from_bools(py, &self.ended)?);
             self.reset_ended(py)?;
@@ -219,7 +220,7 @@ type Stepped<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
-    Option<String>,
+    Option<Bound<'py, PyAny>>,
     Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
 );
 
@@ -325,13 +326,20 @@ impl VecEnvHandle {
         arrays::leaves(py, named.iter().map(|(c, a)| (c.as_str(), a.clone())).collect())
     }
 
-    /// The envs' infos as a JSON list, or None when every one is empty (the common case).
-    fn infos(&mut self) -> Option<String> {
+    /// The envs' infos as a JSON list, or None when every one is empty (the common case);
+    /// with `columns`, as Gymnasium's vector layout when they are flat.
+    fn infos<'py>(&mut self, py: Python<'py>, columns: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
         let infos: Vec<Info> = match &mut self.backend {
             Backend::Envs(envs) => envs.iter().map(|e| e.info()).collect(),
             Backend::Blocks(blocks) => blocks.infos(),
         };
-        infos.iter().any(|i| !i.0.is_empty()).then(|| serde_json::to_string(&infos).expect("infos serialize"))
+        if infos.iter().all(|i| i.0.is_empty()) {
+            return Ok(None);
+        }
+        if let Some(laid_out) = columns.then(|| crate::info_columns::columns(py, &infos)).transpose()?.flatten() {
+            return Ok(Some(laid_out.into_any()));
+        }
+        Ok(Some(serde_json::to_string(&infos).expect("infos serialize").into_pyobject(py)?.into_any()))
     }
 }
 

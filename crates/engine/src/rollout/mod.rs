@@ -30,9 +30,11 @@ use crate::error::{Error, InputContext, Result};
 use crate::rollout::request::stored;
 use crate::target::Target;
 
+mod by_cost;
 mod replay;
 mod request;
 
+pub use by_cost::{by_cost, ByCost};
 pub use replay::Resumed;
 pub use request::{RolloutRequest, RENAMED};
 

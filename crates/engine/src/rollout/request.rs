@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, InputContext, Result};
 use crate::host::{Host, INLINE_CANNOT_TIME_OUT};
+use crate::rollout::by_cost::by_cost;
 
 /// A rollout, as asked for. Field names are the Python keyword arguments'.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,6 +124,23 @@ impl RolloutRequest {
             Host::Process => false,
             Host::Auto => Host::auto_inline(&self.env, self.workers(), self.max_policy_lag) && self.step_timeout.is_none(),
         }
+    }
+
+    /// Whether `host="auto"` weighs a step's cost here: it would step the envs inline and
+    /// the workers are the default (one asked for is kept).
+    pub fn weighs_cost(&self) -> bool {
+        self.host == Host::Auto && self.workers.is_none() && self.inline()
+    }
+
+    /// `host="auto"` settled by one env's measured step cost ([`by_cost`]): processes, one
+    /// per core, become this request's host when they pay. Why, for the user.
+    pub fn settle_by_cost(&mut self, step_s: f64) -> String {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let choice = by_cost(self.num_envs, cores, step_s);
+        if !choice.inline {
+            (self.host, self.workers) = (Host::Process, Some(choice.workers));
+        }
+        choice.why
     }
 
     /// Whether every episode is reset with its own seed: as asked, else yes, except for
