@@ -25,8 +25,8 @@ import time
 import gymnasium as gym
 import numpy as np
 
-import rollway
 from benchlib import md_table, write_report
+from rollout_hosted import rollway_rate
 from rollway._host import step_cost
 
 T = 64
@@ -44,21 +44,6 @@ def pong():
 
 def cartpole():
     return gym.make("CartPole-v1")
-
-
-def zeros(obs, first, state):
-    return np.zeros(len(first), dtype=np.int64)
-
-
-def rollway_rate(env, n: int, steps: int, choices: dict) -> float:
-    with rollway.Rollout(env, zeros, num_envs=n, steps_per_fragment=T, seed=1, seed_each_episode=False) as r:
-        choices[n] = r.host_choice
-        r.collect()
-        k = max(1, steps // (T * n))
-        t0 = time.perf_counter()
-        for _ in range(k):
-            r.collect()
-        return k * T * n / (time.perf_counter() - t0)
 
 
 def vector_rate(kind, make, n: int, steps: int) -> float:
@@ -82,7 +67,7 @@ def table(name, env, make, ns, steps, reps, peers):
     one.close()
     rows, choices = [], {}
     for n in ns:
-        systems = {"rollway auto": lambda n=n: rollway_rate(env, n, steps(n), choices)}
+        systems = {"rollway auto": lambda n=n: rollway_rate(env, n, "auto", steps(n), t=T, choices=choices)}
         systems.update({p: (lambda n=n, k=k: vector_rate(k, make, n, steps(n))) for p, k in peers.items()})
         rates = {s: [] for s in systems}
         for _ in range(reps):

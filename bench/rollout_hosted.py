@@ -34,14 +34,17 @@ def zeros(obs, first, state):
     return np.zeros(len(first), dtype=np.int64)
 
 
-def rollway_rate(env: str, n: int, host: str, steps: int, each: bool = False) -> float:
-    with rollway.Rollout(env, zeros, num_envs=n, steps_per_fragment=T, host=host, seed=1, seed_each_episode=each) as r:
+def rollway_rate(env, n: int, host: str, steps: int, each: bool = False, *, t: int = T, choices=None) -> float:
+    """Env steps/s of a rollout of `env` (fragments of `t` steps); `choices[n]`: where `host="auto"` put it."""
+    with rollway.Rollout(env, zeros, num_envs=n, steps_per_fragment=t, host=host, seed=1, seed_each_episode=each) as r:
+        if choices is not None:
+            choices[n] = r.host_choice
         r.collect()
-        k = max(1, steps // (T * n))
+        k = max(1, steps // (t * n))
         t0 = time.perf_counter()
         for _ in range(k):
             r.collect()
-        return k * T * n / (time.perf_counter() - t0)
+        return k * t * n / (time.perf_counter() - t0)
 
 
 def gym_rate(n: int, steps: int) -> float:
