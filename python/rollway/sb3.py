@@ -70,7 +70,8 @@ class VecEnv(_SB3VecEnv):
 
     def step_wait(self) -> Any:
         obs, rewards, terminated, truncated, raw, finals = self.venv._h.step(self.venv._rows(self._actions), same_step=True)
-        infos: List[Dict[str, Any]] = json.loads(raw) if raw is not None else [{} for _ in range(self.num_envs)]
+        # Without `columns`, infos come as JSON text (or None when all are empty).
+        infos: List[Dict[str, Any]] = json.loads(raw) if isinstance(raw, str) else [{} for _ in range(self.num_envs)]
         dones = terminated | truncated
         self._returns += rewards
         self._lengths += 1

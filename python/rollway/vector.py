@@ -28,8 +28,9 @@ def _vector_infos(raw: Union[str, Dict[str, Any], None], types: Dict[str, Typer]
         for key, typed in types.items():
             if key not in raw:
                 continue
-            if isinstance(typed, type) and issubclass(typed, np.generic):
-                raw[key] = raw[key].astype(typed)
+            dtype = _numpy_type(typed)
+            if dtype is not None:
+                raw[key] = raw[key].astype(dtype)
             else:
                 raw[key] = _column([typed(v) for v in raw[key].tolist()], raw["_" + key])
         return raw
@@ -48,12 +49,18 @@ def _batched(infos: List[Dict[str, Any]], types: Dict[str, Typer]) -> Dict[str, 
             out[key] = _batched([i.get(key) or {} for i in infos], {})
         else:
             typed = types.get(key)
-            if isinstance(typed, type) and issubclass(typed, np.generic) and mask.all():
-                out[key] = np.array(vals, dtype=typed)  # every env has it: one conversion, no value by value
+            dtype = _numpy_type(typed)
+            if dtype is not None and mask.all():
+                out[key] = np.array(vals, dtype=dtype)  # every env has it: one conversion, no value by value
             else:
                 out[key] = _column([typed(v) if typed and m else v for v, m in zip(vals, mask)], mask)
         out["_" + key] = mask
     return out
+
+
+def _numpy_type(typed: Optional[Typer]) -> Optional[type]:
+    """``typed`` when it is a numpy scalar type (``np.float32``): applied to a whole array at once."""
+    return typed if isinstance(typed, type) and issubclass(typed, np.generic) else None
 
 
 def _column(vals: List[Any], mask: np.ndarray) -> np.ndarray:
