@@ -41,7 +41,7 @@ SETTINGS = {
 
 # The info values Gymnasium's tasks make in a type JSON does not keep: ``reward_ctrl`` is computed
 # from the float32 action, so a numpy float32 (NEP 50); the others are Python floats or float64.
-INFO_TYPES = {"reward_ctrl": np.float32}
+INFO_TYPES: Dict[str, Callable[[Any], Any]] = {"reward_ctrl": np.float32}
 
 
 def info_types(env_id: str) -> Dict[str, Callable[[Any], Any]]:
@@ -50,7 +50,7 @@ def info_types(env_id: str) -> Dict[str, Callable[[Any], Any]]:
     from rollway import _rollway
 
     kind, _, rest = env_id.partition(":")
-    return dict(INFO_TYPES) if kind == "gym" and rest in _rollway.MUJOCO_TASKS else {}
+    return INFO_TYPES if kind == "gym" and rest in _rollway.MUJOCO_TASKS else {}
 
 
 def native(env_id: str, make: Callable[[], Any], env: Any) -> Optional["Model"]:

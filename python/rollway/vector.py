@@ -26,13 +26,8 @@ def _vector_infos(raw: Union[str, Dict[str, Any], None], types: Dict[str, Typer]
         return {}
     if isinstance(raw, dict):
         for key, typed in types.items():
-            if key not in raw:
-                continue
-            dtype = _numpy_type(typed)
-            if dtype is not None:
-                raw[key] = raw[key].astype(dtype)
-            else:
-                raw[key] = _column([typed(v) for v in raw[key].tolist()], raw["_" + key])
+            if key in raw:
+                raw[key] = _typed(raw[key], raw["_" + key], typed)
         return raw
     return _batched(json.loads(raw), types)
 
@@ -49,18 +44,25 @@ def _batched(infos: List[Dict[str, Any]], types: Dict[str, Typer]) -> Dict[str, 
             out[key] = _batched([i.get(key) or {} for i in infos], {})
         else:
             typed = types.get(key)
-            dtype = _numpy_type(typed)
-            if dtype is not None and mask.all():
-                out[key] = np.array(vals, dtype=dtype)  # every env has it: one conversion, no value by value
-            else:
-                out[key] = _column([typed(v) if typed and m else v for v, m in zip(vals, mask)], mask)
+            column = _column(vals, mask)
+            out[key] = column if typed is None else _typed(column, mask, typed)
         out["_" + key] = mask
     return out
 
 
-def _numpy_type(typed: Optional[Typer]) -> Optional[type]:
-    """``typed`` when it is a numpy scalar type (``np.float32``): applied to a whole array at once."""
+def _numpy_type(typed: Typer) -> Optional[type]:
+    """``typed`` when it is a numpy scalar type (``np.float32``), which applies to a whole array."""
     return typed if isinstance(typed, type) and issubclass(typed, np.generic) else None
+
+
+def _typed(column: np.ndarray, mask: np.ndarray, typed: Typer) -> np.ndarray:
+    """An info column with ``typed`` given back: a numpy scalar type (``np.float32``) as the
+    column's dtype, in one conversion; any other value by value (where ``mask`` says an env
+    has one), then laid out again by :func:`_column`."""
+    dtype = _numpy_type(typed)
+    if dtype is not None:
+        return column.astype(dtype)
+    return _column([typed(v) if m else None for v, m in zip(column.tolist(), mask)], mask)
 
 
 def _column(vals: List[Any], mask: np.ndarray) -> np.ndarray:

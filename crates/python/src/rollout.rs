@@ -154,7 +154,8 @@ impl RolloutHandle {
         if python_env && request.inline() {
             let params = Params(request.env_params.clone());
             let inline = InlineEnvs::new(py, &request.env, &params, env_pickle.clone(), request.weighs_cost())?;
-            if let Some(cost) = inline.step_cost().filter(|_| request.weighs_cost()) {
+            // Weighed only where `weighs_cost` said so.
+            if let Some(cost) = inline.step_cost() {
                 host_choice = Some(request.settle_by_cost(cost));
             }
             envs = request.inline().then(|| Arc::new(inline) as Arc<dyn EnvFactory>);

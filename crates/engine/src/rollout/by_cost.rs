@@ -49,7 +49,7 @@ pub fn by_cost(num_envs: usize, cores: usize, step_s: f64) -> ByCost {
         "{host}: a step costs {}; {} processes would save {} a round of {num_envs} envs and cost {} in round trips, \
          so the envs step {place}",
         micros(step_s),
-        cores.min(num_envs).max(1),
+        workers,
         micros(saved),
         micros(cost)
     );
