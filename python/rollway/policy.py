@@ -138,6 +138,9 @@ class Adapter:
 
 def _numpy(v: Any) -> Any:
     # Torch tensors (any device, with or without grad) become numpy arrays; the rest as is.
+    # A numpy array is let through first: a failed hasattr raises inside (~0.3 µs a round).
+    if type(v) is np.ndarray:
+        return v
     if hasattr(v, "detach") and hasattr(v, "cpu"):
         return v.detach().cpu().numpy()
     return v

@@ -192,7 +192,7 @@ def exact(v: Any, dt: np.dtype, shape: Optional[Tuple[int, ...]], path: str = ""
     a = np.asarray(v)
     if shape is not None and a.shape != shape:
         raise _rollway.InputError(f"{'[' + repr(path) + '] ' if path else ''}has shape {a.shape}; the space's is {shape}")
-    if dt.kind in "iub" and a.dtype.kind in "fiub" and not np.can_cast(a.dtype, dt):
+    if a.dtype != dt and dt.kind in "iub" and a.dtype.kind in "fiub" and not np.can_cast(a.dtype, dt):
         # Only when the dtypes differ in a way that can lose: the common case costs a dtype compare.
         lo, hi = (0, 1) if dt.kind == "b" else (np.iinfo(dt).min, np.iinfo(dt).max)
         with np.errstate(invalid="ignore"):

@@ -150,6 +150,25 @@ class Costly(gym.Wrapper):
         return self.env.step(action)
 
 
+class ActionTypes(gym.Env):
+    """Discrete(3) actions in, their type out: each observation is the index in `TYPES` of
+    the type of the action its step was given, so a test sees exactly what each env got."""
+
+    TYPES = ("int", "int64", "other")
+
+    def __init__(self):
+        self.action_space = spaces.Discrete(3)
+        self.observation_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        name = type(action).__name__
+        return self.TYPES.index(name) if name in self.TYPES else 2, 0.0, False, False, {}
+
+
 class Wrong(gym.Env):
     """A Box(-1, 1, (3,)) env that answers wrong in one way (`how`) on step `at`:
     a NaN observation, a NaN reward, an observation out of bounds, of the wrong shape,

@@ -303,3 +303,21 @@ def test_issue55_an_env_registered_in_the_learners_process_is_made_in_env_proces
     assert "episodes 4" in p.stdout, p.stdout
     lengths = eval(p.stdout.split("lengths ")[1].splitlines()[0])
     assert lengths and max(lengths) <= 50, "the registration's own TimeLimit, as registered in the learner"
+
+
+def test_issue67_a_discrete_action_reaches_the_env_as_gymnasiums_vector_envs_give_it():
+    # The golden: what SyncVectorEnv hands each env (it iterates an int64 array).
+    from hosted_envs import ActionTypes
+
+    vec = gym.vector.SyncVectorEnv([ActionTypes] * 2)
+    vec.reset(seed=0)
+    golden = vec.step(np.array([1, 2]))[0]
+    assert list(golden) == [ActionTypes.TYPES.index("int64")] * 2, golden
+    for host in ("inline", "process"):
+        with rollway.Rollout("hosted_envs:ActionTypes", "random", num_envs=2, steps_per_fragment=8, host=host, seed=0) as r:
+            f = r.collect()
+        assert (f.obs[1:] == golden[0]).all(), (host, f.obs)
+    env = rollway.make_vec("hosted_envs:ActionTypes", 2)
+    env.reset(seed=0)
+    assert list(env.step(np.array([1, 2]))[0]) == list(golden)
+    env.close()

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_host::proto::SpecJson;
 
-use crate::rows::{fast_row, fast_value, stepped, Stepped};
+use crate::rows::{fast_row, fast_value, stepped, Int64s, Stepped};
 use crate::slots::{layouts, Episodes, SlotEnvs};
 
 /// `rollway._host.prepare`'s answer: `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
@@ -26,6 +26,8 @@ pub(crate) struct PyEnvs {
     al: Layout,
     episodes: Episodes,
     buf: Vec<u8>,
+    /// Discrete actions as the envs get them, made once.
+    ints: Int64s,
     /// The env's id (or class name), which every error names.
     id: String,
 }
@@ -51,13 +53,14 @@ impl PyEnvs {
             al,
             episodes: Episodes::new(n, infos, cut),
             buf: Vec::new(),
+            ints: Int64s::default(),
             id: spec.id.clone(),
         })
     }
 
     fn stepped(&mut self, py: Python<'_>, slot: usize, act: &[u8], obs: &mut [u8]) -> Result<(StepOutcome, Option<Info>), String> {
         let env = self.envs[slot].as_ref().ok_or("step of a slot without an env")?.bind(py).clone();
-        let action = match fast_value(py, &self.al, act) {
+        let action = match fast_value(py, &self.al, act, &mut self.ints) {
             Some(v) => v,
             None => self.unpack_act.bind(py).call1((PyBytes::new(py, act),)),
         }
@@ -116,6 +119,11 @@ impl PyEnvs {
     }
 
     fn info(&self, info: &Bound<'_, PyAny>) -> Result<Info, String> {
+        // Most envs' infos are `{}` (CartPole's, at every step and reset): no JSON round trip for
+        // nothing, which cost ~0.4 µs a step with episodes of ~10 steps.
+        if info.cast::<PyDict>().is_ok_and(|d| d.is_empty()) {
+            return Ok(Info::new());
+        }
         let text: String =
             self.dump_info.bind(info.py()).call1((info,)).and_then(|s| s.extract()).map_err(|e| e.value(info.py()).to_string())?;
         serde_json::from_str(&text).map_err(|e| format!("info is not a JSON object: {e}"))

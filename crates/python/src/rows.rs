@@ -3,8 +3,11 @@
 //! dtype and shape). Anything else (dicts, tuples, other dtypes, wrong shapes) is
 //! left to the package's packers in `rollway/spaces.py`, which handle every space.
 
+#![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
+
 use numpy::{PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use rollway_core::{DType, Layout};
 
@@ -56,13 +59,20 @@ pub fn fast_row(layout: &Layout, v: &Bound<'_, PyAny>, buf: &mut Vec<u8>) -> boo
     }
     fn take<T: numpy::Element + bytemuck::Pod>(v: &Bound<'_, PyAny>, shape: &[usize], buf: &mut Vec<u8>) -> bool {
         let Ok(a) = v.cast::<numpy::PyArrayDyn<T>>() else { return false };
-        let ro = a.readonly();
-        match ro.as_slice() {
-            Ok(s) if ro.shape() == shape => {
+        if a.shape() != shape {
+            return false;
+        }
+        // SAFETY: the slice lives only for this copy, under the GIL, with no Python code
+        // run meanwhile, so nothing can write to or free the array's data during it;
+        // `as_slice` itself refuses a non-contiguous array. It skips `readonly()`'s borrow
+        // tracking (a lookup in numpy's shared borrow table), measured at ~0.2 µs of
+        // the inline host's ~1.3 µs per step.
+        match unsafe { a.as_slice() } {
+            Ok(s) => {
                 buf.extend_from_slice(bytemuck::cast_slice(s));
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
     match leaf.dtype {
@@ -74,13 +84,48 @@ pub fn fast_row(layout: &Layout, v: &Bound<'_, PyAny>, buf: &mut Vec<u8>) -> boo
     }
 }
 
-/// The value of a row as a Gymnasium env takes it: an int for Discrete, a fresh
-/// numpy array for a single Box. None: use the unpacker.
-pub fn fast_value<'py>(py: Python<'py>, layout: &Layout, row: &[u8]) -> Option<PyResult<Bound<'py, PyAny>>> {
+/// `numpy.int64`, looked up once.
+static NP_INT64: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The `numpy.int64` scalars of small Discrete actions, each made once and shared:
+/// numpy scalars are immutable, and making one (`numpy.int64(x)`) costs ~0.2 µs,
+/// a tenth of what the inline host adds to a CartPole step.
+#[derive(Default)]
+pub struct Int64s(Vec<Option<Py<PyAny>>>);
+
+impl Int64s {
+    /// The most values kept: Discrete spaces are mostly small; larger actions are made each time.
+    const KEPT: i64 = 1024;
+
+    fn get<'py>(&mut self, py: Python<'py>, x: i64) -> PyResult<Bound<'py, PyAny>> {
+        let make = || NP_INT64.get_or_try_init(py, || py.import("numpy")?.getattr("int64").map(Bound::unbind))?.bind(py).call1((x,));
+        if !(0..Self::KEPT).contains(&x) {
+            return make();
+        }
+        let i = x as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        if let Some(v) = &self.0[i] {
+            return Ok(v.bind(py).clone());
+        }
+        let v = make()?;
+        self.0[i] = Some(v.clone().unbind());
+        Ok(v)
+    }
+}
+
+/// The value of a row as Gymnasium's vector envs give it to an env: a `numpy.int64`
+/// for Discrete, a fresh numpy array for a single Box. None: use the unpacker.
+///
+/// A Discrete action is a numpy scalar, not a Python int, because that is what
+/// `SyncVectorEnv` and `AsyncVectorEnv` pass (they iterate an int64 array): an env
+/// sees the same type under rollway, and Gymnasium's own checks (`Discrete.contains`,
+/// `action == 1`) run ~0.5 µs faster on it than on an int (CartPole's step, measured).
+pub fn fast_value<'py>(py: Python<'py>, layout: &Layout, row: &[u8], ints: &mut Int64s) -> Option<PyResult<Bound<'py, PyAny>>> {
     let leaf = single(layout)?;
     if leaf.shape.is_empty() && leaf.dtype == DType::I64 {
-        let x = i64::from_ne_bytes(row.try_into().ok()?);
-        return Some(Ok(x.into_pyobject(py).expect("ints convert").into_any()));
+        return Some(ints.get(py, i64::from_ne_bytes(row.try_into().ok()?)));
     }
     fn array<'py, T: numpy::Element + bytemuck::Pod>(py: Python<'py>, row: &[u8], shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
         let mut flat = vec![T::zeroed(); row.len() / std::mem::size_of::<T>()];
