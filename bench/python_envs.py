@@ -7,9 +7,10 @@ loop, side by side in one run, alternating, median of reps:
 - the Python Atari stack most users bring (ALE Pong under Gymnasium's ``AtariPreprocessing`` and
   ``FrameStackObservation``, ~1 ms a step) at N = 8 and 32, against both.
 
-The policy costs nothing (zeros), so each figure is the engine's own cost per env step. The
-last column estimates what the cores allow: cores / (one step's cost, the median of one env's steps here
-before the rest), since no host steps faster than every core busy with env code.
+The policy costs nothing (zeros), so each figure is the engine's own cost per env step. For the
+costly env, "bare loops" is the machine's own ceiling, measured alongside: one plain ``env.step``
+loop per core, all at once, with no framework. The last column is the estimate that ceiling is
+measured against: cores / (one step's cost, the median of one env's steps timed alone).
 
     bench/run_python_envs.sh [--reps 3] [--cartpole 1,4,16,64,256] [--atari 8,32] [--out FILE.md]
 """
@@ -60,7 +61,38 @@ def vector_rate(kind, make, n: int, steps: int) -> float:
     return rate
 
 
-def table(name, env, make, ns, steps, reps, peers):
+def _bare_loop(make, steps: int, barrier, out) -> None:
+    env = make()
+    env.reset(seed=1)
+    env.step(0)
+    barrier.wait()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            env.reset()
+    out.put(time.perf_counter() - t0)
+
+
+def bare_rate(make, steps: int) -> float:
+    """The machine's own ceiling for the env: one bare `env.step` loop per core, all at once, no
+    framework at all (steps/s over the slowest loop). No host can step the env faster."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    cores = len(os.sched_getaffinity(0))
+    barrier, out = ctx.Barrier(cores), ctx.Queue()
+    each = max(1, steps // cores)
+    procs = [ctx.Process(target=_bare_loop, args=(make, each, barrier, out)) for _ in range(cores)]
+    for p in procs:
+        p.start()
+    took = max(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return each * cores / took
+
+
+def table(name, env, make, ns, steps, reps, peers, ceiling=False):
     cores = len(os.sched_getaffinity(0))
     one = make()
     cost = step_cost(one, seconds=0.5, most=2000)
@@ -69,6 +101,8 @@ def table(name, env, make, ns, steps, reps, peers):
     for n in ns:
         systems = {"rollway auto": lambda n=n: rollway_rate(env, n, "auto", steps(n), t=T, choices=choices)}
         systems.update({p: (lambda n=n, k=k: vector_rate(k, make, n, steps(n))) for p, k in peers.items()})
+        if ceiling:
+            systems["bare loops"] = lambda n=n: bare_rate(make, steps(n))
         rates = {s: [] for s in systems}
         for _ in range(reps):
             for s, f in systems.items():
@@ -76,9 +110,10 @@ def table(name, env, make, ns, steps, reps, peers):
         med = {s: statistics.median(v) for s, v in rates.items()}
         print(f"{name} N={n}: " + ", ".join(f"{s} {m:,.0f}/s" for s, m in med.items()), file=sys.stderr, flush=True)
         host = (choices.get(n) or "").split(":")[0]
-        ratios = [f"{med['rollway auto'] / med[p]:.2f}×" for p in peers]
+        ratios = [f"{med['rollway auto'] / med[p]:.2f}×" for p in [*peers, *(["bare loops"] if ceiling else [])]]
         rows.append([n, host, *(f"{med[s]:,.0f}" for s in systems), *ratios, f"{cores / cost:,.0f}"])
-    head = ["N", "auto chose", *[f"{s} steps/s" for s in ["rollway auto", *peers]], *[f"vs {p}" for p in peers],
+    measured = ["rollway auto", *peers, *(["bare loops"] if ceiling else [])]
+    head = ["N", "auto chose", *[f"{s} steps/s" for s in measured], *[f"vs {p}" for p in measured[1:]],
             f"{cores} cores / one step"]
     return [f"**{name}** (one step: {cost * 1e6:,.0f} µs here), median of {reps}:", "", *md_table(head, rows), ""]
 
@@ -98,8 +133,8 @@ def main() -> None:
         lines += table("Gymnasium CartPole-v1", "gym:CartPole-v1", cartpole, ns, lambda n: max(20_000, 400 * n), a.reps, sync)
     if a.atari:
         ns = [int(x) for x in a.atari.split(",")]
-        lines += table("ALE Pong, AtariPreprocessing + FrameStackObservation", pong, pong, ns, lambda n: max(1_500, 64 * n),
-                       a.reps, both)
+        lines += table("ALE Pong, AtariPreprocessing + FrameStackObservation", pong, pong, ns, lambda n: max(4_096, 128 * n),
+                       a.reps, both, ceiling=True)
     write_report("\n".join(lines) + "\n", a.out)
 
 

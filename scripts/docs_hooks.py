@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
@@ -92,11 +93,53 @@ def commands() -> List[str]:
     return [n for n in names if n != "help"]
 
 
+# A clap entry's first line: an option (`  -o, --out <OUT>`, `      --seed <SEED>`) or an argument (`  [CONFIG]`).
+ENTRY = re.compile(r"^ {2,6}(?P<head>(?:-\w, )?--[\w-]+.*|-\w\b.*|[\[<][^\]>]+[\]>].*)$")
+
+
+def help_entries(text: str) -> Tuple[str, List[Tuple[str, str]], str]:
+    """A command's `--help` as its head (what it does, its usage), its entries (each argument's
+    and option's first line with its description, in clap's order) and its tail (the text after
+    them: examples, exit codes)."""
+    head, _, rest = text.partition("\nArguments:\n") if "\nArguments:\n" in text else text.partition("\nOptions:\n")
+    entries: List[Tuple[str, List[str]]] = []
+    tail: List[str] = []
+    for line in rest.splitlines():
+        m = ENTRY.match(line)
+        if tail or (line[:1].strip() and line not in ("Arguments:", "Options:")):
+            tail.append(line)  # flush left and not the entries' sections: the text after them (EXAMPLES:, …)
+        elif m:
+            # A short help puts the description on the entry's own line, after two spaces or more.
+            first, *same_line = re.split(r"\s{2,}", m["head"].strip(), maxsplit=1)
+            # Indented to its own column, as the lines that continue it are.
+            entries.append((first, [" " * line.index(same_line[0]) + same_line[0]] if same_line else []))
+        elif entries and line[:1].isspace():
+            entries[-1][1].append(line)
+    described = [(h, textwrap.dedent("\n".join(d)).strip()) for h, d in entries]
+    return head.rstrip(), described, "\n".join(tail).strip()
+
+
+def flag_anchor(command: str, head: str) -> str:
+    """An entry's anchor: `run--resume` for `rollway run --resume`, `run-config` for its `[CONFIG]`."""
+    long = re.search(r"--([\w-]+)", head)
+    name = f"-{long[1]}" if long else re.sub(r"\W+", "", head.split()[0]).lower()
+    return f"{command}-{name}"
+
+
 def cli_reference() -> str:
+    """Every command's `--help`, each flag under its own heading: a link or a search for
+    `--resume` lands on `rollway run --resume` itself (`#run--resume`)."""
     parts = ["## rollway\n", "```text\n" + rollway_cli("--help").rstrip() + "\n```\n"]
     for name in commands():
-        parts.append(f"## rollway {name}\n")
-        parts.append("```text\n" + rollway_cli(name, "--help").rstrip() + "\n```\n")
+        head, entries, tail = help_entries(rollway_cli(name, "--help"))
+        parts += [f"## rollway {name}\n", "```text\n" + head + "\n```\n"]
+        for entry, description in entries:
+            label = entry.split()[-1] if entry.startswith("-") and "," in entry else entry.split()[0]
+            parts.append(f"### `rollway {name} {entry}` {{#{flag_anchor(name, entry)} data-toc-label='{label}'}}\n")
+            if description:
+                parts.append("```text\n" + description + "\n```\n")
+        if tail:
+            parts.append("```text\n" + tail + "\n```\n")
     return "\n".join(parts)
 
 
@@ -156,7 +199,9 @@ def settings_table(key: str) -> str:
         if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         default = "required" if p.default is p.empty else f"`{p.default!r}`"
-        rows.append(f"| `{p.name}` | {default} | {documented(doc, p.name)} |")
+        # Each setting its own anchor (`settings.html#Rollout-seed_each_episode`), for links to it.
+        anchor = f"{key.replace('.', '-')}-{p.name}"
+        rows.append(f'| <span id="{anchor}"></span>`{p.name}` | {default} | {documented(doc, p.name)} |')
     return "\n".join(rows) + "\n"
 
 

@@ -4,6 +4,7 @@ field and flag, and it works in a real browser: headless Chromium finds "resume"
 with the site's own search, with no console error."""
 
 import functools
+import json
 import http.server
 import inspect
 import os
@@ -104,6 +105,37 @@ def test_the_reference_names_every_setting_field_and_flag(site):
     assert "EXIT STATUS" in cli
 
 
+def cli_flags():
+    """Each command's long flags, from its own --help: (command, flag)."""
+    top = subprocess.run([sys.executable, "-m", "rollway", "--help"], capture_output=True, text=True).stdout
+    for command in re.findall(r"^  (\w+) ", top.split("Commands:", 1)[1], flags=re.M):
+        if command != "help":
+            text = subprocess.run([sys.executable, "-m", "rollway", command, "--help"], capture_output=True, text=True).stdout
+            for flag in sorted(set(re.findall(r"^ {2,6}(?:-\w, )?(--[a-z][a-z0-9-]+)", text, flags=re.M))):
+                yield command, flag
+
+
+def test_issue70_every_flag_and_setting_has_its_own_anchor_and_the_search_index_lands_on_flags(site):
+    cli = text_of(site, "reference/cli.html")
+    flags = list(cli_flags())
+    assert ("run", "--resume") in flags and ("load", "--clip") in flags, flags
+    for command, flag in flags:
+        assert f'id="{command}{flag}"' in cli, f"rollway {command} {flag} has no anchor #{command}{flag}"
+    settings = text_of(site, "reference/settings.html")
+    for owner, name in public_settings():
+        assert f'id="{owner.replace(".", "-")}-{name}"' in settings, f"{owner}({name}=...) has no anchor"
+    # A flag as the README and the guides write it is a section of its own in the search index, titled by the flag.
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    titled = {d["location"]: d["title"] for d in index}
+    pages = [ROOT / "README.md", *docs_pages.DOCS.rglob("*.md")]
+    prose = "\n".join(p.read_text(encoding="utf-8") for p in pages)
+    written = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", prose)) & {f for _, f in flags})
+    assert "--resume" in written and "--commit-every" in written, written
+    for flag in written:
+        at = [loc for loc, title in titled.items() if loc.startswith("reference/cli.html#") and re.search(rf"{flag}\b", title)]
+        assert at, f"the search index has no section titled {flag}"
+
+
 def test_the_front_page_reaches_every_reference_page_in_one_click(site):
     front = text_of(site, "index.html")
     for page in ("reference/settings.html", "reference/fields.html", "reference/cli.html", "reference/python.html",
@@ -135,13 +167,20 @@ def browser(tmp_path):
 
 
 @pytest.mark.parametrize("query, pages", [("resume", ("long-runs.html", "dataset.html", "record.html")),
-                                          ("final_obs", ("fragments.html", "fields.html", "train.html"))])
+                                          ("final_obs", ("fragments.html", "fields.html", "train.html")),
+                                          # Issue 70: a flag as the docs write it lands on its own section, first.
+                                          ("--resume", ("reference/cli.html#run--resume",)),
+                                          ("--commit-every", ("reference/cli.html#run--commit-every",))])
 def test_the_sites_search_finds_it_in_chromium(served, browser, query, pages):
     # Material opens its search with ?q=, once its web worker has indexed the site.
     browser.open(f"{served}/index.html?q={query}")
     links = browser.wait_for("[...document.querySelectorAll('.md-search-result__link')].map(a => a.href)")
     assert links, f"no search results for {query!r}"
-    assert any(page in link for link in links for page in pages), f"{query!r}: none of {pages} among {links}"
+    # Each link as page#section, without the server and the highlighting's ?h=.
+    found = [re.sub(r"^https?://[^/]+/|\?[^#]*", "", link) for link in links]
+    if query.startswith("--"):
+        assert [f for f in found if "#" in f][0] in pages, f"{query!r}: the first section is not {pages}: {found[:5]}"
+    assert any(page in f for f in found for page in pages), f"{query!r}: none of {pages} among {found}"
     assert not browser.errors, browser.errors
 
 

@@ -115,6 +115,17 @@ def test_resume_refuses_changed_settings_naming_them_as_python_does(cartpole):
         rollway.run(resume=cartpole, episodes=1)
 
 
+def test_issue70_resume_where_a_kill_left_nothing_starts_the_run_afresh(tmp_path):
+    # A run killed before it set up its dataset leaves nothing: its own call with resume= added runs it.
+    s = rollway.run(env="CartPole-v1", agent="random", episodes=12, seed=2, resume=tmp_path / "gone", progress=False)
+    assert s.episodes == 12 and len(rollway.Dataset(tmp_path / "gone")) == 12
+    # resume= alone cannot know the run: it says so, in Python's words, and makes nothing.
+    with pytest.raises(rollway.InputError, match=r"nothing was recorded there to resume.*own command again") as e:
+        rollway.run(resume=tmp_path / "bare", progress=False)
+    assert "resume=" in str(e.value) and "--resume" not in str(e.value), str(e.value)
+    assert not (tmp_path / "bare").exists()
+
+
 def test_missing_dataset_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         rollway.Dataset(tmp_path / "nothing")

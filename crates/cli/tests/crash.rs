@@ -51,12 +51,10 @@ fn kill_and_resume(seed: u64, kills: usize, job: &[&str], episodes: usize) {
     let mut killed_mid_run = 0;
     let mut halvings = 0;
     for _ in 0..kills {
+        // Issue 70: the run's own command with --resume added, every life, as the docs say;
+        // a life killed before the dataset was set up leaves nothing, and the next starts afresh.
         let mut cmd = rollway();
-        if dir.join("rollway.json").exists() {
-            cmd.arg("run").arg("--resume").arg(&dir).arg("-q");
-        } else {
-            cmd.arg("run").arg("--out").arg(&dir).args(PINNED_TUNING).args(job);
-        }
+        cmd.arg("run").arg("--resume").arg(&dir).args(PINNED_TUNING).args(job);
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // The first life's slice starts once it has created the dataset (a busy CI machine
         // once killed all twelve lives before that, so none had anything to lose).
@@ -101,4 +99,50 @@ fn issue3_sigkill_second_schedule() {
 #[test]
 fn issue5_sigkill_while_encoding_h264_loses_nothing() {
     kill_and_resume(0x2545_F491_4F6C_DD1D, 10, MINE_H264, 400);
+}
+
+#[test]
+fn issue70_a_resume_where_a_kill_left_nothing_starts_afresh_and_the_report_marks_the_killed_life() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job: &[&str] = &["--env", "CartPole-v1", "--agent", "random", "--seed", "3", "-q"];
+    let runs = |dir: &std::path::Path, extra: &[&str]| {
+        rollway().arg("run").arg("--resume").arg(dir).args(PINNED_TUNING).args(extra).output().unwrap()
+    };
+    // Nothing there (killed before the dataset was set up), or only a writer's scaffolding.
+    let (none, scaffold) = (tmp.path().join("none"), tmp.path().join("scaffold"));
+    for d in ["index", "steps", ".tmp"] {
+        std::fs::create_dir_all(scaffold.join(d)).unwrap();
+    }
+    for dir in [&none, &scaffold] {
+        let o = runs(dir, &[job, &["--episodes", "40"]].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(committed(dir).len(), 40, "the run started afresh into {}", dir.display());
+    }
+    // A bare --resume cannot know the command: it says what to do, and changes nothing.
+    let bare = tmp.path().join("bare");
+    let o = rollway().args(["run", "--resume"]).arg(&bare).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("nothing was recorded there to resume") && err.contains("own command again"), "{err}");
+    assert!(!bare.exists(), "a refused resume makes nothing");
+
+    // Killed once it has committed, then resumed: the report shows both lives, the kill marked.
+    let dir = tmp.path().join("killed");
+    // ~3 s on a 2-core VM: the kill lands ~0.3 s after the first commit, well before the end.
+    let long = [job, &["--episodes", "300000", "--commit-every", "0.2"]].concat();
+    let mut child = rollway().arg("run").arg("--out").arg(&dir).args(PINNED_TUNING).args(&long).spawn().unwrap();
+    let finished = common::kill_at(&mut child, 1, || common::committed_shards(&dir), 300);
+    assert!(!finished, "the run ended before its kill");
+    let o = runs(&dir, &long);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("rollway.json")).unwrap()).unwrap();
+    let lives = meta["runs"][0]["lives"].as_array().unwrap().clone();
+    assert_eq!(lives.iter().map(|l| l["ended"].as_str().unwrap()).collect::<Vec<_>>(), ["killed", "clean"], "{lives:?}");
+    assert!(lives[0]["seconds"].as_f64().unwrap() > 0.0, "the killed life ran until its last commit: {lives:?}");
+    let report = tmp.path().join("report.html");
+    assert!(rollway().arg("report").arg(&dir).arg("--out").arg(&report).status().unwrap().success());
+    let html = std::fs::read_to_string(&report).unwrap();
+    for says in ["yes, after 1 kill", "killed (wall time to its last commit)", "over 2 lives"] {
+        assert!(html.contains(says), "the report does not say {says:?}");
+    }
 }

@@ -265,6 +265,9 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
         return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
     }
     if let Some(dir) = &a.resume {
+        if rollway_store::nothing_recorded(dir) {
+            return afresh(a, dir);
+        }
         return Ok((job::resume_from(dir, a)?, Some(dir.clone()), Start::Resume));
     }
     if a.no_record && a.out.is_some() {
@@ -274,6 +277,28 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
     let job = a.resolve()?;
     let out = a.out.clone().or_else(|| (job.is_default && !a.no_record).then(|| dataset::fresh_dir(&job.cfg.env)));
     Ok((job, out, Start::New))
+}
+
+/// `--resume DIR` where the run was killed before it recorded anything (its first
+/// second or so, before the dataset's metadata is written): there is no stored
+/// config to continue, so the run starts afresh into `DIR`, as its own command
+/// did, when the request says what to run (the docs' advice: the run's own command
+/// with `--resume DIR` added). A bare `--resume DIR` cannot know that command, and
+/// says so instead of "not a dataset".
+fn afresh(a: &RunRequest, dir: &Path) -> Result<(Job, Option<PathBuf>, Start)> {
+    let file_says = a.file.as_ref().is_some_and(|f| f.env.is_some() || f.agent.is_some());
+    if !(a.config.is_some() || file_says || a.settings.env.is_some() || a.settings.agent.is_some()) {
+        let resume = a.said("resume", dir.display());
+        bad!(
+            "{resume}: nothing was recorded there to resume (a run killed in its first second or so, before its dataset was set up, \
+             leaves nothing). Run the run's own command again: with {resume} added, it starts afresh when nothing was recorded"
+        );
+    }
+    if !a.quiet {
+        eprintln!("rollway: nothing was recorded in {} (the run was killed before its dataset was set up): starting afresh", dir.display());
+    }
+    let fresh = RunRequest { out: Some(dir.to_path_buf()), resume: None, ..a.clone() };
+    Ok((fresh.resolve()?, Some(dir.to_path_buf()), Start::New))
 }
 
 /// `--prepare`: the dataset was created and the run recorded with its config (the

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use rollway_core::Status;
-use rollway_store::{Dataset, IndexEntry};
+use rollway_store::lives::LifeEnd;
+use rollway_store::{Dataset, IndexEntry, RunInfo};
 use serde_json::Value;
 
 use crate::html::{cards, details, note, t, table};
@@ -86,14 +87,15 @@ pub fn runs(ds: &Dataset, entries: &[&IndexEntry]) -> String {
                 r.seed.to_string(),
                 id_span(&mine),
                 num(mine.iter().map(|e| e.length as f64).sum()),
-                f("seconds").map_or("—".into(), |x| format!("{x:.2} s")),
+                wall(r, f("seconds")),
                 f("steps_per_sec").map_or("—".into(), |x| format!("{}/s", num(x.round()))),
                 t(s.and_then(|s| s["mode"].as_str()).unwrap_or("—")),
-                if s.is_some() { "yes".into() } else { "no (killed, or still running)".into() },
+                ended_cleanly(r),
             ]
         })
         .collect();
     out += &table(&["run", "agent", "seed", "episodes", "steps", "wall", "steps/s", "mode", "ended cleanly"], &rows);
+    out += &lives(&meta.runs);
     for r in &meta.runs {
         out += &details(
             &format!("run {} config (what --resume restarts from)", r.run),
@@ -101,6 +103,56 @@ pub fn runs(ds: &Dataset, entries: &[&IndexEntry]) -> String {
         );
     }
     out
+}
+
+/// A run's wall time: its summary's (its last life's), or, over many lives, the sum
+/// of what each is known to have run.
+fn wall(r: &RunInfo, last: Option<f64>) -> String {
+    if r.lives.len() > 1 {
+        let known: f64 = r.lives.iter().filter_map(|l| l.seconds).sum();
+        return format!("{known:.2} s over {} lives", r.lives.len());
+    }
+    last.map_or("—".into(), |x| format!("{x:.2} s"))
+}
+
+/// Whether a run ended cleanly, and after how many kills (its lives, where kept).
+fn ended_cleanly(r: &RunInfo) -> String {
+    let kills = r.lives.iter().filter(|l| l.ended == Some(LifeEnd::Killed)).count();
+    match (r.summary.is_some(), kills) {
+        (true, 0) => "yes".into(),
+        (true, k) => format!("yes, after {k} kill{} (see its lives)", if k == 1 { "" } else { "s" }),
+        (false, _) => "no (killed, or still running)".into(),
+    }
+}
+
+/// Every life of each run that was resumed or killed: when it started (after the
+/// run's start), its wall time, and how it ended. A run of one clean life has none.
+fn lives(runs: &[RunInfo]) -> String {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter(|r| r.lives.len() > 1 || r.lives.iter().any(|l| l.ended == Some(LifeEnd::Killed)))
+        .flat_map(|r| {
+            let start = r.lives.first().map_or(0.0, |l| l.started_at);
+            r.lives.iter().enumerate().map(move |(i, l)| {
+                vec![
+                    r.run.to_string(),
+                    (i + 1).to_string(),
+                    format!("+{:.1} s", l.started_at - start),
+                    l.seconds.map_or("—".into(), |x| format!("{x:.2} s")),
+                    match l.ended {
+                        Some(LifeEnd::Clean) => "cleanly".into(),
+                        Some(LifeEnd::Killed) if l.seconds.is_some() => "killed (wall time to its last commit)".into(),
+                        Some(LifeEnd::Killed) => "killed before its first commit".into(),
+                        None => "running, or killed (no resume since)".into(),
+                    },
+                ]
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    table(&["run", "life", "started", "wall", "ended"], &rows)
 }
 
 /// A run's episodes and the ids they span: a resumed rollout's lives share the

@@ -106,6 +106,10 @@ pub struct RunInfo {
     /// was kept.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rollway_version: String,
+    /// Its lives: its start and each resume, with how each ended ([`crate::lives`]).
+    /// Empty in datasets from before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lives: Vec<crate::lives::Life>,
 }
 
 impl RunInfo {

@@ -336,6 +336,7 @@ pub(crate) fn write_counts(paths: &Paths, run: u32, summary: Option<&serde_json:
     let mut meta = crate::reader::read_metadata(paths)?;
     if let (Some(s), Some(r)) = (summary, meta.runs.get_mut(run as usize)) {
         r.summary = Some(s.clone());
+        crate::lives::ended_clean(r, s["seconds"].as_f64());
     }
     let (shards, _) = load_shard_indexes(paths, &meta)?;
     meta.counts = format::Counts {

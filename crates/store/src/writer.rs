@@ -55,6 +55,22 @@ pub(crate) struct Opened {
     pub(crate) entries: Vec<IndexEntry>,
 }
 
+/// Whether `dir` holds nothing a run recorded: it is missing, or it has no
+/// metadata and nothing but a writer's own scaffolding (hidden entries, empty
+/// `steps/` and `index/`). A run killed before it set up its dataset (its first
+/// second or so: the env's spaces, the calibration), or while setting it up,
+/// leaves that; a new run may start there, and nothing is lost by it.
+pub fn nothing_recorded(dir: &Path) -> bool {
+    let paths = Paths::new(dir);
+    let Ok(entries) = std::fs::read_dir(dir) else { return !dir.exists() };
+    let empty = |p: &Path| std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none());
+    !paths.metadata().exists()
+        && entries.filter_map(|e| e.ok()).all(|e| {
+            let path = e.path();
+            e.file_name().to_string_lossy().starts_with('.') || ((path == paths.steps_dir() || path == paths.index_dir()) && empty(&path))
+        })
+}
+
 pub(crate) fn open_locked(dir: &Path) -> Result<Opened> {
     create_dir_durable(dir)?;
     let paths = Paths::new(dir);
@@ -62,9 +78,7 @@ pub(crate) fn open_locked(dir: &Path) -> Result<Opened> {
     let meta = if paths.metadata().exists() {
         Some(crate::reader::read_metadata(&paths)?)
     } else {
-        let stray =
-            std::fs::read_dir(dir).io("listing", dir)?.filter_map(|e| e.ok()).any(|e| !e.file_name().to_string_lossy().starts_with('.'));
-        if stray {
+        if !nothing_recorded(dir) {
             return Err(Error::NotADataset { path: dir.to_path_buf(), message: format!("it has files but no {}", format::METADATA) });
         }
         None
@@ -183,7 +197,7 @@ impl DatasetWriter {
     }
 
     fn add_run(o: Opened, mut meta: Metadata, new: NewRun<'_>, cfg: WriterConfig) -> Result<DatasetWriter> {
-        let run = RunInfo {
+        let mut run = RunInfo {
             run: meta.runs.len() as u32,
             agent: new.agent.into(),
             seed: new.seed,
@@ -191,7 +205,13 @@ impl DatasetWriter {
             config: new.config,
             summary: None,
             rollway_version: env!("CARGO_PKG_VERSION").into(),
+            lives: Vec::new(),
         };
+        crate::lives::begin(&mut run, crate::lives::now());
+        // A new run after one whose last life never ended: that life was killed.
+        if let Some(last) = meta.runs.last_mut() {
+            crate::lives::killed(last, &o.entries);
+        }
         meta.runs.push(run.clone());
         meta.format_version = format::FORMAT_VERSION;
         write_metadata(&o.paths, &meta)?;
@@ -206,14 +226,17 @@ impl DatasetWriter {
         let o = open_locked(dir)?;
         let mut meta = o.meta.clone().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "nothing to resume".into() })?;
         let new_config = config.filter(|c| meta.runs.last().is_some_and(|r| &r.config != c));
-        if meta.format_version < format::FORMAT_VERSION || new_config.is_some() {
-            // New shards are written by this version's protocol; say so before the first.
-            meta.format_version = format::FORMAT_VERSION;
-            if let (Some(c), Some(r)) = (new_config, meta.runs.last_mut()) {
+        // New shards are written by this version's protocol; say so before the first.
+        meta.format_version = format::FORMAT_VERSION;
+        if let Some(r) = meta.runs.last_mut() {
+            if let Some(c) = new_config {
                 r.config = c;
             }
-            write_metadata(&o.paths, &meta)?;
+            // The life before this one did not end, or this would be no resume: it was killed.
+            crate::lives::killed(r, &o.entries);
+            crate::lives::begin(r, crate::lives::now());
         }
+        write_metadata(&o.paths, &meta)?;
         let run =
             meta.runs.last().cloned().ok_or_else(|| Error::NotADataset { path: dir.to_path_buf(), message: "no run recorded".into() })?;
         let mut mine: Vec<&IndexEntry> = o.entries.iter().filter(|e| e.run == run.run).collect();
