@@ -6,7 +6,8 @@
 # beyond the package registries) holding python3 and python3-venv and nothing of FFmpeg,
 # libjpeg-turbo, HDF5, a compiler or cmake (checked), and, inside it as a user who is not root,
 # runs tests/wheel/inside.sh: a fresh venv, `pip install` of the wheel with numpy and gymnasium
-# from PyPI, the default job and `rollway verify`, and tests/wheel/inside.py (import, a hosted
+# from PyPI, the default job and `rollway verify`, the Getting started page's every block in that
+# venv (tests/python/docs_pages.py), and tests/wheel/inside.py (import, a hosted
 # Gymnasium run, the H.264 frames read back, a Minari export, and the default job's episodes
 # against the source build's: target/release/rollway runs the same job with the same seed
 # outside, and every episode array must match, the decoded frames' match printed). Prints the
@@ -69,6 +70,8 @@ done
 chroot "$root" useradd --create-home --uid 4242 user
 home="$root/home/user"
 cp "$wheel" "$here/tests/wheel/inside.sh" "$here/tests/wheel/inside.py" "$here/crates/onnx/tests/data/mlp.onnx" "$home/"
+# Issue 70: the Getting started page, walked as a reader would (tests/python/docs_pages.py runs its blocks).
+cp "$here/tests/python/docs_pages.py" "$here/docs/getting-started.md" "$home/"
 # The source build's default job (same job, same seed), for inside.py to compare with the wheel's.
 mkdir "$home/src-data-run" && (cd "$home/src-data-run" && "$target/release/rollway" run --quiet >/dev/null)
 mv "$home/src-data-run/rollway-data" "$home/src-data" && rmdir "$home/src-data-run"

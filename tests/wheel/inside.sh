@@ -15,5 +15,8 @@ mkdir job
 t2="$(now)"
 venv/bin/rollway verify job/rollway-data/PixelMine-v0-000
 venv/bin/python inside.py job/rollway-data/PixelMine-v0-000 src-data/PixelMine-v0-000
+# The Getting started page, every block in order as a new user runs it, in this fresh venv (its
+# `pip install` of the wheel is the one above): the page's commands work from the wheel alone.
+venv/bin/python docs_pages.py getting-started.md
 python3 -c "import sys; a, b, c = map(float, sys.argv[1:]); print(f'pip install: {b - a:.1f} s; pip install to the default job finished: {c - a:.1f} s')" \
     "$t0" "$t1" "$t2" | tee timing.txt
