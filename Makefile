@@ -49,7 +49,7 @@ test-wheel: wheel
 
 # Developer tools for the Python side go into the test venv (tests/run.sh makes ./.venv), or $ROLLWAY_PYTHON's.
 PY ?= $(if $(ROLLWAY_PYTHON),$(ROLLWAY_PYTHON),.venv/bin/python)
-PY_SOURCES = python tests/python tests/wheel scripts bench examples
+PY_SOURCES = python tests/python tests/wheel scripts bench
 # The ruff CI runs (.ci/run reads this line).
 RUFF = ruff==0.17.6
 # The mypy whose stubtest checks the extension's stubs (scripts/stubtest.sh reads this line).

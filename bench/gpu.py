@@ -9,7 +9,7 @@ Parts (``--parts``, all by default, in this order):
   too, and a deterministic torch policy acting through ``rollway.torch.Policy(device)`` records the
   same actions as on the CPU (the share of equal actions is reported: a GPU's float rounding may
   flip a near-tie);
-- ``inference``: CleanRL's Atari CNN (``examples/ppo_atari.AtariAgent``) sampling actions, rows/s by
+- ``inference``: CleanRL's Atari CNN (``rollway.examples.ppo_atari.AtariAgent``) sampling actions, rows/s by
   batch size (32 … 2048), on the CPU and on the device, each batch of uint8 frames sent through
   ``rollway.torch.Staging`` and the actions brought back, as a rollout's policy call does;
 - ``batching``: ``rollway.run`` over ``atari:Pong-v5`` with that CNN acting on the device, in sync mode,
@@ -18,7 +18,7 @@ Parts (``--parts``, all by default, in this order):
 - ``scaling``: rollway's env steps/s with random actions at 1, 2, 4, … cores (``workers``):
   ``atari:Pong-v5`` (standard preprocessing) in a ``Rollout`` of 8 envs a worker, and ``CartPole-v1`` in
   ``rollway.run``; the curve a 2-core machine cannot draw;
-- ``ppo``: CleanRL's Atari PPO (``examples/ppo_atari.py``) on Pong, policy and learner on the device,
+- ``ppo``: CleanRL's Atari PPO (``rollway.examples.ppo_atari``) on Pong, policy and learner on the device,
   the envs on every core, fed by ``rollway.Rollout`` and by CleanRL's own collection loop over ale-py's
   ``AtariVectorEnv`` (EnvPool's C++ engine, now inside ale-py: the same preprocessing), and over
   Gymnasium's ``AsyncVectorEnv`` of ``AtariPreprocessing`` when OpenCV is installed (its 50 MB wheel
@@ -44,9 +44,8 @@ import time
 from typing import Any, Callable, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# examples/ first: its ppo_atari (the agent) is the one imported, not bench's of the same name; the
-# tests' hosted_envs (AllSpaces) before bench's.
-sys.path[:0] = [os.path.join(HERE, "..", "examples"), os.path.join(HERE, "..", "tests", "python"), HERE]
+# The tests' hosted_envs (AllSpaces) before bench's.
+sys.path[:0] = [os.path.join(HERE, "..", "tests", "python"), HERE]
 
 from benchlib import timed_steps  # noqa: E402
 
@@ -123,7 +122,7 @@ def inference(args: argparse.Namespace) -> Dict[str, Any]:
     import numpy as np
     import torch
 
-    import ppo_atari
+    from rollway.examples import ppo_atari
     import rollway.torch as rt
 
     rows: List[Dict[str, Any]] = []
@@ -151,7 +150,7 @@ def batching(args: argparse.Namespace) -> Dict[str, Any]:
     settings ``rollway.torch``'s docs give for a CPU and for a GPU: what the advice is worth."""
     import torch
 
-    import ppo_atari
+    from rollway.examples import ppo_atari
     import rollway
     import rollway.torch as rt
 
@@ -213,11 +212,11 @@ def scaling(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def ppo_one(system: str, args: argparse.Namespace) -> Dict[str, Any]:
-    import ppo_atari
-    import ppo_cartpole
+    from rollway.examples import ppo_atari
+    from rollway.examples import ppo_cartpole
     from gym_source import GymSource, atari_preprocessed
-    from ppo_atari import AtariAgent
-    from ppo_pixels import curve_ends
+    from rollway.examples.ppo_atari import AtariAgent
+    from rollway.examples.ppo_pixels import curve_ends
 
     dev, envs = device_of(args), args.ppo_envs
     if system == "rollway":
@@ -257,8 +256,8 @@ def shared_one(args: argparse.Namespace) -> Dict[str, Any]:
     machine's cores (env processes and torch's threads): two of them fill it."""
     import torch
 
-    import ppo_atari
-    import ppo_cartpole
+    from rollway.examples import ppo_atari
+    from rollway.examples import ppo_cartpole
 
     dev, half = device_of(args), max(1, (os.cpu_count() or 2) // 2)
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ model call per step of all envs), ``--steps`` steps each:
 * the torch policy in a plain Gymnasium loop (``gym.make_vec(..., "sync")``, batched forward).
 
 PixelMine-v0 at 128×128, a VPT-style recurrent pixel policy (IMPALA ResNet 16-32-32 + LSTM
-256, random weights; ``examples/onnx_policies.py``), ``--pixel-envs`` envs, one worker:
+256, random weights; ``rollway.examples.onnx_policies``), ``--pixel-envs`` envs, one worker:
 
 * ``onnx:`` (ONNX Runtime) with its default threads (every core: sync mode) and with ``threads=1``;
 * the floor: the model alone, the same ONNX Runtime session options, on batches of the
@@ -28,7 +28,6 @@ import argparse
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from typing import Dict, List
@@ -37,7 +36,6 @@ import numpy as np
 
 import benchlib as B
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 
 def model_time(summary) -> tuple:
@@ -113,7 +111,7 @@ def main() -> None:
 
     import torch
 
-    import onnx_policies as P
+    from rollway.examples import onnx_policies as P
     import rollway
 
     torch.set_num_threads(1)  # one worker steps the envs; the policy gets the other core's share, as onnx: does

@@ -1,4 +1,4 @@
-"""Issue 55: CleanRL's Atari PPO (examples/ppo_atari.py: its network, settings and update) on Pong,
+"""Issue 55: CleanRL's Atari PPO (rollway.examples.ppo_atari: its network, settings and update) on Pong,
 fed by rollway's rollout engine and by CleanRL's collection loop over EnvPool and over Gymnasium's
 vector envs, side by side in one run. Every source does the same preprocessing (no-ops, frame skip 4
 with max-pool, 84×84 gray, a stack of 4, sticky actions 0.25) and clips rewards to their sign.
@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from gym_source import GymSource, atari_preprocessed  # noqa: E402
 from benchlib import machine_note, module_versions, train_each, training_parser, training_row, training_table, write_report  # noqa: E402
@@ -42,9 +40,9 @@ def make_gym_env() -> Any:
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
-    import ppo_atari
-    import ppo_cartpole
-    from ppo_pixels import curve_ends
+    from rollway.examples import ppo_atari
+    from rollway.examples import ppo_cartpole
+    from rollway.examples.ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_atari.train_atari(total, GAME, envs, steps, 0, seed, log=False)

@@ -1,5 +1,5 @@
 """Issue 48: PPO with and without bootstrapping truncated episodes from their final
-observation (examples/ppo_cartpole.py, ``bootstrap=True`` vs ``False``), on CartPole cut
+observation (rollway.examples.ppo_cartpole, ``bootstrap=True`` vs ``False``), on CartPole cut
 at ``--time-limit`` steps, where a policy that balances ends every episode by truncation.
 Several seeds each, side by side in one run; prints a markdown report: the mean return
 of the last 20 episodes at each quarter of the run, the steps until it first reaches
@@ -19,14 +19,13 @@ import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
 
 def one(bootstrap: bool, seed: int, total: int, limit: int) -> Dict[str, Any]:
     import numpy as np
     import torch
 
-    import ppo_cartpole
+    from rollway.examples import ppo_cartpole
     import rollway
 
     made = {}
@@ -53,7 +52,7 @@ def one(bootstrap: bool, seed: int, total: int, limit: int) -> Dict[str, Any]:
 
 def report(rows: List[Dict[str, Any]], args: argparse.Namespace) -> str:
     gamma_limit = (1 - 0.99 ** args.time_limit) / (1 - 0.99)
-    out = [f"PPO (examples/ppo_cartpole.py) on CartPole-v1 cut at {args.time_limit} steps, {args.steps_total} steps, "
+    out = [f"PPO (rollway.examples.ppo_cartpole) on CartPole-v1 cut at {args.time_limit} steps, {args.steps_total} steps, "
            f"8 envs × 128 steps, seeds {args.seeds}, both settings in one run.", "",
            "| bootstrap | seed | mean return at 25% / 50% / 75% / 100% | steps to 95% of the limit | V(final obs) of cut episodes |",
            "|---|---|---|---|---|"]

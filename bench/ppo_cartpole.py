@@ -1,4 +1,4 @@
-"""Issue 32: the same PPO (examples/ppo_cartpole.py: CleanRL's ppo.py network, hyper-parameters
+"""Issue 32: the same PPO (rollway.examples.ppo_cartpole: CleanRL's ppo.py network, hyper-parameters
 and update) fed by rollway's rollout engine and by CleanRL's own loop over Gymnasium's
 vector envs, side by side in one run, several seeds.
 
@@ -43,11 +43,9 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from gym_source import GymSource  # noqa: E402
 from benchlib import fmt_outside, log, md_table, train_each, training_parser, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
@@ -60,7 +58,7 @@ OPTIONAL = {"envpool": "envpool", "torchrl-sync": "torchrl", "torchrl-multisync"
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
-    import ppo_cartpole
+    from rollway.examples import ppo_cartpole
 
     if system.startswith("sf-"):
         cmd = [SF_PYTHON, os.path.join(HERE, "sf_cartpole.py"), "--mode", system[3:], "--workers", "2", "--seed", str(seed),

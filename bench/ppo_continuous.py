@@ -1,4 +1,4 @@
-"""Issue 55: CleanRL's continuous-action PPO (examples/ppo_continuous.py: its network, settings and
+"""Issue 55: CleanRL's continuous-action PPO (rollway.examples.ppo_continuous: its network, settings and
 update, its env wrappers' normalisation done in the agent and the update) fed by rollway's rollout
 engine and by CleanRL's own collection loop over Gymnasium's vector envs, side by side in one run.
 
@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from benchlib import machine_note, module_versions, train_each, training_parser, training_row, training_table, write_report  # noqa: E402
 from gym_source import GymSource  # noqa: E402
@@ -40,9 +38,9 @@ def gym_id(env: str) -> str:
 def one(system: str, env: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
     import functools
 
-    import ppo_continuous
-    import ppo_cartpole
-    from ppo_pixels import curve_ends
+    from rollway.examples import ppo_continuous
+    from rollway.examples import ppo_cartpole
+    from rollway.examples.ppo_pixels import curve_ends
 
     if system == "rollway":
         r = ppo_continuous.train_continuous(total, env, envs, steps, seed, threads=1, log=False, bootstrap=False)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 47: what a long run's machinery costs the PPO learner, side by side.
 
-``examples/ppo_cartpole.py``'s ``train`` (CleanRL's PPO, 8 envs × 128 steps, lag 0, one torch
+``rollway.examples.ppo_cartpole``'s ``train`` (CleanRL's PPO, 8 envs × 128 steps, lag 0, one torch
 thread), three ways, each ``--steps-total`` env steps, taken in turn (the order rotated
 every rep):
 
@@ -32,14 +32,13 @@ from typing import Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from benchlib import log, machine_note, md_table, module_versions, write_report  # noqa: E402
 
 SYSTEMS = ("plain", "replay only", "long run", "stopped + resumed")
 
 
 def one(system: str, total: int, seed: int, work: str) -> float:
-    import ppo_cartpole
+    from rollway.examples import ppo_cartpole
 
     if system == "plain":
         return ppo_cartpole.train(total, 8, 128, 0, seed, log=False, stop_when_solved=False)["steps_per_s"]

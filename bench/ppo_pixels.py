@@ -1,4 +1,4 @@
-"""Issue 32: PPO with a CNN on pixels (examples/ppo_pixels.py: CleanRL's Atari network and
+"""Issue 32: PPO with a CNN on pixels (rollway.examples.ppo_pixels: CleanRL's Atari network and
 update on PixelMine-v0's 64×64 frames), fed by rollway's rollout engine and by CleanRL's
 collection loop over Gymnasium's vector envs, side by side in one run.
 
@@ -24,11 +24,9 @@ import json
 import os
 import resource
 import statistics
-import sys
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from gym_source import GymSource  # noqa: E402
 from benchlib import fmt_outside, machine_note, md_table, module_versions, train_each, training_parser, write_report  # noqa: E402  (bench/ is on sys.path as the script's folder)
@@ -41,7 +39,7 @@ def one_env() -> Any:
     import gymnasium as gym
     import numpy as np
 
-    import ppo_pixels
+    from rollway.examples import ppo_pixels
     import rollway
 
     class One(gym.Env):
@@ -65,7 +63,7 @@ def one_env() -> Any:
 
 
 def one(system: str, seed: int, total: int, envs: int, steps: int) -> Dict[str, Any]:
-    import ppo_pixels
+    from rollway.examples import ppo_pixels
 
     if system.startswith("rollway-lag"):
         r = ppo_pixels.train_pixels(total, envs, steps, int(system[len("rollway-lag"):]), seed, log=False)

@@ -12,7 +12,7 @@ side by side in one run on a local two-node Ray cluster (loopback, one CPU per n
 - ``floor``: the same rollway actors with no learner (fragments taken as they come): the
   env-bound rate.
 
-The learner is the PPO update of examples/ppo_cartpole.py, one epoch per fragment, publishing
+The learner is the PPO update of rollway.examples.ppo_cartpole, one epoch per fragment, publishing
 its weights after each. Reports learner-side env steps/s (steps in fragments the learner
 trained on), median of ``--reps`` runs of ``--seconds`` each, alternating. Usage:
 
@@ -33,7 +33,6 @@ from typing import Any, Dict, List
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 from benchlib import log, md_table, write_report  # noqa: E402
 from ray_source import two_nodes  # noqa: E402
@@ -118,7 +117,7 @@ def run(system: str, a: argparse.Namespace) -> float:
     import ray
     import torch
 
-    import ppo_cartpole
+    from rollway.examples import ppo_cartpole
     import rollway.ray
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -53,7 +53,7 @@ class RaySource:
     def __init__(self, acting: Any, envs: int, steps: int, seed: int, actors: int = 2):
         import rollway.ray
 
-        # The policy's class lives in examples/, which the actors cannot import: rollway.ray ships it by value.
+        # The policy's class lives in rollway.examples, which the actors import as any installed module.
         if envs % actors:
             raise ValueError(f"{envs} envs do not split over {actors} actors")
         self.acting, self.actors = acting, actors

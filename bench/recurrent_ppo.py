@@ -2,9 +2,9 @@
 """Recurrent PPO on CartPole-v1 with the velocities hidden (issue 32), against the same
 PPO without memory on the same observations.
 
-``examples/rppo_cartpole.py`` (a GRU; RL Zoo's RecurrentPPO settings for CartPoleNoVel)
+``rollway.examples.rppo_cartpole`` (a GRU; RL Zoo's RecurrentPPO settings for CartPoleNoVel)
 is trained to a mean return of 475 over the last 20 episodes, or ``--steps`` steps, for
-each seed; then ``examples/ppo_cartpole.py``'s MLP agent, CleanRL's settings, on the
+each seed; then ``rollway.examples.ppo_cartpole``'s MLP agent, CleanRL's settings, on the
 same two observations (x, θ) for as many steps: what a policy without memory reaches.
 Reported: steps and wall time to 475, the best mean return, steps/s, and the share of
 wall time outside the policy's forward and the learner's update.
@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 
 from benchlib import common_parser, log, machine_note, md_table, parse_list, resolve_binary, write_report
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
 
 def row(name: str, r: dict) -> list:
@@ -35,8 +33,8 @@ def main() -> None:
     p.add_argument("--seeds", default="1,2", help="comma list of seeds")
     p.add_argument("--steps", type=int, default=500_000, help="env steps at most per run")
     a = p.parse_args()
-    import ppo_cartpole
-    import rppo_cartpole
+    from rollway.examples import ppo_cartpole
+    from rollway.examples import rppo_cartpole
 
     steps = 30_000 if a.quick else a.steps
     load0 = os.getloadavg()
@@ -44,13 +42,13 @@ def main() -> None:
     for seed in parse_list(a.seeds):
         log(f"recurrent PPO, seed {seed}")
         r = rppo_cartpole.train_recurrent(total_steps=steps, seed=seed, log=False)
-        rows.append(row("GRU PPO (`examples/rppo_cartpole.py`)", r))
+        rows.append(row("GRU PPO (`rollway.examples.rppo_cartpole`)", r))
         if r["solved_s"] is not None:
             solved.append(r["solved_s"])
         log(f"MLP PPO without velocities, seed {seed}, {r['steps']} steps")
         m = ppo_cartpole.train(total_steps=max(r["steps"], 8 * 128), seed=seed, log=False, env_params={"velocities": False},
                                make_agent=lambda: ppo_cartpole.Agent(2, 2))
-        rows.append(row("MLP PPO, same observations (`examples/ppo_cartpole.py`)", m))
+        rows.append(row("MLP PPO, same observations (`rollway.examples.ppo_cartpole`)", m))
     lines = [
         f"### Recurrent PPO, CartPole-v1 without velocities: `bench/recurrent_ppo.py --seeds {a.seeds} --steps {steps}`",
         "",

@@ -9,7 +9,7 @@ sampled as Stable-Baselines3's ``ReplayBuffer.sample`` does (CleanRL's DQN): ran
 indices, then one fancy-index gather per field. Both sides are timed per batch over
 ``--batches`` batches, repetitions alternating; medians reported.
 
-Then, when torch is installed, ``examples/dqn_cartpole.py`` end to end: the share of
+Then, when torch is installed, ``rollway.examples.dqn_cartpole`` end to end: the share of
 its wall time spent sampling the replay, next to the share in the TD updates.
 
 Progress goes to stderr; the markdown report to stdout (and to --out).
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 
@@ -78,8 +77,7 @@ def dqn_split(steps: int, seed: int) -> dict | None:
         import torch  # noqa: F401
     except ImportError:
         return None
-    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
-    import dqn_cartpole
+    from rollway.examples import dqn_cartpole
 
     with tempfile.TemporaryDirectory() as tmp:
         return dqn_cartpole.train(os.path.join(tmp, "replay"), total_steps=steps, seed=seed, log=False)
@@ -117,7 +115,7 @@ def main() -> None:
         log(f"DQN, {a.dqn_steps} steps")
         d = dqn_split(a.dqn_steps, 1)
         if d is not None:
-            notes.append(f"`examples/dqn_cartpole.py`, {d['steps']} steps, seed 1: {d['wall_s']:.1f} s wall, "
+            notes.append(f"`rollway.examples.dqn_cartpole`, {d['steps']} steps, seed 1: {d['wall_s']:.1f} s wall, "
                          f"{d['updates']} TD updates; sampling the replay {d['sample_s']:.2f} s "
                          f"({100 * d['sample_s'] / d['wall_s']:.0f}% of wall, {d['sample_s'] / max(d['updates'], 1) * 1e6:.0f} µs a batch), "
                          f"the updates {d['learn_s']:.2f} s ({100 * d['learn_s'] / d['wall_s']:.0f}%); "

@@ -1,5 +1,5 @@
 """Issue 32's Sample Factory peer: Sample Factory 2.1.1's PPO on Gymnasium CartPole-v1, set as
-close to CleanRL's ppo.py (and so to examples/ppo_cartpole.py) as its options allow. Run in
+close to CleanRL's ppo.py (and so to rollway.examples.ppo_cartpole) as its options allow. Run in
 Sample Factory's own venv (bench/sf_venv.sh: it pins gymnasium 0.29 and numpy 1.26), by
 bench/ppo_cartpole.py's ``sf-serial`` / ``sf-async`` systems, or alone::
 

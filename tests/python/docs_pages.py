@@ -5,7 +5,7 @@ in a fresh directory. Used by test_docs.py, and by hand while writing a page:
 
 A page's Python blocks share one interpreter (a later block sees an earlier one's names, as in a notebook);
 shell blocks run in bash, in the same directory, with this Python's bin/ first on PATH (so `rollway` and
-`python` are the installed package's). Snippet lines (``--8<-- "examples/x.py:name"``) are expanded as
+`python` are the installed package's). Snippet lines (``--8<-- "python/rollway/examples/x.py:name"``) are expanded as
 pymdownx.snippets expands them for the site, so the page runs the very code it shows.
 
 HTML comments right before a block steer it; they are invisible on the site:

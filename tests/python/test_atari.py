@@ -123,7 +123,7 @@ def _example(name):
 
 @pytest.mark.heavy
 def test_issue55_ppo_atari_example_trains_on_rollway_frames_and_records_its_replay(tmp_path):
-    """examples/ppo_atari.py (CleanRL's ppo_atari network and update) for a few updates, its
+    """rollway.examples.ppo_atari (CleanRL's ppo_atari network and update) for a few updates, its
     episodes cut at 60 steps (bootstrapped) and recorded into the run's replay."""
     m = _example("ppo_atari")
     r = m.train_atari(total_steps=1024, envs=4, steps=64, threads=1, log=False, max_episode_steps=60,
@@ -137,7 +137,7 @@ def test_issue55_ppo_atari_example_trains_on_rollway_frames_and_records_its_repl
 
 
 def test_issue55_ppo_continuous_example_runs_on_pendulum_and_halfcheetah():
-    """examples/ppo_continuous.py (CleanRL's ppo_continuous_action) for two updates on rollway's own
+    """rollway.examples.ppo_continuous (CleanRL's ppo_continuous_action) for two updates on rollway's own
     Pendulum-v1 and on MuJoCo's HalfCheetah-v5 hosted in Python: clipped actions reach the env, the
     update reads the policy's raw samples and normalised observations."""
     m = _example("ppo_continuous")

@@ -136,6 +136,25 @@ def test_issue70_every_flag_and_setting_has_its_own_anchor_and_the_search_index_
         assert at, f"the search index has no section titled {flag}"
 
 
+def test_issue70_every_example_runs_from_the_installed_package_as_the_docs_call_it(tmp_path):
+    """The guides' `python -m rollway.examples.NAME` works from a pip install: each example is a module
+    of the package, run here away from the checkout; no page runs a file of the repository's instead."""
+    pytest.importorskip("torch")
+    import pkgutil
+
+    import rollway.examples
+
+    names = [m.name for m in pkgutil.iter_modules(rollway.examples.__path__)]
+    assert "ppo_cartpole" in names and len(names) >= 7, names
+    for name in names:
+        r = subprocess.run([sys.executable, "-m", f"rollway.examples.{name}", "--help"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0 and "usage:" in r.stdout, f"python -m rollway.examples.{name} --help: {r.stderr[-2000:]}"
+    for page in [ROOT / "README.md", *docs_pages.DOCS.rglob("*.md")]:
+        runs_a_file = re.findall(r"python3? (?:\S*/)?examples/\w+\.py", page.read_text(encoding="utf-8"))
+        assert not runs_a_file, f"{page} runs {runs_a_file}: a file of the checkout; write python -m rollway.examples.NAME"
+
+
 def test_the_front_page_reaches_every_reference_page_in_one_click(site):
     front = text_of(site, "index.html")
     for page in ("reference/settings.html", "reference/fields.html", "reference/cli.html", "reference/python.html",

@@ -13,8 +13,7 @@ import torch
 import rollway
 from conftest import rollway_cli
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-import onnx_policies as P  # noqa: E402
+from rollway.examples import onnx_policies as P
 
 # tract, the pure-Rust engine, is in builds with the `tract` feature (the wheel; CI's test run, which
 # sets ROLLWAY_FEATURES=tract): its runs are tested there, and in a build without it the refusal is.

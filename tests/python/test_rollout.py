@@ -1,6 +1,6 @@
 """rollway.Rollout, the rollout engine of a training loop: fragments, versions and lag,
 recurrent state, extras, faults, hosted envs (real Gymnasium, real processes), and a
-real PPO learner on it (examples/ppo_cartpole.py, a short run)."""
+real PPO learner on it (rollway.examples.ppo_cartpole, a short run)."""
 
 import importlib
 import os
@@ -322,13 +322,9 @@ r = rollway.Rollout(lambda: Slow(gym.make("CartPole-v1")), "random", num_envs=2,
 
 
 def example(name):
-    """``examples/NAME.py`` as a module (skipped without torch; the examples import one another)."""
+    """``rollway.examples.NAME`` as a module (skipped without torch; the examples import one another)."""
     pytest.importorskip("torch")
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.pop(0)
+    return importlib.import_module(f"rollway.examples.{name}")
 
 
 def test_ppo_learns_cartpole_in_a_short_run():

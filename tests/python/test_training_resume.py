@@ -146,7 +146,7 @@ def test_issue47_evaluation_episodes_are_recorded_apart_with_the_version_they_ev
 
 
 def _ppo(run_dir, total, timeout=240):
-    cmd = [sys.executable, os.path.join(ROOT, "examples", "ppo_cartpole.py"), "--steps-total", str(total),
+    cmd = [sys.executable, "-m", "rollway.examples.ppo_cartpole", "--steps-total", str(total),
            "--envs", "4", "--steps", "128", "--run", str(run_dir), "--checkpoint-every", "2", "--no-stop"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(run_dir.parent))
 
@@ -156,9 +156,8 @@ def _ppo(run_dir, total, timeout=240):
 # training, however fast the machine (a learner that reached its end would close its run cleanly).
 HELD_PPO = textwrap.dedent("""
     import sys
-    sys.path.insert(0, sys.argv[1])
-    import ppo_cartpole as ppo
-    run_dir, total, hold = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    from rollway.examples import ppo_cartpole as ppo
+    run_dir, total, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
     class Held:
         def __init__(self, rollout):
@@ -179,7 +178,7 @@ HELD_PPO = textwrap.dedent("""
 
 
 def _held_ppo(run_dir, total, hold):
-    cmd = [sys.executable, "-c", HELD_PPO, os.path.join(ROOT, "examples"), str(run_dir), str(total), str(hold)]
+    cmd = [sys.executable, "-c", HELD_PPO, str(run_dir), str(total), str(hold)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=str(run_dir.parent))
 

@@ -109,7 +109,7 @@ def _connect(ray: Any, address: Optional[str]) -> bool:
 
 def ship_by_value(ray: Any, *objs: Any) -> None:
     """The modules of ``objs`` (an env callable, a policy) travel to the actors by value when
-    they are not installed packages: a script's folder, ``examples/`` on this process's
+    they are not installed packages: a script's folder, a folder put on this process's
     ``sys.path``, a notebook. Installed packages (site-packages, like rollway itself) must be
     on every node anyway and go by reference, as Ray sends them."""
     import sysconfig

@@ -1,6 +1,6 @@
 """Torch policies exported to ONNX, run by rollway with no Python in the loop.
 
-    python examples/onnx_policies.py OUT_DIR
+    python -m rollway.examples.onnx_policies OUT_DIR
 
 exports the README's MLP and an LSTM policy (``torch.onnx.export``), runs each
 from the CLI (``rollway run --agent onnx:OUT_DIR/mlp.onnx``) and as a torch
@@ -159,4 +159,8 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "onnx-policies")
+    import argparse
+
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("out", nargs="?", default="onnx-policies", help="the folder for the models and the two runs' datasets")
+    main(ap.parse_args().out)

@@ -1,7 +1,7 @@
 """Recurrent PPO on CartPole-v1 with the velocities hidden: only a policy with memory
 solves it (the observation is the cart's position and the pole's angle alone).
 
-The PPO of ``examples/ppo_cartpole.py`` with a GRU between the encoder and the heads.
+The PPO of ``rollway.examples.ppo_cartpole`` with a GRU between the encoder and the heads.
 The rollout carries the GRU's state from step to step and zeroes it where an episode
 starts (``first``); the policy also returns the state it acted from, as the extra
 ``h_in``. The update replays the fragment in chunks of ``chunk`` steps (Sample
@@ -15,7 +15,7 @@ final observation (``frag.final_obs``) taken from the GRU state its last step le
 that state is one GRU step from the recorded ``h_in`` of that step, so the fragment
 holds all it needs. ``--no-bootstrap`` treats a truncation as an end.
 
-    python examples/rppo_cartpole.py                  # 500k steps at most, stops when solved (mean return ≥ 475)
+    python -m rollway.examples.rppo_cartpole                  # 500k steps at most, stops when solved (mean return ≥ 475)
 
 Prints one line per 10 updates and a JSON summary last.
 """
@@ -33,7 +33,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
-from ppo_cartpole import advantages, layer, on_device, train
+from rollway.examples.ppo_cartpole import advantages, layer, on_device, train
 
 OBS = 2  # x and theta
 

@@ -18,8 +18,8 @@ Truncated episodes (Pendulum's 200-step limit, MuJoCo's 1000) are bootstrapped f
 final observation's value, on by default (CleanRL treats them as ends): most episodes of
 these envs end by truncation. ``--no-bootstrap`` turns it off.
 
-    python examples/ppo_continuous.py                                # Pendulum-v1 (rollway's own), 200k steps
-    python examples/ppo_continuous.py --env gym:HalfCheetah-v5 --steps-total 1000000
+    python -m rollway.examples.ppo_continuous                                # Pendulum-v1 (rollway's own), 200k steps
+    python -m rollway.examples.ppo_continuous --env gym:HalfCheetah-v5 --steps-total 1000000
 
 Prints one line per 10 updates and a JSON summary last (steps/s, the return's first and
 last means, time inside the policy and the update).
@@ -38,8 +38,8 @@ import torch.nn as nn
 from torch.distributions.normal import Normal
 
 import rollway
-from ppo_cartpole import advantages, bootstrapped_rewards, layer, minibatch_epochs, on_device, train
-from ppo_pixels import curve_ends
+from rollway.examples.ppo_cartpole import advantages, bootstrapped_rewards, layer, minibatch_epochs, on_device, train
+from rollway.examples.ppo_pixels import curve_ends
 
 
 class ContinuousAgent(nn.Module):

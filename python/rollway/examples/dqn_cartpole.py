@@ -15,7 +15,7 @@ episode's last one included: its next observation is the episode's final observa
 (the loader's ``next_observations``), so an episode truncated by the time limit is
 bootstrapped from it, and only a terminated one is not.
 
-    python examples/dqn_cartpole.py --replay /tmp/replay     # 150k steps, prints a JSON summary
+    python -m rollway.examples.dqn_cartpole --replay /tmp/replay     # 150k steps, prints a JSON summary
 
 Shorter settings than CleanRL's (4 envs, learning starts at 2k steps, ε decays over
 the first 30k, a target update every 1000 steps) keep the test's run short.

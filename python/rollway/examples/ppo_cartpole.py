@@ -13,9 +13,9 @@ fragment's ``final_obs``), as SB3 and Gymnasium's docs prescribe; CleanRL's loop
 it as an end. On by default; ``--no-bootstrap`` turns it off (bench/RESULTS.md compares
 the two on CartPole cut at 100 steps, where most episodes end by truncation).
 
-    python examples/ppo_cartpole.py                    # 500k steps, stops when solved (mean return ≥ 475)
-    python examples/ppo_cartpole.py --lag 1 --envs 8 --seed 2
-    python examples/ppo_cartpole.py --device cuda              # policy and learner on a GPU
+    python -m rollway.examples.ppo_cartpole                    # 500k steps, stops when solved (mean return ≥ 475)
+    python -m rollway.examples.ppo_cartpole --lag 1 --envs 8 --seed 2
+    python -m rollway.examples.ppo_cartpole --device cuda              # policy and learner on a GPU
 
 **Evaluation.** ``--eval-every N`` plays ``--eval-episodes`` greedy episodes (the most
 likely action, no exploration) every N updates on seeds of their own, recorded apart
@@ -31,7 +31,7 @@ after a crash or a preemption: it resumes from the checkpoint into the same repl
 (``rollway.Rollout(resume=True, version=…)``), its episode numbering and seeds going on
 where the replay's end::
 
-    python examples/ppo_cartpole.py --run runs/cartpole     # kill it, run it again: it goes on
+    python -m rollway.examples.ppo_cartpole --run runs/cartpole     # kill it, run it again: it goes on
 
 Prints one line per 10 updates and a JSON summary last (steps/s, time to solved,
 time inside the policy's forward and the learner's update).

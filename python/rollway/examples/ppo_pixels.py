@@ -1,6 +1,6 @@
 """PPO with a CNN on pixels: PixelMine-v0 (rollway's tiny Crafter) seen as 64×64 frames.
 
-The PPO of ``examples/ppo_cartpole.py`` (CleanRL's update, its Atari settings: clip
+The PPO of ``rollway.examples.ppo_cartpole`` (CleanRL's update, its Atari settings: clip
 0.1, 4 epochs of 4 minibatches, 8 envs × 128 steps) with CleanRL's Atari network
 (three convolutions and a 512-unit layer) on the frame, beside the inventory
 (8 counts). The rollout hands over the Dict observation as one array per leaf:
@@ -11,9 +11,9 @@ time in an episode; episodes are ``max_steps`` long (default 200). A random poli
 earns about 1.6; the curve rises as the policy learns to face trees and mine them,
 then to place a table and craft.
 
-    python examples/ppo_pixels.py                       # 300k steps, one line per 10 updates
-    python examples/ppo_pixels.py --steps-total 1000000 --lag 1
-    python examples/ppo_pixels.py --run runs/pixels      # replay + TensorBoard + checkpoints; run again to resume
+    python -m rollway.examples.ppo_pixels                       # 300k steps, one line per 10 updates
+    python -m rollway.examples.ppo_pixels --steps-total 1000000 --lag 1
+    python -m rollway.examples.ppo_pixels --run runs/pixels      # replay + TensorBoard + checkpoints; run again to resume
 
 Prints a JSON summary last (steps/s, the learning curve's first and last means,
 time inside the policy's forward and the learner's update).
@@ -32,7 +32,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
-from ppo_cartpole import layer, learn, train
+from rollway.examples.ppo_cartpole import layer, learn, train
 
 ENV = "PixelMine-v0"
 PARAMS = {"size": 64, "world": 32, "max_steps": 200}
@@ -114,7 +114,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=0, help="torch threads (default 0: torch's own choice)")
     p.add_argument("--no-bootstrap", action="store_true", help="treat an episode cut by the step limit as terminated")
     p.add_argument("--run", metavar="DIR", help="record the replay (frames too), TensorBoard scalars and checkpoints here; "
-                   "run again to resume (as examples/ppo_cartpole.py --run)")
+                   "run again to resume (as rollway.examples.ppo_cartpole --run)")
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="N", help="updates between checkpoints (default 10)")
     p.add_argument("--eval-every", type=int, default=0, metavar="N", help="updates between greedy evaluations, recorded with "
                    "frames into DIR/eval (default 0: none)")

@@ -10,13 +10,13 @@ without a copy. Rewards are clipped to their sign (``reward_clip``, as CleanRL's
 lost life (Gymnasium's ``terminal_on_life_loss``).
 
 Truncated episodes (ALE's 108,000-frame limit, or ``--max-episode-steps``) are bootstrapped
-from their final frames' value (``examples/ppo_cartpole.py`` says why); ``--no-bootstrap``
+from their final frames' value (``rollway.examples.ppo_cartpole`` says why); ``--no-bootstrap``
 treats them as ends, as CleanRL does.
 
-    python examples/ppo_atari.py                            # Pong, 10M frames (2.5M agent steps)
-    python examples/ppo_atari.py --game Breakout-v5 --life-loss --steps-total 200000
-    python examples/ppo_atari.py --run runs/pong            # replay + TensorBoard + checkpoints; run again to resume
-    python examples/ppo_atari.py --device cuda --envs 64    # the CNN on a GPU (bench/gpu.py measures it)
+    python -m rollway.examples.ppo_atari                            # Pong, 10M frames (2.5M agent steps)
+    python -m rollway.examples.ppo_atari --game Breakout-v5 --life-loss --steps-total 200000
+    python -m rollway.examples.ppo_atari --run runs/pong            # replay + TensorBoard + checkpoints; run again to resume
+    python -m rollway.examples.ppo_atari --device cuda --envs 64    # the CNN on a GPU (bench/gpu.py measures it)
 
 On two CPU cores this is a throughput check, not a learning curve: Pong takes millions of
 steps to learn, and that is a GPU's run. Prints one line per 10 updates and a JSON summary
@@ -36,8 +36,8 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rollway
-from ppo_cartpole import layer, learn, train
-from ppo_pixels import conv, curve_ends
+from rollway.examples.ppo_cartpole import layer, learn, train
+from rollway.examples.ppo_pixels import conv, curve_ends
 
 GAME = "Pong-v5"
 
