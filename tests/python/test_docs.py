@@ -155,6 +155,26 @@ def test_issue70_every_example_runs_from_the_installed_package_as_the_docs_call_
         assert not runs_a_file, f"{page} runs {runs_a_file}: a file of the checkout; write python -m rollway.examples.NAME"
 
 
+def test_issue70_every_quoted_figure_is_bench_results_latest_with_its_date_and_machine():
+    """scripts/figures.py: a page quotes a measured figure from bench/RESULTS.md's latest declaration of it,
+    word for word, date and machine included; the figures the pages once disagreed on are such quotes."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import figures
+    finally:
+        sys.path.pop(0)
+    assert not figures.problems(), "\n".join(figures.problems()) + "\n(python scripts/figures.py --write rewrites the quotes)"
+    quoted = {("README.md", "ppo-cartpole-vs-sync"), ("docs/guides/train.md", "ppo-cartpole-vs-sync"),
+              ("docs/concepts/hosts.md", "cartpole-random-rate"), ("README.md", "make-run-cold"),
+              ("README.md", "make-test-after-run"), ("docs/contributing.md", "make-run-cold")}
+    for page, name in sorted(quoted):
+        assert f"<!-- figure {name} -->" in (ROOT / page).read_text(encoding="utf-8"), f"{page} does not quote {name}"
+    # What a page shows rollway print names the format version this rollway writes.
+    for page in figures.pages():
+        for v in re.findall(r"rollway format v(\d+)", page.read_text(encoding="utf-8")):
+            assert int(v) == rollway.FORMAT_VERSION, f"{page}: rollway format v{v}; this rollway writes v{rollway.FORMAT_VERSION}"
+
+
 def test_the_front_page_reaches_every_reference_page_in_one_click(site):
     front = text_of(site, "index.html")
     for page in ("reference/settings.html", "reference/fields.html", "reference/cli.html", "reference/python.html",
