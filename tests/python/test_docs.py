@@ -175,6 +175,27 @@ def test_issue70_every_quoted_figure_is_bench_results_latest_with_its_date_and_m
             assert int(v) == rollway.FORMAT_VERSION, f"{page}: rollway format v{v}; this rollway writes v{rollway.FORMAT_VERSION}"
 
 
+def test_issue70_the_report_picture_is_made_by_its_script_from_the_current_build(tmp_path):
+    """scripts/screenshots.py shoots docs/report.png from the default job this rollway runs: the page it
+    shoots names the format version this rollway writes, at the picture's size."""
+    chrome = chromium()
+    if chrome is None:
+        pytest.skip("no chromium")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import screenshots
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "report.png"
+    text = screenshots.shoot(screenshots.report_of_the_default_job(tmp_path), out, chrome)
+    assert f"rollway v{rollway.FORMAT_VERSION}" in text, text[:2000]
+    def size(png):  # width and height, from the PNG's IHDR
+        head = png.read_bytes()[16:24]
+        return int.from_bytes(head[:4], "big"), int.from_bytes(head[4:], "big")
+
+    assert size(out) == size(ROOT / "docs" / "report.png") == (660, 1230)
+
+
 def test_the_front_page_reaches_every_reference_page_in_one_click(site):
     front = text_of(site, "index.html")
     for page in ("reference/settings.html", "reference/fields.html", "reference/cli.html", "reference/python.html",
