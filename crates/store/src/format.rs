@@ -106,10 +106,34 @@ pub struct RunInfo {
     /// was kept.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rollway_version: String,
-    /// Its lives: its start and each resume, with how each ended ([`crate::lives`]).
+    /// Its lives: its start and each resume, with how each ended (see [`crate::lives`]).
     /// Empty in datasets from before they were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lives: Vec<crate::lives::Life>,
+    pub lives: Vec<Life>,
+}
+
+/// One life of a run: its first start, or a resume (see [`crate::lives`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Life {
+    /// When it started (Unix seconds).
+    pub started_at: f64,
+    /// How it ended; absent while it runs (or until a resume finds it killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<LifeEnd>,
+    /// Its wall time, seconds: to its clean end; killed, to its last commit (absent
+    /// when it committed nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+}
+
+/// How a life ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LifeEnd {
+    /// The run finished or stopped, and stored its summary.
+    Clean,
+    /// A later resume found it without an end: the process was killed (or crashed).
+    Killed,
 }
 
 impl RunInfo {

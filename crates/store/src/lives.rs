@@ -8,33 +8,8 @@
 //! time. `rollway report` shows every life, so a resumed run does not read as one
 //! clean run of its last life's length.
 
-use serde::{Deserialize, Serialize};
-
 use crate::format::{IndexEntry, RunInfo};
-
-/// One life of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Life {
-    /// When it started (Unix seconds).
-    pub started_at: f64,
-    /// How it ended; absent while it runs (or until a resume finds it killed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended: Option<LifeEnd>,
-    /// Its wall time, seconds: to its clean end; killed, to its last commit (absent
-    /// when it committed nothing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seconds: Option<f64>,
-}
-
-/// How a life ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LifeEnd {
-    /// The run finished or stopped, and stored its summary.
-    Clean,
-    /// A later resume found it without an end: the process was killed (or crashed).
-    Killed,
-}
+pub use crate::format::{Life, LifeEnd};
 
 /// Now, in Unix seconds.
 pub fn now() -> f64 {
