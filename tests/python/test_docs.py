@@ -169,6 +169,10 @@ def test_issue70_every_quoted_figure_is_bench_results_latest_with_its_date_and_m
               ("README.md", "make-test-after-run"), ("docs/contributing.md", "make-run-cold")}
     for page, name in sorted(quoted):
         assert f"<!-- figure {name} -->" in (ROOT / page).read_text(encoding="utf-8"), f"{page} does not quote {name}"
+    # The README's table against the peers is quotes through and through.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = readme.split("## Against the peers", 1)[1].split("\n\n")[2].splitlines()[2:]
+    assert len(rows) >= 5 and all("<!-- figure " in r.split("|")[2] for r in rows), rows
     # What a page shows rollway print names the format version this rollway writes.
     for page in figures.pages():
         for v in re.findall(r"rollway format v(\d+)", page.read_text(encoding="utf-8")):
