@@ -198,8 +198,10 @@ def _last_life(life, follower, figures):
     life.driver.stdin.flush()
     out, err = life.driver.communicate(timeout=180)
     assert life.driver.returncode == 0 and "finished" in out, err
-    follower.stdin.write("stop\n")
-    follower.stdin.flush()
+    if follower.poll() is None:
+        follower.stdin.write("stop\n")
+        follower.stdin.flush()
+    # A follower that died before the stop says why (its exit and stderr), not a broken pipe.
     out, err = follower.communicate(timeout=120)
     assert follower.returncode == 0 and int(out.strip()) > 0, err
     figures["follower_s"] = time.monotonic() - figures.pop("follower_started")

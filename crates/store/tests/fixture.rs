@@ -153,7 +153,8 @@ fn a_writer_upgrades_a_v1_dataset_and_keeps_its_episodes() {
 
 /// A fixture file's bytes with the writer's version blanked out: each run records the
 /// rollway that wrote it (issue 33), which is provenance, not format, and changes with
-/// every release. Likewise each episode's `ended_at` (issue 47): when it was written.
+/// every release. Likewise each episode's `ended_at` (issue 47) and each life's `started_at`
+/// (issue 70): when it was written.
 fn comparable(path: &Path) -> Vec<u8> {
     let bytes = std::fs::read(path).unwrap();
     let Ok(text) = std::str::from_utf8(&bytes) else { return bytes };
@@ -162,11 +163,11 @@ fn comparable(path: &Path) -> Vec<u8> {
         let end = text[at + 1..].find([',', '}']).map_or(text.len(), |e| at + 1 + e);
         text.replace_range(at..end, "");
     }
-    let key = "\"rollway_version\": ";
+    let keys = ["\"rollway_version\": ", "\"started_at\": "];
     let lines: Vec<String> = text
         .split('\n')
-        .map(|l| match l.find(key) {
-            Some(at) => format!("{}{key}*", &l[..at]),
+        .map(|l| match keys.iter().find_map(|key| l.find(key).map(|at| (at, key))) {
+            Some((at, key)) => format!("{}{key}*", &l[..at]),
             None => l.to_string(),
         })
         .collect();
