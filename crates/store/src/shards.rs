@@ -203,7 +203,7 @@ impl WriterThread {
                 frames.push(rx);
             }
         }
-        let taken = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let taken = crate::lives::now();
         Pending { ep, taken, frames }
     }
 
