@@ -12,7 +12,11 @@
 //! ([`tune::measure`]), when the run's target is large enough to pay for it
 //! ([`MIN_STEPS`], [`MIN_EPISODES`]): first in processes, the host that can be
 //! killed, timed once every process is up (~1.5 s with their start); then, when that
-//! probe saw episodes end (a healthy env), inline; the faster is taken. Both probes
+//! probe saw the envs step (an env that hangs is never tried inline, where it could
+//! not be killed), inline; the faster is taken. Stepping is the sign asked for, not
+//! an episode's end: a probe's window is short (`tune::WINDOW`), and on a loaded
+//! machine (pytest's workers beside it) or with long episodes it can pass before any
+//! episode ends, which once left auto unmeasured on a healthy CartPole. Both probes
 //! run on every run that long, whatever the machine's pace: the threshold is the
 //! run's size, never a time budget, which a fast machine would exhaust (a 100,000-step
 //! CartPole run lasts ~1.2 s at 80k steps/s, where a budget share of it left no room
@@ -89,8 +93,8 @@ pub(crate) fn choose(
                 eprintln!("rollway: measuring where the Python envs step faster, in env processes or in this process (host= skips this)");
             }
             let at_process = match tune::measure(&job.cfg, envs.clone(), agents.clone()) {
-                Ok((rate, Some(_))) => rate,
-                _ => return (envs, choice("process", "no episode ended in env processes: not tried inline", None, None)),
+                Ok((rate, _)) if rate > 0.0 => rate,
+                _ => return (envs, choice("process", "the envs did not step in env processes: not tried inline", None, None)),
             };
             match tune::measure(&one, inline.clone(), agents.clone()) {
                 Ok((at_inline, _)) if at_inline > at_process => {
@@ -121,4 +125,53 @@ pub(crate) fn with_choice(
     c.seconds += started.elapsed().as_secs_f64();
     (c.envs_per_worker, c.mode, c.host) = (cfg.envs_per_worker, cfg.mode, Some(choice));
     Some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::RunRequest;
+    use crate::settings::RunOptions;
+    use rollway_core::Params;
+
+    fn job(env_params: &str) -> Job {
+        let settings = RunOptions {
+            env: Some("Faulty-v0".into()),
+            env_params: Some(env_params.parse().unwrap()),
+            agent: Some("random".into()),
+            steps: Some(MIN_STEPS),
+            workers: Some(2),
+            envs_per_worker: Some(2),
+            ..Default::default()
+        };
+        RunRequest { settings, no_record: true, quiet: true, ..Default::default() }.resolve().unwrap()
+    }
+
+    fn factories(job: &Job) -> (Arc<dyn EnvFactory>, Arc<dyn AgentFactory>) {
+        let envs = rollway_envs::Registered::new("Faulty-v0", job.cfg.env_params.clone());
+        (Arc::new(envs), Arc::new(rollway_agents::Registered::new("random", Params::new())))
+    }
+
+    #[test]
+    fn auto_measures_both_hosts_when_no_episode_ends_during_the_probes() {
+        // Episodes far longer than any probe: the envs step, no episode ends.
+        let mut job = job("length = 1_000_000_000");
+        let (envs, agents) = factories(&job);
+        let (_, choice) = choose(&mut job, envs.clone(), Some(envs), &agents, Host::Auto, true);
+        let c = choice.unwrap();
+        assert_eq!(c.why, "measured", "{c:?}");
+        assert!(c.inline_steps_per_s.unwrap() > 0.0 && c.process_steps_per_s.unwrap() > 0.0, "{c:?}");
+        let inline = c.inline_steps_per_s > c.process_steps_per_s;
+        assert_eq!((c.host.as_str(), job.cfg.workers), if inline { ("inline", 1) } else { ("process", 2) });
+    }
+
+    #[test]
+    fn auto_keeps_processes_unmeasured_for_a_short_run() {
+        let mut job = job("length = 5");
+        job.cfg.target = rollway_runner::Target::Steps(MIN_STEPS - 1);
+        let (envs, agents) = factories(&job);
+        let (_, choice) = choose(&mut job, envs.clone(), Some(envs), &agents, Host::Auto, true);
+        let c = choice.unwrap();
+        assert_eq!((c.host.as_str(), c.why.as_str(), c.inline_steps_per_s), ("process", "a short run: not measured", None));
+    }
 }
