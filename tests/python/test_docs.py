@@ -179,6 +179,22 @@ def test_issue70_every_quoted_figure_is_bench_results_latest_with_its_date_and_m
             assert int(v) == rollway.FORMAT_VERSION, f"{page}: rollway format v{v}; this rollway writes v{rollway.FORMAT_VERSION}"
 
 
+def test_issue70_every_figure_of_the_benchmarks_page_is_read_off_bench_results():
+    """The Benchmarks page is tables, not quotes: each figure on it must be one bench/RESULTS.md states, at the
+    page's precision and in its unit (scripts/figures.py, MEASURED_PAGES); a figure typed anew is caught."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import figures
+    finally:
+        sys.path.pop(0)
+    assert "docs/benchmarks.md" in figures.MEASURED_PAGES
+    results = "| rollway | 11.29M | 179.4× | 1,979 | 26.94 µs | 34.63 |\n"
+    page = "rollway made 11.29M (179×); 2.0k frames/s, 26.9 µs a batch at 34.63 dB, on 2026-11-22 with N = 8"
+    assert figures.unread(page, results) == []
+    typed_anew = "rollway made 11.39M (180×); 2.1k frames/s, 26.9 ms a batch"
+    assert [f for _, f in figures.unread(typed_anew, results)] == ["11.39M", "180×", "2.1k", "26.9 ms"]
+
+
 def test_issue70_the_report_picture_is_made_by_its_script_from_the_current_build(tmp_path):
     """scripts/screenshots.py shoots docs/report.png from the default job this rollway runs: the page it
     shoots names the format version this rollway writes, at the picture's size."""
