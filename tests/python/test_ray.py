@@ -186,6 +186,25 @@ def test_ray_cli_backend(cluster, local, tmp_path):
     assert json.load(open(summary))["episodes"] == 48
 
 
+def test_issue70_a_ray_resume_where_nothing_was_recorded_starts_afresh_or_says_what_to_do(cluster, local, tmp_path):
+    """A Ray run killed before its dataset was set up leaves nothing: its own call (or command) with resume
+    added runs it afresh, as a local resume does; resume alone says what to do, in each front's words."""
+    s = rollway.ray.run(**JOB, resume=tmp_path / "gone", num_actors=2, progress=False)
+    assert s.complete and fingerprints(tmp_path / "gone") == local
+    with pytest.raises(rollway.InputError, match=r"resume=\S+bare\W: nothing was recorded there to resume.*own command"):
+        rollway.ray.run(resume=tmp_path / "bare", num_actors=2, progress=False)
+    env = dict(os.environ, ROLLWAY_PYTHON=sys.executable)
+    ray_cli = rollway_cli() + ["run", "--backend", "ray", "--ray-address", cluster.address]
+    p = subprocess.run(ray_cli + ["--resume", str(tmp_path / "bare")], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "--resume " in p.stderr and "nothing was recorded there to resume" in p.stderr, p.stderr
+    assert not (tmp_path / "bare").exists()
+    job = ["--env", "PixelMine-v0", "--env-opt", "size=32,max_steps=60", "--agent", "random", "--episodes", "48", "--seed",
+           "21", "--workers", "1", "--envs-per-worker", "4", "--mode", "sync", "--max-buffer-episodes", "2"]
+    p = subprocess.run(ray_cli + ["--resume", str(tmp_path / "cli")] + job, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "starting afresh" in p.stderr, p.stderr
+    assert fingerprints(tmp_path / "cli") == local
+
+
 def test_ray_errors_are_clear(tmp_path):
     code = ("import rollway.ray, sys\n"
             "try:\n"

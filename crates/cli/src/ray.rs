@@ -45,9 +45,14 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
     if a.opts.episodes_json.is_some() || a.report || a.no_record {
         bail!("--backend ray records into --out DIR and writes its summary (--summary-json); --episodes-json, --report and --no-record are for local runs");
     }
-    if let Some(dir) = &a.resume {
+    let request = a.request();
+    let afresh = match &a.resume {
+        Some(dir) => rollway_engine::resume_starts_afresh(&request, dir)?,
+        None => false,
+    };
+    if let (Some(dir), false) = (&a.resume, afresh) {
         // Options beside --resume must equal the stored config: checked here, as a local resume does.
-        rollway_engine::resume_from(dir, &a.request())?;
+        rollway_engine::resume_from(dir, &request)?;
         cmd.arg("--resume").arg(dir);
         if let Some(n) = a.opts.episodes {
             cmd.arg("--episodes").arg(n.to_string());
@@ -56,8 +61,10 @@ fn driver_args(a: &RunArgs, cmd: &mut Command) -> Result<()> {
             bail!("--steps: a Ray run's target is a number of episodes (--episodes)");
         }
     } else {
-        let out = a.out.as_ref().context("--backend ray records into --out DIR, on storage every node of the cluster sees")?;
-        let job = a.request().resolve()?;
+        // A resume where nothing was recorded starts the run afresh into its directory, as locally.
+        let out = a.resume.as_ref().filter(|_| afresh).or(a.out.as_ref());
+        let out = out.context("--backend ray records into --out DIR, on storage every node of the cluster sees")?;
+        let job = request.resolve()?;
         let mut settings = job.to_file_config();
         if job.calibrate {
             // Left to the driver, which measures them as a local run would.

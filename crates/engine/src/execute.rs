@@ -265,7 +265,7 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
         return Ok((job, Some(dir.clone()), Start::Join(part.clone())));
     }
     if let Some(dir) = &a.resume {
-        if rollway_store::nothing_recorded(dir) {
+        if resume_starts_afresh(a, dir)? {
             return afresh(a, dir);
         }
         return Ok((job::resume_from(dir, a)?, Some(dir.clone()), Start::Resume));
@@ -279,13 +279,19 @@ fn plan(a: &RunRequest) -> Result<(Job, Option<PathBuf>, Start)> {
     Ok((job, out, Start::New))
 }
 
-/// `--resume DIR` where the run was killed before it recorded anything (its first
-/// second or so, before the dataset's metadata is written): there is no stored
-/// config to continue, so the run starts afresh into `DIR`, as its own command
-/// did, when the request says what to run (the docs' advice: the run's own command
-/// with `--resume DIR` added). A bare `--resume DIR` cannot know that command, and
-/// says so instead of "not a dataset".
-fn afresh(a: &RunRequest, dir: &Path) -> Result<(Job, Option<PathBuf>, Start)> {
+/// Whether `--resume DIR` (`resume=DIR`) starts its run afresh instead of continuing
+/// the stored one: the run was killed before it recorded anything (its first second
+/// or so, before the dataset's metadata is written), so there is no stored config to
+/// continue, and the request says what to run (the docs' advice: the run's own
+/// command with `--resume DIR` added). A bare `--resume DIR` there cannot know that
+/// command, and is refused with what to do instead of "not a dataset". One rule for
+/// every front: local runs, and the Ray driver (`rollway run --backend ray`,
+/// `rollway.ray.run`). An `s3://` URL is never afresh here (the store decides).
+/// Says so on stderr when it starts afresh, unless the request is quiet.
+pub fn resume_starts_afresh(a: &RunRequest, dir: &Path) -> Result<bool> {
+    if rollway_remote::is_remote(dir) || !rollway_store::nothing_recorded(dir) {
+        return Ok(false);
+    }
     let file_says = a.file.as_ref().is_some_and(|f| f.env.is_some() || f.agent.is_some());
     if !(a.config.is_some() || file_says || a.settings.env.is_some() || a.settings.agent.is_some()) {
         let resume = a.said("resume", dir.display());
@@ -297,6 +303,11 @@ fn afresh(a: &RunRequest, dir: &Path) -> Result<(Job, Option<PathBuf>, Start)> {
     if !a.quiet {
         eprintln!("rollway: nothing was recorded in {} (the run was killed before its dataset was set up): starting afresh", dir.display());
     }
+    Ok(true)
+}
+
+/// The run of `a`, started afresh into `dir` (see [`resume_starts_afresh`]).
+fn afresh(a: &RunRequest, dir: &Path) -> Result<(Job, Option<PathBuf>, Start)> {
     let fresh = RunRequest { out: Some(dir.to_path_buf()), resume: None, ..a.clone() };
     Ok((fresh.resolve()?, Some(dir.to_path_buf()), Start::New))
 }

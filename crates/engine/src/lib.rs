@@ -49,7 +49,7 @@ pub mod target;
 pub mod tensorboard;
 
 pub use error::{chain_text, Cause, Error, Result};
-pub use execute::execute;
+pub use execute::{execute, resume_starts_afresh};
 pub use host::{agent_factory, steps_without_gil, Host, Sources};
 pub use job::{resolve_stored, resume_from, resume_job, table_params, Job, DEFAULT_FILTER, DEFAULT_JOB_EPISODES, DEFAULT_JOB_MEDIA};
 pub use progress::Interrupted;

@@ -119,6 +119,7 @@ fn _rollway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy::take_policy_error, m)?)?;
     m.add_function(wrap_pyfunction!(run::close_run, m)?)?;
     m.add_function(wrap_pyfunction!(run::run_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(run::resume_starts_afresh, m)?)?;
     m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(host::host_serve, m)?)?;

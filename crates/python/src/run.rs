@@ -20,6 +20,27 @@ use crate::errors::{input_error, ToPy};
 use crate::inline_host::InlineEnvs;
 use crate::policy::PyPolicies;
 
+/// A run's settings, the config file's keys as JSON text.
+fn settings_of(text: &str) -> PyResult<RunOptions> {
+    serde_json::from_str(text).map_err(|e| {
+        // serde_json adds where in the JSON text it was: meaningless to a caller of run().
+        let msg = e.to_string();
+        let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m);
+        input_error(format!("run settings: {msg}"))
+    })
+}
+
+/// Whether `resume=path` starts the run of `config` (its settings as JSON, None when
+/// the call gave none) afresh, nothing having been recorded there: the engine's rule
+/// (`rollway_engine::resume_starts_afresh`), for `rollway.ray.run`.
+#[pyfunction]
+#[pyo3(signature = (path, config=None, progress=true))]
+pub fn resume_starts_afresh(path: PathBuf, config: Option<&str>, progress: bool) -> PyResult<bool> {
+    let file = config.map(settings_of).transpose()?;
+    let request = RunRequest { file, resume: Some(path.clone()), quiet: !progress, python: true, ..RunRequest::default() };
+    rollway_engine::resume_starts_afresh(&request, &path).py()
+}
+
 /// Runs a job; returns the summary and what was written, as JSON text.
 #[pyfunction]
 #[pyo3(signature = (config, out=None, resume=None, append=false, record=true, progress=true, episodes=None, steps=None, python=None, env_pickle=None, agent_factory=None, prepare=false, join=None, host="auto"))]
@@ -42,15 +63,7 @@ pub fn run(
     host: &str,
 ) -> PyResult<String> {
     let host = Host::try_from(host.to_string()).map_err(input_error)?;
-    let file: Option<RunOptions> = match config {
-        Some(text) => Some(serde_json::from_str(text).map_err(|e| {
-            // serde_json adds where in the JSON text it was: meaningless to a caller of run().
-            let msg = e.to_string();
-            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m);
-            input_error(format!("run settings: {msg}"))
-        })?),
-        None => None,
-    };
+    let file = config.map(settings_of).transpose()?;
     if append && out.is_none() {
         return Err(input_error("append=True needs out="));
     }

@@ -75,6 +75,10 @@ def run(
         raise _rollway.InputError(f"part_episodes={part_episodes}: a part has at least one episode")
     ray = _ray()
     env, agent, pickle, policy = _sources(env, agent)
+    if resume is not None and _rollway.resume_starts_afresh(os.fspath(resume), _given(env, agent, settings, episodes, config),
+                                                            progress):
+        # Killed before its dataset was set up: nothing to continue, the run starts afresh there.
+        resume, out = None, resume
     target = os.fspath(resume) if resume is not None else _path(out)
     if target is None:
         raise _rollway.InputError("rollway.ray.run records into out=DIR (on storage every node of the cluster sees) "
@@ -93,9 +97,7 @@ def run(
                 raise _rollway.InputError(f"resume={os.fspath(resume)!r} continues the stored run; only episodes= may be given")
             run_no, target_episodes, stored = _resumed(local, episodes)
         else:
-            given = _settings(env, agent, dict(settings, episodes=episodes))
-            if config is not None:
-                given = {**_read_config(config), **given}
+            given = json.loads(_given(env, agent, settings, episodes, config))
             run_no, target_episodes, stored = _prepare(given, local, append, pickle, policy)
         if hold is not None:
             hold.flush()
@@ -113,6 +115,14 @@ def run(
         finally:
             if started:
                 ray.shutdown()
+
+
+def _given(env: Any, agent: Any, settings: Dict[str, Any], episodes: Optional[int], config: Optional[PathLike]) -> str:
+    """The run's settings as the config file's keys, in JSON: the call's, over its config file's."""
+    given = _settings(env, agent, dict(settings, episodes=episodes))
+    if config is not None:
+        given = {**_read_config(config), **given}
+    return json.dumps(given)
 
 
 class _Ledger:
