@@ -7,8 +7,10 @@ the protocol and the round loop are in Rust (``rollway_host`` and
 setup's target into an env factory and read the first env's spec.
 
 Targets: ``gym:ID`` (``gymnasium.make(ID, **params)``), ``atari:GAME`` (ALE with
-rollway's own preprocessing, see ``rollway._atari``), ``module:callable``
+rollway's own preprocessing, see ``rollway._atari``), ``pz:MODULE`` (a PettingZoo env's
+``parallel_env(**params)``, see ``rollway.multiagent``), ``module:callable``
 (``callable(**params)``), or a callable pickled with cloudpickle (``rollway.run(env=f)``).
+A ``ParallelEnv`` any of them makes runs as one env whose rows are its agents.
 
 Envs made with ``render_mode="rgb_array"`` (``env_params={"render_mode": "rgb_array"}``
 for ``gym:`` ids) have their ``render()`` frame recorded with every observation, under
@@ -50,6 +52,10 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
                          "resume the run from Python, passing it again: rollway.run(resume=DIR, env=callable)")
     if kind == "gym":
         return lambda: _gym_make(rest, kwargs)
+    if kind == "pz":
+        from rollway.multiagent import make_pz
+
+        return lambda: make_pz(rest, kwargs)
     module = importlib.import_module(kind)
     obj: Any = module
     for part in rest.split("."):
@@ -182,6 +188,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     for ``atari:GAME`` and the MuJoCo tasks rollway steps (``rollway._mujoco``),
     ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
     names the Rust side that steps them."""
+    from rollway.multiagent import rows_of
     from rollway.spaces import dump_info, env_spec, packer, unpacker
 
     setup = json.loads(setup_json)
@@ -194,6 +201,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
         return game, env, json.dumps(game.spec(env)), None, None, dump_info
     make = resolve(setup["target"], setup["params"], pickled)
     env = make()
+    make, env = rows_of(make, env)  # a PettingZoo ParallelEnv: its agents as rows of one env
     for m in ("reset", "step"):
         if not callable(getattr(env, m, None)):
             raise TypeError(f"{setup['target']} made a {type(env).__name__}, which has no {m}(): not a Gymnasium env")

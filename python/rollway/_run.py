@@ -188,8 +188,10 @@ def run(
 
     ``env`` is a built-in env id (``rollway.envs()``), ``"gym:ID"`` (any registered
     Gymnasium env; ``env_params`` are ``gymnasium.make`` keyword arguments),
-    ``"module:callable"``, or a callable returning a Gymnasium env (a lambda is fine:
-    it is pickled with cloudpickle); callables are called with ``env_params``. Python envs run in worker processes, a block of
+    ``"pz:MODULE"`` (a PettingZoo env's ``parallel_env(**env_params)``), ``"module:callable"``,
+    or a callable returning a Gymnasium env or a PettingZoo ``ParallelEnv`` (a lambda is fine:
+    it is pickled with cloudpickle); callables are called with ``env_params``. A ``ParallelEnv``
+    runs as one env whose rows are its agents (``rollway.multiagent``). Python envs run in worker processes, a block of
     envs per process, stepped through shared memory; ``step_timeout`` (seconds or a
     duration string) kills a process whose envs take longer for one round, and an
     exception or a dead process costs the episodes involved one attempt each.

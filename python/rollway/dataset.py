@@ -162,6 +162,13 @@ class Dataset:
         return json.loads(self._h.metadata_json())
 
     @property
+    def agents(self) -> Optional[List[str]]:
+        """A multi-agent env's possible agents (PettingZoo's ``possible_agents``), in the order each
+        observation's ``obs`` and each action stack their rows; ``None`` for a single-agent env. Each
+        observation's ``agents/*`` leaves say what its step gave each agent (``rollway.multiagent``)."""
+        return self.metadata["env"].get("agents")
+
+    @property
     def observation_space(self) -> Any:
         """The observation space as a ``gymnasium.spaces.Space`` (needs gymnasium)."""
         from rollway.spaces import from_json

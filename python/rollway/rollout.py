@@ -223,8 +223,10 @@ def _old_names(old: Mapping[str, Any], where: str, agent: Any, agent_params: Opt
 class Rollout:
     """Envs and a batched policy kept running for a learner (see the module docs).
 
-    ``env``: a built-in id (``rollway.envs()``), ``"gym:ID"``, or a callable returning a
-    Gymnasium env (pickled into the env processes); ``env_params`` its parameters.
+    ``env``: a built-in id (``rollway.envs()``), ``"gym:ID"``, ``"pz:MODULE"``, or a callable
+    returning a Gymnasium env or a PettingZoo ``ParallelEnv`` (pickled into the env processes);
+    ``env_params`` its parameters. A ``ParallelEnv`` is one env whose rows are its agents
+    (``rollway.multiagent``): its observations stack them, ``obs["obs"]`` ``[T + 1, N, K, ...]``.
     ``agent``: a policy, the callable ``policy(obs, first, state)`` (:mod:`rollway.policy`), a
     built-in agent's name, or ``"onnx:PATH"``: a network exported to ONNX, run natively
     with no Python in the loop, its outputs other than the actions (``value``,

@@ -291,7 +291,8 @@ def env_spec(env: Any) -> Dict[str, Any]:
     space JSON, time limit, ``render_fps``, reward threshold, and ``gymnasium``: the
     env's own ``spec.to_json()`` (what Minari's ``recover_environment`` rebuilds it from)
     when Gymnasium made it and its spec serializes (``None`` otherwise: a callable among
-    its kwargs, an env made without ``gym.make``)."""
+    its kwargs, an env made without ``gym.make``); ``agents``: a multi-agent env's possible
+    agents, in the order its rows stack them (``None`` for one agent)."""
     spec = getattr(env, "spec", None)
     fps = (getattr(env, "metadata", None) or {}).get("render_fps")
     gymnasium = None
@@ -308,7 +309,15 @@ def env_spec(env: Any) -> Dict[str, Any]:
         "render_fps": int(fps) if fps is not None else None,
         "reward_threshold": getattr(spec, "reward_threshold", None),
         "gymnasium": gymnasium,
+        "agents": _agents(env),
     }
+
+
+def _agents(env: Any) -> Optional[List[str]]:
+    """A multi-agent env's possible agents, its rows (``rollway.multiagent.AgentRows``); None for one agent."""
+    from rollway.multiagent import AgentRows
+
+    return list(env.possible_agents) if isinstance(env, AgentRows) else None
 
 
 def dump_info(info: Any) -> str:

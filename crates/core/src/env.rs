@@ -22,6 +22,9 @@ pub struct EnvSpec {
     /// factory's env, a Minari dataset's `env_spec`), when it has one that serializes: the id,
     /// entry point, kwargs and wrappers that Minari's `recover_environment` rebuilds it from.
     pub gymnasium_spec: Option<String>,
+    /// A multi-agent env's possible agents (PettingZoo's `possible_agents`), in the order
+    /// of the rows its observations and actions stack them in; `None` for one agent.
+    pub agents: Option<Vec<String>>,
 }
 
 /// The result of one step, without the observation (written into the caller's row).

@@ -66,8 +66,9 @@ impl std::str::FromStr for Part {
 #[serde(deny_unknown_fields)]
 pub struct RunOptions {
     /// Environment: a built-in id (see `rollway envs`), `gym:ID` (any Gymnasium id,
-    /// `--env-opt` as `gymnasium.make` keyword arguments) or `module:callable` (a Python
-    /// function making a Gymnasium env); Python envs run in worker processes using
+    /// `--env-opt` as `gymnasium.make` keyword arguments), `pz:MODULE` (a PettingZoo env,
+    /// `MODULE.parallel_env(...)`: one env whose rows are its agents) or `module:callable` (a
+    /// Python function making a Gymnasium env); Python envs run in worker processes using
     /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
     #[cfg_attr(feature = "clap", arg(long))]
     pub env: Option<String>,

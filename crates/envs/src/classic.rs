@@ -30,6 +30,7 @@ impl<const N: usize> Classic<N> {
             render_fps: Some(fps),
             reward_threshold,
             gymnasium_spec: None,
+            agents: None,
         };
         Classic { spec, rng: default_rng(), state: None }
     }

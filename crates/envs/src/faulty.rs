@@ -47,6 +47,7 @@ fn make(p: &Params) -> Result<Box<dyn Env>> {
             render_fps: None,
             reward_threshold: None,
             gymnasium_spec: None,
+            agents: None,
         },
         length: p.get("length", 20)?,
         panic_every: p.get("panic_every", 0)?,

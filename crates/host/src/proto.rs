@@ -91,6 +91,9 @@ pub struct SpecJson {
     /// `env.spec.to_json()`, where Gymnasium made the env and its spec serializes.
     #[serde(default)]
     pub gymnasium: Option<String>,
+    /// A multi-agent env's possible agents, its rows (`rollway.multiagent`).
+    #[serde(default)]
+    pub agents: Option<Vec<String>>,
 }
 
 impl SpecJson {
@@ -108,6 +111,7 @@ impl SpecJson {
             render_fps: self.render_fps,
             reward_threshold: self.reward_threshold,
             gymnasium_spec: self.gymnasium.clone(),
+            agents: self.agents.clone(),
         })
     }
 }

@@ -135,6 +135,7 @@ fn nested_spaces_round_trip_with_their_dtypes() {
         render_fps: None,
         reward_threshold: None,
         gymnasium_spec: None,
+        agents: None,
     };
     common::write_sampled(&src, &spec, &[5, 0, 3, 9], 3, true);
     let rep = minari::export(&src, &out, &ExportOptions::default(), &mut nothing).unwrap();

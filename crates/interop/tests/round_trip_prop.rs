@@ -52,6 +52,7 @@ fn spec(obs: Space, act: Space) -> EnvSpec {
         render_fps: None,
         reward_threshold: None,
         gymnasium_spec: None,
+        agents: None,
     }
 }
 

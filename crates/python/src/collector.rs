@@ -75,6 +75,7 @@ impl RecorderHandle {
             render_fps: None,
             reward_threshold: None,
             gymnasium_spec,
+            agents: None,
         };
         let d = WriterConfig::default();
         let cfg = WriterConfig {

@@ -111,6 +111,7 @@ impl EnvFactory for Walks {
             render_fps: None,
             reward_threshold: None,
             gymnasium_spec: None,
+            agents: None,
         };
         self.books.live.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(Walk { spec, books: self.books.clone(), panic_info_seed: self.panic_info_seed, seed: 0, pos: 0, t: 0 }))

@@ -62,6 +62,10 @@ pub struct EnvInfo {
     /// write it as `env_spec`, so `recover_environment` rebuilds the env.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gymnasium_spec: Option<String>,
+    /// A multi-agent env's possible agents, in the order its observation and action rows
+    /// stack them (absent for one agent, and in older datasets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
 }
 
 impl EnvInfo {
@@ -74,6 +78,7 @@ impl EnvInfo {
             max_episode_steps: spec.max_episode_steps,
             render_fps: spec.render_fps,
             gymnasium_spec: spec.gymnasium_spec.clone(),
+            agents: spec.agents.clone(),
         }
     }
 

@@ -384,6 +384,7 @@ fn issue55_large_observation_leaves_are_binary_cells_and_read_back_bit_for_bit()
         render_fps: None,
         reward_threshold: None,
         gymnasium_spec: None,
+        agents: None,
     };
     let ol = Layout::of(&spec.observation_space);
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(55);

@@ -114,6 +114,7 @@ impl PixelMine {
                 render_fps: Some(20),
                 reward_threshold: None,
                 gymnasium_spec: None,
+                agents: None,
             },
             cfg: GenConfig { side, diamond_rate },
             rng: Pcg64Mcg::seed_from_u64(0),

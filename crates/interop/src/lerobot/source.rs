@@ -155,6 +155,7 @@ pub(crate) fn from_rollway(rw: &RollwayMeta, info: &InfoJson, meta_path: &Path) 
         render_fps: rw.env.render_fps,
         reward_threshold: None,
         gymnasium_spec: None,
+        agents: None,
     };
     let skipped = info.features.keys().filter(|k| !known(k) && !plan.obs.iter().chain(&plan.act).any(|c| &c.name == *k)).cloned().collect();
     Ok(Mapping {
@@ -267,6 +268,7 @@ pub(crate) fn infer(root: &Root, info: &InfoJson, env: String) -> Result<Mapping
         render_fps: Some(info.fps),
         reward_threshold: None,
         gymnasium_spec: None,
+        agents: None,
     };
     Ok(Mapping { spec, plan, final_frame: false, infos: false, state_width: 0, agent: "lerobot".into(), skipped })
 }

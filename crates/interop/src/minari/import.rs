@@ -129,6 +129,7 @@ pub fn import(src: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         render_fps: None,
         reward_threshold: meta.reward_threshold,
         gymnasium_spec: meta.gymnasium_spec.clone(),
+        agents: None,
     };
     let config = json!({"imported_from": {"format": "minari", "path": std::path::absolute(&data).unwrap_or(data.clone()), "dataset_id": dataset_id, "minari_version": meta.minari_version}});
     let job = Job { out, spec: &spec, agent: meta.agent.as_deref().unwrap_or("minari"), config: &config, n };

@@ -1,0 +1,168 @@
+"""Many agents in one env: a PettingZoo ``ParallelEnv`` as one rollway env whose rows are its agents.
+
+rollway's engine runs envs: it seeds, steps, restarts, records and resumes each env's episodes. A
+multi-agent env stays one env there, so all of that holds for it unchanged, and its K possible agents
+(``possible_agents``, fixed for the env's life) are K rows of each observation and action:
+
+- **observation**: a Dict of two keys. ``"obs"`` holds every agent's observation, stacked in
+  ``possible_agents`` order (Gymnasium's ``batch_space`` of the agents' shared space: ``[K, ...]``); an
+  agent the step returned nothing for (dead, not yet spawned) has zeros. ``"agents"`` holds what the
+  reset or step that produced it said of each agent: ``active`` (the agent is live, in ``env.agents``:
+  its action in the next step is used), and the step's ``reward``, ``terminated`` and ``truncated``
+  (zeros at a reset). So each per-agent outcome travels with the observation it came with, as
+  Gymnasium's ``step`` returns them together.
+- **action**: ``[K, ...]``, the agents' shared action space batched the same way (a Discrete agent
+  action makes a MultiDiscrete of K). Rows of agents that are not live are ignored, as PettingZoo's
+  ``step`` takes actions of live agents only.
+- **the env's own outcome**, what summaries, returns and filters read: the reward is the sum of the
+  agents' rewards; the episode ends when no agent is left (``env.agents`` empty, PettingZoo's end of an
+  episode), truncated if any agent's last step was a truncation, else terminated.
+- **infos**: ``{"agents": {agent: info}}`` for the agents whose info is not empty, else ``{}``.
+
+Agents must share one observation space and one action space (pistonball's pistons, MPE's
+``simple_spread``, Knights-Archers-Zombies, MAgent2's battles); an env whose agents differ is refused,
+naming the agents that differ.
+
+``pz:MODULE`` names a PettingZoo env by its module (``pz:pettingzoo.butterfly.pistonball_v6``,
+``pz:mpe2.simple_spread_v3``): its ``parallel_env(**params)``, or, for a module with an AEC ``env``
+only, PettingZoo's own ``aec_to_parallel``, which refuses turn-based games. A callable that returns a
+``ParallelEnv`` works too: rollway wraps what it returns.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+# The observation's keys: the agents' stacked observations, and what the step said of each agent.
+OBS_KEY, AGENTS_KEY = "obs", "agents"
+
+
+def is_parallel_env(env: Any) -> bool:
+    """Whether ``env`` is a PettingZoo ``ParallelEnv`` (by its API: per-agent space methods)."""
+    return hasattr(env, "possible_agents") and callable(getattr(env, "observation_space", None)) \
+        and callable(getattr(env, "action_space", None))
+
+
+def make_pz(module_name: str, kwargs: Dict[str, Any]) -> Any:
+    """``pz:MODULE``: the module's ``parallel_env(**kwargs)``, or its AEC ``env(**kwargs)`` through
+    PettingZoo's ``aec_to_parallel``, which refuses games whose turns cannot run in parallel."""
+    module = importlib.import_module(module_name)
+    if hasattr(module, "parallel_env"):
+        return module.parallel_env(**kwargs)
+    if not hasattr(module, "env"):
+        raise TypeError(f"pz:{module_name}: the module has neither parallel_env() nor env(): not a PettingZoo env module")
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    try:
+        return aec_to_parallel(module.env(**kwargs))
+    except AssertionError as e:
+        raise ValueError(f"pz:{module_name} is a turn-based (AEC) env that PettingZoo does not convert to a parallel one "
+                         f"({e}); rollway runs parallel envs, where every live agent acts each step") from None
+
+
+class AgentRows:
+    """A PettingZoo ``ParallelEnv`` as one Gymnasium-style env whose rows are its agents (see the module
+    docs). ``possible_agents`` names the rows."""
+
+    def __init__(self, env: Any) -> None:
+        from gymnasium import spaces
+        from gymnasium.vector.utils import batch_space
+
+        self.env = env
+        self.possible_agents: List[str] = list(env.possible_agents)
+        if not self.possible_agents:
+            raise ValueError(f"{type(env).__name__} has no possible_agents: nothing to run")
+        first = self.possible_agents[0]
+        self.agent_observation_space = env.observation_space(first)
+        self.agent_action_space = env.action_space(first)
+        for kind, space, of in (("observation", self.agent_observation_space, env.observation_space),
+                                ("action", self.agent_action_space, env.action_space)):
+            differ = [a for a in self.possible_agents if of(a) != space]
+            if differ:
+                raise ValueError(f"{type(env).__name__}: agent {differ[0]!r} has {kind} space {of(differ[0])}, agent "
+                                 f"{first!r} {space}: rollway runs agents that share their spaces (rows of one batch)")
+        k = len(self.possible_agents)
+        self.k = k
+        self.stacked_observation_space = batch_space(self.agent_observation_space, k)
+        self.action_space = batch_space(self.agent_action_space, k)
+        flag = spaces.MultiBinary(k)
+        status = spaces.Dict({"active": flag, "reward": spaces.Box(-np.inf, np.inf, (k,), np.float64),
+                              "terminated": flag, "truncated": flag})
+        self.observation_space = spaces.Dict({OBS_KEY: self.stacked_observation_space, AGENTS_KEY: status})
+        self.metadata = dict(getattr(env, "metadata", {}) or {})
+        self.render_mode = getattr(env, "render_mode", None)
+        # What rollway records of the env (rollway.spaces.env_spec): PettingZoo's name for it
+        # (metadata["name"], e.g. pistonball_v6), and no Gymnasium spec to rebuild it from.
+        self.spec = SimpleNamespace(id=self.metadata.get("name") or type(env).__name__, max_episode_steps=None,
+                                    reward_threshold=None)
+        self._zeros = self._empty()
+
+    def _empty(self) -> Any:
+        from gymnasium.vector.utils import create_empty_array
+
+        return create_empty_array(self.agent_observation_space, self.k, fn=np.zeros)
+
+    def _observe(self, obs: Dict[str, Any], rewards: Optional[Dict[str, Any]], terms: Optional[Dict[str, Any]],
+                 truncs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        from gymnasium.vector.utils import concatenate
+
+        items = [obs[a] if a in obs else _zeros_of(self._zeros, i) for i, a in enumerate(self.possible_agents)]
+        stacked = concatenate(self.agent_observation_space, items, self._empty())
+        live = set(self.env.agents)
+        status = {
+            "active": np.array([a in live for a in self.possible_agents], np.int8),
+            "reward": np.array([float(rewards.get(a, 0.0)) if rewards else 0.0 for a in self.possible_agents], np.float64),
+            "terminated": np.array([bool(terms.get(a, False)) if terms else False for a in self.possible_agents], np.int8),
+            "truncated": np.array([bool(truncs.get(a, False)) if truncs else False for a in self.possible_agents], np.int8),
+        }
+        return {OBS_KEY: stacked, AGENTS_KEY: status}
+
+    @staticmethod
+    def _info(infos: Dict[str, Any]) -> Dict[str, Any]:
+        kept = {a: i for a, i in infos.items() if i}
+        return {"agents": kept} if kept else {}
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return self._observe(obs, None, None, None), self._info(infos)
+
+    def step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]:
+        from gymnasium.vector.utils import iterate
+
+        live = set(self.env.agents)
+        actions = {a: act for a, act in zip(self.possible_agents, iterate(self.action_space, action)) if a in live}
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        ended = not self.env.agents
+        truncated = ended and any(bool(t) for t in truncs.values())
+        reward = float(sum(float(r) for r in rewards.values()))
+        return self._observe(obs, rewards, terms, truncs), reward, ended and not truncated, truncated, self._info(infos)
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> "AgentRows":
+        return self
+
+
+def _zeros_of(batch: Any, i: int) -> Any:
+    """Row ``i`` of an empty batch (for a Dict or Tuple space, a dict or tuple of rows)."""
+    if isinstance(batch, dict):
+        return {k: _zeros_of(v, i) for k, v in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_zeros_of(v, i) for v in batch)
+    return batch[i]
+
+
+def rows_of(make: Callable[[], Any], env: Any) -> Tuple[Callable[[], Any], Any]:
+    """``(make, env)`` with a ``ParallelEnv`` wrapped as :class:`AgentRows` (anything else as it is)."""
+    if not is_parallel_env(env):
+        return make, env
+    return (lambda: AgentRows(make())), AgentRows(env)

@@ -1,0 +1,131 @@
+"""Many agents (issue 68): PettingZoo Parallel envs as rollway envs whose rows are their agents.
+
+The golden data is PettingZoo's own loop: each recorded episode is played again in the env itself,
+from its recorded seed with its recorded actions, and every agent's observation, reward and flags, the
+live agents and the env's own outcome must equal what rollway recorded, step by step.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import rollway
+from rollway.multiagent import AgentRows
+
+pytest.importorskip("pettingzoo")
+pytest.importorskip("mpe2")
+
+# Each env small enough for a test: its own time limit short, pistonball with 4 pistons (each piston's
+# observation is a 457×120 RGB crop).
+ENVS = {
+    "simple_spread": ("mpe2.simple_spread_v3", {"max_cycles": 25}),
+    "pistonball": ("pettingzoo.butterfly.pistonball_v6", {"n_pistons": 4, "max_cycles": 20}),
+    "knights_archers_zombies": ("pettingzoo.butterfly.knights_archers_zombies_v11", {"max_cycles": 120, "spawn_delay": 5}),
+}
+
+
+def pz_env(module: str, params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PettingZoo 1.27 asks for its registry over module imports
+        return importlib.import_module(module).parallel_env(**params)
+
+
+def replay_in_pettingzoo(module: str, params, episode):
+    """Plays ``episode`` again in PettingZoo's own loop: its seed, its actions for the live agents.
+    Returns what that loop saw, laid out as rollway records it."""
+    env = pz_env(module, params)
+    agents = env.possible_agents
+    obs, _ = env.reset(seed=episode.seed)
+    zero = np.zeros(env.observation_space(agents[0]).shape, env.observation_space(agents[0]).dtype)
+
+    def row(obs, rewards, terms, truncs):
+        return {"obs": np.stack([obs.get(a, zero) for a in agents]),
+                "agents/active": np.array([a in env.agents for a in agents], np.int8),
+                "agents/reward": np.array([rewards.get(a, 0.0) for a in agents], np.float64),
+                "agents/terminated": np.array([terms.get(a, False) for a in agents], np.int8),
+                "agents/truncated": np.array([truncs.get(a, False) for a in agents], np.int8)}
+
+    rows, env_rewards, ended = [row(obs, {}, {}, {})], [], []
+    for action in episode.actions:
+        live = list(env.agents)
+        obs, rewards, terms, truncs, _ = env.step({a: action[i] for i, a in enumerate(agents) if a in live})
+        rows.append(row(obs, rewards, terms, truncs))
+        env_rewards.append(sum(float(r) for r in rewards.values()))
+        ended.append((not env.agents and not any(truncs.values()), not env.agents and any(truncs.values())))
+    env.close()
+    return rows, np.array(env_rewards), ended
+
+
+@pytest.mark.parametrize("host", ["process", "inline"])
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_issue68_recorded_episodes_equal_pettingzoos_own_loop_step_by_step(tmp_path, name, host):
+    module, params = ENVS[name]
+    out = tmp_path / "ds"
+    s = rollway.run(env=f"pz:{module}", agent="random", env_params=params, episodes=3, seed=68, out=out, host=host,
+                    progress=False)
+    assert s.episodes == 3
+    ds = rollway.Dataset(out)
+    agents = pz_env(module, params).possible_agents
+    k = len(agents)
+    assert ds.agents == agents and ds.observation_space["obs"].shape[0] == k and ds.action_space.shape[0] == k
+    for e in ds:
+        rows, env_rewards, ended = replay_in_pettingzoo(module, params, e)
+        assert len(rows) == e.length + 1
+        for key in rows[0]:
+            np.testing.assert_array_equal(e.observations[key], np.stack([r[key] for r in rows]), err_msg=f"{name} {key}")
+        np.testing.assert_array_equal(e.rewards, env_rewards)
+        assert list(zip(e.terminations, e.truncations)) == ended
+        assert ended[-1] != (False, False) and e.return_ == pytest.approx(env_rewards.sum())
+
+
+def test_issue68_agents_that_die_leave_their_rows_inactive_and_zero():
+    """Knights-Archers-Zombies: an agent killed mid-episode stays a row, inactive, its observation zeros
+    once the step that ended it has passed; the env's episode runs on with the others."""
+    module, params = ENVS["knights_archers_zombies"]
+    # Archers and knights die when a zombie reaches them; spawn many, fast, and a long limit.
+    params = dict(params, max_cycles=400, spawn_delay=2, max_zombies=20)
+    env = AgentRows(pz_env(module, params))
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    died = None
+    for _ in range(400):
+        obs, _, terminated, truncated, _ = env.step(rng.integers(0, 6, env.k))
+        status = obs["agents"]
+        gone = np.flatnonzero(status["terminated"])
+        if died is None and len(gone) and not (terminated or truncated):
+            died = int(gone[0])
+            assert status["active"][died] == 0
+        elif died is not None and not (terminated or truncated):
+            assert status["active"][died] == 0 and not obs["obs"][died].any()
+            break
+        if terminated or truncated:
+            break
+    assert died is not None, "no agent died mid-episode in 400 steps"
+
+
+def test_issue68_agents_with_different_spaces_are_refused_naming_them():
+    from gymnasium import spaces
+
+    class Mixed:
+        possible_agents = ["a", "b"]
+        agents = ["a", "b"]
+        metadata = {"name": "mixed"}
+
+        def observation_space(self, agent):
+            return spaces.Box(0, 1, (2,) if agent == "a" else (3,))
+
+        def action_space(self, agent):
+            return spaces.Discrete(2)
+
+    with pytest.raises(ValueError, match=r"agent 'b' has observation space Box\(0.0, 1.0, \(3,\), float32\), agent 'a'"):
+        AgentRows(Mixed())
+
+
+def test_issue68_a_turn_based_game_is_refused_with_why():
+    pytest.importorskip("pettingzoo.classic")
+    with pytest.raises(rollway.RollwayError, match="turn-based"):
+        rollway.run(env="pz:pettingzoo.classic.tictactoe_v3", agent="random", episodes=1, record=False, progress=False)
