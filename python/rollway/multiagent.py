@@ -166,3 +166,42 @@ def rows_of(make: Callable[[], Any], env: Any) -> Tuple[Callable[[], Any], Any]:
     if not is_parallel_env(env):
         return make, env
     return (lambda: AgentRows(make())), AgentRows(env)
+
+
+class AgentSteps:
+    """A multi-agent :class:`rollway.Fragment` by agent: ``[T, N, K]`` where the fragment has ``[T, N]``.
+
+    - ``obs``: ``[T + 1, N, K, ...]``, every agent's observation (a dict by leaf for a Dict agent
+      space), ``obs[t]`` what agent ``k`` chose ``actions[t, i, k]`` on;
+    - ``active``: bool ``[T + 1, N, K]``, the agent was live at ``obs[t]``: its action was used (mask a
+      loss with ``active[:-1]``);
+    - ``rewards``: float64 ``[T, N, K]``, ``terminated``, ``truncated``: bool ``[T, N, K]``: what step
+      ``t`` gave each agent. Where an env's episode ended at ``t``, ``obs[t + 1]`` is already the next
+      episode's reset, so these come from the fragment's ``final_obs`` there, where the step put them;
+    - ``dones``: ``terminated | truncated``, and where the env's episode ended, every agent's row
+      (its trajectory ends with the episode).
+    """
+
+    __slots__ = ("obs", "active", "rewards", "terminated", "truncated", "dones")
+
+    def __init__(self, frag: Any) -> None:
+        o = frag.obs
+        if not isinstance(o, dict) or f"{AGENTS_KEY}/active" not in o:
+            raise ValueError("agent_steps: the fragment is not of a multi-agent env (its observations have no "
+                             f"'{AGENTS_KEY}/active'; rollway.multiagent runs PettingZoo envs)")
+        prefix = OBS_KEY + "/"
+        self.obs = o[OBS_KEY] if OBS_KEY in o else {k[len(prefix):]: v for k, v in o.items() if k.startswith(prefix)}
+        self.active = o[f"{AGENTS_KEY}/active"].astype(bool)
+        after = {name: o[f"{AGENTS_KEY}/{name}"][1:].copy() for name in ("reward", "terminated", "truncated")}
+        steps, envs = frag.finished["step"], frag.finished["env"]
+        for name, values in after.items():
+            values[steps, envs] = frag.final_obs[f"{AGENTS_KEY}/{name}"]
+        self.rewards = after["reward"]
+        self.terminated = after["terminated"].astype(bool)
+        self.truncated = after["truncated"].astype(bool)
+        self.dones = self.terminated | self.truncated | (frag.terminated | frag.truncated)[:, :, None]
+
+
+def agent_steps(frag: Any) -> AgentSteps:
+    """``frag`` (a multi-agent env's :class:`rollway.Fragment`) by agent: see :class:`AgentSteps`."""
+    return AgentSteps(frag)
