@@ -87,6 +87,7 @@ class AgentRows:
                                  f"{first!r} {space}: rollway runs agents that share their spaces (rows of one batch)")
         k = len(self.possible_agents)
         self.k = k
+        self._rows = {a: i for i, a in enumerate(self.possible_agents)}
         self.stacked_observation_space = batch_space(self.agent_observation_space, k)
         self.action_space = batch_space(self.agent_action_space, k)
         flag = spaces.MultiBinary(k)
@@ -110,6 +111,11 @@ class AgentRows:
                  truncs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         from gymnasium.vector.utils import concatenate
 
+        unknown = [a for a in obs if a not in self._rows]
+        if unknown:
+            raise ValueError(f"{self.spec.id}: the env returned an observation for agent {unknown[0]!r}, which is not "
+                             f"among its possible_agents {self.possible_agents}: rollway gives each possible agent a "
+                             "row, so an env must list every agent it may ever have in possible_agents")
         items = [obs[a] if a in obs else _zeros_of(self._zeros, i) for i, a in enumerate(self.possible_agents)]
         stacked = concatenate(self.agent_observation_space, items, self._empty())
         live = set(self.env.agents)

@@ -198,3 +198,65 @@ def test_issue68_the_multi_agent_ppo_example_learns_on_simple_spread():
     r = train(total_steps=40 * 8 * 128, envs=8, steps=128, seed=1, log=False)
     assert r["agents"] == 3 and r["steps"] == 40 * 8 * 128
     assert r["last_return"] > r["first_return"] + 1.0, r
+
+
+def test_issue68_an_agent_outside_possible_agents_fails_the_step_naming_it():
+    """An env that returns an observation for an agent it never listed in possible_agents has no row for
+    it: the step fails naming the agent and the fix (the run gives that episode up; nothing half-recorded)."""
+    from gymnasium import spaces
+
+    class Stray:
+        possible_agents = ["a", "b"]
+        metadata = {"name": "stray"}
+
+        def __init__(self):
+            self.agents = list(self.possible_agents)
+
+        def observation_space(self, agent):
+            return spaces.Box(0, 1, (2,))
+
+        def action_space(self, agent):
+            return spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            return {"a": np.zeros(2, np.float32), "b": np.zeros(2, np.float32)}, {}
+
+        def step(self, actions):
+            obs = {"a": np.zeros(2, np.float32), "c": np.zeros(2, np.float32)}
+            return obs, {"a": 0.0, "c": 1.0}, {"a": False, "c": False}, {"a": False, "c": False}, {}
+
+    env = AgentRows(Stray())
+    env.reset(seed=1)
+    with pytest.raises(ValueError, match=r"agent 'c', which is not among its possible_agents \['a', 'b'\].*possible_agents"):
+        env.step(np.zeros(2, np.int64))
+
+
+def test_issue68_a_policy_with_too_few_agent_rows_is_an_input_error_with_both_shapes():
+    def two_of_three(obs, first, state):
+        return np.zeros((obs["obs"].shape[0], 2), np.int64)
+
+    with pytest.raises(rollway.InputError, match=r"the policy returned actions of shape \(2, 2\); the batch needs \(2, 3\)"):
+        with rollway.Rollout("pz:mpe2.simple_spread_v3", two_of_three, num_envs=2, steps_per_fragment=4, seed=3) as r:
+            r.collect()
+
+
+def test_issue68_inspect_and_the_report_show_each_agents_returns(tmp_path):
+    """The index keeps each agent's return per episode (summed by the writer from agents/reward), so
+    `rollway inspect` and the report show them per agent; they equal the sums over the steps."""
+    import json
+
+    from conftest import rollway_cli
+
+    out = tmp_path / "ds"
+    rollway.run(env="pz:mpe2.simple_spread_v3", agent="random", episodes=6, seed=4, out=out, progress=False)
+    ds = rollway.Dataset(out)
+    sums = np.stack([e.observations["agents/reward"].sum(0) for e in ds])  # [episodes, K]
+    p = subprocess.run(rollway_cli() + ["inspect", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    inspected = json.loads(p.stdout)
+    assert inspected["agents"] == ds.agents
+    np.testing.assert_allclose(inspected["agent_mean_returns"], sums.mean(0), rtol=1e-12)
+    p = subprocess.run(rollway_cli() + ["inspect", str(out)], capture_output=True, text=True, timeout=120)
+    assert f"agents         3, mean return per episode: agent_0 {sums.mean(0)[0]:.2f}" in p.stdout, p.stdout
+    page = open(rollway.Dataset(out).report(tmp_path / "r.html")).read()
+    assert "Agents: returns per agent" in page and "agent_2" in page

@@ -65,6 +65,7 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
             "runs": m.runs.len(), "rollway_versions": m.runs.iter().map(|r| r.rollway_version.as_str()).collect::<Vec<_>>(), "episodes": done.len(), "given_up": given_up, "steps": steps,
             "labels": labels, "label_rates": labels.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect::<BTreeMap<_, _>>(),
             "bytes": bytes, "bytes_per_step": bytes as f64 / steps.max(1) as f64, "frame_keys": m.frame_keys, "frame_media": m.frame_media, "shards": shards,
+            "agents": m.env.agents, "agent_mean_returns": agent_means(&done),
         });
         println!("{}", serde_json::to_string_pretty(&v).expect("json serializes"));
         return Ok(true);
@@ -84,6 +85,9 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
         format!("{} committed{}", done.len(), if given_up > 0 { format!(" ({given_up} given up, no data)") } else { String::new() }),
     );
     row("steps", steps.to_string());
+    if let (Some(agents), Some(means)) = (&m.env.agents, agent_means(&done)) {
+        row("agents", format!("{}, mean return per episode: {}", agents.len(), agent_list(agents, &means)));
+    }
     for (k, v) in &labels {
         row(&format!("label {k}"), format!("{v} ({:.1}%)", 100.0 * *v as f64 / n));
     }
@@ -96,6 +100,25 @@ pub fn inspect(a: &DataArgs) -> Result<bool> {
         println!("  {:>6} {:>9} {:>10} {:>10} {:>12}", n("shard"), n("episodes"), n("steps"), n("rows"), n("parquet_bytes"));
     }
     Ok(true)
+}
+
+/// A multi-agent dataset's mean return per agent and episode (the index's `agent_returns`), in
+/// `env.agents`' order; `None` for one agent.
+fn agent_means(done: &[&IndexEntry]) -> Option<Vec<f64>> {
+    let rows: Vec<&Vec<f64>> = done.iter().filter_map(|e| e.agent_returns.as_ref()).collect();
+    let k = rows.first()?.len();
+    let n = rows.len() as f64;
+    Some((0..k).map(|i| rows.iter().filter_map(|r| r.get(i)).sum::<f64>() / n).collect())
+}
+
+/// `agent_0 -22.9, agent_1 -23.4, …`: the first few agents with their mean returns (`--json` has all).
+fn agent_list(agents: &[String], means: &[f64]) -> String {
+    const SHOWN: usize = 8;
+    let mut s = agents.iter().zip(means).take(SHOWN).map(|(a, m)| format!("{a} {m:.2}")).collect::<Vec<_>>().join(", ");
+    if agents.len() > SHOWN {
+        s += &format!(", … ({} more: --json lists all)", agents.len() - SHOWN);
+    }
+    s
 }
 
 /// `rollway verify [--repair]`; `repaired`: a repair done already (on an object

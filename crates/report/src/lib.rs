@@ -4,8 +4,8 @@
 //! Where each figure comes from, so the page never shows what the dataset does not
 //! hold:
 //! - **The index** (committed episodes only, as every reader): counts, statuses,
-//!   labels, return and length histograms, episodes and steps per worker, attempts
-//!   and given-up episodes with their errors.
+//!   labels, return and length histograms, each agent's returns (a multi-agent env),
+//!   episodes and steps per worker, attempts and given-up episodes with their errors.
 //! - **The run's stored summary** (`runs[i].summary` in `rollway.json`, written when
 //!   a run ends cleanly): throughput over time, restarts and failed attempts. A run
 //!   that was killed has none; the page says so rather than guessing.
@@ -18,6 +18,7 @@
 //! 2-core VM, and the page is ~0.7 MB. Nothing in the dataset is changed.
 #![forbid(unsafe_code)]
 
+mod agents;
 mod error;
 mod gallery;
 mod html;
@@ -48,6 +49,9 @@ pub fn render(dir: &Path, media: &ReportMedia) -> Result<String> {
     page.section("overview", "Overview", &sections::overview(&ds, &entries));
     page.section("runs", "Runs: config and provenance", &sections::runs(&ds, &entries));
     page.section("episodes", "Episodes: outcomes, labels, returns, lengths", &sections::episodes(&entries));
+    if let Some(markup) = agents::agents(meta.env.agents.as_ref(), &entries) {
+        page.section("agents", "Agents: returns per agent", &markup);
+    }
     if let Some(markup) = training::training(&ds, &entries) {
         page.section("training", "Training: by policy version", &markup);
         page.section("training-time", "Training: by wall time, lives and actors", &training_time::over_time(&ds, &entries, media)?);

@@ -245,6 +245,10 @@ pub struct IndexEntry {
     /// time from it. Absent in datasets written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<f64>,
+    /// A multi-agent env's episode: each agent's return, in `env.agents`' order (the
+    /// agents' rewards summed over the episode; see [`crate::agents`]). Absent for one agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_returns: Option<Vec<f64>>,
 }
 
 /// A data file of a shard as committed: where it is, how long, and its content hash.

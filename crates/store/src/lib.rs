@@ -22,6 +22,7 @@
 //! assert!(ep.truncations[9]);
 //! ```
 
+pub mod agents;
 mod check;
 mod collector;
 mod columns;

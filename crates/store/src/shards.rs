@@ -285,6 +285,7 @@ impl WriterThread {
         let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
         let versions = e.trajectory.as_ref().map_or(&[][..], |t| &t.versions[..]);
         let policy_version = versions.iter().min().zip(versions.iter().max()).map(|(&a, &b)| [a, b]);
+        let agent_returns = e.trajectory.as_ref().and_then(|t| crate::agents::returns(&self.columns.obs, &t.obs));
         IndexEntry {
             episode_id: self.run.first_episode_id + e.run_index,
             run: self.run.run,
@@ -305,6 +306,7 @@ impl WriterThread {
             frames,
             policy_version,
             ended_at: Some(taken),
+            agent_returns,
         }
     }
 }
