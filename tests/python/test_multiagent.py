@@ -247,8 +247,14 @@ def test_issue68_inspect_and_the_report_show_each_agents_returns(tmp_path):
 
     from conftest import rollway_cli
 
+    import os
+
     out = tmp_path / "ds"
-    rollway.run(env="pz:mpe2.simple_spread_v3", agent="random", episodes=6, seed=4, out=out, progress=False)
+    # Recorded by the command line, as `rollway run --env pz:MODULE` (its env processes run this Python).
+    p = subprocess.run(rollway_cli() + ["run", "--env", "pz:mpe2.simple_spread_v3", "--agent", "random", "--episodes", "6",
+                                        "--seed", "4", "--out", str(out), "-q"],
+                       env=dict(os.environ, ROLLWAY_PYTHON=sys.executable), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
     ds = rollway.Dataset(out)
     sums = np.stack([e.observations["agents/reward"].sum(0) for e in ds])  # [episodes, K]
     p = subprocess.run(rollway_cli() + ["inspect", str(out), "--json"], capture_output=True, text=True, timeout=120)

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import rollway
@@ -203,6 +204,21 @@ def test_issue70_a_ray_resume_where_nothing_was_recorded_starts_afresh_or_says_w
     p = subprocess.run(ray_cli + ["--resume", str(tmp_path / "cli")] + job, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "starting afresh" in p.stderr, p.stderr
     assert fingerprints(tmp_path / "cli") == local
+
+
+def test_issue68_a_pettingzoo_env_runs_on_ray_as_one_env_whose_rows_are_its_agents(cluster, tmp_path):
+    """pz:MODULE on Ray actors: the same episodes as a local run, every agent's rows included."""
+    pytest.importorskip("mpe2")
+    job = dict(env="pz:mpe2.simple_spread_v3", agent="random", episodes=8, seed=68, workers=1, envs_per_worker=2)
+    rollway.run(**job, out=tmp_path / "local", progress=False)
+    s = rollway.ray.run(**job, out=tmp_path / "ray", num_actors=2, progress=False)
+    assert s.complete and s.episodes == 8
+    local, ray = rollway.Dataset(tmp_path / "local"), rollway.Dataset(tmp_path / "ray")
+    assert ray.agents == local.agents == ["agent_0", "agent_1", "agent_2"]
+    assert fingerprints(tmp_path / "ray") == fingerprints(tmp_path / "local")
+    at = {e["run_index"]: i for i, e in enumerate(ray.episodes)}
+    for i, e in enumerate(local.episodes):
+        np.testing.assert_array_equal(local[i].observations["agents/reward"], ray[at[e["run_index"]]].observations["agents/reward"])
 
 
 def test_ray_errors_are_clear(tmp_path):
