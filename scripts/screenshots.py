@@ -109,7 +109,8 @@ def main() -> int:
             args.out = args.out or ROOT / "docs" / "report.png"
             text = shoot(report_of_the_default_job(Path(work)), args.out, args.chrome)
     version = re.search(r"rollway v(\d+)", text)
-    print(f"wrote {args.out} ({args.out.stat().st_size // 1024} kB; the report says format v{version[1] if version else '?'})")
+    says = f"; the report says format v{version[1]}" if version else ""
+    print(f"wrote {args.out} ({args.out.stat().st_size // 1024} kB{says})")
     return 0
 
 
