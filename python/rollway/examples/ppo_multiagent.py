@@ -29,31 +29,16 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 import torch
-import torch.nn as nn
-from torch.distributions.categorical import Categorical
 
 import rollway
 import rollway.torch
-from rollway.examples.ppo_cartpole import layer, minibatch_epochs
+from rollway.examples.ppo_cartpole import Agent, minibatch_epochs
 from rollway.multiagent import agent_steps
 
 
-class SharedAgent(nn.Module):
-    """One actor-critic for every agent (CleanRL's MLP: two 64-unit tanh layers each)."""
-
-    def __init__(self, obs_dim: int, n_actions: int):
-        super().__init__()
-        self.critic = nn.Sequential(layer(obs_dim, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, 1, 1.0))
-        self.actor = nn.Sequential(layer(obs_dim, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, n_actions, 0.01))
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Optional[torch.Tensor] = None):
-        dist = Categorical(logits=self.actor(x))
-        if action is None:
-            action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+class SharedAgent(Agent):
+    """One actor-critic for every agent: ``ppo_cartpole``'s (CleanRL's MLP: two 64-unit tanh layers each),
+    acting on every agent row of a batch at once."""
 
     def act(self, obs: Dict[str, torch.Tensor], first: Any, state: Any) -> Dict[str, torch.Tensor]:
         """Every agent of every env at once: ``obs["obs"]`` ``[N, K, d]`` → actions ``[N, K]``."""
