@@ -266,3 +266,21 @@ def test_issue68_inspect_and_the_report_show_each_agents_returns(tmp_path):
     assert f"agents         3, mean return per episode: agent_0 {sums.mean(0)[0]:.2f}" in p.stdout, p.stdout
     page = open(rollway.Dataset(out).report(tmp_path / "r.html")).read()
     assert "Agents: returns per agent" in page and "agent_2" in page
+
+
+def test_issue68_the_loaders_windows_hold_every_agents_rows_of_one_episode(tmp_path):
+    """A window is clip steps of one episode with every agent's row in it ([batch, clip, K, ...]): it
+    never mixes episodes, and each agent's rows are that agent's, as the dataset holds them."""
+    out = tmp_path / "ds"
+    rollway.run(env="pz:mpe2.simple_spread_v3", agent="random", episodes=4, seed=2, out=out, progress=False)
+    ds = rollway.Dataset(out)
+    by_id = {e.id: e for e in ds}
+    batch = next(iter(rollway.Loader(out, clip=8, batch=16, seed=1, epochs=1)))
+    obs = batch["observations"]
+    assert obs["obs"].shape == (16, 8, 3, 18) and obs["agents/reward"].shape == (16, 8, 3)
+    for w in range(16):
+        e, start = by_id[int(batch["episode_id"][w])], int(batch["step"][w])
+        n = int(batch["mask"][w].sum())
+        np.testing.assert_array_equal(obs["obs"][w, :n], e.observations["obs"][start:start + n])
+        np.testing.assert_array_equal(obs["agents/reward"][w, :n], e.observations["agents/reward"][start:start + n])
+        np.testing.assert_array_equal(batch["actions"][w, :n], e.actions[start:start + n])
