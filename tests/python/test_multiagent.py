@@ -31,8 +31,10 @@ ENVS = {
     "simple_spread": ("mpe2.simple_spread_v3", {"max_cycles": 25}),
     "pistonball": ("pettingzoo.butterfly.pistonball_v6", {"n_pistons": 4, "max_cycles": 20}),
     "knights_archers_zombies": ("pettingzoo.butterfly.knights_archers_zombies_v11", {"max_cycles": 120, "spawn_delay": 5}),
-    # Two armies of 12 on a 20×20 map (the default 45×45 has 162 agents): agents die as they fight.
+    # Two armies of 12 on a 20×20 map: agents die as they fight.
     "magent2_battle": ("magent2.environments.battle_v4", {"map_size": 20, "max_cycles": 30}),
+    # The default 45×45 map: hundreds of agents (162) in one env, short episodes.
+    "magent2_battle_162": ("magent2.environments.battle_v4", {"max_cycles": 8}),
 }
 
 
