@@ -286,3 +286,21 @@ def test_issue68_the_loaders_windows_hold_every_agents_rows_of_one_episode(tmp_p
         np.testing.assert_array_equal(obs["obs"][w, :n], e.observations["obs"][start:start + n])
         np.testing.assert_array_equal(obs["agents/reward"][w, :n], e.observations["agents/reward"][start:start + n])
         np.testing.assert_array_equal(batch["actions"][w, :n], e.actions[start:start + n])
+
+
+def test_issue68_pyarrow_and_duckdb_read_each_agents_columns(tmp_path):
+    """The steps are plain Parquet: pyarrow reads each agent's rewards as a fixed-size list of K, and DuckDB
+    sums them per agent to the returns the index keeps."""
+    pa_parquet = pytest.importorskip("pyarrow.parquet")
+    duckdb = pytest.importorskip("duckdb")
+    out = tmp_path / "ds"
+    rollway.run(env="pz:mpe2.simple_spread_v3", agent="random", episodes=3, seed=6, out=out, progress=False)
+    table = pa_parquet.read_table(str(out / "steps"))
+    rewards = table.column("observations/agents/reward")
+    assert rewards.type.list_size == 3 and str(rewards.type.value_type) == "double"
+    glob = str(out / "steps" / "*.parquet")
+    rows = duckdb.sql(f'SELECT episode_id, sum("observations/agents/reward"[1]) AS a0 FROM read_parquet(\'{glob}\') '
+                      "GROUP BY episode_id ORDER BY episode_id").fetchall()
+    ds = rollway.Dataset(out)
+    expected = {e.id: float(e.observations["agents/reward"][:, 0].sum()) for e in ds}
+    assert [(i, pytest.approx(expected[i])) for i, _ in rows] == rows
