@@ -131,13 +131,19 @@ def test_issue47_the_report_draws_a_resumed_run_by_wall_time_with_its_lives_and_
 
 
 def _killed_then_resumed(tmp_path):
-    """A rollout logging to ``tb`` killed after 6 fragments of 256 steps (a pause after each lets some
-    episodes commit), then resumed for 3 more; the log directory and the step the resume started at."""
+    """A rollout logging to ``tb`` killed after 6 fragments of 256 steps, once some of their episodes are
+    committed (a moment placed by progress: on a loaded machine a fixed pause had let none commit), then
+    resumed for 3 more; the log directory and the step the resume started at."""
     out, tb = tmp_path / "replay", tmp_path / "tb"
     script = (f"import rollway, os, time\n"
               f"r = rollway.Rollout('CartPole-v1', 'random', num_envs=4, steps_per_fragment=64, out={str(out)!r}, log_dir={str(tb)!r},"
               f" commit_every=0.05)\n"
               f"for _ in range(6):\n    r.collect(); r.publish(); time.sleep(0.1)\n"
+              f"deadline = time.monotonic() + 60\n"
+              f"while time.monotonic() < deadline:\n"
+              f"    try:\n        if len(rollway.Dataset({str(out)!r})) > 0:\n            break\n"
+              f"    except rollway.RollwayError:\n        pass\n"
+              f"    time.sleep(0.02)\n"
               f"os._exit(0)\n")  # dies without close
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=64, out=out, log_dir=tb, commit_every=0.05,
