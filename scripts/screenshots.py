@@ -55,9 +55,13 @@ TRAINING_STEPS, KILL_AT = 104_448, 190
 
 
 def committed(replay: Path) -> int:
-    """Episodes the replay has committed (0 before it exists): its index entries."""
-    index = replay / "index"
-    return sum(len(json.loads(f.read_text())["episodes"]) for f in index.glob("shard-*.json")) if index.is_dir() else 0
+    """Episodes the replay has committed (0 before it exists), as rollway's own reader counts them."""
+    import rollway
+
+    try:
+        return len(rollway.Dataset(replay))
+    except (rollway.RollwayError, OSError):
+        return 0
 
 
 def report_of_a_killed_training_run(work: Path) -> Path:
