@@ -185,10 +185,12 @@ class AgentSteps:
       ``t`` gave each agent. Where an env's episode ended at ``t``, ``obs[t + 1]`` is already the next
       episode's reset, so these come from the fragment's ``final_obs`` there, where the step put them;
     - ``dones``: ``terminated | truncated``, and where the env's episode ended, every agent's row
-      (its trajectory ends with the episode).
+      (its trajectory ends with the episode);
+    - ``next_obs()``: ``[T, N, K, ...]``, the observation each agent's step produced (what a truncated
+      agent is bootstrapped from), with ``final_obs`` where an episode ended.
     """
 
-    __slots__ = ("obs", "active", "rewards", "terminated", "truncated", "dones")
+    __slots__ = ("obs", "active", "rewards", "terminated", "truncated", "dones", "_finished", "_final")
 
     def __init__(self, frag: Any) -> None:
         o = frag.obs
@@ -199,13 +201,29 @@ class AgentSteps:
         self.obs = o[OBS_KEY] if OBS_KEY in o else {k[len(prefix):]: v for k, v in o.items() if k.startswith(prefix)}
         self.active = o[f"{AGENTS_KEY}/active"].astype(bool)
         after = {name: o[f"{AGENTS_KEY}/{name}"][1:].copy() for name in ("reward", "terminated", "truncated")}
-        steps, envs = frag.finished["step"], frag.finished["env"]
+        self._finished, self._final = (frag.finished["step"], frag.finished["env"]), frag.final_obs
         for name, values in after.items():
-            values[steps, envs] = frag.final_obs[f"{AGENTS_KEY}/{name}"]
+            values[self._finished] = frag.final_obs[f"{AGENTS_KEY}/{name}"]
         self.rewards = after["reward"]
         self.terminated = after["terminated"].astype(bool)
         self.truncated = after["truncated"].astype(bool)
         self.dones = self.terminated | self.truncated | (frag.terminated | frag.truncated)[:, :, None]
+
+
+    def next_obs(self) -> Any:
+        """``[T, N, K, ...]``: the observation each agent's step ``t`` produced (``obs[t + 1]``, or the
+        fragment's ``final_obs`` where the env's episode ended at ``t``), what a truncated agent is
+        bootstrapped from. Made on each call (a copy of the observations)."""
+        prefix = OBS_KEY + "/"
+
+        def after(x: np.ndarray, final: np.ndarray) -> np.ndarray:
+            y = x[1:].copy()
+            y[self._finished] = final
+            return y
+
+        if isinstance(self.obs, dict):
+            return {k: after(v, self._final[prefix + k]) for k, v in self.obs.items()}
+        return after(self.obs, self._final[OBS_KEY])
 
 
 def agent_steps(frag: Any) -> AgentSteps:

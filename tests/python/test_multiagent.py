@@ -189,6 +189,11 @@ def test_issue68_a_rollouts_fragments_by_agent_keep_each_steps_rewards_across_ep
     ended = frag.terminated | frag.truncated
     assert (by_agent.dones.all(-1) == ended).all() and (by_agent.truncated.all(-1) == ended).all()
     assert by_agent.active[:-1][~ended].all()
+    # What each step produced: the next row, or the final observation where the episode ended there.
+    nxt = by_agent.next_obs()
+    t, i = frag.finished["step"], frag.finished["env"]
+    np.testing.assert_array_equal(nxt[t, i], frag.final_obs["obs"])
+    np.testing.assert_array_equal(nxt[~ended], frag.obs["obs"][1:][~ended])
 
 
 def test_issue68_the_multi_agent_ppo_example_learns_on_simple_spread():

@@ -71,17 +71,10 @@ def learn(agent: SharedAgent, opt: torch.optim.Optimizer, frag: rollway.Fragment
     values = torch.from_numpy(frag.extras["value"])
     with torch.no_grad():
         next_value = agent.get_value(obs[-1]).squeeze(-1)
-        # A time limit is not an end: an agent cut by it is bootstrapped from its final observation.
-        cut = steps.truncated & ~steps.terminated
-        t, i, k = np.nonzero(cut)
-        if len(t):
-            f = {(s, e): n for n, (s, e) in enumerate(zip(frag.finished["step"], frag.finished["env"]))}
-            final = torch.from_numpy(frag.final_obs["obs"]).float()
-            rows = [f.get((a, b)) for a, b in zip(t, i)]
-            at_end = [n for n, r in enumerate(rows) if r is not None]
-            if at_end:
-                v = agent.get_value(final[[rows[n] for n in at_end], k[at_end]]).squeeze(-1)
-                rewards[t[at_end], i[at_end], k[at_end]] += gamma * v
+        # A time limit is not an end: an agent cut by it is bootstrapped from the observation its step produced.
+        cut = torch.from_numpy(steps.truncated & ~steps.terminated)
+        if cut.any():
+            rewards[cut] += gamma * agent.get_value(torch.from_numpy(steps.next_obs()).float()[cut]).squeeze(-1)
     adv, ret = gae(rewards, values, next_value, dones, gamma, lam)
     live = torch.from_numpy(steps.active[:-1])
     batch = (obs[:-1][live], torch.from_numpy(frag.actions)[live], torch.from_numpy(frag.extras["logprob"])[live],
