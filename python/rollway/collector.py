@@ -29,7 +29,9 @@ class DataCollector(gym.Wrapper):
     the Python process is killed, the dataset holds every committed episode intact
     (``max_buffer_steps``/``max_buffer_episodes`` bound what is not yet committed).
 
-    ``env``: the Gymnasium env to wrap (its spec id and spaces are the dataset's).
+    ``env``: the Gymnasium env to wrap (its spec id and spaces are the dataset's). A PettingZoo
+    ``ParallelEnv`` is recorded as one env whose rows are its agents:
+    ``DataCollector(rollway.multiagent.AgentRows(env), path)`` (see :mod:`rollway.multiagent`).
     ``record_infos=True`` also keeps every step's info dict (JSON-serializable values
     and numpy arrays). ``frame_media``: how image observations are stored (``lz4``,
     ``raw``, ``jpeg``, ``h264``; default ``lz4``); ``algorithm_name``: the agent's name the
@@ -52,6 +54,12 @@ class DataCollector(gym.Wrapper):
         algorithm_name: str = "python",
         append: bool = False,
     ):
+        from rollway.multiagent import is_parallel_env
+
+        if is_parallel_env(env):
+            raise TypeError(f"DataCollector wraps a Gymnasium env; {type(env).__name__} is a PettingZoo ParallelEnv: "
+                            "record it as one env whose rows are its agents, DataCollector(rollway.multiagent."
+                            "AgentRows(env), path), stepping it with an action per possible agent")
         super().__init__(env)
         self.path = os.fspath(path)
         spec = env_spec(env)
@@ -60,7 +68,7 @@ class DataCollector(gym.Wrapper):
         self._infos = record_infos
         self._rec = _rollway.RecorderHandle(
             self.path, spec["id"], obs_json, act_json, spec["max_episode_steps"], algorithm_name, record_infos,
-            max_buffer_steps, max_buffer_episodes, frame_media, append, spec["gymnasium"],
+            max_buffer_steps, max_buffer_episodes, frame_media, append, spec["gymnasium"], spec["agents"],
         )
         # `step` is the Rust handle's: one call per env step that steps, packs and records.
         self._rec.bind(env.step, self._pack_act, self._pack_obs, dump_info)

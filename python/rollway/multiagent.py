@@ -32,9 +32,9 @@ only, PettingZoo's own ``aec_to_parallel``, which refuses turn-based games. A ca
 from __future__ import annotations
 
 import importlib
-from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import gymnasium as gym
 import numpy as np
 
 # The observation's keys: the agents' stacked observations, and what the step said of each agent.
@@ -64,9 +64,10 @@ def make_pz(module_name: str, kwargs: Dict[str, Any]) -> Any:
                          f"({e}); rollway runs parallel envs, where every live agent acts each step") from None
 
 
-class AgentRows:
-    """A PettingZoo ``ParallelEnv`` as one Gymnasium-style env whose rows are its agents (see the module
-    docs). ``possible_agents`` names the rows."""
+class AgentRows(gym.Env):  # type: ignore[type-arg]
+    """A PettingZoo ``ParallelEnv`` as one Gymnasium env whose rows are its agents (see the module
+    docs). ``possible_agents`` names the rows. Being a Gymnasium env, it can be recorded by
+    :class:`rollway.DataCollector` too: ``DataCollector(AgentRows(env), path)``."""
 
     def __init__(self, env: Any) -> None:
         from gymnasium import spaces
@@ -96,10 +97,10 @@ class AgentRows:
         self.observation_space = spaces.Dict({OBS_KEY: self.stacked_observation_space, AGENTS_KEY: status})
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
-        # What rollway records of the env (rollway.spaces.env_spec): PettingZoo's name for it
-        # (metadata["name"], e.g. pistonball_v6), and no Gymnasium spec to rebuild it from.
-        self.spec = SimpleNamespace(id=self.metadata.get("name") or type(env).__name__, max_episode_steps=None,
-                                    reward_threshold=None)
+        # The id rollway records (rollway.spaces.env_spec): PettingZoo's name for the env
+        # (metadata["name"], e.g. pistonball_v6). No Gymnasium spec: gym.make cannot rebuild it.
+        self.name: str = self.metadata.get("name") or type(env).__name__
+        self.spec = None
         self._zeros = self._empty()
 
     def _empty(self) -> Any:
@@ -113,7 +114,7 @@ class AgentRows:
 
         unknown = [a for a in obs if a not in self._rows]
         if unknown:
-            raise ValueError(f"{self.spec.id}: the env returned an observation for agent {unknown[0]!r}, which is not "
+            raise ValueError(f"{self.name}: the env returned an observation for agent {unknown[0]!r}, which is not "
                              f"among its possible_agents {self.possible_agents}: rollway gives each possible agent a "
                              "row, so an env must list every agent it may ever have in possible_agents")
         items = [obs[a] if a in obs else _zeros_of(self._zeros, i) for i, a in enumerate(self.possible_agents)]
@@ -133,6 +134,7 @@ class AgentRows:
         return {"agents": kept} if kept else {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+        super().reset(seed=seed)  # Gymnasium's contract (np_random seeded); the env's own seeding is its reset's
         obs, infos = self.env.reset(seed=seed, options=options)
         return self._observe(obs, None, None, None), self._info(infos)
 
@@ -152,10 +154,6 @@ class AgentRows:
 
     def close(self) -> None:
         self.env.close()
-
-    @property
-    def unwrapped(self) -> "AgentRows":
-        return self
 
 
 def _zeros_of(batch: Any, i: int) -> Any:

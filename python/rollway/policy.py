@@ -75,12 +75,12 @@ class Adapter:
     """Turns the run's packed rows into numpy arrays for ``fn`` and its answer back
     into packed action rows (used by the Rust agent; not called by users)."""
 
-    def __init__(self, fn: Callable[..., Any], obs_json: str, act_json: str):
+    def __init__(self, fn: Callable[..., Any], obs_json: str, act_json: str, agents: Optional[List[str]] = None):
         self.fn = fn
         # Uniform numbers a row per call (rollway.policy.draws), drawn by the Rust agent.
         self.draws = int(getattr(fn, "rollway_draws", 0))
         self.obs = RowViews(obs_json)
-        self._pack = batch_packer(act_json, strict_as="the policy returned actions")
+        self._pack = batch_packer(act_json, strict_as="the policy returned actions", hint=agent_rows_hint(agents))
         # A Tuple action space's actions are a tuple too: then a 2-tuple carries a
         # state only if its first item is itself the actions' tuple (or dict).
         self.act_tuple = json.loads(act_json).get("type") == "Tuple"
@@ -134,6 +134,15 @@ class Adapter:
     def load(self, weights: Any) -> None:
         """Loads a published version's weights (the rollout's thread, between batches)."""
         self.fn.load(weights)  # type: ignore[attr-defined]  # rollout.publish checked it has one
+
+
+def agent_rows_hint(agents: Optional[List[str]]) -> str:
+    """What a multi-agent env's action rows are, for a wrong-shape error (empty for one agent)."""
+    if not agents:
+        return ""
+    named = ", ".join(repr(a) for a in agents[:6]) + (f", … {agents[-1]!r}" if len(agents) > 6 else "")
+    return (f" (n envs × {len(agents)} agents: {named}): return an action for every possible agent, in this order; "
+            "the rows of agents that are not live are ignored")
 
 
 def _numpy(v: Any) -> Any:

@@ -234,12 +234,12 @@ def packer(space_json: str) -> Callable[[Any], bytes]:
     return pack
 
 
-def batch_packer(space_json: str, strict_as: Optional[str] = None) -> Callable[[Any, int], bytes]:
+def batch_packer(space_json: str, strict_as: Optional[str] = None, hint: str = "") -> Callable[[Any, int], bytes]:
     """A function packing ``n`` values of the space, batched leaf by leaf (arrays of
     shape ``(n, *leaf_shape)``, nested like the space), into ``n`` rows.
     ``strict_as`` (e.g. ``"the policy returned actions"``): each leaf must have exactly
-    that shape, else a ``ValueError`` starting with those words; otherwise any array
-    of the right size is taken."""
+    that shape, else a ``ValueError`` starting with those words (and ending with
+    ``hint``, what the shape means); otherwise any array of the right size is taken."""
     parts, row_bytes = leaves(space_json)
 
     def leaf_array(v: Any, n: int, leaf: Leaf) -> np.ndarray:
@@ -248,7 +248,7 @@ def batch_packer(space_json: str, strict_as: Optional[str] = None) -> Callable[[
         a = np.asarray(v)
         if a.shape != (n, *leaf.shape):
             where = f"[{leaf.path!r}]" if leaf.path else ""
-            raise _rollway.InputError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}")
+            raise _rollway.InputError(f"{strict_as}{where} of shape {a.shape}; the batch needs {(n, *leaf.shape)}{hint}")
         return exact(a, leaf.dtype, None, leaf.path, batch=True)
 
     if len(parts) == 1 and parts[0].nbytes == row_bytes:
@@ -294,6 +294,7 @@ def env_spec(env: Any) -> Dict[str, Any]:
     its kwargs, an env made without ``gym.make``); ``agents``: a multi-agent env's possible
     agents, in the order its rows stack them (``None`` for one agent)."""
     spec = getattr(env, "spec", None)
+    rows = _agent_rows(env)
     fps = (getattr(env, "metadata", None) or {}).get("render_fps")
     gymnasium = None
     if spec is not None and callable(getattr(spec, "to_json", None)):
@@ -302,22 +303,23 @@ def env_spec(env: Any) -> Dict[str, Any]:
         except (ValueError, TypeError):  # Gymnasium's answer to kwargs JSON cannot hold
             gymnasium = None
     return {
-        "id": spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__,
+        "id": spec.id if spec is not None else rows.name if rows is not None else type(getattr(env, "unwrapped", env)).__name__,
         "observation_space": to_json(env.observation_space),
         "action_space": to_json(env.action_space),
         "max_episode_steps": getattr(spec, "max_episode_steps", None),
         "render_fps": int(fps) if fps is not None else None,
         "reward_threshold": getattr(spec, "reward_threshold", None),
         "gymnasium": gymnasium,
-        "agents": _agents(env),
+        "agents": list(rows.possible_agents) if rows is not None else None,
     }
 
 
-def _agents(env: Any) -> Optional[List[str]]:
-    """A multi-agent env's possible agents, its rows (``rollway.multiagent.AgentRows``); None for one agent."""
+def _agent_rows(env: Any) -> Any:
+    """A multi-agent env (``rollway.multiagent.AgentRows``, under any wrappers), else None."""
     from rollway.multiagent import AgentRows
 
-    return list(env.possible_agents) if isinstance(env, AgentRows) else None
+    inner = getattr(env, "unwrapped", env)
+    return inner if isinstance(inner, AgentRows) else None
 
 
 def dump_info(info: Any) -> str:

@@ -238,11 +238,11 @@ def test_issue68_an_agent_outside_possible_agents_fails_the_step_naming_it():
         env.step(np.zeros(2, np.int64))
 
 
-def test_issue68_a_policy_with_too_few_agent_rows_is_an_input_error_with_both_shapes():
+def test_issue68_a_policy_with_too_few_agent_rows_is_an_input_error_naming_the_agents():
     def two_of_three(obs, first, state):
         return np.zeros((obs["obs"].shape[0], 2), np.int64)
 
-    with pytest.raises(rollway.InputError, match=r"the policy returned actions of shape \(2, 2\); the batch needs \(2, 3\)"):
+    with pytest.raises(rollway.InputError, match=r"the policy returned actions of shape \(2, 2\); the batch needs \(2, 3\) \(n envs × 3 agents: 'agent_0', 'agent_1', 'agent_2'\): return an action for every possible agent"):
         with rollway.Rollout("pz:mpe2.simple_spread_v3", two_of_three, num_envs=2, steps_per_fragment=4, seed=3) as r:
             r.collect()
 
@@ -309,3 +309,58 @@ def test_issue68_pyarrow_and_duckdb_read_each_agents_columns(tmp_path):
     ds = rollway.Dataset(out)
     expected = {e.id: float(e.observations["agents/reward"][:, 0].sum()) for e in ds}
     assert [(i, pytest.approx(expected[i])) for i, _ in rows] == rows
+
+
+def test_issue68_datacollector_records_agent_rows_and_minari_loads_their_export(tmp_path):
+    """DataCollector(AgentRows(env)) records a PettingZoo env as the engine does (agents named, every
+    agent's rows as the env gave them); a bare ParallelEnv is refused with that fix. Its Minari export
+    is one env whose observation holds every agent's rows, and the real minari loads it."""
+    import json
+    import os
+
+    from conftest import rollway_cli
+    from mpe2 import simple_spread_v3
+
+    with pytest.raises(TypeError, match=r"PettingZoo ParallelEnv.*DataCollector\(rollway\.multiagent\.AgentRows\(env\), path\)"):
+        rollway.DataCollector(simple_spread_v3.parallel_env(), tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    env = rollway.DataCollector(AgentRows(simple_spread_v3.parallel_env(max_cycles=10)), tmp_path / "ds")
+    seen = []
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        rewards, done = [], False
+        while not done:
+            obs, _, term, trunc, _ = env.step(env.action_space.sample())
+            rewards.append(obs["agents"]["reward"])
+            done = term or trunc
+        seen.append((obs["obs"], np.array(rewards)))
+    env.close()
+    ds = rollway.Dataset(tmp_path / "ds")
+    assert ds.agents == ["agent_0", "agent_1", "agent_2"] and len(ds) == 3
+    for e, (last, rewards) in zip(ds, seen):
+        np.testing.assert_array_equal(e.observations["obs"][-1], last)
+        np.testing.assert_array_equal(e.observations["agents/reward"][1:], rewards)
+    out = tmp_path / "minari" / "pz" / "spread-v0"
+    p = subprocess.run(rollway_cli() + ["export", str(tmp_path / "ds"), "--to", "minari", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    code = ("import json, minari; d = minari.load_dataset('pz/spread-v0'); "
+            "print(json.dumps([e.observations['agents']['reward'].sum(0).tolist() for e in d.iterate_episodes()]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari")))
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_allclose(json.loads(p.stdout.splitlines()[-1]), [r.sum(0) for _, r in seen])
+
+
+@pytest.mark.parametrize("name", ["simple_spread", "pistonball", "knights_archers_zombies", "magent2_battle"])
+def test_issue68_agent_rows_pass_gymnasiums_own_env_checker(name):
+    """AgentRows is the adapter rollway offers users (to step, or to record with DataCollector): a
+    Gymnasium env by Gymnasium's own check_env (spaces, seeding determinism, step and reset types)."""
+    from gymnasium.utils.env_checker import check_env
+
+    from rollway.multiagent import make_pz
+
+    module, params = ENVS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its advice on unbounded Box spaces (rewards are unbounded)
+        check_env(AgentRows(make_pz(module, params)), skip_render_check=True)

@@ -49,7 +49,7 @@ fn parse_info(text: Option<&str>) -> PyResult<Option<Info>> {
 impl RecorderHandle {
     /// Creates the dataset at `path` for an env with these spaces (Minari's space JSON).
     #[new]
-    #[pyo3(signature = (path, env_id, observation_space, action_space, max_episode_steps=None, algorithm="python", record_infos=false, max_buffer_steps=None, max_buffer_episodes=None, frame_media=None, append=false, gymnasium_spec=None))]
+    #[pyo3(signature = (path, env_id, observation_space, action_space, max_episode_steps=None, algorithm="python", record_infos=false, max_buffer_steps=None, max_buffer_episodes=None, frame_media=None, append=false, gymnasium_spec=None, agents=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -64,6 +64,7 @@ impl RecorderHandle {
         frame_media: Option<String>,
         append: bool,
         gymnasium_spec: Option<String>,
+        agents: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let observation_space = Space::from_json(observation_space).map_err(|e| input_error(format!("observation space: {e}")))?;
         let action_space = Space::from_json(action_space).map_err(|e| input_error(format!("action space: {e}")))?;
@@ -75,7 +76,7 @@ impl RecorderHandle {
             render_fps: None,
             reward_threshold: None,
             gymnasium_spec,
-            agents: None,
+            agents,
         };
         let d = WriterConfig::default();
         let cfg = WriterConfig {

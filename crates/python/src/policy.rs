@@ -62,7 +62,9 @@ impl AgentFactory for PyPolicies {
 /// `rollway.policy.Adapter` over `policy` for `spec`'s spaces.
 pub(crate) fn adapter(py: Python<'_>, policy: &Py<PyAny>, spec: &EnvSpec) -> PyResult<Py<PyAny>> {
     let cls = py.import("rollway.policy")?.getattr("Adapter")?;
-    Ok(cls.call1((policy.clone_ref(py), spec.observation_space.to_json(), spec.action_space.to_json()))?.unbind())
+    let (obs, act) = (spec.observation_space.to_json(), spec.action_space.to_json());
+    // A multi-agent env's agents name its action rows in a wrong-shape error.
+    Ok(cls.call1((policy.clone_ref(py), obs, act, spec.agents.clone()))?.unbind())
 }
 
 struct PyPolicy {
