@@ -188,11 +188,15 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     for ``atari:GAME`` and the MuJoCo tasks rollway steps (``rollway._mujoco``),
     ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
     names the Rust side that steps them."""
+    from rollway.batched import KINDS, JaxSim
     from rollway.multiagent import rows_of
     from rollway.spaces import dump_info, env_spec, packer, unpacker
 
     setup = json.loads(setup_json)
     kind, _, rest = setup["target"].partition(":")
+    if kind in KINDS and not pickled:
+        sim = JaxSim(kind, rest, {k: _value(v) for k, v in setup["params"].items()})
+        return sim, sim, json.dumps(sim.spec), None, None, dump_info
     if kind == "atari" and not pickled:
         from rollway._atari import Game
 

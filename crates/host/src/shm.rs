@@ -208,6 +208,14 @@ impl Region {
         }
     }
 
+    /// Every slot's action rows to read and observation rows to write, at once (a
+    /// block stepped as one batch reads and writes them all).
+    pub fn act_obs_rows_mut(&mut self) -> (&[u8], &mut [u8]) {
+        let (act, obs, end) = (self.at.act, self.at.obs, self.at.end);
+        let (lo, hi) = self.map.split_at_mut(obs);
+        (&lo[act..], &mut hi[..end - obs])
+    }
+
     /// Where row `slot` of a section of `size`-byte rows starting at `base` lies.
     fn row(&self, base: usize, size: usize, slot: usize) -> std::ops::Range<usize> {
         base + slot * size..base + (slot + 1) * size

@@ -15,11 +15,12 @@ use std::os::fd::FromRawFd;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use rollway_core::InfoNeed;
+use rollway_core::{InfoNeed, Op};
 use rollway_host::proto::{self, Hello, RoundReply, Setup, SpecJson};
 use rollway_host::shm::{self, Region};
 
 use crate::atari::AtariEnvs;
+use crate::batched::BatchEnvs;
 use crate::mujoco::MujocoEnvs;
 use crate::pyenvs::PyEnvs;
 use crate::slots::SlotEnvs;
@@ -92,27 +93,32 @@ fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJ
 impl Host {
     fn round(&mut self, py: Python<'_>) -> RoundReply {
         let mut reply = RoundReply::default();
-        for slot in 0..self.region.len() {
-            let res = match self.region.ops()[slot] {
+        let mut ops = Vec::new();
+        for (slot, &code) in self.region.ops().iter().enumerate() {
+            let op = match code {
                 shm::IDLE => continue,
-                shm::STEP => {
-                    let (act, obs) = self.region.act_obs_mut(slot);
-                    self.envs.step(py, slot, act, obs).map(|(o, info)| {
-                        let flags = if o.terminated { shm::TERMINATED } else { 0 } | if o.truncated { shm::TRUNCATED } else { 0 };
-                        (flags, o.reward, info)
-                    })
+                shm::STEP => Op::Step,
+                shm::RESET => Op::Reset(Some(self.region.seed(slot))),
+                shm::RESET_UNSEEDED => Op::Reset(None),
+                op => {
+                    reply.errors.insert(slot, format!("unknown op {op}"));
+                    continue;
                 }
-                shm::RESET => {
-                    let seed = self.region.seed(slot);
-                    self.envs.reset(py, slot, Some(seed), self.region.obs_mut(slot)).map(|info| (0, 0.0, info))
-                }
-                shm::RESET_UNSEEDED => self.envs.reset(py, slot, None, self.region.obs_mut(slot)).map(|info| (0, 0.0, info)),
-                op => Err(format!("unknown op {op}")),
             };
+            ops.push((slot, op));
+        }
+        for slot in reply.errors.keys() {
+            self.region.flags_mut()[*slot] = shm::FAILED;
+        }
+        let mut results = Vec::with_capacity(ops.len());
+        let (act, obs) = self.region.act_obs_rows_mut();
+        self.envs.round(py, &ops, act, obs, &mut results);
+        for (&(slot, _), res) in ops.iter().zip(results) {
             match res {
-                Ok((flags, reward, info)) => {
+                Ok((o, info)) => {
+                    let flags = if o.terminated { shm::TERMINATED } else { 0 } | if o.truncated { shm::TRUNCATED } else { 0 };
                     self.region.flags_mut()[slot] = flags;
-                    self.region.set_reward(slot, reward);
+                    self.region.set_reward(slot, o.reward);
                     if let Some(info) = info {
                         reply.infos.insert(slot, info);
                     }
@@ -120,7 +126,6 @@ impl Host {
                 Err(e) => {
                     self.region.flags_mut()[slot] = shm::FAILED;
                     reply.errors.insert(slot, e);
-                    self.envs.fail(py, slot);
                 }
             }
         }
@@ -142,6 +147,7 @@ pub(crate) fn slot_envs(
     Ok(match stepper.as_deref() {
         Some("atari") => Box::new(AtariEnvs::new(prepared, spec, n, infos, cut)?),
         Some("mujoco") => Box::new(MujocoEnvs::new(prepared, spec, n, infos, cut)?),
+        Some("batch") => Box::new(BatchEnvs::new(prepared, spec, n, infos, cut)?),
         _ => Box::new(PyEnvs::new(prepared, spec, n, infos, cut)?),
     })
 }

@@ -114,26 +114,19 @@ impl EnvBlock for Inline {
             out.extend(ops.iter().map(|_| Err(Failure { error: error.clone(), restarted: true })));
             return;
         };
-        Python::attach(|py| {
-            for &(slot, op) in ops {
-                let res = match op {
-                    Op::Step => envs.step(py, slot, act.row(slot), obs.row_mut(slot)),
-                    Op::Reset(seed) => envs.reset(py, slot, seed, obs.row_mut(slot)).map(|info| (Default::default(), info)),
-                };
-                out.push(match res {
-                    Ok((outcome, info)) => {
-                        if let Some(info) = info {
-                            self.infos[slot] = info;
-                        }
-                        Ok(outcome)
+        let mut results = Vec::with_capacity(ops.len());
+        Python::attach(|py| envs.round(py, ops, act.bytes(), obs.bytes_mut(), &mut results));
+        for (&(slot, _), res) in ops.iter().zip(results) {
+            out.push(match res {
+                Ok((outcome, info)) => {
+                    if let Some(info) = info {
+                        self.infos[slot] = info;
                     }
-                    Err(error) => {
-                        envs.fail(py, slot);
-                        Err(Failure { error, restarted: true })
-                    }
-                });
-            }
-        });
+                    Ok(outcome)
+                }
+                Err(error) => Err(Failure { error, restarted: true }),
+            });
+        }
     }
 
     fn info(&mut self, slot: usize) -> Info {

@@ -11,6 +11,7 @@
 
 mod arrays;
 mod atari;
+mod batched;
 mod collector;
 mod convert;
 mod dataset;

@@ -5,8 +5,12 @@
 //! `host::slot_envs` picks one for what `prepare` made.
 
 use pyo3::prelude::*;
-use rollway_core::{Info, InfoNeed, Layout, Space, StepOutcome};
+use rollway_core::{Info, InfoNeed, Layout, Op, Space, StepOutcome};
 use rollway_host::proto::SpecJson;
+
+/// What one op of a round gave: the step's outcome (a reset's is the default) and its
+/// info when wanted, or why it failed (naming the env).
+pub(crate) type OpResult = Result<(StepOutcome, Option<Info>), String>;
 
 /// One block's envs as both hosts step them, slot by slot: Python envs
 /// (`pyenvs::PyEnvs`), or envs whose steps are rollway's (`atari::AtariEnvs`,
@@ -24,6 +28,28 @@ pub(crate) trait SlotEnvs: Send {
     fn fail(&mut self, py: Python<'_>, slot: usize);
     /// Closes every env.
     fn close(&mut self, py: Python<'_>);
+
+    /// Runs a round's `ops` over the block's rows (`act`: every slot's action row, `obs`:
+    /// every slot's observation row, written where a slot has an op), one result per op
+    /// in `out`. Slot by slot through [`Self::step`] and [`Self::reset`], failing the env
+    /// of an op that failed; a batched simulator (`batched.rs`) makes it one call.
+    fn round(&mut self, py: Python<'_>, ops: &[(usize, Op)], act: &[u8], obs: &mut [u8], out: &mut Vec<OpResult>) {
+        let (ar, or) = {
+            let (ol, al) = self.layouts();
+            (al.row_bytes(), ol.row_bytes())
+        };
+        for &(slot, op) in ops {
+            let row = &mut obs[slot * or..(slot + 1) * or];
+            let res = match op {
+                Op::Step => self.step(py, slot, &act[slot * ar..(slot + 1) * ar], row),
+                Op::Reset(seed) => self.reset(py, slot, seed, row).map(|info| (StepOutcome::default(), info)),
+            };
+            if res.is_err() {
+                self.fail(py, slot);
+            }
+            out.push(res);
+        }
+    }
 }
 
 /// A block whose steps rollway drives itself (`atari.rs`, `mujoco.rs`): it keeps its

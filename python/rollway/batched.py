@@ -1,0 +1,231 @@
+"""Batched simulators: envs that step a whole block of copies in one call.
+
+The JAX envs of the gymnax interface (``reset(key, params)``, ``step(key, state, action, params)``)
+are the first kind: gymnax's envs (``env="gymnax:CartPole-v1"``, ``gymnax:Breakout-MinAtar``, …) and
+Craftax (``env="craftax:Craftax-Classic-Symbolic-v1"``, ``craftax:Craftax-Symbolic-v1``, …).
+``env_params`` replace fields of the env's own params (``max_steps_in_episode=200``,
+``max_timesteps=1000``).
+
+**How a block steps.** A block of n env slots (a worker's share of the rollout's envs) is one state
+pytree with n rows, stepped by one jitted, vmapped call a round: every slot's step and reset are
+computed together and each slot keeps what its op asked for, so a round costs what the env's own
+auto-resetting ``step`` costs over n envs (which also computes a reset for every env). rollway
+writes the observations into its rows straight from the call's output: one copy a step, from
+JAX's buffer into the rows (``np.asarray`` of a CPU array shares its memory).
+
+**Keys: an episode is reproducible from its seed and equals the env's own loop.** Each slot has its
+own key stream:
+
+- a reset with seed ``s`` starts the stream at :func:`key_of` ``(s)`` (``jax.random.PRNGKey(s)``
+  for seeds below 2³²), then ``key, k = split(key)`` and ``env.reset(k, params)``;
+- each step: ``key, k = split(key)``, then exactly gymnax's auto-resetting step: ``k_step, k_reset =
+  split(k)``, ``step_env(k_step, ...)``, and ``reset_env(k_reset, ...)``, which is the next episode's
+  start where this one ended. rollway's next reset of that slot without a seed takes it, as the env's
+  own loop goes on; a reset with a seed starts the slot anew from that seed.
+
+So the final observation of an episode is the step's own (gymnax's ``step`` hands back the next
+episode's first instead), and terminated and truncated are kept apart: gymnax's ``is_truncated``
+(its time limit); for Craftax, whose ``step`` reports one ``done``, an end at ``max_timesteps``
+with the player alive is a truncation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Tuple
+
+import numpy as np
+
+# The ops of a round, by slot, as rollway's env blocks send them (rollway_host::shm's codes).
+IDLE, STEP, RESET, RESET_UNSEEDED = 0, 1, 2, 3
+KINDS = ("gymnax", "craftax")
+
+
+def key_of(seed: int) -> np.ndarray:
+    """The JAX key (a legacy ``uint32[2]`` threefry key) that a reset with ``seed`` starts from:
+    ``jax.random.PRNGKey(seed)`` for seeds below 2³² (and for any seed with ``jax_enable_x64``)."""
+    return np.array([(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF], np.uint32)
+
+
+def _jax() -> Any:
+    try:
+        import jax
+    except ImportError as e:
+        raise ImportError(f"JAX envs need jax, which is not installed here ({e}): pip install jax") from None
+    return jax
+
+
+def make_sim(kind: str, name: str, params: Dict[str, Any]) -> Tuple[Any, Any]:
+    """``(env, env_params)`` for ``kind:name``, the env's own params with ``params`` replaced."""
+    _jax()
+    if kind == "gymnax":
+        try:
+            import gymnax
+        except ImportError as e:
+            raise ImportError(f"gymnax:{name} needs gymnax ({e}): pip install gymnax") from None
+        env, env_params = gymnax.make(name)
+    elif kind == "craftax":
+        try:
+            from craftax.craftax_env import make_craftax_env_from_name
+        except ImportError as e:
+            raise ImportError(f"craftax:{name} needs craftax ({e}): pip install craftax") from None
+        env = make_craftax_env_from_name(name, auto_reset=False)
+        env_params = env.default_params
+    else:
+        raise ValueError(f"{kind}:{name}: batched env kinds are {', '.join(KINDS)}")
+    fields = set(getattr(env_params, "__dataclass_fields__", {}))
+    unknown = sorted(set(params) - fields)
+    if unknown:
+        raise ValueError(f"{kind}:{name}: env params {unknown} are not fields of its params; they are {sorted(fields)}")
+    return env, env_params.replace(**params) if params else env_params
+
+
+def gymnasium_space(space: Any) -> Any:
+    """A gymnax (or Craftax) space as the Gymnasium space rollway records."""
+    from gymnasium import spaces
+
+    kind = type(space).__name__
+    if kind == "Discrete":
+        return spaces.Discrete(int(space.n))
+    if kind == "Box":
+        dtype = np.dtype(space.dtype)
+        low = np.broadcast_to(np.asarray(space.low, dtype), space.shape)
+        high = np.broadcast_to(np.asarray(space.high, dtype), space.shape)
+        return spaces.Box(low, high, tuple(space.shape), dtype)
+    raise ValueError(f"a {kind} space: rollway's JAX envs take Discrete and Box spaces")
+
+
+class JaxSim:
+    """``kind:name`` with its params: what ``rollway._host.prepare`` hands the hosts (``stepper``
+    names the Rust side that steps it); :meth:`block` makes each block."""
+
+    stepper = "batch"
+
+    def __init__(self, kind: str, name: str, params: Dict[str, Any]) -> None:
+        from rollway.spaces import to_json
+
+        self.id = f"{kind}:{name}"
+        self.kind = kind
+        self.env, self.params = make_sim(kind, name, params)
+        self.observation_space = gymnasium_space(self.env.observation_space(self.params))
+        self.action_space = gymnasium_space(self.env.action_space(self.params))
+        limit = getattr(self.params, "max_steps_in_episode", None) or getattr(self.params, "max_timesteps", None)
+        self.spec = {
+            "id": self.id, "observation_space": to_json(self.observation_space), "action_space": to_json(self.action_space),
+            "max_episode_steps": int(limit) if limit else None, "render_fps": None, "reward_threshold": None,
+            "gymnasium": None, "agents": None,
+        }
+
+    def block(self, n: int) -> "JaxBlock":
+        return JaxBlock(self, n)
+
+    def close(self) -> None:
+        pass
+
+
+class JaxBlock:
+    """n slots of a :class:`JaxSim`, stepped a round at a time (see the module docs)."""
+
+    def __init__(self, sim: JaxSim, n: int) -> None:
+        from rollway.spaces import RowViews, to_json
+
+        jax = _jax()
+        jnp = jax.numpy
+        self.n, self.sim = n, sim
+        self._acts = RowViews(to_json(sim.action_space))
+        self._act_dtype = np.int32 if sim.action_space.shape == () else np.float32
+        env, params = sim.env, sim.params
+        # Slots start as copies of one reset (their first op resets each with its own key).
+        obs1, state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)
+        self.state = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1)
+        self.keys = jnp.zeros((n, 2), jnp.uint32)
+        self.pending = jnp.zeros(n, bool)
+        self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
+        self._no_resets = jnp.zeros((n, *obs1.shape), obs1.dtype)
+        self.info_rows: Dict[str, Any] = {}
+        step, reset = _block_fns(jax, env, params, sim.kind)
+        self._step, self._reset = jax.jit(step), jax.jit(reset)
+
+    def round(self, ops: bytes, seeds: bytes, actions: bytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One round: ``ops`` (uint8 by slot), ``seeds`` (uint64 by slot, read where the op is a
+        seeded reset), ``actions`` (the block's action rows). Returns the observations (uint8
+        ``[n, bytes]``, each row's leading bytes), rewards (float64) and flags (1 terminated, 2
+        truncated) by slot; a step's info stays for :meth:`info`."""
+        op = np.frombuffer(ops, np.uint8)
+        resets = np.flatnonzero((op == RESET) | (op == RESET_UNSEEDED))
+        obs = self._no_resets
+        if len(resets):
+            # Only the slots that reset are reset: a Craftax world costs ~40 steps to make. The
+            # batch is padded to a power of two (repeating a slot) so few shapes get compiled.
+            at = np.full(1 << (len(resets) - 1).bit_length(), resets[0])
+            at[:len(resets)] = resets
+            s = np.frombuffer(seeds, np.uint64)[at]
+            seed_keys = np.stack([(s >> np.uint64(32)).astype(np.uint32), (s & np.uint64(0xFFFFFFFF)).astype(np.uint32)], 1)
+            self.state, self.keys, self.pending, obs = self._reset(self.state, self.keys, self.pending, self.pending_keys,
+                                                                   at, op[at] == RESET, seed_keys)
+        stepping = op == STEP
+        if not stepping.any():
+            self.info_rows = {}
+            return self._bytes(obs), np.zeros(self.n), np.zeros(self.n, np.uint8)
+        act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
+        (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
+         self.info_rows) = self._step(self.state, self.keys, self.pending, self.pending_keys, stepping, act, obs)
+        flags = np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
+        return self._bytes(obs), np.asarray(reward, np.float64), flags
+
+    def _bytes(self, obs: Any) -> np.ndarray:
+        # A CPU array's numpy view shares its memory: the rows are written straight from it.
+        return np.asarray(obs).reshape(self.n, -1).view(np.uint8)
+
+    def info(self, slot: int) -> str:
+        """The latest step's info of ``slot`` as JSON (its scalars: Craftax's achievements, …)."""
+        row = {k: np.asarray(v)[slot] for k, v in self.info_rows.items()}
+        return json.dumps({k: v.item() if v.ndim == 0 else v.tolist() for k, v in row.items()})
+
+    def close(self) -> None:
+        self.state = self._no_resets = None
+
+
+def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
+    """A block's step and reset (see the module docs for the keys), to be jitted."""
+    jnp = jax.numpy
+
+    def truncated(state: Any, done: Any) -> Any:
+        if kind == "craftax":  # one done: a time-limit end with the player alive is a truncation
+            return done & (state.timestep >= params.max_timesteps) & (state.player_health > 0)
+        return env.is_truncated(state, params)
+
+    def step_slot(state: Any, key: Any, action: Any) -> Tuple[Any, ...]:
+        key, k = jax.random.split(key)
+        k_step, k_auto = jax.random.split(k)
+        obs, state, reward, done, info = env.step_env(k_step, state, action, params)
+        trunc = truncated(state, done)
+        done = done | trunc
+        return obs, state, key, k_auto, reward, done & ~trunc, trunc, info
+
+    def step(state: Any, keys: Any, pending: Any, pending_keys: Any, stepping: Any, actions: Any, reset_obs: Any) -> Tuple[Any, ...]:
+        obs, new_state, new_keys, k_auto, reward, term, trunc, info = jax.vmap(step_slot)(state, keys, actions)
+
+        def pick(new: Any, old: Any) -> Any:
+            return jnp.where(stepping.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+
+        # The key the env's own auto-reset would have used is kept for the slot's next unseeded reset.
+        return (jax.tree.map(pick, new_state, state), pick(new_keys, keys), jnp.where(stepping, term | trunc, pending),
+                pick(k_auto, pending_keys), pick(obs, reset_obs), jnp.where(stepping, reward, 0.0), term & stepping,
+                trunc & stepping, info)
+
+    def reset_slot(key: Any, pending: Any, pending_key: Any, seeded: Any, seed_key: Any) -> Tuple[Any, ...]:
+        # Seeded: a new stream from the seed. Unseeded: the auto-reset key the ending step left,
+        # or (an episode cut by rollway, not ended by the env) the next from the slot's stream.
+        key_next, k = jax.random.split(jnp.where(seeded, seed_key, key))
+        auto = ~seeded & pending
+        obs, state = env.reset_env(jnp.where(auto, pending_key, k), params)
+        return obs, state, jnp.where(auto, key, key_next)
+
+    def reset(state: Any, keys: Any, pending: Any, pending_keys: Any, at: Any, seeded: Any, seed_keys: Any) -> Tuple[Any, ...]:
+        obs, new_state, new_keys = jax.vmap(reset_slot)(keys[at], pending[at], pending_keys[at], seeded, seed_keys)
+        state = jax.tree.map(lambda s, r: s.at[at].set(r), state, new_state)
+        out = jnp.zeros((keys.shape[0], *obs.shape[1:]), obs.dtype).at[at].set(obs)
+        return state, keys.at[at].set(new_keys), pending.at[at].set(False), out
+
+    return step, reset
