@@ -32,7 +32,7 @@ with the player alive is a truncation.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -141,19 +141,28 @@ class JaxBlock:
         self.keys = jnp.zeros((n, 2), jnp.uint32)
         self.pending = jnp.zeros(n, bool)
         self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
-        self._no_resets = jnp.zeros((n, *obs1.shape), obs1.dtype)
         self.info_rows: Dict[str, Any] = {}
-        step, reset = _block_fns(jax, env, params, sim.kind)
-        self._step, self._reset = jax.jit(step), jax.jit(reset)
+        step, step_all, reset = _block_fns(jax, env, params, sim.kind)
+        # The state is given up to each call (donated): it is updated in place, not copied.
+        self._step, self._step_all = jax.jit(step, donate_argnums=0), jax.jit(step_all, donate_argnums=0)
+        self._reset = jax.jit(reset, donate_argnums=0)
 
-    def round(self, ops: bytes, seeds: bytes, actions: bytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def round(self, ops: bytes, seeds: bytes, actions: bytes) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, np.ndarray]:
         """One round: ``ops`` (uint8 by slot), ``seeds`` (uint64 by slot, read where the op is a
         seeded reset), ``actions`` (the block's action rows). Returns the observations (uint8
-        ``[n, bytes]``, each row's leading bytes), rewards (float64) and flags (1 terminated, 2
-        truncated) by slot; a step's info stays for :meth:`info`."""
+        ``[rows, bytes]``, each row's leading bytes), the slot of each row (``None``: row i is slot
+        i), and the rewards (float64) and flags (1 terminated, 2 truncated) by slot; a step's info
+        stays for :meth:`info`. A round of the engine either steps every slot or resets some."""
         op = np.frombuffer(ops, np.uint8)
+        stepping = op == STEP
+        if stepping.all():
+            act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
+            (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
+             self.info_rows) = self._step_all(self.state, self.keys, act)
+            return self._bytes(obs), None, np.asarray(reward, np.float64), _flags(term, trunc)
         resets = np.flatnonzero((op == RESET) | (op == RESET_UNSEEDED))
-        obs = self._no_resets
+        rows: Optional[np.ndarray] = None
+        reset_obs: Any = None
         if len(resets):
             # Only the slots that reset are reset: a Craftax world costs ~40 steps to make. The
             # batch is padded to a power of two (repeating a slot) so few shapes get compiled.
@@ -161,21 +170,27 @@ class JaxBlock:
             at[:len(resets)] = resets
             s = np.frombuffer(seeds, np.uint64)[at]
             seed_keys = np.stack([(s >> np.uint64(32)).astype(np.uint32), (s & np.uint64(0xFFFFFFFF)).astype(np.uint32)], 1)
-            self.state, self.keys, self.pending, obs = self._reset(self.state, self.keys, self.pending, self.pending_keys,
-                                                                   at, op[at] == RESET, seed_keys)
-        stepping = op == STEP
+            self.state, self.keys, self.pending, reset_obs = self._reset(
+                self.state, self.keys, self.pending, self.pending_keys, at, op[at] == RESET, seed_keys)
+            rows = resets
         if not stepping.any():
             self.info_rows = {}
-            return self._bytes(obs), np.zeros(self.n), np.zeros(self.n, np.uint8)
+            zeros = np.zeros(self.n)
+            return self._bytes(reset_obs)[:len(resets)], rows, zeros, zeros.astype(np.uint8)
+        # Some slots step while others reset (or idle): the masked step, then the reset rows over it.
         act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
         (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
-         self.info_rows) = self._step(self.state, self.keys, self.pending, self.pending_keys, stepping, act, obs)
-        flags = np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
-        return self._bytes(obs), np.asarray(reward, np.float64), flags
+         self.info_rows) = self._step(self.state, self.keys, self.pending, self.pending_keys, stepping, act)
+        out = np.array(self._bytes(obs))
+        if rows is not None:
+            out[rows] = self._bytes(reset_obs)[:len(resets)]
+        return out, None, np.asarray(reward, np.float64), _flags(term, trunc)
 
-    def _bytes(self, obs: Any) -> np.ndarray:
+    @staticmethod
+    def _bytes(obs: Any) -> np.ndarray:
         # A CPU array's numpy view shares its memory: the rows are written straight from it.
-        return np.asarray(obs).reshape(self.n, -1).view(np.uint8)
+        a = np.asarray(obs)
+        return a.reshape(a.shape[0], -1).view(np.uint8)
 
     def info(self, slot: int) -> str:
         """The latest step's info of ``slot`` as JSON (its scalars: Craftax's achievements, …)."""
@@ -183,11 +198,16 @@ class JaxBlock:
         return json.dumps({k: v.item() if v.ndim == 0 else v.tolist() for k, v in row.items()})
 
     def close(self) -> None:
-        self.state = self._no_resets = None
+        self.state = None
 
 
-def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
-    """A block's step and reset (see the module docs for the keys), to be jitted."""
+def _flags(term: Any, trunc: Any) -> np.ndarray:
+    return np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
+
+
+def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, Any]:
+    """A block's masked step, its step of every slot, and its reset of some slots (see the
+    module docs for the keys), to be jitted."""
     jnp = jax.numpy
 
     def truncated(state: Any, done: Any) -> Any:
@@ -203,16 +223,19 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
         done = done | trunc
         return obs, state, key, k_auto, reward, done & ~trunc, trunc, info
 
-    def step(state: Any, keys: Any, pending: Any, pending_keys: Any, stepping: Any, actions: Any, reset_obs: Any) -> Tuple[Any, ...]:
+    def step_all(state: Any, keys: Any, actions: Any) -> Tuple[Any, ...]:
+        obs, state, keys, k_auto, reward, term, trunc, info = jax.vmap(step_slot)(state, keys, actions)
+        # The key the env's own auto-reset would have used is kept for the slot's next unseeded reset.
+        return state, keys, term | trunc, k_auto, obs, reward, term, trunc, info
+
+    def step(state: Any, keys: Any, pending: Any, pending_keys: Any, stepping: Any, actions: Any) -> Tuple[Any, ...]:
         obs, new_state, new_keys, k_auto, reward, term, trunc, info = jax.vmap(step_slot)(state, keys, actions)
 
         def pick(new: Any, old: Any) -> Any:
             return jnp.where(stepping.reshape(-1, *([1] * (new.ndim - 1))), new, old)
 
-        # The key the env's own auto-reset would have used is kept for the slot's next unseeded reset.
         return (jax.tree.map(pick, new_state, state), pick(new_keys, keys), jnp.where(stepping, term | trunc, pending),
-                pick(k_auto, pending_keys), pick(obs, reset_obs), jnp.where(stepping, reward, 0.0), term & stepping,
-                trunc & stepping, info)
+                pick(k_auto, pending_keys), obs, jnp.where(stepping, reward, 0.0), term & stepping, trunc & stepping, info)
 
     def reset_slot(key: Any, pending: Any, pending_key: Any, seeded: Any, seed_key: Any) -> Tuple[Any, ...]:
         # Seeded: a new stream from the seed. Unseeded: the auto-reset key the ending step left,
@@ -225,7 +248,6 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
     def reset(state: Any, keys: Any, pending: Any, pending_keys: Any, at: Any, seeded: Any, seed_keys: Any) -> Tuple[Any, ...]:
         obs, new_state, new_keys = jax.vmap(reset_slot)(keys[at], pending[at], pending_keys[at], seeded, seed_keys)
         state = jax.tree.map(lambda s, r: s.at[at].set(r), state, new_state)
-        out = jnp.zeros((keys.shape[0], *obs.shape[1:]), obs.dtype).at[at].set(obs)
-        return state, keys.at[at].set(new_keys), pending.at[at].set(False), out
+        return state, keys.at[at].set(new_keys), pending.at[at].set(False), obs
 
-    return step, reset
+    return step, step_all, reset

@@ -57,18 +57,32 @@ impl BatchEnvs {
         let seed_bytes: Vec<u8> = seeds.iter().flat_map(|s| s.to_le_bytes()).collect();
         let args = (PyBytes::new(py, &codes), PyBytes::new(py, &seed_bytes), PyBytes::new(py, act));
         let answer = self.block.bind(py).call_method1(pyo3::intern!(py, "round"), args)?;
-        let (o, r, f): (PyReadonlyArray2<u8>, PyReadonlyArray1<f64>, PyReadonlyArray1<u8>) = answer.extract()?;
+        let (o, rows, r, f): (PyReadonlyArray2<u8>, Option<PyReadonlyArray1<i64>>, PyReadonlyArray1<f64>, PyReadonlyArray1<u8>) =
+            answer.extract()?;
         let (o, rewards, flags) = (o.as_array(), r.as_slice()?, f.as_slice()?);
         let row = self.ol.row_bytes();
-        if o.nrows() != self.n || o.ncols() > row || rewards.len() != self.n || flags.len() != self.n {
-            let msg = format!("a round answered {} observations of {} bytes for {} slots of {row}", o.nrows(), o.ncols(), self.n);
+        let k = o.ncols();
+        if k > row || rewards.len() != self.n || flags.len() != self.n {
+            let msg =
+                format!("a round answered observations of {k} bytes for rows of {row}, {} rewards for {} slots", rewards.len(), self.n);
             return Err(crate::errors::input_error(msg));
         }
-        let k = o.ncols();
         let src = o.as_slice().ok_or_else(|| crate::errors::input_error("a round's observations are not one contiguous array"))?;
+        // Row j of the answer is slot `rows[j]` (a round of resets answers only those), else slot j.
+        let slots: Vec<usize> = match &rows {
+            Some(rows) => rows.as_slice()?.iter().map(|&s| s as usize).collect(),
+            None => (0..o.nrows()).collect(),
+        };
+        for (j, &slot) in slots.iter().enumerate() {
+            if slot >= self.n {
+                return Err(crate::errors::input_error(format!("a round answered a row for slot {slot} of {}", self.n)));
+            }
+            if codes[slot] != 0 {
+                obs[slot * row..slot * row + k].copy_from_slice(&src[j * k..(j + 1) * k]);
+            }
+        }
         let mut out = Vec::with_capacity(ops.len());
         for &(slot, op) in ops {
-            obs[slot * row..slot * row + k].copy_from_slice(&src[slot * k..(slot + 1) * k]);
             out.push(match op {
                 Op::Step => self.stepped(py, slot, rewards[slot], flags[slot]),
                 Op::Reset(_) => Ok((StepOutcome::default(), self.episodes.started(slot).then(Info::new))),
