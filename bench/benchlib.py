@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib.metadata
 import json
 import os
 import platform
@@ -325,7 +326,10 @@ def module_versions(mods: Iterable[str]) -> dict[str, str]:
         try:
             vers[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001
-            vers[mod] = "not installed"
+            try:  # a package without __version__ (gymnax, craftax): its installed metadata
+                vers[mod] = importlib.metadata.version(mod)
+            except Exception:  # noqa: BLE001
+                vers[mod] = "not installed"
     return vers
 
 

@@ -4,7 +4,8 @@ The JAX envs of the gymnax interface (``reset(key, params)``, ``step(key, state,
 are the first kind: gymnax's envs (``env="gymnax:CartPole-v1"``, ``gymnax:Breakout-MinAtar``, …) and
 Craftax (``env="craftax:Craftax-Classic-Symbolic-v1"``, ``craftax:Craftax-Symbolic-v1``, …).
 ``env_params`` replace fields of the env's own params (``max_steps_in_episode=200``,
-``max_timesteps=1000``).
+``max_timesteps=1000``), except ``pixels``: ``"uint8"`` gives an env's [0, 1] float images
+(Craftax's pixel variants) as uint8 frames, ``round(x × 255)``, which rollway records as video.
 
 **How a block steps.** A block of n env slots (a worker's share of the rollout's envs) is one state
 pytree with n rows, stepped by one jitted, vmapped call a round: every slot's step and reset are
@@ -106,9 +107,15 @@ class JaxSim:
 
         self.id = f"{kind}:{name}"
         self.kind = kind
+        params = dict(params)
+        pixels = params.pop("pixels", "float")
         self.env, self.params = make_sim(kind, name, params)
         self.observation_space = gymnasium_space(self.env.observation_space(self.params))
         self.action_space = gymnasium_space(self.env.action_space(self.params))
+        if pixels == "uint8":
+            self.env, self.observation_space = _Uint8Pixels(self.env), _uint8_space(self.id, self.observation_space)
+        elif pixels != "float":
+            raise ValueError(f"{self.id}: pixels={pixels!r}; it is 'float' (the env's own) or 'uint8'")
         limit = getattr(self.params, "max_steps_in_episode", None) or getattr(self.params, "max_timesteps", None)
         self.spec = {
             "id": self.id, "observation_space": to_json(self.observation_space), "action_space": to_json(self.action_space),
@@ -121,6 +128,41 @@ class JaxSim:
 
     def close(self) -> None:
         pass
+
+
+def _uint8_space(env_id: str, space: Any) -> Any:
+    from gymnasium import spaces
+
+    image = isinstance(space, spaces.Box) and len(space.shape) == 3 and space.shape[2] in (1, 3, 4)
+    if not image or space.dtype.kind != "f" or space.low.min() < 0 or space.high.max() > 1:
+        raise ValueError(f"{env_id}: pixels='uint8' turns [0, 1] float images (H×W×C) into uint8 frames; "
+                         f"its observation space is {space}")
+    return spaces.Box(0, 255, space.shape, np.uint8)
+
+
+class _Uint8Pixels:
+    """An env whose [0, 1] float image observations come as uint8, ``round(x × 255)`` (``pixels="uint8"``):
+    frames, which rollway records as video. Its step and reset are the env's, the image converted."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    @staticmethod
+    def _u8(obs: Any) -> Any:
+        import jax.numpy as jnp
+
+        return jnp.round(jnp.clip(obs, 0.0, 1.0) * 255.0).astype(jnp.uint8)
+
+    def reset_env(self, key: Any, params: Any) -> Tuple[Any, Any]:
+        obs, state = self.env.reset_env(key, params)
+        return self._u8(obs), state
+
+    def step_env(self, key: Any, state: Any, action: Any, params: Any) -> Tuple[Any, ...]:
+        obs, state, reward, done, info = self.env.step_env(key, state, action, params)
+        return self._u8(obs), state, reward, done, info
+
+    def is_truncated(self, state: Any, params: Any) -> Any:
+        return self.env.is_truncated(state, params)
 
 
 class JaxBlock:

@@ -73,9 +73,9 @@ fn h264_frames_round_trip_within_psnr() {
 #[test]
 fn h264_refuses_frames_it_cannot_store_before_writing() {
     let dir = tempfile::tempdir().unwrap();
-    // 15×15 frames: odd sides (yuv420p needs even ones).
+    // 16×16 RGBA frames: h264 stores RGB (odd sides it pads, see h264.rs).
     let (mut spec, _) = episodes("CartPole-v1", "", 1, 5);
-    spec.observation_space = rollway_core::Space::boxed(rollway_core::DType::U8, &[15, 15, 3], 0.0, 255.0).unwrap();
+    spec.observation_space = rollway_core::Space::boxed(rollway_core::DType::U8, &[16, 16, 4], 0.0, 255.0).unwrap();
     let r = rollway_store::DatasetWriter::create(
         dir.path(),
         &spec,
@@ -147,4 +147,46 @@ fn frame_media_can_be_chosen_per_image_key() {
         WriterConfig { frame_media: "observations/depth=h264".into(), ..Default::default() },
     );
     assert!(matches!(r, Err(Error::Unsupported(ref m)) if m.contains("observations/depth")), "{:?}", r.err());
+}
+
+#[test]
+fn h264_stores_odd_sided_frames_padded_and_reads_them_at_their_own_size() {
+    // PixelMine's 64×64 frames cropped to 63×63 (Craftax-Classic's size): odd sides.
+    let (spec, eps) = episodes("PixelMine-v0", "size=64,max_steps=40", 2, 40);
+    let ol = Layout::of(&spec.observation_space);
+    let rgb = ol.leaves().iter().find(|l| l.path == "rgb").unwrap().clone();
+    let mut odd = spec.clone();
+    odd.observation_space = rollway_core::Space::boxed(rollway_core::DType::U8, &[63, 63, 3], 0.0, 255.0).unwrap();
+    let row = Layout::of(&odd.observation_space).row_bytes();
+    let crop = |r: &[u8]| {
+        let mut out: Vec<u8> = (0..63).flat_map(|y| r[rgb.offset + y * 64 * 3..][..63 * 3].to_vec()).collect();
+        out.resize(row, 0);
+        out
+    };
+    let eps: Vec<_> = eps
+        .into_iter()
+        .map(|e| {
+            let mut t = *e.trajectory.clone().unwrap();
+            t.obs = t.obs.chunks_exact(ol.row_bytes()).flat_map(crop).collect();
+            rollway_core::EpisodeResult::from_trajectory(e.run_index, e.run_index, t)
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    write_all(dir.path(), &odd, &eps, WriterConfig { frame_media: "h264".into(), ..Default::default() });
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert!(rollway_store::verify(&ds).problems.is_empty());
+    for e in &eps {
+        let got = ds.read_episode(e.run_index).unwrap();
+        let frames = &got.observations[0].1;
+        assert_eq!(frames.shape, vec![e.length as usize + 1, 63, 63, 3]);
+        for (k, want) in e.trajectory.as_ref().unwrap().obs.chunks_exact(row).enumerate() {
+            let p = rollway_media::psnr(&frames.data[k * 63 * 63 * 3..(k + 1) * 63 * 63 * 3], &want[..63 * 63 * 3]);
+            assert!(p >= MIN_FRAME_PSNR, "episode {} frame {k}: {p:.1} dB", e.run_index);
+        }
+        let entry = ds.entry(e.run_index).unwrap().clone();
+        let fr = &entry.frames["observations"];
+        let mut out = vec![0u8; 5 * 63 * 63 * 3];
+        ds.open_frames("observations", entry.shard).unwrap().frames(fr.start + 3, &mut out, 63 * 63 * 3).unwrap();
+        assert_eq!(out, frames.data[3 * 63 * 63 * 3..8 * 63 * 63 * 3], "a ranged read equals the episode's");
+    }
 }

@@ -2,6 +2,10 @@
 //! starting on a keyframe and keyframes every `keyint` frames after that. A window
 //! of frames costs one seek to the keyframe before it plus at most `keyint` frames
 //! decoded ahead of it. Decoders are kept per shard and reused across calls.
+//!
+//! The codec's 4:2:0 chroma needs even sides: a frame with an odd side (Craftax-Classic's
+//! 63×63) is stored padded by one repeated column or row, and cropped back when read, so
+//! readers see the dataset's own frame size.
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::path::{Path, PathBuf};
@@ -18,9 +22,41 @@ pub struct H264 {
     pub(super) opts: H264Options,
 }
 
+/// The stored video's size: the frame's, each side rounded up to even.
+fn padded(geom: &Geom) -> (usize, usize) {
+    (geom.width + geom.width % 2, geom.height + geom.height % 2)
+}
+
+/// `frame` (RGB, `geom`) padded to even sides by repeating its last column and row.
+fn pad(frame: &[u8], geom: &Geom, out: &mut Vec<u8>) {
+    let (w2, h2) = padded(geom);
+    let row = geom.width * 3;
+    out.clear();
+    for y in 0..h2 {
+        let src = &frame[y.min(geom.height - 1) * row..][..row];
+        out.extend_from_slice(src);
+        if w2 > geom.width {
+            out.extend_from_slice(&src[row - 3..]);
+        }
+    }
+}
+
+/// Calls `f` with a decoded (padded) frame cropped to `geom`, or as it is when unpadded.
+fn cropped(rgb: &[u8], geom: &Geom, buf: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])) {
+    let (w2, _) = padded(geom);
+    if padded(geom) == (geom.width, geom.height) {
+        return f(rgb);
+    }
+    buf.clear();
+    for y in 0..geom.height {
+        buf.extend_from_slice(&rgb[y * w2 * 3..][..geom.width * 3]);
+    }
+    f(buf)
+}
+
 fn frames_of(path: &Path, geom: &Geom) -> Result<Video> {
     let v = mp4::read(path).map_err(|e| codec_err(path, e))?;
-    if (v.width, v.height) != (geom.width, geom.height) {
+    if (v.width, v.height) != padded(geom) {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),
             message: format!("video is {}×{}, the dataset's frames are {}×{}", v.width, v.height, geom.width, geom.height),
@@ -41,16 +77,29 @@ impl FrameMedia for H264 {
         "mp4"
     }
     fn supports(&self, geom: &Geom) -> Result<()> {
-        if geom.channels != 3 || !geom.width.is_multiple_of(2) || !geom.height.is_multiple_of(2) {
+        if geom.channels != 3 {
             return Err(Error::Unsupported(format!(
-                "h264 stores RGB frames with even sides; this key is {}×{}×{} (use lz4, raw or jpeg)",
+                "h264 stores RGB frames; this key is {}×{}×{} (use lz4, raw or jpeg)",
                 geom.height, geom.width, geom.channels
             )));
         }
         Ok(())
     }
     fn encode(&self, frames: &mut dyn Iterator<Item = &[u8]>, geom: &Geom) -> Result<Encoded> {
-        encode(frames, geom.width, geom.height, &self.opts).map(Encoded::H264).map_err(|e| Error::Encode(e.to_string()))
+        let (w2, h2) = padded(geom);
+        let encoded = if (w2, h2) == (geom.width, geom.height) {
+            encode(frames, w2, h2, &self.opts)
+        } else {
+            let padded: Vec<Vec<u8>> = frames
+                .map(|f| {
+                    let mut out = Vec::with_capacity(w2 * h2 * 3);
+                    pad(f, geom, &mut out);
+                    out
+                })
+                .collect();
+            encode(padded.iter().map(|f| &f[..]), w2, h2, &self.opts)
+        };
+        encoded.map(Encoded::H264).map_err(|e| Error::Encode(e.to_string()))
     }
     fn write(&self, path: &Path, geom: &Geom, episodes: &[&Encoded]) -> Result<u64> {
         let streams = episodes
@@ -60,7 +109,8 @@ impl FrameMedia for H264 {
                 Encoded::Blobs(_) => Err(Error::Encode("a blob episode handed to the mp4 writer".into())),
             })
             .collect::<Result<Vec<_>>>()?;
-        mp4::write(path, geom.width, geom.height, self.opts.fps, &streams).map_err(|e| codec_err(path, e))?;
+        let (w2, h2) = padded(geom);
+        mp4::write(path, w2, h2, self.opts.fps, &streams).map_err(|e| codec_err(path, e))?;
         // libavformat closed the file; make it durable before the commit renames it.
         let f = std::fs::File::open(path).map_err(|e| Error::Io { op: "opening", path: path.to_path_buf(), source: e })?;
         f.sync_all().map_err(|e| Error::Io { op: "syncing", path: path.to_path_buf(), source: e })?;
@@ -69,10 +119,12 @@ impl FrameMedia for H264 {
     fn read(&self, path: &Path, geom: &Geom, start: u64, count: u64, out: &mut Vec<u8>) -> Result<()> {
         let v = frames_of(path, geom)?;
         check_count(path, &v, start, count)?;
-        let mut dec = Decoder::new(v.codec, &v.extradata, geom.width, geom.height).map_err(|e| codec_err(path, e))?;
+        let (w2, h2) = padded(geom);
+        let mut dec = Decoder::new(v.codec, &v.extradata, w2, h2).map_err(|e| codec_err(path, e))?;
         out.reserve(count as usize * geom.bytes());
+        let mut buf = Vec::new();
         decode_range(&mut dec, &v.packets, start as i64, (start + count) as i64, &mut |_, rgb| {
-            out.extend_from_slice(rgb);
+            cropped(rgb, geom, &mut buf, &mut |f| out.extend_from_slice(f));
             Ok(())
         })
         .map_err(|e| codec_err(path, e))
@@ -112,9 +164,8 @@ impl H264Shard {
             return Ok(idle.swap_remove(i));
         }
         drop(idle);
-        Decoder::new(self.video.codec, &self.video.extradata, self.geom.width, self.geom.height)
-            .map(Owned)
-            .map_err(|e| codec_err(&self.path, e))
+        let (w2, h2) = padded(&self.geom);
+        Decoder::new(self.video.codec, &self.video.extradata, w2, h2).map(Owned).map_err(|e| codec_err(&self.path, e))
     }
 }
 
@@ -130,8 +181,10 @@ impl FrameShard for H264Shard {
         check_count(&self.path, &self.video, start, count)?;
         let mut d = self.decoder(start as i64)?;
         let mut k = 0usize;
+        let mut buf = Vec::new();
+        let geom = self.geom;
         let r = decode_range(&mut d.0, &self.video.packets, start as i64, (start + count) as i64, &mut |_, rgb| {
-            out[k * frame_bytes..(k + 1) * frame_bytes].copy_from_slice(rgb);
+            cropped(rgb, &geom, &mut buf, &mut |f| out[k * frame_bytes..(k + 1) * frame_bytes].copy_from_slice(f));
             k += 1;
             Ok(())
         });
