@@ -117,6 +117,68 @@ def test_issue68_agents_that_die_leave_their_rows_inactive_and_zero():
     assert died is not None, "no agent died mid-episode in 400 steps"
 
 
+def test_issue68_an_agent_that_joins_mid_episode_takes_its_row_when_it_appears(tmp_path):
+    """An agent that appears mid-episode (and one that leaves) keeps its row: inactive and zeros before
+    it joins, active with its own observations and rewards while live, inactive after it leaves."""
+    # Defined here, not at module level: cloudpickle then sends it by value to the env processes.
+    class Joining:
+        """A ParallelEnv where agent "late" joins at step 3 and "early" leaves at step 5; the episode ends at 8.
+        Each agent observes [its age in steps, the env's step]; rewards are 1 for "early", 2 for "late"."""
+
+        possible_agents = ["early", "late"]
+        metadata = {"name": "joining_v0"}
+
+        def __init__(self):
+            from gymnasium import spaces
+
+            self._obs_space, self._act_space = spaces.Box(0, 100, (2,), np.float32), spaces.Discrete(2)
+            self.agents, self.t, self.born = [], 0, {}
+
+        def observation_space(self, agent):
+            return self._obs_space
+
+        def action_space(self, agent):
+            return self._act_space
+
+        def _obs(self):
+            return {a: np.array([self.t - self.born[a], self.t], np.float32) for a in self.agents}
+
+        def reset(self, seed=None, options=None):
+            self.t, self.agents, self.born = 0, ["early"], {"early": 0}
+            return self._obs(), {a: {} for a in self.agents}
+
+        def step(self, actions):
+            assert set(actions) == set(self.agents), (actions, self.agents)
+            self.t += 1
+            rewards = {a: (1.0 if a == "early" else 2.0) for a in self.agents}
+            terms = {a: (a == "early" and self.t == 5) or self.t == 8 for a in self.agents}
+            truncs = {a: False for a in self.agents}
+            obs = self._obs()
+            self.agents = [a for a in self.agents if not terms[a]]
+            if self.t == 3:
+                self.agents.append("late")
+                self.born["late"] = 3
+                obs["late"] = np.array([0, 3], np.float32)
+            return obs, rewards, terms, truncs, {a: {} for a in self.agents}
+
+        def close(self):
+            pass
+
+    rollway.run(env=Joining, agent="random", episodes=2, seed=1, out=tmp_path / "ds", progress=False)
+    ds = rollway.Dataset(tmp_path / "ds")
+    assert ds.agents == ["early", "late"]
+    for e in ds:
+        active, reward, obs = e.observations["agents/active"], e.observations["agents/reward"], e.observations["obs"]
+        assert e.length == 8
+        np.testing.assert_array_equal(active[:, 0], [1, 1, 1, 1, 1, 0, 0, 0, 0])
+        np.testing.assert_array_equal(active[:, 1], [0, 0, 0, 1, 1, 1, 1, 1, 0])
+        assert not obs[:3, 1].any(), "no observation before the agent joins"
+        np.testing.assert_array_equal(obs[3:, 1, 0], [0, 1, 2, 3, 4, 5])
+        np.testing.assert_array_equal(reward[1:, 0], [1, 1, 1, 1, 1, 0, 0, 0])
+        np.testing.assert_array_equal(reward[1:, 1], [0, 0, 0, 2, 2, 2, 2, 2])
+        np.testing.assert_allclose(e.rewards, reward[1:].sum(1))
+
+
 def test_issue68_agents_with_different_spaces_are_refused_naming_them():
     from gymnasium import spaces
 
