@@ -62,7 +62,7 @@ def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
 
 
 @pytest.mark.parametrize("case,host", [("cartpole", "process"), ("breakout_minatar", "inline"),
-                                       ("craftax_classic", "inline")])
+                                       pytest.param("craftax_classic", "inline", marks=pytest.mark.heavy)])
 def test_issue69_recorded_jax_episodes_equal_the_envs_own_steps(tmp_path, case, host):
     """Each recorded episode, played again in the env's own jitted functions, is equal bit for bit.
     Craftax takes about a minute here: XLA compiles its world's reset and step on the CPU (for the
@@ -120,6 +120,7 @@ def test_issue69_jax_missing_is_an_error_naming_the_fix():
     assert "JAX envs need jax" in p.stdout and "pip install jax" in p.stdout, p.stdout + p.stderr
 
 
+@pytest.mark.heavy
 def test_issue69_craftax_pixels_as_uint8_frames_are_recorded_as_video(tmp_path):
     """pixels='uint8' gives Craftax's [0, 1] float images as uint8 frames, round(x × 255): a frame
     leaf, recorded as H.264 video (63×63: odd sides, stored padded and read back at their own size).
