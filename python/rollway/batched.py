@@ -8,11 +8,12 @@ Craftax (``env="craftax:Craftax-Classic-Symbolic-v1"``, ``craftax:Craftax-Symbol
 (Craftax's pixel variants) as uint8 frames, ``round(x × 255)``, which rollway records as video.
 
 **How a block steps.** A block of n env slots (a worker's share of the rollout's envs) is one state
-pytree with n rows, stepped by one jitted, vmapped call a round: every slot's step and reset are
-computed together and each slot keeps what its op asked for, so a round costs what the env's own
-auto-resetting ``step`` costs over n envs (which also computes a reset for every env). rollway
-writes the observations into its rows straight from the call's output: one copy a step, from
-JAX's buffer into the rows (``np.asarray`` of a CPU array shares its memory).
+pytree with n rows. A round that steps every slot is one jitted, vmapped ``step_env`` over the
+block; a round of resets resets only the slots that start an episode (a Craftax world costs ~40
+steps to make), in a batch padded to a power of two so that few shapes are compiled. The state is
+donated to each call (updated in place). rollway writes the observations into its rows straight
+from the call's output: one copy a step, from JAX's buffer into the rows (``np.asarray`` of a CPU
+array shares its memory).
 
 **Keys: an episode is reproducible from its seed and equals the env's own loop.** Each slot has its
 own key stream:
@@ -42,10 +43,12 @@ IDLE, STEP, RESET, RESET_UNSEEDED = 0, 1, 2, 3
 KINDS = ("gymnax", "craftax")
 
 
-def key_of(seed: int) -> np.ndarray:
+def key_of(seed: Any) -> np.ndarray:
     """The JAX key (a legacy ``uint32[2]`` threefry key) that a reset with ``seed`` starts from:
-    ``jax.random.PRNGKey(seed)`` for seeds below 2³² (and for any seed with ``jax_enable_x64``)."""
-    return np.array([(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF], np.uint32)
+    ``jax.random.PRNGKey(seed)`` for seeds below 2³² (and for any seed with ``jax_enable_x64``).
+    An array of seeds gives their keys, ``[..., 2]``."""
+    s = np.asarray(seed, np.uint64)
+    return np.stack([(s >> np.uint64(32)).astype(np.uint32), (s & np.uint64(0xFFFFFFFF)).astype(np.uint32)], -1)
 
 
 def _jax() -> Any:
@@ -173,7 +176,7 @@ class JaxBlock:
 
         jax = _jax()
         jnp = jax.numpy
-        self.n, self.sim = n, sim
+        self.n = n
         self._acts = RowViews(to_json(sim.action_space))
         self._act_dtype = np.int32 if sim.action_space.shape == () else np.float32
         env, params = sim.env, sim.params
@@ -184,6 +187,7 @@ class JaxBlock:
         self.pending = jnp.zeros(n, bool)
         self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
         self.info_rows: Dict[str, Any] = {}
+        self._info_np: Optional[Dict[str, np.ndarray]] = None  # info_rows as numpy, made at the first info()
         step, step_all, reset = _block_fns(jax, env, params, sim.kind)
         # The state is given up to each call (donated): it is updated in place, not copied.
         self._step, self._step_all = jax.jit(step, donate_argnums=0), jax.jit(step_all, donate_argnums=0)
@@ -197,6 +201,7 @@ class JaxBlock:
         stays for :meth:`info`. A round of the engine either steps every slot or resets some."""
         op = np.frombuffer(ops, np.uint8)
         stepping = op == STEP
+        self._info_np = None
         if stepping.all():
             act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
             (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
@@ -210,8 +215,7 @@ class JaxBlock:
             # batch is padded to a power of two (repeating a slot) so few shapes get compiled.
             at = np.full(1 << (len(resets) - 1).bit_length(), resets[0])
             at[:len(resets)] = resets
-            s = np.frombuffer(seeds, np.uint64)[at]
-            seed_keys = np.stack([(s >> np.uint64(32)).astype(np.uint32), (s & np.uint64(0xFFFFFFFF)).astype(np.uint32)], 1)
+            seed_keys = key_of(np.frombuffer(seeds, np.uint64)[at])
             self.state, self.keys, self.pending, reset_obs = self._reset(
                 self.state, self.keys, self.pending, self.pending_keys, at, op[at] == RESET, seed_keys)
             rows = resets
@@ -236,7 +240,9 @@ class JaxBlock:
 
     def info(self, slot: int) -> str:
         """The latest step's info of ``slot`` as JSON (its scalars: Craftax's achievements, …)."""
-        row = {k: np.asarray(v)[slot] for k, v in self.info_rows.items()}
+        if self._info_np is None:  # once a round, however many slots ended in it
+            self._info_np = {k: np.asarray(v) for k, v in self.info_rows.items()}
+        row = {k: v[slot] for k, v in self._info_np.items()}
         return json.dumps({k: v.item() if v.ndim == 0 else v.tolist() for k, v in row.items()})
 
     def close(self) -> None:
