@@ -43,8 +43,8 @@ fn pad(frame: &[u8], geom: &Geom, out: &mut Vec<u8>) {
 
 /// Calls `f` with a decoded (padded) frame cropped to `geom`, or as it is when unpadded.
 fn cropped(rgb: &[u8], geom: &Geom, buf: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])) {
-    let (w2, _) = padded(geom);
-    if padded(geom) == (geom.width, geom.height) {
+    let (w2, h2) = padded(geom);
+    if (w2, h2) == (geom.width, geom.height) {
         return f(rgb);
     }
     buf.clear();
