@@ -38,14 +38,15 @@ def _value(text: str) -> Any:
         return text
 
 
-def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[], Any]:
+def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[..., Any]:
     """The env factory a setup names."""
     kwargs = {k: _value(v) for k, v in params.items()}
     if pickled:
         import cloudpickle
 
         fn = cloudpickle.loads(pickled)
-        return lambda: fn(**kwargs)
+        # `more`: a vector env's factory is also given num_envs (rollway.batched_vec).
+        return lambda **more: fn(**kwargs, **more)
     kind, _, rest = target.partition(":")
     if kind == "python":
         raise ValueError(f"{target} was a Python callable given to rollway.run(env=...), which a dataset cannot store: "
@@ -56,13 +57,17 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[[],
         from rollway.multiagent import make_pz
 
         return lambda: make_pz(rest, kwargs)
+    if kind == "vec":
+        from rollway.batched_vec import make_vec_of
+
+        return make_vec_of(rest, kwargs)
     module = importlib.import_module(kind)
     obj: Any = module
     for part in rest.split("."):
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a callable that makes an env")
-    return lambda: obj(**kwargs)
+    return lambda **more: obj(**kwargs, **more)
 
 
 def _gym_make(env_id: str, kwargs: Dict[str, Any]) -> Any:
@@ -189,6 +194,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
     names the Rust side that steps them."""
     from rollway.batched import KINDS, JaxSim
+    from rollway.batched_vec import VecSim, is_vector_env
     from rollway.multiagent import rows_of
     from rollway.spaces import dump_info, env_spec, packer, unpacker
 
@@ -204,7 +210,15 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
         env = game.make()
         return game, env, json.dumps(game.spec(env)), None, None, dump_info
     make = resolve(setup["target"], setup["params"], pickled)
-    env = make()
+    try:
+        env = make()
+    except TypeError as e:
+        if "num_envs" not in str(e):
+            raise
+        env = make(num_envs=1)  # a vector env's factory that needs its size
+    if is_vector_env(env):  # a batch of envs in one object: stepped a block a call, as JAX envs are
+        vec = VecSim(make, env, setup["target"])
+        return vec, vec, json.dumps(vec.spec), None, None, dump_info
     make, env = rows_of(make, env)  # a PettingZoo ParallelEnv: its agents as rows of one env
     for m in ("reset", "step"):
         if not callable(getattr(env, m, None)):

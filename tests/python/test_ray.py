@@ -221,6 +221,20 @@ def test_issue68_a_pettingzoo_env_runs_on_ray_as_one_env_whose_rows_are_its_agen
         np.testing.assert_array_equal(local[i].observations["agents/reward"], ray[at[e["run_index"]]].observations["agents/reward"])
 
 
+@pytest.mark.parametrize("env,params", [("gymnax:CartPole-v1", {"max_steps_in_episode": 40}),
+                                        ("vec:CartPole-v1", {"max_episode_steps": 40})])
+def test_issue69_a_batched_simulator_runs_on_ray_as_it_runs_here(cluster, tmp_path, env, params):
+    """A JAX env and a Gymnasium vector env on Ray actors, each actor's block one batch: the same
+    episodes as a local run."""
+    if env.startswith("gymnax"):
+        pytest.importorskip("gymnax")
+    job = dict(env=env, env_params=params, agent="random", episodes=8, seed=69, workers=1, envs_per_worker=2)
+    rollway.run(**job, out=tmp_path / "local", progress=False)
+    s = rollway.ray.run(**job, out=tmp_path / "ray", num_actors=2, progress=False)
+    assert s.complete and s.episodes == 8
+    assert fingerprints(tmp_path / "ray") == fingerprints(tmp_path / "local")
+
+
 def test_ray_errors_are_clear(tmp_path):
     code = ("import rollway.ray, sys\n"
             "try:\n"

@@ -1,0 +1,138 @@
+"""Batched simulators (issue 69): Gymnasium vector envs, a block of envs stepped in one call.
+
+The golden data is the vector env's own loop: each recorded episode (or each slot's run of episodes)
+is played again in a vector env of one env, made the same way and in the same autoreset mode, with
+the recorded seed and actions, going through the env's own autoreset; every observation, reward and
+end must equal what rollway recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Dict
+
+import gymnasium
+import numpy as np
+import pytest
+
+import rollway
+
+LIMIT = 15  # CartPole cut at 15 steps: random episodes both fall (terminated) and are cut (truncated)
+
+
+def cartpole(mode: str = "sync", autoreset: str = "NextStep", **more: Any) -> Any:
+    """A factory rollway calls with num_envs (functools.partial pickles to the env processes)."""
+    return functools.partial(gymnasium.make_vec, "CartPole-v1", vectorization_mode=mode, max_episode_steps=LIMIT,
+                             vector_kwargs={"autoreset_mode": autoreset}, **more)
+
+
+def one_env(autoreset: str) -> Any:
+    return gymnasium.make_vec("CartPole-v1", num_envs=1, vectorization_mode="sync", max_episode_steps=LIMIT,
+                              vector_kwargs={"autoreset_mode": autoreset})
+
+
+@pytest.mark.parametrize("autoreset,host", [("NextStep", "process"), ("SameStep", "inline"), ("Disabled", "process")])
+def test_issue69_recorded_vector_env_episodes_equal_the_envs_own_loop(tmp_path, autoreset, host):
+    """rollway.run seeds every episode: each one, replayed from its seed in the vector env's own loop
+    with the recorded actions, is the same step for step; both kinds of end are seen."""
+    out = tmp_path / "ds"
+    s = rollway.run(env=cartpole(autoreset=autoreset), agent="random", episodes=12, seed=5, out=out,
+                    envs_per_worker=4, host=host, progress=False)
+    assert s.episodes == 12
+    ds = rollway.Dataset(out)
+    assert ds.verify()["problems"] == []
+    ends = set()
+    for e in ds:
+        vec = one_env(autoreset)
+        obs, _ = vec.reset(seed=[int(e.seed)])
+        seen, rewards = [obs[0]], []
+        for a in e.actions:
+            obs, r, term, trunc, info = vec.step(np.array([a]))
+            seen.append(info["final_obs"][0] if autoreset == "SameStep" and (term[0] or trunc[0]) else obs[0])
+            rewards.append(float(r[0]))
+        np.testing.assert_array_equal(e.observations, np.stack(seen), err_msg=f"seed {e.seed}")
+        np.testing.assert_array_equal(e.rewards, rewards)
+        assert not e.terminated[:-1].any() and not e.truncated[:-1].any()
+        assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == (bool(term[0]), bool(trunc[0]))
+        ends.add((bool(term[0]), bool(trunc[0])))
+    assert {(True, False), (False, True)} <= ends, ends
+
+
+def first_seeds(tmp_path, n: int, seed: int) -> Dict[int, int]:
+    """The seed a rollout seeded with ``seed`` gives each slot's first episode (episode i, as
+    rollway.run seeds its episode i), read off such a run."""
+    out = tmp_path / "seeds"
+    rollway.run(env=cartpole(), agent="random", episodes=n, seed=seed, out=out, envs_per_worker=n, host="inline",
+                progress=False)
+    return {e["run_index"]: int(e["seed"]) for e in rollway.Dataset(out).episodes}
+
+
+@pytest.mark.parametrize("autoreset", ["NextStep", "SameStep"])
+def test_issue69_a_rollout_of_a_vector_env_runs_through_its_own_autoreset(tmp_path, autoreset):
+    """A Rollout that seeds only each env's first episode lets each env go on as the env's own
+    autoreset does: slot by slot, its fragments equal one env of the vector env's own loop, with the
+    same actions, going through that mode's autoreset (NextStep's extra step that starts the next
+    episode; SameStep's final_obs)."""
+    n, seed = 4, 9
+    with rollway.Rollout(cartpole(autoreset=autoreset), "random", num_envs=n, steps_per_fragment=32, seed=seed,
+                         seed_each_episode=False) as r:
+        frags = [r.collect() for _ in range(3)]
+    assert sum(int(f.dones.sum()) for f in frags) >= 2 * n
+    seeds = first_seeds(tmp_path, n, seed)
+    for slot in range(n):
+        vec = one_env(autoreset)
+        obs, _ = vec.reset(seed=[seeds[slot]])
+        for f in frags:
+            finals = iter(f.final_obs[f.finished["env"] == slot])
+            np.testing.assert_array_equal(f.obs[0, slot], obs[0], err_msg=f"slot {slot}")
+            for t in range(f.steps):
+                obs, reward, term, trunc, info = vec.step(np.array([f.actions[t, slot]]))
+                assert (reward[0], term[0], trunc[0]) == (f.rewards[t, slot], f.terminated[t, slot], f.truncated[t, slot])
+                if term[0] or trunc[0]:
+                    final = info["final_obs"][0] if autoreset == "SameStep" else obs[0]
+                    np.testing.assert_array_equal(next(finals), final, err_msg=f"slot {slot} step {t}")
+                    assert (np.abs(final) > 0.05).any()  # the ending step's own, not a reset's
+                    if autoreset == "NextStep":  # the env's own next step starts the next episode
+                        obs, reward, _, _, _ = vec.step(np.array([0]))
+                        assert reward[0] == 0
+                np.testing.assert_array_equal(f.obs[t + 1, slot], obs[0], err_msg=f"slot {slot} step {t}")
+
+
+def test_issue69_vec_ids_record_a_spec_gymnasium_rebuilds(tmp_path):
+    """``vec:ID`` is make_vec(ID, vectorization_mode="sync"); the dataset's spec is one env's, so
+    Gymnasium (and Minari's recover_environment) makes that env from it, time limit included."""
+    out = tmp_path / "ds"
+    rollway.run(env="vec:CartPole-v1", env_params={"max_episode_steps": 20}, agent="random", episodes=6, seed=1,
+                out=out, envs_per_worker=3, progress=False)
+    ds = rollway.Dataset(out)
+    assert ds.verify()["problems"] == [] and len(ds) == 6
+    assert max(len(e.actions) for e in ds) <= 20
+    meta = json.loads((out / "rollway.json").read_text())
+    spec = gymnasium.envs.registration.EnvSpec.from_json(meta["env"]["gymnasium_spec"])
+    env = gymnasium.make(spec)
+    assert env.spec.max_episode_steps == 20 and env.observation_space == ds.observation_space
+
+
+class Differing(gymnasium.vector.SyncVectorEnv):
+    """A vector env whose batch space is not its single space's: the envs' spaces differ."""
+
+    def __init__(self, num_envs: int = 2) -> None:
+        super().__init__([lambda: gymnasium.make("CartPole-v1")] * num_envs)
+        self.observation_space = gymnasium.spaces.Box(-1, 1, (num_envs, 5), np.float32)
+
+
+@pytest.mark.parametrize("factory,message", [
+    (functools.partial(gymnasium.make_vec, "CartPole-v1"),
+     r"CartPoleVectorEnv, which resets its envs in NextStep mode and does not reset some of them alone.*"
+     r"vectorization_mode='sync'"),
+    (lambda num_envs: gymnasium.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync"),
+     r"was asked for \d+ envs and made 3"),
+    (lambda: gymnasium.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync"),
+     r"rollway calls its factory with num_envs="),
+    (Differing, r"observation_space is not \d+ copies of its single_observation_space"),
+], ids=["reset_mask", "batch_size", "num_envs", "spaces"])
+def test_issue69_vector_envs_rollway_cannot_step_are_input_errors_naming_the_fix(factory, message):
+    with pytest.raises(rollway.InputError, match=message):
+        with rollway.Rollout(factory, "random", num_envs=4, host="inline") as r:
+            r.collect()
