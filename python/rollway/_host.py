@@ -8,7 +8,8 @@ setup's target into an env factory and read the first env's spec.
 
 Targets: ``gym:ID`` (``gymnasium.make(ID, **params)``), ``atari:GAME`` (ALE with
 rollway's own preprocessing, see ``rollway._atari``), ``pz:MODULE`` (a PettingZoo env's
-``parallel_env(**params)``, see ``rollway.multiagent``), ``module:callable``
+``parallel_env(**params)``, see ``rollway.multiagent``), ``vec:ID`` (a Gymnasium vector env,
+``rollway.batched_vec``), ``vmas:SCENARIO`` (``rollway.batched_torch``), ``module:callable``
 (``callable(**params)``), or a callable pickled with cloudpickle (``rollway.run(env=f)``).
 A ``ParallelEnv`` any of them makes runs as one env whose rows are its agents.
 
@@ -61,6 +62,10 @@ def resolve(target: str, params: Dict[str, str], pickled: bytes) -> Callable[...
         from rollway.batched_vec import make_vec_of
 
         return make_vec_of(rest, kwargs)
+    if kind == "vmas":
+        from rollway.batched_torch import make_vmas_of
+
+        return make_vmas_of(rest, kwargs)
     module = importlib.import_module(kind)
     obj: Any = module
     for part in rest.split("."):
@@ -194,6 +199,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
     names the Rust side that steps them."""
     from rollway.batched import KINDS, JaxSim
+    from rollway.batched_torch import TorchSim, is_vmas_env
     from rollway.batched_vec import VecSim, is_vector_env
     from rollway.multiagent import rows_of
     from rollway.spaces import dump_info, env_spec, packer, unpacker
@@ -219,6 +225,9 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     if is_vector_env(env):  # a batch of envs in one object: stepped a block a call, as JAX envs are
         vec = VecSim(make, env, setup["target"])
         return vec, vec, json.dumps(vec.spec), None, None, dump_info
+    if is_vmas_env(env):  # a torch batch of multi-agent envs: the same, with agents as rows
+        torch_sim = TorchSim(make, env, setup["target"])
+        return torch_sim, torch_sim, json.dumps(torch_sim.spec), None, None, dump_info
     make, env = rows_of(make, env)  # a PettingZoo ParallelEnv: its agents as rows of one env
     for m in ("reset", "step"):
         if not callable(getattr(env, m, None)):

@@ -95,24 +95,30 @@ class VecSim:
 
     def sized(self, n: int) -> Any:
         """The factory's vector env of ``n`` envs; one of another size is an error."""
-        try:
-            vec = self.make(num_envs=n)
-        except TypeError as e:
-            if "num_envs" not in str(e):
-                raise
-            raise TypeError(f"{self.name} made a VectorEnv; rollway calls its factory with num_envs= (each block's "
-                            f"size), which it does not take ({e}): take num_envs, as gymnasium.make_vec does") from None
-        if getattr(vec, "num_envs", None) != n:
-            vec.close()
-            raise ValueError(f"{self.name} was asked for {n} envs and made {getattr(vec, 'num_envs', None)}: a batched "
-                             "env's factory must make exactly num_envs envs")
-        return vec
+        return make_batch(self.make, n, self.name, "a VectorEnv", "as gymnasium.make_vec does")
 
     def block(self, n: int) -> "VecBlock":
         return VecBlock(self, self.sized(n), n)
 
     def close(self) -> None:
         pass
+
+
+def make_batch(make: Callable[..., Any], n: int, name: str, what: str, like: str) -> Any:
+    """``make(num_envs=n)``, a batched env of ``n`` envs (``what`` it is, a factory ``like`` which to
+    follow); a factory that takes no ``num_envs`` or makes another number is an error naming the fix."""
+    try:
+        env = make(num_envs=n)
+    except TypeError as e:
+        if "num_envs" not in str(e):
+            raise
+        raise TypeError(f"{name} made {what}; rollway calls its factory with num_envs= (each block's size), which it "
+                        f"does not take ({e}): take num_envs, {like}") from None
+    if getattr(env, "num_envs", None) != n:
+        env.close() if callable(getattr(env, "close", None)) else None
+        raise ValueError(f"{name} was asked for {n} envs and made {getattr(env, 'num_envs', None)}: a batched "
+                         "env's factory must make exactly num_envs envs")
+    return env
 
 
 class _SpecView:

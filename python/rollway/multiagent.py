@@ -64,37 +64,50 @@ def make_pz(module_name: str, kwargs: Dict[str, Any]) -> Any:
                          f"({e}); rollway runs parallel envs, where every live agent acts each step") from None
 
 
+def shared_agent_spaces(name: str, agents: List[str], obs: List[Any], act: List[Any]) -> Tuple[Any, Any]:
+    """The observation and action space every agent has (``obs[i]``, ``act[i]``: agent ``agents[i]``'s),
+    or a ``ValueError`` naming an agent that differs from the first."""
+    for kind, of in (("observation", obs), ("action", act)):
+        differ = [i for i, space in enumerate(of) if space != of[0]]
+        if differ:
+            i = differ[0]
+            raise ValueError(f"{name}: agent {agents[i]!r} has {kind} space {of[i]}, agent {agents[0]!r} {of[0]}: "
+                             "rollway runs agents that share their spaces (rows of one batch)")
+    return obs[0], act[0]
+
+
+def agent_row_spaces(agent_obs: Any, agent_act: Any, k: int) -> Tuple[Any, Any]:
+    """The observation and action spaces of an env whose ``k`` agents share ``agent_obs`` and
+    ``agent_act``, as rows (the module docs): what PettingZoo envs and VMAS's
+    (``rollway.batched_torch``) are recorded as, so that both are read the same way."""
+    from gymnasium import spaces
+    from gymnasium.vector.utils import batch_space
+
+    flag = spaces.MultiBinary(k)
+    status = spaces.Dict({"active": flag, "reward": spaces.Box(-np.inf, np.inf, (k,), np.float64),
+                          "terminated": flag, "truncated": flag})
+    return spaces.Dict({OBS_KEY: batch_space(agent_obs, k), AGENTS_KEY: status}), batch_space(agent_act, k)
+
+
 class AgentRows(gym.Env):  # type: ignore[type-arg]
     """A PettingZoo ``ParallelEnv`` as one Gymnasium env whose rows are its agents (see the module
     docs). ``possible_agents`` names the rows. Being a Gymnasium env, it can be recorded by
     :class:`rollway.DataCollector` too: ``DataCollector(AgentRows(env), path)``."""
 
     def __init__(self, env: Any) -> None:
-        from gymnasium import spaces
-        from gymnasium.vector.utils import batch_space
-
         self.env = env
         self.possible_agents: List[str] = list(env.possible_agents)
         if not self.possible_agents:
             raise ValueError(f"{type(env).__name__} has no possible_agents: nothing to run")
-        first = self.possible_agents[0]
-        self.agent_observation_space = env.observation_space(first)
-        self.agent_action_space = env.action_space(first)
-        for kind, space, of in (("observation", self.agent_observation_space, env.observation_space),
-                                ("action", self.agent_action_space, env.action_space)):
-            differ = [a for a in self.possible_agents if of(a) != space]
-            if differ:
-                raise ValueError(f"{type(env).__name__}: agent {differ[0]!r} has {kind} space {of(differ[0])}, agent "
-                                 f"{first!r} {space}: rollway runs agents that share their spaces (rows of one batch)")
+        self.agent_observation_space, self.agent_action_space = shared_agent_spaces(
+            type(env).__name__, self.possible_agents, [env.observation_space(a) for a in self.possible_agents],
+            [env.action_space(a) for a in self.possible_agents])
         k = len(self.possible_agents)
         self.k = k
         self._rows = {a: i for i, a in enumerate(self.possible_agents)}
-        self.stacked_observation_space = batch_space(self.agent_observation_space, k)
-        self.action_space = batch_space(self.agent_action_space, k)
-        flag = spaces.MultiBinary(k)
-        status = spaces.Dict({"active": flag, "reward": spaces.Box(-np.inf, np.inf, (k,), np.float64),
-                              "terminated": flag, "truncated": flag})
-        self.observation_space = spaces.Dict({OBS_KEY: self.stacked_observation_space, AGENTS_KEY: status})
+        self.observation_space, self.action_space = agent_row_spaces(self.agent_observation_space,
+                                                                     self.agent_action_space, k)
+        self.stacked_observation_space = self.observation_space[OBS_KEY]  # type: ignore[index]
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
         # The id rollway records (rollway.spaces.env_spec): PettingZoo's name for the env

@@ -222,12 +222,13 @@ def test_issue68_a_pettingzoo_env_runs_on_ray_as_one_env_whose_rows_are_its_agen
 
 
 @pytest.mark.parametrize("env,params", [("gymnax:CartPole-v1", {"max_steps_in_episode": 40}),
-                                        ("vec:CartPole-v1", {"max_episode_steps": 40})])
+                                        ("vec:CartPole-v1", {"max_episode_steps": 40}),
+                                        ("vmas:balance", {"max_steps": 20})])
 def test_issue69_a_batched_simulator_runs_on_ray_as_it_runs_here(cluster, tmp_path, env, params):
-    """A JAX env and a Gymnasium vector env on Ray actors, each actor's block one batch: the same
-    episodes as a local run."""
-    if env.startswith("gymnax"):
-        pytest.importorskip("gymnax")
+    """A JAX env, a Gymnasium vector env and a VMAS env on Ray actors, each actor's block one batch:
+    the same episodes as a local run."""
+    if env.startswith(("gymnax", "vmas")):
+        pytest.importorskip(env.split(":")[0])
     job = dict(env=env, env_params=params, agent="random", episodes=8, seed=69, workers=1, envs_per_worker=2)
     rollway.run(**job, out=tmp_path / "local", progress=False)
     s = rollway.ray.run(**job, out=tmp_path / "ray", num_actors=2, progress=False)

@@ -69,8 +69,9 @@ pub struct RunOptions {
     /// `--env-opt` as `gymnasium.make` keyword arguments), `pz:MODULE` (a PettingZoo env,
     /// `MODULE.parallel_env(...)`: one env whose rows are its agents), a batched simulator stepping
     /// a block of envs a call (`vec:ID`: `gymnasium.make_vec`; `gymnax:NAME`, `craftax:NAME`: JAX
-    /// envs) or `module:callable` (a Python function making a Gymnasium env, or taking `num_envs`
-    /// and making a Gymnasium vector env); Python envs run in worker processes using
+    /// envs; `vmas:SCENARIO`: VMAS's torch envs, agents as rows) or `module:callable` (a Python
+    /// function making a Gymnasium env, or taking `num_envs` and making a batched one); Python envs
+    /// run in worker processes using
     /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
     #[cfg_attr(feature = "clap", arg(long))]
     pub env: Option<String>,
