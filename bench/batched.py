@@ -8,6 +8,8 @@
   host="inline")``, fragments of 32 steps (one block of N: one jitted call a round, resets only for
   the envs that start an episode);
 - **rollway recording**: the same Rollout recording every episode into a dataset (``out=``);
+- **the dataset writer alone**: rows of the env's size, in episodes of its mean length, committed by
+  rollway's writer with no env (``crates/store/examples/writer_ceiling.rs``): what recording can reach;
 - **Minari DataCollector**: Minari's own recorder on one env of the same kind (the env's jitted
   ``reset_env`` / ``step_env`` behind a Gymnasium env), the way a Gymnasium user records it today,
   its ``create_dataset`` included.
@@ -28,7 +30,7 @@ import statistics
 import tempfile
 import time
 
-from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, write_report
+from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, write_report, writer_ceiling
 
 T = 32
 # Warm-up seconds per env kind: long enough that every reset batch size the run meets is compiled.
@@ -101,6 +103,14 @@ def rollway_rate(env: str, n: int, seconds: float, record: bool = False) -> floa
             shutil.rmtree(out, ignore_errors=True)
 
 
+def writer_rate(env: str, n: int, seconds: float) -> float:
+    """The dataset writer alone, for this env's rows and episode length (no env): env steps/s."""
+    import rollway
+
+    with rollway.Rollout(env, "random", num_envs=n, steps_per_fragment=T, seed=1, workers=1, host="inline") as r:
+        return writer_ceiling(r, seconds)
+
+
 def minari_rate(env: str, n: int, seconds: float) -> float:
     """Minari's DataCollector on one env (N does not apply): steps/s, its create_dataset included."""
     import gymnasium as gym
@@ -158,6 +168,7 @@ SYSTEMS = {
     "step_env only (no resets: the ceiling)": lambda env, n, s: own_rate(env, n, s, reset_every_step=False),
     "rollway Rollout": rollway_rate,
     "rollway Rollout, recording every episode": lambda env, n, s: rollway_rate(env, n, s, record=True),
+    "dataset writer alone (this env's rows, no env: recording's cap)": writer_rate,
     "Minari DataCollector (one env)": minari_rate,
 }
 BASE = "rollway Rollout"

@@ -224,6 +224,41 @@ def fresh_process_rate(script: str, system: str, n: int, seconds: float) -> floa
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def writer_ceiling(rollout, seconds: float, episodes: int = 8) -> float:
+    """The dataset writer's own ceiling for ``rollout``'s rows: env steps/s that the writer alone
+    commits (``crates/store/examples/writer_ceiling.rs``: no env, episodes built once), for rows of
+    the rollout's observation size (the rows of its last fragment, in turn), in episodes as long as
+    the rollout's own (their mean over fragments until ``episodes`` have ended). The bench's
+    run_*.sh builds the example."""
+    from rollway.spaces import leaves, to_json
+
+    import tempfile
+
+    import numpy as np
+
+    row = leaves(to_json(rollout.single_observation_space))[1]
+    ended = taken = 0
+    while ended < episodes:
+        f = rollout.collect()
+        ended, taken = ended + int(f.dones.sum()), taken + f.dones.size
+    length = max(1, round(taken / ended))
+    # The last fragment's observation rows, as the rollout packed them (every leaf views one buffer).
+    a = f.obs if isinstance(f.obs, np.ndarray) else next(iter(f.obs.values()))
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    rows = np.ascontiguousarray(a).reshape(-1).view(np.uint8)[:(f.steps + 1) * f.envs * row]
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+    binary = os.path.join(target, "release", "examples", "writer_ceiling")
+    with tempfile.NamedTemporaryFile(suffix=".rows") as file:
+        file.write(rows)
+        file.flush()
+        p = subprocess.run([binary, str(row), str(length), str(max(1, round(seconds))), file.name], capture_output=True,
+                           text=True, timeout=seconds * 10 + 300)
+    if p.returncode != 0:
+        raise RuntimeError(f"writer_ceiling {row} {length} failed (exit {p.returncode}): {p.stderr[-2000:]}")
+    return float(json.loads(p.stdout.strip().splitlines()[-1])["steps_per_s"])
+
+
 def alternating_medians(systems: Iterable[str], reps: int, measure) -> dict:
     """Each system measured ``reps`` times by ``measure(system)``, the systems alternating; the median of each."""
     rates: dict = {s: [] for s in systems}

@@ -8,6 +8,8 @@
 - **rollway**: ``rollway.Rollout("pz:MODULE", "random", num_envs=N)``, fragments of 64 steps (4 for
   pistonball, whose observations are 3.3 MB an env step) (``host``
   as it comes: auto), and the same recording every episode into a dataset (``out=``);
+- **the dataset writer alone**: rows of the env's size, in episodes of its mean length, committed by
+  rollway's writer with no env (``crates/store/examples/writer_ceiling.rs``): what recording can reach;
 - **the ceiling**: one plain PettingZoo loop per core, all at once, no framework ("bare loops").
 
 The peers get actions drawn before the timed loop (a zero-cost policy); rollway's ``random`` agent
@@ -29,7 +31,8 @@ import statistics
 import tempfile
 import warnings
 
-from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, timed_steps, usable_cores, write_report
+from benchlib import (fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, timed_steps, usable_cores,
+                      write_report, writer_ceiling)
 
 GAMES = {
     "pistonball": ("pettingzoo.butterfly.pistonball_v6", {}),
@@ -121,6 +124,16 @@ def rollway_rate(game: str, n: int, seconds: float, record: bool = False) -> flo
             shutil.rmtree(out, ignore_errors=True)
 
 
+def writer_rate(game: str, n: int, seconds: float) -> float:
+    """The dataset writer alone, for this env's rows and episode length (no env): agent steps/s."""
+    import rollway
+
+    module, params = GAMES[game]
+    with rollway.Rollout(f"pz:{module}", "random", num_envs=n, steps_per_fragment=STEPS.get(game, T), seed=1,
+                         env_params=params) as r:
+        return writer_ceiling(r, seconds) * agents_of(game)
+
+
 def bare_loop(game: str, seconds: float, q) -> None:
     """One plain PettingZoo loop (random actions drawn before it), agent steps/s, put on ``q``."""
     import time
@@ -162,6 +175,7 @@ SYSTEMS = {
     "PufferLib 3 (Multiprocessing, a worker per core)": pufferlib_rate,
     "rollway Rollout": rollway_rate,
     "rollway Rollout, recording every episode": lambda g, n, s: rollway_rate(g, n, s, record=True),
+    "dataset writer alone (this env's rows, no env: recording's cap)": writer_rate,
 }
 
 

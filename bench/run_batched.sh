@@ -10,4 +10,6 @@ venv="$here/.venv"
 # gymnax pins gymnasium<1.4 and brings plotting; flax is needed for flax.struct only.
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps gymnax==1.0.1 craftax==1.6.1 flax==0.12.8 seaborn==0.13.2
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$here/.."
+# The dataset writer alone, the cap of recording (benchlib.writer_ceiling runs it).
+(cd "$here/.." && cargo build --release --locked --quiet -p rollway-store --example writer_ceiling)
 cd "$here" && exec "$venv/bin/python" batched.py "$@"

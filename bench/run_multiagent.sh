@@ -9,4 +9,6 @@ venv="$here/.venv"
 # pufferlib-core without its dependencies: its vector module needs numpy, gymnasium and psutil only.
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps pufferlib-core==3.0.23
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$here/.."
+# The dataset writer alone, the cap of recording (benchlib.writer_ceiling runs it).
+(cd "$here/.." && cargo build --release --locked --quiet -p rollway-store --example writer_ceiling)
 cd "$here" && exec "$venv/bin/python" multiagent.py "$@"

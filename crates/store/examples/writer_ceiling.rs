@@ -3,12 +3,15 @@
 //! benchmarks that record (`bench/batched.py`, `bench/multiagent.py`) run this beside the env, with
 //! their env's row size and episode length, to name the cap where recording falls short.
 //!
-//!     cargo run --release -p rollway-store --example writer_ceiling -- ROW_BYTES EPISODE_STEPS [SECONDS]
+//!     cargo run --release -p rollway-store --example writer_ceiling -- ROW_BYTES EPISODE_STEPS [SECONDS [ROWS_FILE]]
 //!
-//! One episode is built once (rows that compress like frames: one value, a seventh of the bytes
-//! noise) and sent again and again for SECONDS, from this thread, while the writer thread encodes
-//! and commits, as a run's would (default settings: Parquet with Snappy, large leaves as binary).
-//! Prints one JSON line: steps/s and MB/s of observations, committed, with every commit included.
+//! One episode is built once, of the env's own rows where ROWS_FILE holds some (packed rows back to
+//! back, used in turn: Snappy's speed depends on what it compresses), else of rows that compress
+//! like frames (one value, a seventh of the bytes noise), and sent again and again for SECONDS,
+//! from this thread (a copy an episode, as a recording makes its episodes), while the writer thread
+//! encodes and commits, as a run's would (default settings: Parquet with Snappy, large leaves as
+//! binary; a queue of two episodes, so that the copies do not run ahead into memory). Prints one
+//! JSON line: steps/s and MB/s of observations, committed, with every commit included.
 
 use std::time::Instant;
 
@@ -16,8 +19,9 @@ use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, Space, Trajectory};
 use rollway_store::{DatasetWriter, WriterConfig};
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers: ROW_BYTES EPISODE_STEPS [SECONDS]")).collect();
-    let (row, steps, seconds) = (args[0], args[1], args.get(2).copied().unwrap_or(5));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse().expect("ROW_BYTES EPISODE_STEPS [SECONDS [ROWS_FILE]]"));
+    let (row, steps, seconds) = (num(0, 0), num(1, 0), num(2, 5));
     let spec = EnvSpec {
         id: format!("writer-ceiling-{row}"),
         observation_space: Space::boxed(DType::U8, &[row], 0.0, 255.0).expect("a Box"),
@@ -29,24 +33,23 @@ fn main() {
         agents: None,
     };
     let act_row = Layout::of(&spec.action_space).row_bytes();
-    let mut x = 1u32;
-    let obs = (0..row * (steps + 1))
-        .map(|i| {
-            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            if i % 7 == 0 {
-                (x >> 24) as u8
-            } else {
-                87
-            }
-        })
-        .collect();
+    // Rows are padded to the layout's alignment: a row of 5,380 bytes takes 5,392.
+    let obs_row = Layout::of(&spec.observation_space).row_bytes();
+    let obs = match args.get(3) {
+        Some(path) => {
+            let rows = std::fs::read(path).expect("ROWS_FILE read");
+            assert!(rows.len() >= obs_row && rows.len() % obs_row == 0, "ROWS_FILE holds whole rows of {obs_row} bytes");
+            rows.chunks_exact(obs_row).cycle().take(steps + 1).flatten().copied().collect()
+        }
+        None => frame_like(obs_row * (steps + 1)),
+    };
     let mut t = Trajectory { obs, actions: vec![0; act_row * steps], rewards: vec![1.0; steps], ..Default::default() };
     t.terminations = vec![false; steps];
     t.truncations = vec![false; steps];
     t.terminations[steps - 1] = true;
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let w = DatasetWriter::create(dir.path(), &spec, "writer-ceiling", 0, serde_json::json!({}), WriterConfig::default())
-        .expect("a dataset");
+    let cfg = WriterConfig { queue: 2, ..Default::default() };
+    let w = DatasetWriter::create(dir.path(), &spec, "writer-ceiling", 0, serde_json::json!({}), cfg).expect("a dataset");
     let start = Instant::now();
     let mut episodes = 0u64;
     while start.elapsed().as_secs_f64() < seconds as f64 {
@@ -60,7 +63,22 @@ fn main() {
         "{}",
         serde_json::json!({
             "row_bytes": row, "episode_steps": steps, "episodes": stats.episodes, "seconds": took,
-            "steps_per_s": rate, "obs_mb_per_s": rate * row as f64 / 1e6,
+            "steps_per_s": rate, "obs_mb_per_s": rate * obs_row as f64 / 1e6,
         })
     );
+}
+
+/// `n` bytes that compress like frames: one value, a seventh of them noise.
+fn frame_like(n: usize) -> Vec<u8> {
+    let mut x = 1u32;
+    (0..n)
+        .map(|i| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            if i % 7 == 0 {
+                (x >> 24) as u8
+            } else {
+                87
+            }
+        })
+        .collect()
 }
