@@ -142,3 +142,17 @@ def test_issue69_craftax_pixels_as_uint8_frames_are_recorded_as_video(tmp_path):
     mse = ((e.observations.astype(float) - expected) ** 2).reshape(len(expected), -1).mean(1)
     psnr = 10 * np.log10(255.0 ** 2 / np.maximum(mse, 1e-9))
     assert psnr.min() > 23 and psnr.mean() > 25, psnr
+
+
+@pytest.mark.heavy
+def test_issue69_the_craftax_ppo_example_learns_to_unlock_more_achievements():
+    """rollway.examples.ppo_craftax (PureJaxRL's Craftax recipe, the learner in torch) for 40 updates of
+    128 envs × 32 steps: the achievements unlocked an episode rise from the first 10 updates' to the last
+    10's (2.74 to 3.92 at seed 1, 2.77 to 4.02 at seed 2). The same run with a learning rate of 0, a
+    policy that never changes, went 2.14 to 2.38 over the same windows: the early windows see only the
+    episodes that ended soon."""
+    from rollway.examples.ppo_craftax import train
+
+    r = train(total_steps=40 * 128 * 32, envs=128, steps=32, width=128, seed=1, log=False)
+    assert r["steps"] == 40 * 128 * 32 and r["episodes"] > 500, r
+    assert r["last_achievements"] > r["first_achievements"] + 0.8 and r["last_achievements"] > 3.2, r
