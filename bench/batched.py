@@ -7,9 +7,12 @@
 - **rollway Rollout**: ``rollway.Rollout("KIND:NAME", "random", num_envs=N, workers=1,
   host="inline")``, fragments of 32 steps (one block of N: one jitted call a round, resets only for
   the envs that start an episode);
-- **rollway recording**: the same Rollout recording every episode into a dataset (``out=``);
+- **rollway recording**: the same Rollout recording every episode into a dataset (``out=``); a pixel
+  env (a name with ``Pixels``) runs with ``env_params={"pixels": "uint8"}``, its frames recorded as
+  H.264 video (``frame_media="h264"``);
 - **the dataset writer alone**: rows of the env's size, in episodes of its mean length, committed by
-  rollway's writer with no env (``crates/store/examples/writer_ceiling.rs``): what recording can reach;
+  rollway's writer with no env (``crates/store/examples/writer_ceiling.rs``): what recording can reach
+  (Parquet rows: not measured for a pixel env, whose frames go to video);
 - **Minari DataCollector**: Minari's own recorder on one env of the same kind (the env's jitted
   ``reset_env`` / ``step_env`` behind a Gymnasium env), the way a Gymnasium user records it today,
   its ``create_dataset`` included.
@@ -29,12 +32,21 @@ import shutil
 import statistics
 import tempfile
 import time
+from typing import Optional
 
 from benchlib import fmt_rate, fresh_process_rate, log, machine_note, md_table, module_versions, write_report, writer_ceiling
 
 T = 32
 # Warm-up seconds per env kind: long enough that every reset batch size the run meets is compiled.
-WARMUP = {"gymnax": 20.0, "craftax": 60.0}
+WARMUP = {"gymnax": 20.0, "craftax": 60.0, "pixels": 150.0}
+
+
+def pixels(env: str) -> bool:
+    return "Pixels" in env
+
+
+def warmup(env: str) -> float:
+    return WARMUP["pixels"] if pixels(env) else WARMUP[env.split(":")[0]]
 
 
 def sim(env: str):
@@ -73,7 +85,7 @@ def own_rate(env: str, n: int, seconds: float, reset_every_step: bool = True) ->
         obs, state = vstep(keysets[i[0] % 8], state, actions[i[0] % 8])
         np.asarray(obs)  # as rollway does: the observations reach the host
 
-    return timed(one, n, seconds, warm_seconds=5.0)
+    return timed(one, n, seconds, warm_seconds=30.0 if pixels(env) else 5.0)
 
 
 def timed(step, n: int, seconds: float, warm_seconds: float, warm_calls: int = 3) -> float:
@@ -94,19 +106,23 @@ def rollway_rate(env: str, n: int, seconds: float, record: bool = False) -> floa
     import rollway
 
     out = tempfile.mkdtemp(prefix="rollway-batched-") if record else None
+    frames = {"env_params": {"pixels": "uint8"}, "frame_media": "h264" if record else None} if pixels(env) else {}
     try:
         with rollway.Rollout(env, "random", num_envs=n, steps_per_fragment=T, seed=1, workers=1, host="inline",
-                             out=None if out is None else os.path.join(out, "ds")) as r:
-            return timed(r.collect, n * T, seconds, warm_seconds=WARMUP[env.split(":")[0]])
+                             out=None if out is None else os.path.join(out, "ds"), **frames) as r:
+            return timed(r.collect, n * T, seconds, warm_seconds=warmup(env))
     finally:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
 
 
-def writer_rate(env: str, n: int, seconds: float) -> float:
-    """The dataset writer alone, for this env's rows and episode length (no env): env steps/s."""
+def writer_rate(env: str, n: int, seconds: float) -> Optional[float]:
+    """The dataset writer alone, for this env's rows and episode length (no env): env steps/s;
+    ``None`` for a pixel env (its frames go to video, not to the Parquet rows this measures)."""
     import rollway
 
+    if pixels(env):
+        return None
     with rollway.Rollout(env, "random", num_envs=n, steps_per_fragment=T, seed=1, workers=1, host="inline") as r:
         return writer_ceiling(r, seconds)
 
@@ -201,13 +217,13 @@ def main() -> None:
                     if s.startswith("Minari") and n != ns[0]:
                         continue  # one env: measured once per env kind
                     rates[s].append(fresh_process_rate(__file__, f"{env}|{s}", n, a.seconds))
-                    log(f"{env} N={n} rep {rep + 1}: {s} {rates[s][-1]:,.0f} steps/s")
-            med[n] = {s: statistics.median(v) for s, v in rates.items() if v}
+                    log(f"{env} N={n} rep {rep + 1}: {s} {fmt_rate(rates[s][-1])} steps/s")
+            med[n] = {s: (statistics.median(v) if None not in v else None) for s, v in rates.items() if v}
         minari = med[ns[0]]["Minari DataCollector (one env)"]
         for n in ns[1:]:
             med[n]["Minari DataCollector (one env)"] = minari
-        rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][BASE] / med[n][s]:.2f}×)" if s != BASE else fmt_rate(med[n][s])
-                      for n in ns)] for s in SYSTEMS]
+        rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][BASE] / med[n][s]:.2f}×)" if s != BASE and med[n][s]
+                      else fmt_rate(med[n][s]) for n in ns)] for s in SYSTEMS]
         rec = "rollway Rollout, recording every episode"
         raw = "own step (auto-reset, jit + vmap): the raw rate"
         ceiling = "step_env only (no resets: the ceiling)"

@@ -257,6 +257,8 @@ class Rollout:
     ``out``: a new dataset directory (one that holds a dataset is refused) that records every finished episode (see the
     module docs), or an ``s3://bucket/prefix`` URL, whose shards are pushed as they commit so that learners on
     other nodes can follow it; ``commit_every``: the longest a finished episode waits to be committed, seconds.
+    ``frame_media``: how ``out`` stores image leaves, as :func:`rollway.run`'s (``"h264"``: as video;
+    the default keeps them as lz4 frames).
     ``seed_each_episode``: every episode starts with ``reset(seed=...)`` of its own seed,
     so it can be replayed from that seed alone (needed with ``out``). ``False`` is
     Gymnasium's vector-env convention: each env is seeded at its first reset (and after
@@ -307,6 +309,7 @@ class Rollout:
         check: bool = True,
         out: Optional[Union[str, "os.PathLike[str]"]] = None,
         commit_every: float = 1.0,
+        frame_media: Optional[str] = None,
         seed_each_episode: Optional[bool] = None,
         episode_ids: Optional[Tuple[int, int, int]] = None,
         join: Optional[Tuple[int, str]] = None,
@@ -330,7 +333,7 @@ class Rollout:
             steps_per_fragment=steps_per_fragment,
             max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
             step_timeout=step_timeout, host=host, check=check, out=out, commit_every=commit_every,
-            seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join, resume=bool(resume),
+            frame_media=frame_media, seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join, resume=bool(resume),
             version=int(version), episode_starts=list(episode_starts or ())))
         self._h = _rollway.RolloutHandle(env, policy, settings, pickle, sys.executable)
         obs_json, act_json, limit = self._h.spec()

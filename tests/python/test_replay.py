@@ -103,6 +103,26 @@ def test_the_replay_columns_are_plain_parquet(tmp_path):
     np.testing.assert_array_equal(np.array(rows.column("policy_version").to_pylist()[:-1], dtype=np.uint64), first.policy_version)
 
 
+def test_issue69_a_replay_records_frames_as_video_with_frame_media(tmp_path):
+    """frame_media="h264": the replay's image leaves go to video files, read back within the codec's
+    loss of the frames the learner got; a frame media that does not exist is refused before any env
+    starts, naming the known ones, and leaves nothing behind."""
+    out = tmp_path / "replay"
+    with rollway.Rollout("PixelMine-v0", "random", num_envs=2, steps_per_fragment=64, seed=2, out=out,
+                         frame_media="h264", env_params={"max_steps": 20, "size": 64}) as r:
+        frags = [r.collect() for _ in range(2)]
+    assert any(p.endswith(".mp4") for p in glob.glob(str(out / "**"), recursive=True)), "frames went to video files"
+    first = rollway.Dataset(out)[0]
+    t, i = np.argwhere(frags[0].episode == first.id)[0]
+    n = first.length  # the steps' observations (the final one is in final_obs)
+    got, seen = first.observations["rgb"][:n].astype(float), frags[0].obs["rgb"][t:t + n, i].astype(float)
+    mse = ((got - seen) ** 2).mean()
+    assert 0 < mse and 10 * np.log10(255.0 ** 2 / mse) > 28, mse
+    with pytest.raises(rollway.InputError, match="frame_media.*not a frame media"):
+        rollway.Rollout("PixelMine-v0", "random", num_envs=2, out=tmp_path / "bad", frame_media="gif")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_recording_into_an_existing_dataset_is_refused_and_changes_nothing(tmp_path):
     out = tmp_path / "replay"
     with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=100, out=out) as r:

@@ -383,11 +383,7 @@ fn writer_config(o: &RunOptions, origin: &Origin) -> Result<rollway_store::Write
 
 /// Checks what the store would only reject once the first shard is encoded.
 fn check_writer(w: &rollway_store::WriterConfig, o: &Origin) -> Result<()> {
-    // Keys are checked against the env's frame keys when the dataset is created.
-    let names: Vec<String> = w.frame_media.split(',').filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_string())).collect();
-    if let Err(m) = rollway_store::frames::check_setting(&w.frame_media, &names) {
-        bad!("{}: {m}", o.name("frame_media"));
-    }
+    crate::settings::check_frame_media(&w.frame_media, &o.name("frame_media"))?;
     let h = &w.frame_options.h264;
     if !(0.0..=51.0).contains(&h.crf) {
         bad!("{}: {} is outside 0–51", o.name("crf"), h.crf);

@@ -339,6 +339,15 @@ pub(crate) fn commit_age(seconds: f64, name: &str) -> Result<Duration> {
     age.ok_or_else(|| Error::input(format!("{name}: must be a positive number of seconds, got {seconds}")))
 }
 
+/// A `frame_media` setting, checked for a run and a rollout alike before any env
+/// starts (the store would refuse it only at the first shard): an input error naming
+/// the setting as `name`. Keys are checked against the env's frame keys later, when
+/// the dataset is created.
+pub(crate) fn check_frame_media(setting: &str, name: &str) -> Result<()> {
+    let keys: Vec<String> = setting.split(',').filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_string())).collect();
+    rollway_store::frames::check_setting(setting, &keys).map_err(|m| Error::input(format!("{name}: {m}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

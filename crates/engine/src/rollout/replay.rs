@@ -15,7 +15,9 @@ use crate::target::{Target, Want};
 /// writers of a run already there.
 pub(crate) fn open(request: &RolloutRequest, spec: &EnvSpec, slots: u64) -> Result<OpenedOut> {
     let Some(at) = &request.out else { return Ok(OpenedOut::default()) };
-    let wc = WriterConfig { max_buffer_age: request.commit_age()?, ..WriterConfig::default() };
+    let d = WriterConfig::default();
+    let frame_media = request.frame_media.clone().unwrap_or_else(|| d.frame_media.clone());
+    let wc = WriterConfig { max_buffer_age: request.commit_age()?, frame_media, ..d };
     let said = || format!("out={}", at.display());
     let want = match (&request.join, request.resume) {
         (Some((_, id)), _) => Want::Join { id: id.clone() },

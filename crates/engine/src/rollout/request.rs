@@ -55,6 +55,9 @@ pub struct RolloutRequest {
     pub out: Option<PathBuf>,
     /// The longest a finished episode waits to be committed, seconds.
     pub commit_every: f64,
+    /// How `out` stores image leaves, as a run's `frame_media` (`h264` records them as
+    /// video); `None`: the store's default (lz4).
+    pub frame_media: Option<String>,
     /// Every episode reset with its own seed (needed with `out`); `None`: yes, except
     /// for `atari:` envs recording nothing (see [`RolloutRequest::seed_each_episode`]).
     pub seed_each_episode: Option<bool>,
@@ -100,6 +103,7 @@ impl Default for RolloutRequest {
             check: d.check,
             out: None,
             commit_every: 1.0,
+            frame_media: None,
             seed_each_episode: None,
             episode_ids: None,
             join: None,
@@ -197,6 +201,9 @@ impl RolloutRequest {
                 crate::target::local(dir)?;
             }
             cfg.validate_recording().map_err(Error::input_from)?;
+        }
+        if let Some(media) = &self.frame_media {
+            crate::settings::check_frame_media(media, &format!("frame_media={media:?}"))?;
         }
         Ok(cfg)
     }
