@@ -5,6 +5,9 @@
 //!
 //!     cargo run --release -p rollway-store --example parquet_leaves [ROWS]
 
+#[path = "common/frame_like.rs"]
+mod frame_like;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,17 +21,7 @@ const WIDTH: usize = 4 * 84 * 84;
 
 /// Rows that compress like frames: mostly one gray, a seventh of the pixels noise.
 fn frames(rows: usize) -> Vec<u8> {
-    let mut x = 1u32;
-    (0..rows * WIDTH)
-        .map(|i| {
-            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            if i % 7 == 0 {
-                (x >> 24) as u8
-            } else {
-                87
-            }
-        })
-        .collect()
+    frame_like::frame_like(rows * WIDTH)
 }
 
 /// Microseconds a row to write `col` to an in-memory Parquet file, best of three, and its size.

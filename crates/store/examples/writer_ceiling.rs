@@ -13,6 +13,9 @@
 //! binary; a queue of two episodes, so that the copies do not run ahead into memory). Prints one
 //! JSON line: steps/s and MB/s of observations, committed, with every commit included.
 
+#[path = "common/frame_like.rs"]
+mod frame_like;
+
 use std::time::Instant;
 
 use rollway_core::{DType, EnvSpec, EpisodeResult, Layout, Space, Trajectory};
@@ -41,7 +44,7 @@ fn main() {
             assert!(rows.len() >= obs_row && rows.len() % obs_row == 0, "ROWS_FILE holds whole rows of {obs_row} bytes");
             rows.chunks_exact(obs_row).cycle().take(steps + 1).flatten().copied().collect()
         }
-        None => frame_like(obs_row * (steps + 1)),
+        None => frame_like::frame_like(obs_row * (steps + 1)),
     };
     let mut t = Trajectory { obs, actions: vec![0; act_row * steps], rewards: vec![1.0; steps], ..Default::default() };
     t.terminations = vec![false; steps];
@@ -66,19 +69,4 @@ fn main() {
             "steps_per_s": rate, "obs_mb_per_s": rate * obs_row as f64 / 1e6,
         })
     );
-}
-
-/// `n` bytes that compress like frames: one value, a seventh of them noise.
-fn frame_like(n: usize) -> Vec<u8> {
-    let mut x = 1u32;
-    (0..n)
-        .map(|i| {
-            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            if i % 7 == 0 {
-                (x >> 24) as u8
-            } else {
-                87
-            }
-        })
-        .collect()
 }

@@ -33,39 +33,26 @@ from typing import Any, Dict, List
 import numpy as np
 import torch
 import torch.nn as nn
-from torch.distributions.categorical import Categorical
 
 import rollway
-from rollway.examples.ppo_cartpole import Acting, layer, learn
+from rollway.examples.ppo_cartpole import Acting, Agent, layer, learn
 
 ENV = "craftax:Craftax-Classic-Symbolic-v1"
 
 
-class CraftaxAgent(nn.Module):
+class CraftaxAgent(Agent):
     """PureJaxRL's Craftax actor-critic: three tanh layers of ``width`` units each for the actor and
-    for the critic (512 in the paper's runs)."""
+    for the critic (512 in the paper's runs). Acting and the update are ``ppo_cartpole``'s Agent's;
+    only the network differs."""
 
     def __init__(self, obs_dim: int, n_actions: int, width: int = 512):
-        super().__init__()
+        nn.Module.__init__(self)  # not Agent's: its CartPole layers would be made and thrown away
 
         def trunk() -> List[nn.Module]:
             return [layer(obs_dim, width), nn.Tanh(), layer(width, width), nn.Tanh(), layer(width, width), nn.Tanh()]
 
         self.critic = nn.Sequential(*trunk(), layer(width, 1, 1.0))
         self.actor = nn.Sequential(*trunk(), layer(width, n_actions, 0.01))
-
-    def get_value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x)
-
-    def get_action_and_value(self, x: torch.Tensor, action: Any = None):
-        dist = Categorical(logits=self.actor(x))
-        if action is None:
-            action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
-
-    def act(self, obs: torch.Tensor, first: np.ndarray, state: Any) -> Dict[str, Any]:
-        action, logprob, _, value = self.get_action_and_value(obs)
-        return {"actions": action, "logprob": logprob, "value": value.flatten()}
 
 
 def achievements(final_info: List[Dict[str, Any]]) -> np.ndarray:
