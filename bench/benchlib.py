@@ -18,6 +18,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -230,11 +231,8 @@ def writer_ceiling(rollout, seconds: float, episodes: int = 8) -> float:
     the rollout's observation size (the rows of its last fragment, in turn), in episodes as long as
     the rollout's own (their mean over fragments until ``episodes`` have ended). The bench's
     run_*.sh builds the example."""
-    from rollway.spaces import leaves, to_json
-
-    import tempfile
-
     import numpy as np
+    from rollway.spaces import leaves, to_json
 
     row = leaves(to_json(rollout.single_observation_space))[1]
     ended = taken = 0

@@ -23,8 +23,13 @@ use rollway_store::{DatasetWriter, WriterConfig};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let num = |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse().expect("ROW_BYTES EPISODE_STEPS [SECONDS [ROWS_FILE]]"));
-    let (row, steps, seconds) = (num(0, 0), num(1, 0), num(2, 5));
+    const USAGE: &str = "usage: writer_ceiling ROW_BYTES EPISODE_STEPS [SECONDS [ROWS_FILE]] (positive numbers)";
+    let num = |i: usize, default: Option<usize>| {
+        let n: usize = args.get(i).map_or(default, |a| a.parse().ok()).expect(USAGE);
+        assert!(n > 0, "{USAGE}");
+        n
+    };
+    let (row, steps, seconds) = (num(0, None), num(1, None), num(2, Some(5)));
     let spec = EnvSpec {
         id: format!("writer-ceiling-{row}"),
         observation_space: Space::boxed(DType::U8, &[row], 0.0, 255.0).expect("a Box"),

@@ -35,6 +35,7 @@ import torch
 import torch.nn as nn
 
 import rollway
+from rollway.batched import JaxSim
 from rollway.examples.ppo_cartpole import Acting, Agent, layer, learn
 
 ENV = "craftax:Craftax-Classic-Symbolic-v1"
@@ -67,9 +68,10 @@ def train(total_steps: int = 1_000_000, envs: int = 256, steps: int = 64, width:
     the first and the last 10 updates."""
     torch.manual_seed(seed)
     np.random.seed(seed)
-    probe = rollway.Rollout(env, "random", num_envs=1, steps_per_fragment=1, host="inline")
-    obs_dim, n_actions = int(np.prod(probe.single_observation_space.shape)), int(probe.single_action_space.n)
-    probe.close()
+    # The spaces from the env's description alone: a probing Rollout would build and reset a block (~7 s).
+    kind, _, name = env.partition(":")
+    sim = JaxSim(kind, name, {})
+    obs_dim, n_actions = int(np.prod(sim.observation_space.shape)), int(sim.action_space.n)
     agent = CraftaxAgent(obs_dim, n_actions, width).to(device)
     opt = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5)
     update_fn = functools.partial(learn, gamma=0.99, lam=0.8, clip=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0)
