@@ -34,7 +34,7 @@ with the player alive is a truncation.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -168,6 +168,18 @@ class _Uint8Pixels:
         return self.env.is_truncated(state, params)
 
 
+class SlotInfos:
+    """A block's ``infos`` (what rollway calls) from its ``info`` of one slot."""
+
+    def info(self, slot: int) -> str:
+        raise NotImplementedError
+
+    def infos(self, slots: List[int]) -> str:
+        """The latest round's infos of ``slots`` as a JSON list, in their order: rollway asks once a
+        round, for the slots whose infos it reads (those that ended an episode, unless it records all)."""
+        return "[" + ",".join(map(self.info, slots)) + "]"
+
+
 class JaxBlock:
     """n slots of a :class:`JaxSim`, stepped a round at a time (see the module docs)."""
 
@@ -187,7 +199,6 @@ class JaxBlock:
         self.pending = jnp.zeros(n, bool)
         self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
         self.info_rows: Dict[str, Any] = {}
-        self._info_np: Optional[Dict[str, np.ndarray]] = None  # info_rows as numpy, made at the first info()
         step, step_all, reset = _block_fns(jax, env, params, sim.kind)
         # The state is given up to each call (donated): it is updated in place, not copied.
         self._step, self._step_all = jax.jit(step, donate_argnums=0), jax.jit(step_all, donate_argnums=0)
@@ -201,7 +212,6 @@ class JaxBlock:
         stays for :meth:`info`. A round of the engine either steps every slot or resets some."""
         op = np.frombuffer(ops, np.uint8)
         stepping = op == STEP
-        self._info_np = None
         if stepping.all():
             act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
             (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
@@ -238,12 +248,11 @@ class JaxBlock:
         a = np.asarray(obs)
         return a.reshape(a.shape[0], -1).view(np.uint8)
 
-    def info(self, slot: int) -> str:
-        """The latest step's info of ``slot`` as JSON (its scalars: Craftax's achievements, …)."""
-        if self._info_np is None:  # once a round, however many slots ended in it
-            self._info_np = {k: np.asarray(v) for k, v in self.info_rows.items()}
-        row = {k: v[slot] for k, v in self._info_np.items()}
-        return json.dumps({k: v.item() if v.ndim == 0 else v.tolist() for k, v in row.items()})
+    def infos(self, slots: List[int]) -> str:
+        """The latest step's infos of ``slots`` as a JSON list (Craftax's achievements, …; gymnax's
+        are empty), gathered column by column: one call a round, whatever the number of slots."""
+        columns = {k: np.asarray(v)[slots].tolist() for k, v in self.info_rows.items()}
+        return json.dumps([dict(zip(columns, row)) for row in zip(*columns.values())] if columns else [{}] * len(slots))
 
     def close(self) -> None:
         self.state = None

@@ -52,7 +52,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from rollway.batched import RESET, RESET_UNSEEDED, STEP, gymnasium_space
+from rollway.batched import RESET, RESET_UNSEEDED, STEP, SlotInfos, gymnasium_space
 from rollway.batched_vec import make_batch
 from rollway.multiagent import AGENTS_KEY, OBS_KEY, agent_row_spaces, shared_agent_spaces
 
@@ -133,7 +133,7 @@ def _adopt(env: Any, name: str) -> None:
     env.terminated_truncated = True
 
 
-class TorchBlock:
+class TorchBlock(SlotInfos):
     """n slots of a :class:`TorchSim`: one VMAS env, a round a call (see the module docs)."""
 
     def __init__(self, sim: TorchSim, env: Any, n: int) -> None:

@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from rollway.batched import IDLE, RESET, RESET_UNSEEDED, STEP
+from rollway.batched import IDLE, RESET, RESET_UNSEEDED, STEP, SlotInfos
 
 SAME_STEP, NEXT_STEP, DISABLED = "SameStep", "NextStep", "Disabled"
 
@@ -164,7 +164,7 @@ def _single_spaces(vec: Any, name: str) -> Tuple[Any, Any]:
     return obs, act
 
 
-class VecBlock:
+class VecBlock(SlotInfos):
     """n slots of a :class:`VecSim`: one vector env, a round a call (see the module docs)."""
 
     def __init__(self, sim: VecSim, vec: Any, n: int) -> None:

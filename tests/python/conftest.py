@@ -54,6 +54,17 @@ def owned_pids(cmdline=lambda cmd: True):
             found.append(int(pid))
     return found
 
+# XLA's compiled programs, shared by the suite's processes through JAX's persistent cache and kept
+# beside the build for the next run ($CARGO_TARGET_DIR's, or target/). Each process that steps a JAX
+# env compiles its functions anew, and a Craftax world's take tens of seconds on 2 cores: the env
+# processes, the replays and the examples compile the same ones. Every program is kept (no minimum
+# compile time); the size limit turns on the cache's file lock, so two processes writing one entry
+# take turns. Variables the user set are kept.
+_TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "target")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.abspath(os.path.join(_TARGET, "jax-cache")))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
+
 # One math thread per process. The suite runs as several pytest processes on few cores, and a torch or
 # OpenBLAS pool of one thread per core in each spins against the others': SB3's PPO test took 16 s of CPU
 # alone and 48 s beside three other workers (issue 66). Child processes (docs pages, Ray workers) inherit it.

@@ -31,8 +31,9 @@ CASES = {
 
 
 def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
-    """The episode in the env's own functions: observations [T + 1], rewards, and the last step's
-    (terminated, truncated) as gymnax's step reports them (Craftax: a time-limit end alive is truncated)."""
+    """The episode in the env's own functions: observations [T + 1], rewards, the last step's
+    (terminated, truncated) as gymnax's step reports them (Craftax: a time-limit end alive is
+    truncated), and its info (gymnax's discount, Craftax's achievements)."""
     import jax.numpy as jnp
 
     env, env_params = make_sim(kind, name, params)
@@ -41,8 +42,8 @@ def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
     def one(key, state, action):
         key, k = jax.random.split(key)
         k_step, _ = jax.random.split(k)
-        obs, state, reward, done, _ = env.step_env(k_step, state, action, env_params)
-        return key, obs, state, reward, done
+        obs, state, reward, done, info = env.step_env(k_step, state, action, env_params)
+        return key, obs, state, reward, done, info
 
     step = jax.jit(jax.vmap(one))
     key, k = jax.random.split(jnp.asarray(key_of(seed)))
@@ -50,7 +51,7 @@ def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
     key = key[None]
     seen, rewards, done = [np.asarray(obs[0])], [], False
     for a in actions:
-        key, obs, state, reward, d = step(key, state, jnp.asarray([a], jnp.int32))
+        key, obs, state, reward, d, info = step(key, state, jnp.asarray([a], jnp.int32))
         seen.append(np.asarray(obs[0]))
         rewards.append(float(reward[0]))
         done = bool(d[0])
@@ -58,29 +59,40 @@ def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
         truncated = done and int(state.timestep[0]) >= env_params.max_timesteps and float(state.player_health[0]) > 0
     else:
         truncated = bool(env.is_truncated(jax.tree.map(lambda x: x[0], state), env_params))
-    return np.stack(seen), np.array(rewards), (done and not truncated, truncated)
+    info = {k: np.asarray(v)[0].tolist() for k, v in info.items()}
+    return np.stack(seen), np.array(rewards), (done and not truncated, truncated), info
 
 
-@pytest.mark.parametrize("case,host", [("cartpole", "process"), ("breakout_minatar", "inline"),
-                                       pytest.param("craftax_classic", "inline", marks=pytest.mark.heavy)])
-def test_issue69_recorded_jax_episodes_equal_the_envs_own_steps(tmp_path, case, host):
-    """Each recorded episode, played again in the env's own jitted functions, is equal bit for bit.
+@pytest.mark.parametrize("case,host,front", [("cartpole", "process", "run"), ("breakout_minatar", "inline", "run"),
+                                             ("breakout_minatar", "process", "Rollout"),
+                                             pytest.param("craftax_classic", "inline", "run", marks=pytest.mark.heavy)])
+def test_issue69_recorded_jax_episodes_equal_the_envs_own_steps(tmp_path, case, host, front):
+    """Each recorded episode, played again in the env's own jitted functions, is equal bit for bit:
+    from ``rollway.run`` (episodes from a queue) and from a recording ``Rollout`` (every slot
+    stepped each round, the ended ones reset in a round of their own).
     Craftax takes about a minute here: XLA compiles its world's reset and step on the CPU (for the
     run's block and for the replay), so it runs one env a block and three episodes."""
     kind, name, params = CASES[case]
     out = tmp_path / "ds"
     craftax = kind == "craftax"
-    s = rollway.run(env=f"{kind}:{name}", env_params=params, agent="random", episodes=3 if craftax else 6, seed=3,
-                    out=out, envs_per_worker=1 if craftax else 4, host=host, progress=False)
-    assert s.episodes == (3 if craftax else 6)
+    if front == "run":
+        s = rollway.run(env=f"{kind}:{name}", env_params=params, agent="random", episodes=3 if craftax else 6, seed=3,
+                        out=out, envs_per_worker=1 if craftax else 4, host=host, progress=False)
+        assert s.episodes == (3 if craftax else 6)
+    else:
+        with rollway.Rollout(f"{kind}:{name}", "random", num_envs=4, steps_per_fragment=40, seed=3, out=out,
+                             env_params=params, host=host) as r:
+            r.collect()
     ds = rollway.Dataset(out)
+    assert len(ds) >= (3 if craftax else 6)
     assert ds.verify()["problems"] == []
     ends = set()
     for e in ds:
-        obs, rewards, (term, trunc) = replay(kind, name, params, e.seed, e.actions)
+        obs, rewards, (term, trunc), info = replay(kind, name, params, e.seed, e.actions)
         np.testing.assert_array_equal(e.observations, obs, err_msg=f"{name} seed {e.seed}")
         np.testing.assert_array_equal(e.rewards, rewards)
         assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == (term, trunc)
+        assert e.info == info
         assert not e.terminated[:-1].any() and not e.truncated[:-1].any()
         ends.add((term, trunc))
     if case == "cartpole":  # a random CartPole falls within 15 steps or is cut there: both ends are seen
