@@ -209,7 +209,7 @@ class JaxBlock:
         seeded reset), ``actions`` (the block's action rows). Returns the observations (uint8
         ``[rows, bytes]``, each row's leading bytes), the slot of each row (``None``: row i is slot
         i), and the rewards (float64) and flags (1 terminated, 2 truncated) by slot; a step's info
-        stays for :meth:`info`. A round of the engine either steps every slot or resets some."""
+        stays for :meth:`infos`. A round of the engine either steps every slot or resets some."""
         op = np.frombuffer(ops, np.uint8)
         stepping = op == STEP
         if stepping.all():
