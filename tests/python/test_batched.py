@@ -146,7 +146,8 @@ def test_issue69_craftax_pixels_as_uint8_frames_are_recorded_as_video(tmp_path):
     assert ds.observation_space.dtype == np.uint8 and ds.observation_space.shape == (63, 63, 3)
     assert any(p.suffix == ".mp4" for p in out.rglob("*")), "the frames went to video files"
     e = ds[0]
-    images, _, _ = replay("craftax", "Craftax-Classic-Pixels-v1", {"max_timesteps": 40}, e.seed, e.actions)
+    images, _, _, info = replay("craftax", "Craftax-Classic-Pixels-v1", {"max_timesteps": 40}, e.seed, e.actions)
+    assert e.info == info
     expected = np.round(np.clip(images, 0, 1) * 255)
     assert e.observations.shape == expected.shape
     # H.264's 4:2:0 chroma costs most on Craftax's 7-pixel tiles: about 26 dB (lz4 gives them back exactly);
