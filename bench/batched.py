@@ -81,8 +81,10 @@ def own_rate(env: str, n: int, seconds: float, reset_every_step: bool = True, ke
     actions = [jax.numpy.asarray(rng.integers(0, na, n), jax.numpy.int32) for _ in range(8)]
     keysets = [jax.random.split(jax.random.PRNGKey(i), n) for i in range(8)]
     i = [0]
-    obs_shape = jax.eval_shape(lambda: vstep(keysets[0], state, actions[0]))[0]
-    fragment = np.empty((T + 1, *obs_shape.shape), obs_shape.dtype) if keep else None
+    fragment = None
+    if keep:  # the fragment's buffer, shaped as the step's observations (traced, not run)
+        obs = jax.eval_shape(lambda: vstep(keysets[0], state, actions[0]))[0]
+        fragment = np.empty((T + 1, *obs.shape), obs.dtype)
 
     def one() -> None:
         nonlocal state
