@@ -11,6 +11,8 @@
 //! every core in turn.
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
+use std::sync::Mutex;
+
 use ff::Dictionary;
 use ffmpeg_next as ff;
 
@@ -40,6 +42,14 @@ impl Default for Av1Options {
 /// The smallest width and height SVT-AV1 encodes.
 const SVT_MIN: usize = 64;
 
+/// Held while an SVT-AV1 encoder opens or closes. Why: SVT-AV1 (1.4) keeps a process-wide
+/// table of processor groups that opening an encoder allocates and fills and closing one frees,
+/// with no lock: an encoder opening on one thread while another closed wrote through the freed
+/// pointer (SIGSEGV in `svt_av1_enc_init_handle`), and a recording's encoder pool opens and
+/// closes encoders on several threads. Encoding itself runs unlocked, in parallel; the lock
+/// costs only the open and close of concurrent encoders, taken in turn.
+static SVT_OPEN_CLOSE: Mutex<()> = Mutex::new(());
+
 /// Encodes `frames` (each `height × width × 3` RGB bytes) into one AV1 stream, one
 /// packet (temporal unit) per frame.
 pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, height: usize, opts: &Av1Options) -> Result<Encoded> {
@@ -54,7 +64,8 @@ pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, heig
         options.set("usage", "realtime");
         "libaom-av1"
     };
-    let setup = Setup { codec: Codec::Av1, encoder, options, fps: opts.fps, keyint: opts.keyint };
+    let exclusive = (encoder == "libsvtav1").then_some(&SVT_OPEN_CLOSE);
+    let setup = Setup { codec: Codec::Av1, encoder, options, fps: opts.fps, keyint: opts.keyint, exclusive };
     let _keep = KeepScheduling::now();
     video::encode(frames, width, height, setup)
 }

@@ -46,6 +46,6 @@ pub fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usize, heig
         params.push_str(&opts.x264_params);
     }
     options.set("x264-params", &params);
-    let setup = Setup { codec: Codec::H264, encoder: "libx264", options, fps: opts.fps, keyint: opts.keyint };
+    let setup = Setup { codec: Codec::H264, encoder: "libx264", options, fps: opts.fps, keyint: opts.keyint, exclusive: None };
     video::encode(frames, width, height, setup)
 }

@@ -9,6 +9,9 @@
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::collections::VecDeque;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use ff::codec::{self, Id};
 use ff::format::Pixel;
@@ -121,6 +124,43 @@ pub(crate) struct Setup<'a> {
     pub options: Dictionary<'a>,
     pub fps: u32,
     pub keyint: u32,
+    /// Held while the encoder opens and while it closes, for a library whose open and close
+    /// share process-wide state without a lock of their own (SVT-AV1: see `av1.rs`).
+    pub exclusive: Option<&'static Mutex<()>>,
+}
+
+fn hold(lock: Option<&'static Mutex<()>>) -> Option<MutexGuard<'static, ()>> {
+    // A panic elsewhere while it was held leaves no state of ours half-made: the lock only
+    // orders the library's calls.
+    lock.map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// An open encoder that closes under [`Setup::exclusive`]'s lock, however `encode` leaves
+/// (finished, an error, a panic).
+struct Opened {
+    enc: ManuallyDrop<ff::encoder::Video>,
+    exclusive: Option<&'static Mutex<()>>,
+}
+
+impl Deref for Opened {
+    type Target = ff::encoder::Video;
+    fn deref(&self) -> &Self::Target {
+        &self.enc
+    }
+}
+
+impl DerefMut for Opened {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.enc
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        let _held = hold(self.exclusive);
+        // SAFETY: `enc` is dropped here once, and nothing reads it after: `self` is going away.
+        unsafe { ManuallyDrop::drop(&mut self.enc) }
+    }
 }
 
 /// Encodes `frames` (each `height × width × 3` RGB bytes) with `setup`. Every
@@ -143,7 +183,13 @@ pub(crate) fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usiz
     ctx.set_threading(codec::threading::Config { kind: codec::threading::Type::None, count: 1, ..Default::default() });
     // Parameter sets in extradata (mp4's avcC/av1C) rather than repeated in the stream.
     ctx.set_flags(codec::Flags::GLOBAL_HEADER);
-    let mut enc = ctx.open_with(setup.options).map_err(|e| Error::Codec(format!("opening {name}: {e}")))?;
+    // A failed open frees the context inside `open_with`, under the lock too.
+    let opened = {
+        let _held = hold(setup.exclusive);
+        ctx.open_with(setup.options)
+    };
+    let enc = opened.map_err(|e| Error::Codec(format!("opening {name}: {e}")))?;
+    let mut enc = Opened { enc: ManuallyDrop::new(enc), exclusive: setup.exclusive };
     let extradata = unsafe {
         // SAFETY: the opened context owns `extradata_size` bytes at `extradata` (or null).
         let p = enc.as_ptr();
@@ -187,11 +233,11 @@ pub(crate) fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usiz
         scaler.run(&rgb, &mut yuv).map_err(ff_err("converting RGB to YUV"))?;
         yuv.set_pts(Some(n));
         enc.send_frame(&yuv).map_err(ff_err("encoding"))?;
-        drain(&mut enc, &mut out);
+        drain(&mut *enc, &mut out);
         n += 1;
     }
     enc.send_eof().map_err(ff_err("flushing the encoder"))?;
-    drain(&mut enc, &mut out);
+    drain(&mut *enc, &mut out);
     if out.packets.len() as i64 != n {
         return Err(Error::Codec(format!("{name} returned {} packets for {n} frames", out.packets.len())));
     }

@@ -94,3 +94,23 @@ fn issue32_an_av1_encode_leaves_the_callers_scheduling_as_it_was() {
     .unwrap();
     assert_eq!(policy, libc::SCHED_OTHER, "the encoding thread's policy changed");
 }
+
+/// SVT-AV1 (1.4) keeps process-wide state that opening an encoder fills and closing one frees
+/// (its table of processor groups): an encoder opened while another closed wrote through a freed
+/// pointer and killed the process (SIGSEGV in `svt_av1_enc_init_handle`, seen in CI). A
+/// recording's encoder pool opens and closes encoders on several threads at once, as here.
+#[test]
+fn av1_encoders_opened_and_closed_on_many_threads_at_once() {
+    let f = frames(64, 64, 2, 0);
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let f = &f;
+            s.spawn(move || {
+                for i in 0..8 {
+                    let e = av1::encode(f.iter().map(Vec::as_slice), 64, 64, &Av1Options::default()).unwrap();
+                    assert_eq!(e.packets.len(), 2, "thread {t}, encode {i}");
+                }
+            });
+        }
+    });
+}
