@@ -233,11 +233,11 @@ pub(crate) fn encode<'a>(frames: impl IntoIterator<Item = &'a [u8]>, width: usiz
         scaler.run(&rgb, &mut yuv).map_err(ff_err("converting RGB to YUV"))?;
         yuv.set_pts(Some(n));
         enc.send_frame(&yuv).map_err(ff_err("encoding"))?;
-        drain(&mut *enc, &mut out);
+        drain(&mut enc, &mut out);
         n += 1;
     }
     enc.send_eof().map_err(ff_err("flushing the encoder"))?;
-    drain(&mut *enc, &mut out);
+    drain(&mut enc, &mut out);
     if out.packets.len() as i64 != n {
         return Err(Error::Codec(format!("{name} returned {} packets for {n} frames", out.packets.len())));
     }
