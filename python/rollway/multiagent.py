@@ -115,6 +115,10 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
         self.name: str = self.metadata.get("name") or type(env).__name__
         self.spec = None
         self._zeros = self._empty()
+        # Spaces whose batch is one array (Box, Discrete, …) take the fast path of a step: one
+        # np.stack, and actions iterated as the array's rows (what Gymnasium's iterate does for them).
+        self._flat_obs = isinstance(self.agent_observation_space, _FLAT)
+        self._flat_act = isinstance(self.action_space, _FLAT) and not isinstance(self.action_space, gym.spaces.Discrete)
 
     def _empty(self) -> Any:
         from gymnasium.vector.utils import create_empty_array
@@ -122,24 +126,40 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
         return create_empty_array(self.agent_observation_space, self.k, fn=np.zeros)
 
     def _observe(self, obs: Dict[str, Any], rewards: Optional[Dict[str, Any]], terms: Optional[Dict[str, Any]],
-                 truncs: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        from gymnasium.vector.utils import concatenate
-
-        unknown = [a for a in obs if a not in self._rows]
+                 truncs: Optional[Dict[str, Any]], live: Any) -> Dict[str, Any]:
+        rows = self._rows
+        unknown = [a for a in obs if a not in rows]
         if unknown:
             raise ValueError(f"{self.name}: the env returned an observation for agent {unknown[0]!r}, which is not "
                              f"among its possible_agents {self.possible_agents}: rollway gives each possible agent a "
                              "row, so an env must list every agent it may ever have in possible_agents")
         items = [obs[a] if a in obs else _zeros_of(self._zeros, i) for i, a in enumerate(self.possible_agents)]
-        stacked = concatenate(self.agent_observation_space, items, self._empty())
-        live = set(self.env.agents)
-        status = {
-            "active": np.array([a in live for a in self.possible_agents], np.int8),
-            "reward": np.array([float(rewards.get(a, 0.0)) if rewards else 0.0 for a in self.possible_agents], np.float64),
-            "terminated": np.array([bool(terms.get(a, False)) if terms else False for a in self.possible_agents], np.int8),
-            "truncated": np.array([bool(truncs.get(a, False)) if truncs else False for a in self.possible_agents], np.int8),
-        }
-        return {OBS_KEY: stacked, AGENTS_KEY: status}
+        if self._flat_obs:
+            space = self.agent_observation_space
+            stacked = np.stack(items, out=np.empty((self.k, *space.shape), space.dtype))
+        else:
+            from gymnasium.vector.utils import concatenate
+
+            stacked = concatenate(self.agent_observation_space, items, self._empty())
+        return {OBS_KEY: stacked, AGENTS_KEY: self._status(rewards, terms, truncs, live)}
+
+    def _status(self, rewards: Optional[Dict[str, Any]], terms: Optional[Dict[str, Any]], truncs: Optional[Dict[str, Any]],
+                live: Any) -> Dict[str, np.ndarray]:
+        """What the step said of each possible agent, a row each: one pass over the agents."""
+        k, rows = self.k, self._rows
+        active, terminated, truncated = np.zeros(k, np.int8), np.zeros(k, np.int8), np.zeros(k, np.int8)
+        reward = np.zeros(k, np.float64)
+        for a in live:
+            if a in rows:
+                active[rows[a]] = 1
+        for got, into in ((terms, terminated), (truncs, truncated)):
+            for a, v in (got or {}).items():
+                if v and a in rows:
+                    into[rows[a]] = 1
+        for a, r in (rewards or {}).items():
+            if a in rows:
+                reward[rows[a]] = float(r)
+        return {"active": active, "reward": reward, "terminated": terminated, "truncated": truncated}
 
     @staticmethod
     def _info(infos: Dict[str, Any]) -> Dict[str, Any]:
@@ -149,24 +169,33 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
         super().reset(seed=seed)  # Gymnasium's contract (np_random seeded); the env's own seeding is its reset's
         obs, infos = self.env.reset(seed=seed, options=options)
-        return self._observe(obs, None, None, None), self._info(infos)
+        return self._observe(obs, None, None, None, self.env.agents), self._info(infos)
 
     def step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]:
-        from gymnasium.vector.utils import iterate
+        if self._flat_act:
+            each = iter(action)
+        else:
+            from gymnasium.vector.utils import iterate
 
+            each = iterate(self.action_space, action)
+        # The env's agents, read once before and once after the step (wrappers make each read cost).
         live = set(self.env.agents)
-        actions = {a: act for a, act in zip(self.possible_agents, iterate(self.action_space, action)) if a in live}
+        actions = {a: act for a, act in zip(self.possible_agents, each) if a in live}
         obs, rewards, terms, truncs, infos = self.env.step(actions)
-        ended = not self.env.agents
+        after = self.env.agents
+        ended = not after
         truncated = ended and any(bool(t) for t in truncs.values())
         reward = float(sum(float(r) for r in rewards.values()))
-        return self._observe(obs, rewards, terms, truncs), reward, ended and not truncated, truncated, self._info(infos)
+        return self._observe(obs, rewards, terms, truncs, after), reward, ended and not truncated, truncated, self._info(infos)
 
     def render(self) -> Any:
         return self.env.render()
 
     def close(self) -> None:
         self.env.close()
+
+
+_FLAT = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
 def _zeros_of(batch: Any, i: int) -> Any:
