@@ -134,6 +134,7 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
                              f"among its possible_agents {self.possible_agents}: rollway gives each possible agent a "
                              "row, so an env must list every agent it may ever have in possible_agents")
         items = [obs[a] if a in obs else _zeros_of(self._zeros, i) for i, a in enumerate(self.possible_agents)]
+        stacked: Any
         if self._flat_obs:
             space = self.agent_observation_space
             stacked = np.stack(items, out=np.empty((self.k, *space.shape), space.dtype))
