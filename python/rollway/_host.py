@@ -202,7 +202,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     from rollway.batched_torch import TorchSim, is_vmas_env
     from rollway.batched_vec import VecSim, is_vector_env
     from rollway.multiagent import rows_of
-    from rollway.spaces import dump_info, env_spec, packer, unpacker
+    from rollway.spaces import dump_info, env_spec, part_packer, unpacker
 
     setup = json.loads(setup_json)
     kind, _, rest = setup["target"].partition(":")
@@ -240,7 +240,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
         model = native(rest, make, env)
         if model is not None:
             return model, env, json.dumps(spec), None, None, dump_info
-    return make, env, json.dumps(spec), packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
+    return make, env, json.dumps(spec), part_packer(spec["observation_space"]), unpacker(spec["action_space"]), dump_info
 
 
 def step_cost(env: Any, seconds: float = 0.05, most: int = 200) -> float:

@@ -221,15 +221,34 @@ def packer(space_json: str) -> Callable[[Any], bytes]:
         if text_paths(space_json):
             return lambda v: np.ascontiguousarray(text_codes(v, dt, shape[0]), dtype=dt).tobytes() + pad
         return lambda v: exact(v, dt, shape).tobytes() + pad
+    join = part_packer(space_json)
+    return lambda v: b"".join(join(v))
+
+
+def part_packer(space_json: str) -> Callable[[Any], List[Any]]:
+    """Like :func:`packer`, but a row comes back as its parts, in order: each leaf as a flat
+    contiguous ``uint8`` array (a view of the leaf's array where it already has the leaf's dtype
+    and is contiguous) and the zero padding after it as ``bytes``. An env process copies them
+    straight into its shared row: a row of several leaves and megabytes (a multi-agent env's
+    stacked observations) is copied once, not first joined into new bytes."""
+    parts, _ = leaves(space_json)
+    if len(parts) == 1:
+        one = packer(space_json)
+        return lambda v: [one(v)]
     texts = set(text_paths(space_json))
     # Only Text leaves take a str: anywhere else a str stays an error, not code points.
     pads = [(leaf.path, leaf.dtype, leaf.shape, b"\0" * ((-leaf.nbytes) % 8), leaf.shape[0] if leaf.path in texts else None)
             for leaf in parts]
 
-    def pack(v: Any) -> bytes:
-        return b"".join((exact(leaf_value(v, p), dt, shape, p) if n is None else
-                         np.ascontiguousarray(text_codes(leaf_value(v, p), dt, n), dtype=dt)).tobytes() + pad
-                        for p, dt, shape, pad, n in pads)
+    def pack(v: Any) -> List[Any]:
+        out: List[Any] = []
+        for p, dt, shape, pad, n in pads:
+            a = exact(leaf_value(v, p), dt, shape, p) if n is None else \
+                np.ascontiguousarray(text_codes(leaf_value(v, p), dt, n), dtype=dt)
+            out.append(a.reshape(-1).view(np.uint8))
+            if pad:
+                out.append(pad)
+        return out
 
     return pack
 

@@ -117,6 +117,23 @@ def test_issue68_agents_that_die_leave_their_rows_inactive_and_zero():
     assert died is not None, "no agent died mid-episode in 400 steps"
 
 
+def test_issue68_an_env_process_gets_the_agents_rows_in_parts_read_in_place():
+    """The packer an env process uses hands a row back as its parts: joined, the same bytes as the
+    packer's row; the stacked observations (pistonball's megabytes) a view of the array, not a copy."""
+    from rollway.spaces import env_spec, packer, part_packer
+
+    module, params = ENVS["pistonball"]
+    env = AgentRows(pz_env(module, params))
+    obs, _ = env.reset(seed=3)
+    obs, *_ = env.step(np.zeros(env.k, np.float32).reshape(env.action_space.shape))
+    space = env_spec(env)["observation_space"]
+    parts = part_packer(space)(obs)
+    assert b"".join(parts) == packer(space)(obs)
+    assert all(isinstance(p, bytes) or (p.dtype == np.uint8 and p.ndim == 1 and p.flags.c_contiguous) for p in parts)
+    stacked = [p for p in parts if not isinstance(p, bytes) and p.nbytes == obs["obs"].nbytes]
+    assert len(stacked) == 1 and np.shares_memory(stacked[0], obs["obs"])
+
+
 def test_issue68_an_agent_that_joins_mid_episode_takes_its_row_when_it_appears(tmp_path):
     """An agent that appears mid-episode (and one that leaves) keeps its row: inactive and zeros before
     it joins, active with its own observations and rewards while live, inactive after it leaves."""

@@ -8,11 +8,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use rollway_core::{Info, InfoNeed, Layout, StepOutcome};
 use rollway_host::proto::SpecJson;
 
-use crate::rows::{fast_row, fast_value, stepped, Int64s, Stepped};
+use crate::rows::{fast_row, fast_value, part_bytes, stepped, Int64s, Stepped};
 use crate::slots::{layouts, Episodes, SlotEnvs};
 
 /// `rollway._host.prepare`'s answer: `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
@@ -103,19 +103,27 @@ impl PyEnvs {
     }
 
     fn write_obs(&mut self, o: &Bound<'_, PyAny>, row: &mut [u8]) -> Result<(), String> {
-        if !fast_row(&self.ol, o, &mut self.buf) {
-            self.buf = self
-                .pack_obs
-                .bind(o.py())
-                .call1((o,))
-                .and_then(|b| b.extract::<Vec<u8>>())
-                .map_err(|e| format!("observation does not fit the observation space: {}", e.value(o.py())))?;
+        if fast_row(&self.ol, o, &mut self.buf) {
+            return copy_parts([self.buf.as_slice()], row);
         }
-        if self.buf.len() != row.len() {
-            return Err(format!("observation packs to {} bytes; the observation space's row has {}", self.buf.len(), row.len()));
+        let parts = self
+            .pack_obs
+            .bind(o.py())
+            .call1((o,))
+            .and_then(|p| p.cast_into::<PyList>().map_err(PyErr::from))
+            .map_err(|e| format!("observation does not fit the observation space: {}", e.value(o.py())))?;
+        // The packer's parts (`rollway.spaces.part_packer`: bytes, flat uint8 arrays) go straight
+        // into the row, read in place: a multi-agent env's megabytes of stacked observations are
+        // copied once here, not joined into new bytes and copied again.
+        let arrays: Vec<Bound<'_, PyAny>> = parts.iter().collect();
+        let mut slices = Vec::with_capacity(arrays.len());
+        for a in &arrays {
+            slices.push(
+                part_bytes(a)
+                    .ok_or_else(|| format!("the observation packer returned a {}, not bytes or a contiguous uint8 array", type_name(a)))?,
+            );
         }
-        row.copy_from_slice(&self.buf);
-        Ok(())
+        copy_parts(slices, row)
     }
 
     fn info(&self, info: &Bound<'_, PyAny>) -> Result<Info, String> {
@@ -175,4 +183,24 @@ fn env_error(py: Python<'_>, e: PyErr) -> String {
         INTERRUPTED.store(true, Ordering::Release);
     }
     e.to_string()
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// `parts`, one after another, fill `row` exactly; else an error saying by how much they miss.
+fn copy_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>, row: &mut [u8]) -> Result<(), String> {
+    let mut at = 0;
+    for p in parts {
+        let Some(dst) = row.get_mut(at..at + p.len()) else {
+            return Err(format!("observation packs to more than the observation space's row of {} bytes", row.len()));
+        };
+        dst.copy_from_slice(p);
+        at += p.len();
+    }
+    if at != row.len() {
+        return Err(format!("observation packs to {at} bytes; the observation space's row has {}", row.len()));
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@
 use numpy::{PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
 use rollway_core::{DType, Layout};
 
 use crate::errors::input_error;
@@ -47,6 +47,19 @@ fn single(layout: &Layout) -> Option<&rollway_core::Leaf> {
         [leaf] if leaf.bytes() == layout.row_bytes() => Some(leaf),
         _ => None,
     }
+}
+
+/// The bytes of one part of a packed row (`rollway.spaces.part_packer`): a `bytes`, or a flat
+/// contiguous `uint8` array read in place; None for anything else.
+pub fn part_bytes<'a>(v: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+    if let Ok(b) = v.cast::<PyBytes>() {
+        return Some(b.as_bytes());
+    }
+    let a = v.cast::<numpy::PyArray1<u8>>().ok()?;
+    // SAFETY: the caller reads the slice under the GIL and runs no Python code while it does
+    // (it borrows `v`, which keeps the array alive), so nothing can write to or free the
+    // array's data meanwhile; `as_slice` refuses a non-contiguous array.
+    unsafe { a.as_slice() }.ok()
 }
 
 /// The row of a value straight from a numpy array of the leaf's dtype and shape
