@@ -177,6 +177,9 @@ class VecBlock(SlotInfos):
         self._row = leaves(sim.obs_json)[1]
         self.started = False  # every env has been reset once
         self.ended: np.ndarray = np.zeros(n, bool)  # the env's episode ended at its last step (its autoreset is due)
+        # Ended in the vector env's own eyes: it steps every env, idle slots' too, so an idle env can
+        # reach its end unseen by the engine (a run winding down idles the slots it has no episode for).
+        self.due: np.ndarray = np.zeros(n, bool)
         self.pending: Optional[np.ndarray] = None  # SAME_STEP: the reset observations the ending steps made
         self._round_infos: Tuple[Any, Any] = ({}, {})
 
@@ -201,7 +204,8 @@ class VecBlock(SlotInfos):
         need = resets & ~free
         if need.any():
             seed_list = [int(s) if o == RESET else None for o, s in zip(op, seeds)]
-            if need.all() or not self.started:
+            masked = not need.all() and self.started
+            if not masked:
                 # Every env's first reset is one call: a vector env's masked reset needs the others
                 # started (Gymnasium's concatenates every env's last observation).
                 obs, info = self.vec.reset(seed=seed_list)
@@ -214,6 +218,7 @@ class VecBlock(SlotInfos):
                                  "own autoreset; make it with vectorization_mode='sync' or 'async'")
             out[need] = self._bytes(obs)[need]
             self._round_infos = (info, {})
+            self.due = self.due & ~need if masked else np.zeros(self.n, bool)
         if free.any():
             assert self.pending is not None
             out[free] = self.pending[free]
@@ -221,13 +226,15 @@ class VecBlock(SlotInfos):
         return out[rows], rows, zeros, zeros.astype(np.uint8)
 
     def _step(self, stepping: np.ndarray, actions: bytes, idle: np.ndarray) -> Tuple[Any, ...]:
-        if self.mode == DISABLED and (idle & self.ended).any():
+        if self.mode == DISABLED and (idle & self.due).any():
             # A disabled-autoreset env must not step past its end: an idle slot's env restarts first.
-            self.vec.reset(options={"reset_mask": idle & self.ended})
+            self.vec.reset(options={"reset_mask": idle & self.due})
             self.ended &= ~idle
+            self.due &= ~idle
         act = self._acts.view(actions, self.n)
         obs, reward, term, trunc, info = self.vec.step(act)
-        done = (np.asarray(term, bool) | np.asarray(trunc, bool)) & stepping
+        self.due = np.asarray(term, bool) | np.asarray(trunc, bool)
+        done = self.due & stepping
         out = self._bytes(obs)
         final: Dict[str, Any] = {}
         if self.mode == SAME_STEP and done.any():

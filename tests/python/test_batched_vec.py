@@ -99,6 +99,27 @@ def test_issue69_a_rollout_of_a_vector_env_runs_through_its_own_autoreset(tmp_pa
                 np.testing.assert_array_equal(f.obs[t + 1, slot], obs[0], err_msg=f"slot {slot} step {t}")
 
 
+def test_issue69_an_idle_env_of_a_disabled_autoreset_vector_env_restarts_when_it_ends():
+    """A vector env steps all its envs, idle slots' too (a run winding down idles the slots whose
+    episodes are done): an idle env that reaches its end in Disabled mode must restart before the
+    vector's next step, which would otherwise refuse to step past an end (seen as a flaky run)."""
+    from rollway.batched import IDLE, RESET, STEP
+    from rollway.batched_vec import VecSim
+
+    make = cartpole(autoreset="Disabled")
+    block = VecSim(make, make(num_envs=1), "vec:test").block(2)
+    seeds, act = np.array([1, 2], np.uint64).tobytes(), np.zeros(2, np.int64).tobytes()
+    block.round(bytes([RESET, RESET]), seeds, act)
+    ends = 0
+    for _ in range(4 * LIMIT):  # slot 1 idles through its time limit several times
+        _, _, _, flags = block.round(bytes([STEP, IDLE]), seeds, act)
+        assert flags[1] == 0, "an idle slot reports no end"
+        if flags[0]:
+            ends += 1
+            block.round(bytes([RESET, IDLE]), seeds, act)
+    assert ends >= 2
+
+
 def test_issue69_vec_ids_record_a_spec_gymnasium_rebuilds(tmp_path):
     """``vec:ID`` is make_vec(ID, vectorization_mode="sync"); the dataset's spec is one env's, so
     Gymnasium (and Minari's recover_environment) makes that env from it, time limit included."""
