@@ -46,6 +46,10 @@ impl Observer for Sinks<'_> {
     fn on_progress(&mut self, p: &Progress) -> Result<(), SinkError> {
         self.progress.tick(p)
     }
+
+    fn recycler(&self) -> Option<rollway_core::Recycler> {
+        self.record.as_ref().map(DatasetWriter::recycler)
+    }
 }
 
 /// Episodes as JSON lines in a file, buffered.

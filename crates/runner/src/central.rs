@@ -111,7 +111,9 @@ impl<'a> Central<'a> {
         }
         // Two blocks per worker in async mode so a worker steps one while the other waits.
         let per_worker = if cfg.mode == Mode::Async && cfg.envs_per_worker >= 2 { 2 } else { 1 };
-        let pool = Pool::spawn(cfg, &g.envs, (&ol, &al), &sched, per_worker)?;
+        // Recorded episodes' observation buffers come back from the observer's writer for reuse.
+        let recycle = observer.recycler().unwrap_or_default();
+        let pool = Pool::spawn(cfg, &g.envs, (&ol, &al), (&sched, &recycle), per_worker)?;
         // On failure `pool` drops here, which joins the workers just started.
         let agent = g.agents.make(&g.spec)?;
         let act_check = Some(RowCheck::new(&al, Role::Action)).filter(|c| !c.is_empty());

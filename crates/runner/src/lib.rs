@@ -82,6 +82,12 @@ pub trait Observer {
     fn on_progress(&mut self, _progress: &Progress) -> std::result::Result<(), SinkError> {
         Ok(())
     }
+    /// Where this observer hands back the observation buffers of the episodes it is
+    /// done with (a dataset writer, once they are committed), for the run to build
+    /// its next episodes in; `None` (the default) when it keeps or frees them.
+    fn recycler(&self) -> Option<rollway_core::Recycler> {
+        None
+    }
 }
 
 impl Observer for () {}

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use rollway_core::{EnvFactory, Layout};
+use rollway_core::{EnvFactory, Layout, Recycler};
 
 use crate::schedule::Schedule;
 use crate::spin::Wait;
@@ -52,7 +52,7 @@ impl Pool {
         cfg: &Arc<RunConfig>,
         envs: &Arc<dyn EnvFactory>,
         layouts: (&Arc<Layout>, &Arc<Layout>),
-        sched: &Arc<Schedule>,
+        (sched, recycle): (&Arc<Schedule>, &Recycler),
         per_worker: usize,
     ) -> Result<Pool> {
         let (ol, al) = layouts;
@@ -68,6 +68,7 @@ impl Pool {
             obs_layout: ol.clone(),
             act_layout: al.clone(),
             sched: sched.clone(),
+            recycle: recycle.clone(),
             up: up_tx.clone(),
             blocks: split(cfg.envs_per_worker, per_worker).iter().enumerate().map(|(i, &n)| AgentBlock::new(w, i, n, ol, al)).collect(),
         };

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use rollway_core::check::{check_reward, Role, RowCheck};
-use rollway_core::{seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, InfoNeed, Layout, Memory, Op, Rows, SlotResult, StepOutcome};
+use rollway_core::{
+    seed, AgentRng, BlockOptions, EnvBlock, EnvFactory, Info, InfoNeed, Layout, Memory, Op, Recycler, Rows, SlotResult, StepOutcome,
+};
 
 use crate::schedule::{Pending, Schedule};
 use crate::serial::Serial;
@@ -95,6 +97,8 @@ pub(crate) struct WorkerCtx {
     pub obs_layout: Arc<Layout>,
     pub act_layout: Arc<Layout>,
     pub sched: Arc<Schedule>,
+    /// Where recorded episodes' observation buffers come back for reuse.
+    pub recycle: Recycler,
     pub up: Sender<Up>,
     // Boxed like every block in flight: blocks move through the channels by pointer.
     #[allow(clippy::vec_box)]
@@ -354,7 +358,7 @@ impl Worker {
             // Sized for a typical episode up front, so recording does not grow by reallocation.
             let cap = 64;
             let (ob, ab) = (b.obs.row_bytes(), b.act.row_bytes());
-            let mut obs = Vec::with_capacity(ob * (cap + 1));
+            let mut obs = self.ctx.recycle.take(ob * (cap + 1));
             obs.extend_from_slice(b.obs.row(j));
             let mut t = Box::new(Trajectory {
                 obs,

@@ -318,3 +318,33 @@ fn an_info_that_panics_costs_only_that_info() {
         }
     }
 }
+
+/// An observer that hands each episode's observation buffer straight back, as a
+/// dataset writer does once it has committed the episode, noting each buffer's address.
+struct GivesBack(rollway_core::Recycler, Vec<usize>);
+
+impl Observer for GivesBack {
+    fn on_episode(&mut self, e: EpisodeResult) -> std::result::Result<(), SinkError> {
+        let t = e.trajectory.expect("recorded");
+        self.1.push(t.obs.as_ptr() as usize);
+        self.0.give(t.obs);
+        Ok(())
+    }
+    fn recycler(&self) -> Option<rollway_core::Recycler> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn a_recording_run_builds_new_episodes_in_the_buffers_its_observer_hands_back() {
+    let pool = rollway_core::Recycler::new();
+    // Buffers large enough to be kept; a walk's own would be left to the allocator.
+    let big: Vec<Vec<u8>> = (0..4).map(|_| Vec::with_capacity(rollway_core::Recycler::MIN_BYTES)).collect();
+    let ours: Vec<usize> = big.iter().map(|b| b.as_ptr() as usize).collect();
+    big.into_iter().for_each(|b| pool.give(b));
+    let cfg = RunConfig { record_steps: true, target: Target::Episodes(40), ..walk(1, 2, Mode::Sync) };
+    let mut seen = GivesBack(pool.clone(), Vec::new());
+    generator(cfg, Walks::default(), Drifts::default()).run(&mut seen).unwrap();
+    assert_eq!(seen.1.len(), 40);
+    assert!(seen.1.iter().all(|p| ours.contains(p)), "every episode was built in a buffer handed back");
+}

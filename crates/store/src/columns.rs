@@ -100,11 +100,18 @@ impl Columns {
         Columns { obs, act, infos, schema }
     }
 
-    /// Builds one shard's batch; `ids[i]` is the dataset episode id of `episodes[i]`.
-    pub fn batch(&self, episodes: &[&EpisodeResult], ids: &[u64]) -> Result<RecordBatch> {
+    /// One shard's columns; `ids[i]` is the dataset episode id of `episodes[i]`. Every
+    /// column but the observation leaves' is built here, whole; those are copied out of
+    /// the episodes slice by slice as [`ShardColumns::for_each_slice`] writes them.
+    pub fn shard<'a>(&self, episodes: &[&'a EpisodeResult], ids: &[u64]) -> Result<ShardColumns<'a>> {
         let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
+        let ob = self.obs.row_bytes();
         // Checked once here; every column below walks these.
         let trajs = episodes.iter().map(|e| traj(e)).collect::<Result<Vec<_>>>()?;
+        if let Some((e, t)) = episodes.iter().zip(&trajs).find(|(e, t)| t.obs.len() != (e.length as usize + 1) * ob) {
+            let message = format!("{} observation bytes for {} rows of {ob}", t.obs.len(), e.length + 1);
+            return Err(Error::BadEpisode { episode: e.run_index, message });
+        }
         let mut last = Vec::with_capacity(rows);
         let (mut eid, mut step) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         for (e, &id) in episodes.iter().zip(ids) {
@@ -116,17 +123,9 @@ impl Columns {
         }
         // Null where a row is an episode's final observation: it has no action.
         let valid = NullBuffer::from(last.iter().map(|&l| !l).collect::<Vec<bool>>());
-        let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(eid)), Arc::new(Int64Array::from(step))];
-        let (ob, ab) = (self.obs.row_bytes(), self.act.row_bytes());
-        for leaf in self.obs.leaves().iter().filter(|l| !is_frame_leaf(l)) {
-            let mut bytes = Vec::with_capacity(rows * leaf.bytes());
-            for t in &trajs {
-                for row in t.obs.chunks_exact(ob) {
-                    bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
-                }
-            }
-            cols.push(leaf_array(leaf, bytes, rows, None, stored_as_binary(leaf))?);
-        }
+        let head: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(eid)), Arc::new(Int64Array::from(step))];
+        let mut tail = Vec::new();
+        let ab = self.act.row_bytes();
         for leaf in self.act.leaves() {
             let mut bytes = Vec::with_capacity(rows * leaf.bytes());
             for t in &trajs {
@@ -135,29 +134,10 @@ impl Columns {
                 }
                 bytes.resize(bytes.len() + leaf.bytes(), 0);
             }
-            cols.push(leaf_array(leaf, bytes, rows, Some(valid.clone()), false)?);
+            tail.push(leaf_array(leaf, bytes, rows, Some(valid.clone()), false)?);
         }
-        let mut rewards = Vec::with_capacity(rows);
-        let (mut term, mut trunc) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-        for t in &trajs {
-            rewards.extend(t.rewards.iter().map(|&r| Some(r)));
-            rewards.push(None);
-            term.extend(t.terminations.iter().map(|&x| Some(x)));
-            term.push(None);
-            trunc.extend(t.truncations.iter().map(|&x| Some(x)));
-            trunc.push(None);
-        }
-        cols.push(Arc::new(Float64Array::from(rewards)));
-        cols.push(Arc::new(BooleanArray::from(term)));
-        cols.push(Arc::new(BooleanArray::from(trunc)));
-        if self.infos {
-            let mut infos: Vec<Option<String>> = Vec::with_capacity(rows);
-            for (e, t) in episodes.iter().zip(&trajs) {
-                infos.extend((0..=e.length as usize).map(|i| t.infos.get(i).map(Info::to_json)));
-            }
-            cols.push(Arc::new(StringArray::from(infos)));
-        }
-        let mut schema = self.schema.clone();
+        self.outcome_columns(episodes, &trajs, &mut tail);
+        let mut fields: Vec<Field> = self.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
         // The agents' recurrent states, in shards that have any: a list of floats per
         // step, null on each episode's final-observation row.
         if trajs.iter().any(|t| t.state_width > 0) {
@@ -170,16 +150,106 @@ impl Columns {
                 states.append(false);
             }
             let states = states.finish();
-            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
             fields.push(Field::new(AGENT_STATE, states.data_type().clone(), true));
-            schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-            cols.push(Arc::new(states));
+            tail.push(Arc::new(states));
         }
-        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-        step_columns(&trajs, &valid, &mut fields, &mut cols)?;
-        let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-        RecordBatch::try_new(schema, cols)
-            .map_err(|e| Error::BadEpisode { episode: episodes.first().map_or(0, |e| e.run_index), message: e.to_string() })
+        step_columns(&trajs, &valid, &mut fields, &mut tail)?;
+        let schema = Arc::new(Schema::new_with_metadata(fields, self.schema.metadata().clone()));
+        let leaves: Vec<Leaf> = self.obs.leaves().iter().filter(|l| !is_frame_leaf(l)).cloned().collect();
+        let first = episodes.first().map_or(0, |e| e.run_index);
+        Ok(ShardColumns { schema, head, tail, leaves, trajs, rows, ob, first })
+    }
+
+    /// The rewards, terminations and truncations columns (null on each episode's
+    /// final-observation row), and the infos where the plan keeps them.
+    fn outcome_columns(&self, episodes: &[&EpisodeResult], trajs: &[&rollway_core::Trajectory], cols: &mut Vec<ArrayRef>) {
+        let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
+        let mut rewards = Vec::with_capacity(rows);
+        let (mut term, mut trunc) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        for t in trajs {
+            rewards.extend(t.rewards.iter().map(|&r| Some(r)));
+            rewards.push(None);
+            term.extend(t.terminations.iter().map(|&x| Some(x)));
+            term.push(None);
+            trunc.extend(t.truncations.iter().map(|&x| Some(x)));
+            trunc.push(None);
+        }
+        cols.push(Arc::new(Float64Array::from(rewards)));
+        cols.push(Arc::new(BooleanArray::from(term)));
+        cols.push(Arc::new(BooleanArray::from(trunc)));
+        if self.infos {
+            let mut infos: Vec<Option<String>> = Vec::with_capacity(rows);
+            for (e, t) in episodes.iter().zip(trajs) {
+                infos.extend((0..=e.length as usize).map(|i| t.infos.get(i).map(Info::to_json)));
+            }
+            cols.push(Arc::new(StringArray::from(infos)));
+        }
+    }
+}
+
+/// About how many bytes of observations a shard hands the Parquet writer at a time.
+///
+/// Why slices: a shard's observations are the bulk of it (a pistonball shard holds
+/// ~400 MB an episode), and building them as one column, which the Parquet writer then
+/// copies whole into a buffer of its own, cost two fresh allocations that size a
+/// shard: glibc maps any block over 32 MiB anew and the kernel faults in and zeroes
+/// every page, over half of the writer's time on such rows (`perf` of
+/// `crates/store/examples/writer_ceiling.rs`). Slices well under that size reuse the
+/// same memory from one to the next (2.6× the writer's rate on pistonball's rows, 1.5–2×
+/// on 1.6–28 kB rows: bench/RESULTS.md). Readers see the same shard either way: the
+/// slices go into the one row group, in order.
+pub const SLICE_BYTES: usize = 8 << 20;
+
+/// One shard's columns, the observation leaves copied out a slice of rows at a time
+/// (see [`SLICE_BYTES`]).
+pub struct ShardColumns<'a> {
+    schema: SchemaRef,
+    /// The columns before the observation leaves (`episode_id`, `step`) and after them, whole.
+    head: Vec<ArrayRef>,
+    tail: Vec<ArrayRef>,
+    /// The observation leaves stored in Parquet (frame leaves go to their own files).
+    leaves: Vec<Leaf>,
+    trajs: Vec<&'a rollway_core::Trajectory>,
+    rows: usize,
+    /// Bytes of an observation row.
+    ob: usize,
+    /// The first episode's run index, for errors.
+    first: u64,
+}
+
+impl ShardColumns<'_> {
+    /// The shard's schema: the plan's, with the recurrent-state and per-step columns its
+    /// episodes carry.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Calls `write` with the shard's rows in order, as batches holding about
+    /// `slice_bytes` of observations each (one row at least).
+    pub fn for_each_slice(&self, slice_bytes: usize, mut write: impl FnMut(&RecordBatch) -> Result<()>) -> Result<()> {
+        let leaf_bytes: usize = self.leaves.iter().map(Leaf::bytes).sum();
+        let per_slice = (slice_bytes / leaf_bytes.max(1)).max(1);
+        // Rows are checked to be whole in `Columns::shard`; with no observation bytes there is nothing to walk.
+        let mut obs_rows = self.trajs.iter().flat_map(|t| t.obs.chunks_exact(self.ob.max(1)));
+        let mut start = 0;
+        while start < self.rows {
+            let len = per_slice.min(self.rows - start);
+            let part: Vec<&[u8]> = if self.ob == 0 { vec![&[][..]; len] } else { obs_rows.by_ref().take(len).collect() };
+            let mut cols: Vec<ArrayRef> = self.head.iter().map(|c| c.slice(start, len)).collect();
+            for leaf in &self.leaves {
+                let mut bytes = Vec::with_capacity(len * leaf.bytes());
+                for row in &part {
+                    bytes.extend_from_slice(&row[leaf.offset..leaf.offset + leaf.bytes()]);
+                }
+                cols.push(leaf_array(leaf, bytes, len, None, stored_as_binary(leaf))?);
+            }
+            cols.extend(self.tail.iter().map(|c| c.slice(start, len)));
+            let batch = RecordBatch::try_new(self.schema.clone(), cols)
+                .map_err(|e| Error::BadEpisode { episode: self.first, message: e.to_string() })?;
+            write(&batch)?;
+            start += len;
+        }
+        Ok(())
     }
 }
 
@@ -430,5 +500,88 @@ mod tests {
         let small = Space::box_with(DType::F32, &[255], vec![0.0; 255], vec![1.0; 255]).unwrap();
         let plan = Columns::new(Layout::of(&small), Layout::of(&Space::discrete(6, 0).unwrap()), false);
         assert!(matches!(plan.schema.field_with_name("observations").unwrap().data_type(), DataType::FixedSizeList(_, 255)));
+    }
+
+    /// A shard of `lengths`-step episodes of a Dict space (a 1,200-byte leaf of stacked crops
+    /// stored as binary beside a small list leaf), with infos, recurrent states and an extra.
+    fn shard_episodes(plan: &Columns, lengths: &[usize]) -> Vec<EpisodeResult> {
+        let (ob, ab) = (plan.obs.row_bytes(), plan.act.row_bytes());
+        let mut byte = 0u8;
+        let mut next = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    byte = byte.wrapping_mul(31).wrapping_add(7);
+                    byte
+                })
+                .collect()
+        };
+        let mut episode = |(i, &n): (usize, &usize)| {
+            let mut t = rollway_core::Trajectory { obs: next((n + 1) * ob), actions: next(n * ab), ..Default::default() };
+            t.rewards = (0..n).map(|s| s as f64 - 0.5).collect();
+            t.terminations = (0..n).map(|s| s + 1 == n).collect();
+            t.truncations = vec![false; n];
+            t.infos = (0..=n)
+                .map(|s| {
+                    let mut info = Info::new();
+                    info.insert("s", s);
+                    info
+                })
+                .collect();
+            (t.states, t.state_width) = ((0..n * 2).map(|v| v as f32).collect(), 2);
+            let values = (0..n).map(|v| v as f32 * 0.25).collect();
+            t.extras = vec![rollway_core::StepColumn { name: "value".into(), shape: vec![], values }];
+            t.versions = vec![3; n];
+            EpisodeResult::from_trajectory(i as u64, 0, t)
+        };
+        lengths.iter().enumerate().map(|(i, n)| episode((i, n))).collect()
+    }
+
+    #[test]
+    fn a_shard_written_a_row_at_a_time_reads_back_as_the_whole() {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use parquet::arrow::ArrowWriter;
+
+        let image = Space::boxed(DType::U8, &[2, 20, 10, 3], 0.0, 255.0).unwrap();
+        let pos = Space::box_with(DType::F32, &[3], vec![-1.0; 3], vec![1.0; 3]).unwrap();
+        let obs = Space::dict(vec![("image".into(), image), ("pos".into(), pos)]).unwrap();
+        let plan = Columns::new(Layout::of(&obs), Layout::of(&Space::discrete(6, 0).unwrap()), true);
+        let episodes = shard_episodes(&plan, &[4, 1, 6]);
+        let refs: Vec<&EpisodeResult> = episodes.iter().collect();
+        let shard = plan.shard(&refs, &[10, 11, 12]).unwrap();
+        let read = |slice_bytes: usize| {
+            let (file, mut slices) = (tempfile::tempfile().unwrap(), 0);
+            let mut w = ArrowWriter::try_new(file.try_clone().unwrap(), shard.schema(), None).unwrap();
+            shard
+                .for_each_slice(slice_bytes, |b| {
+                    slices += 1;
+                    w.write(b).map_err(|e| Error::BadEpisode { episode: 0, message: e.to_string() })
+                })
+                .unwrap();
+            w.close().unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+            let batches = reader.collect::<std::result::Result<Vec<_>, _>>().unwrap();
+            (arrow_select::concat::concat_batches(&shard.schema(), &batches).unwrap(), slices)
+        };
+        let (whole, one) = read(usize::MAX);
+        let (sliced, many) = read(1);
+        assert_eq!((one, many, whole.num_rows()), (1, 14, 14), "a slice of one row each: 5 + 2 + 7 rows");
+        assert_eq!(sliced, whole);
+        let col = whole.column_by_name("observations/image").unwrap();
+        let mut got = Vec::new();
+        leaf_bytes(col.as_ref(), &plan.obs.leaves()[0], &mut got).unwrap();
+        let ob = plan.obs.row_bytes();
+        let want: Vec<u8> =
+            episodes.iter().flat_map(|e| e.trajectory.as_ref().unwrap().obs.chunks_exact(ob)).flat_map(|r| r[..1200].to_vec()).collect();
+        assert_eq!(got, want, "the image leaf's rows, in order");
+    }
+
+    #[test]
+    fn a_trajectory_whose_observations_are_not_whole_rows_is_refused() {
+        let plan =
+            Columns::new(Layout::of(&Space::boxed(DType::U8, &[8], 0.0, 1.0).unwrap()), Layout::of(&Space::discrete(2, 0).unwrap()), false);
+        let mut episodes = shard_episodes(&plan, &[3]);
+        episodes[0].trajectory.as_mut().unwrap().obs.pop();
+        let err = plan.shard(&[&episodes[0]], &[0]).err().expect("an error").to_string();
+        assert!(err.contains("31 observation bytes for 4 rows of 8"), "{err}");
     }
 }

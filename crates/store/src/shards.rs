@@ -27,10 +27,10 @@ use crossbeam_channel::{bounded, RecvTimeoutError, Sender, TryRecvError};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
-use rollway_core::{EpisodeResult, Status};
+use rollway_core::{EpisodeResult, Recycler, Status};
 use rollway_media::pool::Pool;
 
-use crate::columns::{traj, Columns};
+use crate::columns::{traj, Columns, SLICE_BYTES};
 use crate::config::{WriteStats, WriterConfig, MAX_SHARD_EPISODES};
 use crate::error::IoContext;
 use crate::format::{self, write_atomic, FileSum, FrameRef, IndexEntry, Metadata, Paths, RunInfo, ShardIndex};
@@ -124,6 +124,8 @@ pub(crate) struct WriterThread {
     /// Shared with the handle: set before a failed flush is answered, so a writer that
     /// reported an error refuses every later episode instead of queueing it.
     pub(crate) failed: Arc<Mutex<Option<String>>>,
+    /// Where committed episodes' observation buffers go back to the run.
+    pub(crate) recycle: Recycler,
 }
 
 impl WriterThread {
@@ -222,9 +224,12 @@ impl WriterThread {
         let episodes = buf
             .drain(..)
             .map(|p| {
-                // Encoder jobs may still hold their clone for a moment after answering.
-                let e = Arc::try_unwrap(p.ep).unwrap_or_else(|a| (*a).clone());
-                let entry = self.entry(n, row, &keys, e, p.taken);
+                let entry = self.entry(n, row, &keys, &p.ep, p.taken);
+                // Encoder jobs may still hold their clone for a moment after answering:
+                // then the buffer is freed with the last clone instead.
+                if let Some(t) = Arc::try_unwrap(p.ep).ok().and_then(|e| e.trajectory) {
+                    self.recycle.give(t.obs);
+                }
                 row += entry.rows;
                 entry
             })
@@ -247,7 +252,7 @@ impl WriterThread {
     fn stage(&mut self, n: u32, buf: &[Pending]) -> Result<Vec<FileSum>> {
         let with_data: Vec<&EpisodeResult> = buf.iter().map(|p| &*p.ep).filter(|e| e.status != Status::GivenUp).collect();
         let ids: Vec<u64> = with_data.iter().map(|e| self.run.first_episode_id + e.run_index).collect();
-        let batch = self.columns.batch(&with_data, &ids)?;
+        let shard = self.columns.shard(&with_data, &ids)?;
         let pq_final = self.paths.shard(n);
         let pq = self.paths.staged(&pq_final);
         crate::faults::check("creating", &pq)?;
@@ -255,8 +260,8 @@ impl WriterThread {
         // Dictionaries pay off for repeated values, not for float observations; plain + Snappy is
         // both faster to write and about as small here.
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_enabled(false).build();
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| parquet_err(&pq, e))?;
-        w.write(&batch).map_err(|e| parquet_err(&pq, e))?;
+        let mut w = ArrowWriter::try_new(file, shard.schema(), Some(props)).map_err(|e| parquet_err(&pq, e))?;
+        shard.for_each_slice(SLICE_BYTES, |batch| w.write(batch).map_err(|e| parquet_err(&pq, e)))?;
         let file = w.into_inner().map_err(|e| parquet_err(&pq, e))?;
         file.sync_all().io("syncing", &pq)?;
         drop(file);
@@ -280,12 +285,13 @@ impl WriterThread {
     }
 
     /// The index entry of episode `e`, whose rows start at `row` of shard `n`, taken by the writer at `taken` (Unix seconds).
-    fn entry(&self, n: u32, row: u64, keys: &[String], e: EpisodeResult, taken: f64) -> IndexEntry {
+    fn entry(&self, n: u32, row: u64, keys: &[String], e: &EpisodeResult, taken: f64) -> IndexEntry {
+        let t = e.trajectory.as_deref();
         let rows = if e.status == Status::GivenUp { 0 } else { e.length + 1 };
         let frames = keys.iter().filter(|_| rows > 0).map(|k| (k.clone(), FrameRef { start: row, count: rows })).collect();
-        let versions = e.trajectory.as_ref().map_or(&[][..], |t| &t.versions[..]);
+        let versions = t.map_or(&[][..], |t| &t.versions[..]);
         let policy_version = versions.iter().min().zip(versions.iter().max()).map(|(&a, &b)| [a, b]);
-        let agent_returns = e.trajectory.as_ref().and_then(|t| crate::agents::returns(&self.columns.obs, &t.obs));
+        let agent_returns = t.and_then(|t| crate::agents::returns(&self.columns.obs, &t.obs));
         IndexEntry {
             episode_id: self.run.first_episode_id + e.run_index,
             run: self.run.run,
@@ -297,12 +303,12 @@ impl WriterThread {
             length: e.length,
             ret: e.ret,
             status: e.status,
-            labels: e.labels,
-            info: e.info,
+            labels: e.labels.clone(),
+            info: e.info.clone(),
             worker: e.worker,
             attempt: e.attempt,
             wall_ms: e.wall_ms,
-            error: e.error,
+            error: e.error.clone(),
             frames,
             policy_version,
             ended_at: Some(taken),

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender};
-use rollway_core::{EnvSpec, EpisodeResult, Layout, Status};
+use rollway_core::{EnvSpec, EpisodeResult, Layout, Recycler, Status};
 use rollway_media::pool::Pool;
 
 use crate::columns::{traj, Columns};
@@ -45,6 +45,7 @@ pub struct DatasetWriter {
     failed: Arc<Mutex<Option<String>>>,
     run: RunInfo,
     root: PathBuf,
+    recycle: Recycler,
 }
 
 /// The open, locked dataset a writer works on.
@@ -297,6 +298,7 @@ impl DatasetWriter {
         let columns = Columns::new(Layout::of(&obs), Layout::of(&act), cfg.record_infos);
         let (tx, rx) = bounded::<Msg>(cfg.queue.max(1));
         let failed = Arc::new(Mutex::new(None));
+        let recycle = Recycler::new();
         let mut thread = WriterThread {
             paths: o.paths.clone(),
             columns,
@@ -306,6 +308,7 @@ impl DatasetWriter {
             run: run.clone(),
             stats: WriteStats::default(),
             failed: failed.clone(),
+            recycle: recycle.clone(),
         };
         let flag = failed.clone();
         let root = o.paths.root.clone();
@@ -322,7 +325,13 @@ impl DatasetWriter {
                 res.map(|()| thread.stats)
             })
             .io("starting writer thread", &root)?;
-        Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root })
+        Ok(DatasetWriter { tx: Some(tx), handle: Some(handle), failed, run, root, recycle })
+    }
+
+    /// Where this writer hands back the observation buffers of the episodes it
+    /// committed, for the next episodes to be built in (see [`Recycler`]).
+    pub fn recycler(&self) -> Recycler {
+        self.recycle.clone()
     }
 
     /// The run being written.

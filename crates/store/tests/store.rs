@@ -418,3 +418,35 @@ fn issue55_large_observation_leaves_are_binary_cells_and_read_back_bit_for_bit()
     assert!(matches!(schema.field_with_name("observations/small").unwrap().data_type(), DataType::FixedSizeList(_, 3)));
     assert!(rollway_store::verify(&ds).problems.is_empty());
 }
+
+/// Once an episode is committed, the writer hands its observation buffer back through
+/// `recycler()` for the run's next episodes; the dataset holds the episode all the same.
+#[test]
+fn a_committed_episodes_observation_buffer_comes_back_through_the_recycler() {
+    let (spec, mut eps) = common::episodes("CartPole-v1", "", 2, 30);
+    let dir = tempfile::tempdir().unwrap();
+    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), WriterConfig::default()).unwrap();
+    let pool = w.recycler();
+    let mut at = Vec::new();
+    for e in &mut eps {
+        let t = e.trajectory.as_mut().unwrap();
+        // Large enough to be kept (CartPole's own rows would be left to the allocator).
+        t.obs.reserve(rollway_core::Recycler::MIN_BYTES);
+        at.push(t.obs.as_ptr() as usize);
+    }
+    let want = eps.clone();
+    for e in eps {
+        w.write(e).unwrap();
+    }
+    w.flush().unwrap();
+    assert_eq!(pool.waiting(), 2, "both buffers, once their shard committed");
+    let kept: Vec<Vec<u8>> = (0..2).map(|_| pool.take(1)).collect();
+    let back: Vec<usize> = kept.iter().map(|b| b.as_ptr() as usize).collect();
+    assert!(back.iter().all(|p| at.contains(p)) && back[0] != back[1], "{back:x?} vs {at:x?}");
+    w.finish().unwrap();
+    let ds = Dataset::open(dir.path()).unwrap();
+    for e in &want {
+        let got = ds.read_episode(e.run_index).unwrap();
+        assert_eq!(got.observations[0].1.data, e.trajectory.as_ref().unwrap().obs, "episode {}", e.run_index);
+    }
+}

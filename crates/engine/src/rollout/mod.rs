@@ -215,6 +215,9 @@ impl rollway_runner::Observer for Recorder {
     fn on_episode(&mut self, episode: rollway_core::EpisodeResult) -> std::result::Result<(), rollway_runner::SinkError> {
         self.0.write(episode).map_err(Into::into)
     }
+    fn recycler(&self) -> Option<rollway_core::Recycler> {
+        Some(self.0.recycler())
+    }
 }
 
 /// The workspace's Rust rollout example, compiled into this crate's unit tests (no test binary of its own).

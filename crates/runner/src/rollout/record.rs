@@ -8,9 +8,11 @@
 //! rewards and flags as the fragments that held its steps, whichever fragment they
 //! fell in. An episode cut by an env fault is dropped here (it is counted as the
 //! fragment's fault; a half episode is not a dataset's episode). The cost, paid only
-//! when recording, is one row copy per slot per step and one `Vec` per episode.
+//! when recording, is one row copy per slot per step and one `Vec` per episode, whose
+//! observations' buffer the sink hands back once it is done with it (see
+//! [`rollway_core::Recycler`]).
 
-use rollway_core::{EpisodeResult, Info, Memory, Trajectory};
+use rollway_core::{EpisodeResult, Info, Memory, Recycler, Trajectory};
 
 use super::Extra;
 use crate::{Error, Observer, Result};
@@ -21,16 +23,19 @@ pub(crate) struct Recording {
     open: Vec<Option<(u64, Trajectory)>>,
     obs_row: usize,
     act_row: usize,
+    /// The sink's buffers of committed episodes, which new episodes' observations reuse.
+    recycle: Recycler,
 }
 
 impl Recording {
     pub fn new(sink: Box<dyn Observer + Send>, slots: usize, obs_row: usize, act_row: usize) -> Recording {
-        Recording { sink, open: (0..slots).map(|_| None).collect(), obs_row, act_row }
+        let recycle = sink.recycler().unwrap_or_default();
+        Recording { sink, open: (0..slots).map(|_| None).collect(), obs_row, act_row, recycle }
     }
 
     /// Slot `g` started an episode (seeded with `seed`) at observation `obs`.
     pub fn begin(&mut self, g: usize, seed: u64, obs: &[u8]) {
-        let mut t = Trajectory { obs: Vec::with_capacity(64 * self.obs_row), ..Default::default() };
+        let mut t = Trajectory { obs: self.recycle.take(64 * self.obs_row), ..Default::default() };
         t.obs.extend_from_slice(obs);
         self.open[g] = Some((seed, t));
     }
@@ -68,6 +73,8 @@ impl Recording {
 
     /// Slot `g`'s episode was cut by a fault: it is not recorded.
     pub fn abandon(&mut self, g: usize) {
-        self.open[g] = None;
+        if let Some((_, t)) = self.open[g].take() {
+            self.recycle.give(t.obs);
+        }
     }
 }

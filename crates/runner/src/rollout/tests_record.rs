@@ -130,3 +130,38 @@ fn issue32_recording_needs_seed_each_episode() {
     let err = Rollout::recording(cfg, env.clone(), agent("random", &env), Some(record)).err().expect("refused");
     assert!(err.to_string().contains("seed_each_episode"), "{err}");
 }
+
+/// A sink that hands each episode's observation buffer straight back, as a dataset
+/// writer does once it has committed the episode, noting each buffer's address.
+struct GivesBack(rollway_core::Recycler, Arc<Mutex<Vec<usize>>>);
+
+impl Observer for GivesBack {
+    fn on_episode(&mut self, e: EpisodeResult) -> Result<(), SinkError> {
+        let t = e.trajectory.expect("recorded");
+        self.1.lock().unwrap().push(t.obs.as_ptr() as usize);
+        self.0.give(t.obs);
+        Ok(())
+    }
+    fn recycler(&self) -> Option<rollway_core::Recycler> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn a_recording_builds_new_episodes_in_the_buffers_its_sink_hands_back() {
+    let env = envs("CartPole-v1", &[]);
+    let pool = rollway_core::Recycler::new();
+    // One buffer large enough to be kept; CartPole's own would be left to the allocator.
+    let big = Vec::with_capacity(rollway_core::Recycler::MIN_BYTES);
+    let at = big.as_ptr() as usize;
+    pool.give(big);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let cfg = RolloutConfig { envs: 1, steps: 200, seed: 3, ..Default::default() };
+    let sink = GivesBack(pool.clone(), seen.clone());
+    let mut r = Rollout::recording(cfg, env.clone(), agent("random", &env), Some(Box::new(sink))).unwrap();
+    r.collect().unwrap();
+    drop(r);
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 3, "{} episodes", seen.len());
+    assert!(seen.iter().all(|&p| p == at), "every episode of the one slot was built in the buffer handed back: {seen:x?} vs {at:x}");
+}
