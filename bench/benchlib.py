@@ -216,9 +216,10 @@ def timed_steps(step, n: int, seconds: float, warmup: int = 20) -> float:
     return k * n / (time.perf_counter() - t0)
 
 
-def fresh_process_rate(script: str, system: str, n: int, seconds: float) -> float:
-    """One figure of a bench script's ``--one SYSTEM --n N --seconds S`` mode, in a fresh process."""
-    cmd = [sys.executable, script, "--one", system, "--n", str(n), "--seconds", str(seconds)]
+def fresh_process_rate(script: str, system: str, n: int, seconds: float, extra: Sequence[str] = ()) -> float:
+    """One figure of a bench script's ``--one SYSTEM --n N --seconds S`` mode (and ``extra``
+    arguments), in a fresh process."""
+    cmd = [sys.executable, script, "--one", system, "--n", str(n), "--seconds", str(seconds), *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 10 + 300)
     if p.returncode != 0:
         raise RuntimeError(f"{system} at N={n} failed (exit {p.returncode}): {p.stderr[-2000:]}")

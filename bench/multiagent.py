@@ -15,9 +15,12 @@
 The peers get actions drawn before the timed loop (a zero-cost policy); rollway's ``random`` agent
 draws in Rust. Agent steps count every possible agent's row each env step (K per env step), as
 PufferLib's mask and SuperSuit's black death do. Each figure in a fresh process after a warm-up, the
-systems alternating, the median of the reps.
+systems alternating, the median of the reps. ``--warmup-episodes K``: rollway's two systems first
+run until K episodes an env have ended (a recording builds its first episodes in fresh memory and
+later ones in the buffers the writer hands back: K = 2 times the steady state of a long recording).
 
-    bench/run_multiagent.sh [--envs 8,32] [--reps 3] [--seconds 10] [--games pistonball,simple_spread,kaz] [--out FILE.md]
+    bench/run_multiagent.sh [--envs 8,32] [--reps 3] [--seconds 10] [--games pistonball,simple_spread,kaz]
+                            [--warmup-episodes K] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ GAMES = {
 # fragments are short.
 STEPS = {"pistonball": 4}
 T = 64
+# Episodes an env that rollway's systems run before they are timed (--warmup-episodes).
+WARMUP_EPISODES = 0
 
 
 def parallel_env(game: str):
@@ -118,6 +123,9 @@ def rollway_rate(game: str, n: int, seconds: float, record: bool = False) -> flo
         t = STEPS.get(game, T)
         with rollway.Rollout(f"pz:{module}", "random", num_envs=n, steps_per_fragment=t, seed=1, env_params=params,
                              out=None if out is None else os.path.join(out, "ds")) as r:
+            ended = 0
+            while ended < WARMUP_EPISODES * n:
+                ended += int(r.collect().dones.sum())
             return timed_steps(r.collect, n * t * agents_of(game), seconds, warmup=1)
     finally:
         if out is not None:
@@ -188,7 +196,10 @@ def main() -> None:
     p.add_argument("--out")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--warmup-episodes", type=int, default=0, help="episodes an env rollway runs before it is timed")
     a = p.parse_args()
+    global WARMUP_EPISODES
+    WARMUP_EPISODES = a.warmup_episodes
     if a.one:
         game, system = a.one.split("|", 1)
         print(json.dumps(SYSTEMS[system](game, a.n, a.seconds)))
@@ -202,7 +213,8 @@ def main() -> None:
             rates = {s: [] for s in SYSTEMS}
             for rep in range(a.reps):
                 for s in SYSTEMS:
-                    rates[s].append(fresh_process_rate(__file__, f"{game}|{s}", n, a.seconds))
+                    extra = ["--warmup-episodes", str(a.warmup_episodes)]
+                    rates[s].append(fresh_process_rate(__file__, f"{game}|{s}", n, a.seconds, extra))
                     log(f"{game} N={n} rep {rep + 1}: {s} {rates[s][-1]:,.0f} agent steps/s")
             med[n] = {s: statistics.median(v) for s, v in rates.items()}
         base = "rollway Rollout"
@@ -215,7 +227,8 @@ def main() -> None:
                      *md_table(["", *(f"N = {n}" for n in envs)], rows, "l" + "r" * len(envs)), ""]
     packages = ", ".join(f"{m} {v}" for m, v in module_versions(
         ["rollway", "pettingzoo", "mpe2", "supersuit", "pufferlib", "gymnasium", "numpy"]).items())
-    text = "\n".join([f"PettingZoo envs, random actions: agent steps/s ({a.seconds:.0f} s each, after a warm-up).", "",
+    warm = f"; rollway's after {a.warmup_episodes} episodes an env" if a.warmup_episodes else ""
+    text = "\n".join([f"PettingZoo envs, random actions: agent steps/s ({a.seconds:.0f} s each, after a warm-up{warm}).", "",
                       *machine_note(None, load_start, os.getloadavg(), packages=packages), "", *sections])
     write_report(text, a.out)
 

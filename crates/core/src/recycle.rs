@@ -10,7 +10,10 @@
 //! buffers back, pages still mapped, to whoever builds the next episodes.
 //!
 //! Cost: a buffer waits here between its episode's commit and the next episode's
-//! start, which holds memory the run just used; the pool keeps at most
+//! start, which holds memory the run just used. Only buffers that were taken from
+//! the pool are kept when they come back (so a writer fed by anything else keeps
+//! nothing: idle memory held made the writer's own fresh buffers 3× dearer on a
+//! 2-core VM, `writer_ceiling`); the pool keeps at most
 //! [`Recycler::KEPT`] buffers of [`Recycler::KEPT_BYTES`] in all, only large ones
 //! ([`Recycler::MIN_BYTES`]), and is freed with its last handle.
 
@@ -18,7 +21,14 @@ use std::sync::{Arc, Mutex};
 
 /// A shared pool of byte buffers; clones share it.
 #[derive(Clone, Debug, Default)]
-pub struct Recycler(Arc<Mutex<Vec<Vec<u8>>>>);
+pub struct Recycler(Arc<Mutex<Pool>>);
+
+#[derive(Debug, Default)]
+struct Pool {
+    kept: Vec<Vec<u8>>,
+    /// Buffers taken and not yet given back: only those are kept when they come back.
+    out: usize,
+}
 
 impl Recycler {
     /// The most buffers kept waiting.
@@ -33,30 +43,39 @@ impl Recycler {
         Recycler::default()
     }
 
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// An empty buffer: the one handed back last (its pages the most likely still
     /// warm), or a new one of `capacity` bytes when none waits.
     pub fn take(&self, capacity: usize) -> Vec<u8> {
-        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        kept.unwrap_or_else(|| Vec::with_capacity(capacity))
+        let mut pool = self.pool();
+        pool.out += 1;
+        pool.kept.pop().unwrap_or_else(|| Vec::with_capacity(capacity))
     }
 
-    /// Hands `buf` back for a later [`take`](Recycler::take), emptied; a small buffer,
-    /// or one past the pool's limits, is freed instead.
+    /// Hands `buf` back for a later [`take`](Recycler::take), emptied. A small buffer,
+    /// one past the pool's limits, or one that comes back when every buffer taken is
+    /// back already (a writer whose episodes were not built in taken buffers: nobody
+    /// would take it again, and memory held idle makes fresh memory dearer) is freed
+    /// instead.
     pub fn give(&self, mut buf: Vec<u8>) {
-        if buf.capacity() < Self::MIN_BYTES {
+        let mut pool = self.pool();
+        if pool.out == 0 {
             return;
         }
-        buf.clear();
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let bytes: usize = kept.iter().map(Vec::capacity).sum();
-        if kept.len() < Self::KEPT && bytes + buf.capacity() <= Self::KEPT_BYTES {
-            kept.push(buf);
+        pool.out -= 1;
+        let bytes: usize = pool.kept.iter().map(Vec::capacity).sum();
+        if buf.capacity() >= Self::MIN_BYTES && pool.kept.len() < Self::KEPT && bytes + buf.capacity() <= Self::KEPT_BYTES {
+            buf.clear();
+            pool.kept.push(buf);
         }
     }
 
     /// Buffers waiting now.
     pub fn waiting(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.pool().kept.len()
     }
 }
 
@@ -65,13 +84,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_large_buffer_comes_back_empty_with_its_memory_and_a_small_one_does_not() {
+    fn a_large_buffer_taken_comes_back_empty_with_its_memory_and_a_small_one_does_not() {
         let pool = Recycler::new();
-        let mut big = Vec::with_capacity(Recycler::MIN_BYTES);
+        let mut big = pool.take(Recycler::MIN_BYTES);
         big.extend_from_slice(&[7u8; 100]);
         let at = big.as_ptr();
         pool.give(big);
-        pool.give(vec![1u8; 10]);
+        let small = pool.take(10);
+        pool.give(small);
         assert_eq!(pool.waiting(), 1, "the small buffer is left to the allocator");
         let again = pool.clone().take(16);
         assert!(again.is_empty() && again.capacity() >= Recycler::MIN_BYTES && again.as_ptr() == at, "the same memory, emptied");
@@ -79,17 +99,26 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_that_was_never_taken_is_not_kept() {
+        let pool = Recycler::new();
+        pool.give(Vec::with_capacity(Recycler::MIN_BYTES));
+        assert_eq!(pool.waiting(), 0, "nobody takes from this pool: holding the buffer would only hold memory");
+        let taken = pool.take(Recycler::MIN_BYTES);
+        pool.give(Vec::with_capacity(Recycler::MIN_BYTES));
+        pool.give(taken);
+        assert_eq!(pool.waiting(), 1, "as many kept as were taken");
+    }
+
+    #[test]
     fn the_pool_keeps_at_most_its_limits() {
         let pool = Recycler::new();
-        for _ in 0..Recycler::KEPT + 3 {
-            pool.give(Vec::with_capacity(Recycler::MIN_BYTES));
-        }
+        let taken: Vec<Vec<u8>> = (0..Recycler::KEPT + 3).map(|_| pool.take(Recycler::MIN_BYTES)).collect();
+        taken.into_iter().for_each(|b| pool.give(b));
         assert_eq!(pool.waiting(), Recycler::KEPT, "by count");
         let pool = Recycler::new();
         // Capacity is only reserved, not touched: no memory is used by these.
-        for _ in 0..3 {
-            pool.give(Vec::with_capacity(Recycler::KEPT_BYTES / 2));
-        }
+        let taken: Vec<Vec<u8>> = (0..3).map(|_| pool.take(Recycler::KEPT_BYTES / 2)).collect();
+        taken.into_iter().for_each(|b| pool.give(b));
         assert_eq!(pool.waiting(), 2, "by bytes");
     }
 }

@@ -338,8 +338,9 @@ impl Observer for GivesBack {
 #[test]
 fn a_recording_run_builds_new_episodes_in_the_buffers_its_observer_hands_back() {
     let pool = rollway_core::Recycler::new();
-    // Buffers large enough to be kept; a walk's own would be left to the allocator.
-    let big: Vec<Vec<u8>> = (0..4).map(|_| Vec::with_capacity(rollway_core::Recycler::MIN_BYTES)).collect();
+    // Buffers large enough to be kept (a walk's own would be left to the allocator), taken
+    // and handed back, as committed episodes' are.
+    let big: Vec<Vec<u8>> = (0..4).map(|_| pool.take(rollway_core::Recycler::MIN_BYTES)).collect();
     let ours: Vec<usize> = big.iter().map(|b| b.as_ptr() as usize).collect();
     big.into_iter().for_each(|b| pool.give(b));
     let cfg = RunConfig { record_steps: true, target: Target::Episodes(40), ..walk(1, 2, Mode::Sync) };

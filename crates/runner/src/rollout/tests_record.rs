@@ -151,8 +151,9 @@ impl Observer for GivesBack {
 fn a_recording_builds_new_episodes_in_the_buffers_its_sink_hands_back() {
     let env = envs("CartPole-v1", &[]);
     let pool = rollway_core::Recycler::new();
-    // One buffer large enough to be kept; CartPole's own would be left to the allocator.
-    let big = Vec::with_capacity(rollway_core::Recycler::MIN_BYTES);
+    // One buffer large enough to be kept (CartPole's own would be left to the allocator),
+    // taken and handed back, as a committed episode's is.
+    let big = pool.take(rollway_core::Recycler::MIN_BYTES);
     let at = big.as_ptr() as usize;
     pool.give(big);
     let seen = Arc::new(Mutex::new(Vec::new()));
