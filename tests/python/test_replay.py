@@ -137,38 +137,6 @@ def test_recording_into_an_existing_dataset_is_refused_and_changes_nothing(tmp_p
     assert files() == before
 
 
-def writer_nices():
-    """The nice value of each live thread of this process named ``rollway-writer`` (Linux's /proc)."""
-    nices = []
-    for task in glob.glob("/proc/self/task/*"):
-        try:
-            with open(f"{task}/comm") as c, open(f"{task}/stat") as s:
-                if c.read().strip() == "rollway-writer":
-                    # The fields after the command (which may hold spaces): nice is the 19th field.
-                    nices.append(int(s.read().rsplit(")", 1)[1].split()[16]))
-        except OSError:
-            continue
-    return nices
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread priorities from Linux's /proc")
-def test_a_replay_writer_yields_the_cores_to_the_envs_and_the_learner(tmp_path):
-    # In a fresh interpreter: the threads of this one are whatever earlier tests left.
-    script = textwrap.dedent(f"""
-        import rollway
-        from test_replay import policy, writer_nices
-        before = writer_nices()
-        with rollway.Rollout("CartPole-v1", policy, num_envs=2, steps_per_fragment=100, out={str(tmp_path / "replay")!r}) as r:
-            r.collect()
-            print(before, writer_nices())
-    """)
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=here,
-                       env={**os.environ, "PYTHONPATH": here})
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert p.stdout.split("\n")[-2] == "[] [10]", p.stdout
-
-
 def test_a_following_loader_keeps_its_capacity_staleness_and_reuse_bounds(tmp_path):
     out = tmp_path / "replay"
     with rollway.Rollout("CartPole-v1", "random", num_envs=4, steps_per_fragment=50, seed=2, out=out) as r:

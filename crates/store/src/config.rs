@@ -33,14 +33,6 @@ pub struct WriterConfig {
     /// it must not stall (a Python `DataCollector`); the generator's recording ran ~5%
     /// slower with it, so it is off by default.
     pub linger: bool,
-    /// Whether the writer thread runs at a lower CPU priority (nice 10, on Linux),
-    /// yielding the cores to the work it records beside. For a training rollout's
-    /// replay, where the envs and the learner come first: a pistonball rollout that
-    /// recorded every episode ran ~30% faster with it on two cores, the writer using
-    /// the cycles the envs leave between rounds. Off by default: where the dataset is
-    /// the job (`rollway run`), the run's own waits took those cycles and the default
-    /// job ran ~4% slower with it.
-    pub background: bool,
 }
 
 impl Default for WriterConfig {
@@ -56,7 +48,6 @@ impl Default for WriterConfig {
             frame_options: FrameOptions::default(),
             encode_threads: 0,
             linger: false,
-            background: false,
         }
     }
 }

@@ -315,9 +315,6 @@ impl DatasetWriter {
         let handle = std::thread::Builder::new()
             .name("rollway-writer".into())
             .spawn(move || {
-                if cfg.background {
-                    lower_priority();
-                }
                 let res = thread.serve(&rx, &cfg);
                 if let Err(e) = &res {
                     *flag.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
@@ -408,19 +405,3 @@ pub(crate) fn run_info(dir: &Path, meta: &Metadata, run: u32, what: &str) -> Res
         message: format!("it records {} runs, so no run {run} to {what}", meta.runs.len()),
     })
 }
-
-/// Lowers the calling thread's CPU priority to nice 10 (see `WriterConfig::background`);
-/// a no-op where that is not a thread's own setting, and best effort: a refusal leaves
-/// the thread as it was.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // measured to matter: a recording rollout ran ~30% faster (bench/RESULTS.md)
-fn lower_priority() {
-    // SAFETY: two syscalls that take and return plain integers, about this thread
-    // (Linux keeps a nice value per thread, so only the writer thread is lowered).
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn lower_priority() {}

@@ -453,33 +453,3 @@ fn a_committed_episodes_observation_buffer_comes_back_through_the_recycler() {
         assert_eq!(got.observations[0].1.data, e.trajectory.as_ref().unwrap().obs, "episode {}", e.run_index);
     }
 }
-
-/// The nice value of every live thread of this process named `rollway-writer`.
-#[cfg(target_os = "linux")]
-fn writer_nices() -> Vec<i64> {
-    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
-    tasks
-        .filter_map(|t| {
-            let dir = t.ok()?.path();
-            (std::fs::read_to_string(dir.join("comm")).ok()?.trim() == "rollway-writer").then_some(())?;
-            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-            // Fields after the command (which may hold spaces): state is the 3rd field, nice the 19th.
-            stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
-        })
-        .collect()
-}
-
-/// A replay recorded beside training yields the cores: its writer thread runs at nice 10.
-#[cfg(target_os = "linux")]
-#[test]
-fn a_background_writer_thread_runs_at_a_lower_priority() {
-    let (spec, eps) = common::episodes("CartPole-v1", "", 1, 10);
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = WriterConfig { background: true, ..WriterConfig::default() };
-    let w = DatasetWriter::create(dir.path(), &spec, "random", 0, serde_json::json!({}), cfg).unwrap();
-    w.write(eps[0].clone()).unwrap();
-    // Answered by the writer thread, so it has run its first lines (lowering itself) by now.
-    w.flush().unwrap();
-    assert!(writer_nices().contains(&10), "{:?}", writer_nices());
-    w.finish().unwrap();
-}

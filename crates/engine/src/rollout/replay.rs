@@ -17,8 +17,7 @@ pub(crate) fn open(request: &RolloutRequest, spec: &EnvSpec, slots: u64) -> Resu
     let Some(at) = &request.out else { return Ok(OpenedOut::default()) };
     let d = WriterConfig::default();
     let frame_media = request.frame_media.clone().unwrap_or_else(|| d.frame_media.clone());
-    // A replay is recorded beside training: the envs and the learner come first.
-    let wc = WriterConfig { max_buffer_age: request.commit_age()?, frame_media, background: true, ..d };
+    let wc = WriterConfig { max_buffer_age: request.commit_age()?, frame_media, ..d };
     let said = || format!("out={}", at.display());
     let want = match (&request.join, request.resume) {
         (Some((_, id)), _) => Want::Join { id: id.clone() },
