@@ -136,7 +136,7 @@ impl Columns {
             }
             tail.push(leaf_array(leaf, bytes, rows, Some(valid.clone()), false)?);
         }
-        self.outcome_columns(episodes, &trajs, &mut tail);
+        self.outcome_columns(episodes, &trajs, rows, &mut tail);
         let mut fields: Vec<Field> = self.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
         // The agents' recurrent states, in shards that have any: a list of floats per
         // step, null on each episode's final-observation row.
@@ -160,10 +160,9 @@ impl Columns {
         Ok(ShardColumns { schema, head, tail, leaves, trajs, rows, ob, first })
     }
 
-    /// The rewards, terminations and truncations columns (null on each episode's
-    /// final-observation row), and the infos where the plan keeps them.
-    fn outcome_columns(&self, episodes: &[&EpisodeResult], trajs: &[&rollway_core::Trajectory], cols: &mut Vec<ArrayRef>) {
-        let rows: usize = episodes.iter().map(|e| e.length as usize + 1).sum();
+    /// The rewards, terminations and truncations columns of the shard's `rows` (null on
+    /// each episode's final-observation row), and the infos where the plan keeps them.
+    fn outcome_columns(&self, episodes: &[&EpisodeResult], trajs: &[&rollway_core::Trajectory], rows: usize, cols: &mut Vec<ArrayRef>) {
         let mut rewards = Vec::with_capacity(rows);
         let (mut term, mut trunc) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         for t in trajs {
