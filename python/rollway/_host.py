@@ -198,7 +198,7 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
     for ``atari:GAME`` and the MuJoCo tasks rollway steps (``rollway._mujoco``),
     ``(stepper, first_env, spec_json, None, None, dump_info)``, where ``stepper.stepper``
     names the Rust side that steps them."""
-    from rollway.batched import KINDS, JaxSim
+    from rollway.batched import KINDS, JaxSim, is_gymnax_env
     from rollway.batched_torch import TorchSim, is_vmas_env
     from rollway.batched_vec import VecSim, is_vector_env
     from rollway.multiagent import rows_of
@@ -222,6 +222,9 @@ def prepare(setup_json: str, pickled: bytes) -> Tuple[Any, ...]:
         if "num_envs" not in str(e):
             raise
         env = make(num_envs=1)  # a vector env's factory that needs its size
+    if is_gymnax_env(env):  # a user's own JAX env (or gymnax.make's pair): vmapped and jitted as gymnax's are
+        jax_sim = JaxSim.of(env, setup["target"])
+        return jax_sim, jax_sim, json.dumps(jax_sim.spec), None, None, dump_info
     if is_vector_env(env):  # a batch of envs in one object: stepped a block a call, as JAX envs are
         vec = VecSim(make, env, setup["target"])
         return vec, vec, json.dumps(vec.spec), None, None, dump_info

@@ -84,6 +84,37 @@ def make_sim(kind: str, name: str, params: Dict[str, Any]) -> Tuple[Any, Any]:
     return env, env_params.replace(**params) if params else env_params
 
 
+def is_gymnax_env(made: Any) -> bool:
+    """Whether an env factory made a JAX env of the gymnax interface: an object with ``reset_env(key,
+    params)``, ``step_env(key, state, action, params)``, ``observation_space(params)`` and
+    ``action_space(params)`` (and ``default_params``), or gymnax.make's ``(env, params)`` pair."""
+    if isinstance(made, tuple):
+        return len(made) == 2 and is_gymnax_env(made[0])
+    methods = ("reset_env", "step_env", "observation_space", "action_space")
+    return all(callable(getattr(made, m, None)) for m in methods) and hasattr(made, "default_params")
+
+
+def _check_jittable(env_id: str, env: Any, params: Any) -> None:
+    """Traces the env's ``reset_env`` and ``step_env`` abstractly (``jax.eval_shape``: no compile, no
+    step run), so an env that jax cannot jit fails here, naming the function and the fix, and not
+    deep inside the first round."""
+    jax = _jax()
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    space = env.action_space(params)
+    shape = tuple(getattr(space, "shape", ()) or ())
+    action = jax.ShapeDtypeStruct(shape, np.float32 if type(space).__name__ == "Box" else np.int32)
+    for what, trace in (("reset_env", lambda: jax.eval_shape(env.reset_env, key, params)),
+                        ("step_env", lambda: jax.eval_shape(env.step_env, key, jax.eval_shape(env.reset_env, key, params)[1],
+                                                            action, params))):
+        try:
+            trace()
+        except jax.errors.JAXTypeError as e:
+            first = str(e).strip().splitlines()[0]
+            raise ValueError(f"{env_id}: its {what} cannot be traced by jax.jit ({type(e).__name__}: {first}); rollway "
+                             "vmaps and jits a JAX env's reset_env and step_env, so they must be pure JAX: jnp.where or "
+                             "jax.lax.cond instead of a Python `if` on an array, no numpy on traced values") from None
+
+
 def gymnasium_space(space: Any) -> Any:
     """A gymnax (or Craftax) space as the Gymnasium space rollway records."""
     from gymnasium import spaces
@@ -105,14 +136,18 @@ class JaxSim:
 
     stepper = "batch"
 
-    def __init__(self, kind: str, name: str, params: Dict[str, Any]) -> None:
+    def __init__(self, kind: str, name: str, params: Dict[str, Any], made: Optional[Tuple[Any, Any]] = None) -> None:
         from rollway.spaces import to_json
 
         self.id = f"{kind}:{name}"
         self.kind = kind
         params = dict(params)
         pixels = params.pop("pixels", "float")
-        self.env, self.params = make_sim(kind, name, params)
+        if made is None:
+            self.env, self.params = make_sim(kind, name, params)
+        else:
+            self.env, self.params = made
+            _check_jittable(self.id, *made)
         self.observation_space = gymnasium_space(self.env.observation_space(self.params))
         self.action_space = gymnasium_space(self.env.action_space(self.params))
         if pixels == "uint8":
@@ -125,6 +160,15 @@ class JaxSim:
             "max_episode_steps": int(limit) if limit else None, "render_fps": None, "reward_threshold": None,
             "gymnasium": None, "agents": None,
         }
+
+    @classmethod
+    def of(cls, made: Any, target: str) -> "JaxSim":
+        """A user's own env of the gymnax interface (:func:`is_gymnax_env`): what ``make()`` returned,
+        an env (stepped with its ``default_params``) or gymnax.make's ``(env, params)``; its id is
+        ``jax:`` and the env's name."""
+        env, params = made if isinstance(made, tuple) else (made, made.default_params)
+        name = getattr(env, "name", None)
+        return cls("jax", name if isinstance(name, str) and name else target, {}, (env, params))
 
     def block(self, n: int) -> "JaxBlock":
         return JaxBlock(self, n)
@@ -270,6 +314,8 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, An
     def truncated(state: Any, done: Any) -> Any:
         if kind == "craftax":  # one done: a time-limit end with the player alive is a truncation
             return done & (state.timestep >= params.max_timesteps) & (state.player_health > 0)
+        if not callable(getattr(env, "is_truncated", None)):  # a user's env without one: every end terminates
+            return jnp.zeros_like(done)
         return env.is_truncated(state, params)
 
     def step_slot(state: Any, key: Any, action: Any) -> Tuple[Any, ...]:

@@ -34,9 +34,13 @@ def replay(kind: str, name: str, params: dict, seed: int, actions: np.ndarray):
     """The episode in the env's own functions: observations [T + 1], rewards, the last step's
     (terminated, truncated) as gymnax's step reports them (Craftax: a time-limit end alive is
     truncated), and its info (gymnax's discount, Craftax's achievements)."""
+    return replay_in(*make_sim(kind, name, params), kind, seed, actions)
+
+
+def replay_in(env, env_params, kind: str, seed: int, actions: np.ndarray):
+    """:func:`replay` in an env already made."""
     import jax.numpy as jnp
 
-    env, env_params = make_sim(kind, name, params)
     reset = jax.jit(jax.vmap(lambda k: env.reset_env(k, env_params)))
 
     def one(key, state, action):
@@ -169,3 +173,117 @@ def test_issue69_the_craftax_ppo_example_learns_to_unlock_more_achievements():
     r = train(total_steps=40 * 128 * 32, envs=128, steps=32, width=128, seed=1, log=False)
     assert r["steps"] == 40 * 128 * 32 and r["episodes"] > 500, r
     assert r["last_achievements"] > r["first_achievements"] + 0.8 and r["last_achievements"] > 3.2, r
+
+
+def walk_env(traceable: bool = True):
+    """A user's own JAX env of the gymnax interface, not gymnax's. A walk on a line: observation [position, steps], action 0
+    steps left and 1 right, reward the new position; terminated at |position| = 3, truncated by
+    ``is_truncated`` at ``params["limit"]`` steps; a reset starts at -1, 0 or 1, drawn from its key.
+    ``traceable=False``: its step branches in Python on the action, which jax cannot trace."""
+    import jax.numpy as jnp
+    from gymnax.environments import spaces
+
+    class Walk:
+        name = "Walk-v0"
+        default_params = {"limit": 12}
+
+        def observation_space(self, params):
+            return spaces.Box(-100.0, 100.0, (2,), jnp.float32)
+
+        def action_space(self, params):
+            return spaces.Discrete(2)
+
+        def reset_env(self, key, params):
+            state = {"x": jax.random.randint(key, (), -1, 2), "t": jnp.zeros((), jnp.int32)}
+            return self.obs(state), state
+
+        def step_env(self, key, state, action, params):
+            move = (2 * action - 1) if traceable else (1 if action == 1 else -1)
+            state = {"x": state["x"] + move, "t": state["t"] + 1}
+            done = (jnp.abs(state["x"]) >= 3) | self.is_truncated(state, params)
+            return self.obs(state), state, state["x"].astype(jnp.float32), done, {}
+
+        def is_truncated(self, state, params):
+            return (state["t"] >= params["limit"]) & (jnp.abs(state["x"]) < 3)
+
+        def obs(self, state):
+            return jnp.stack([state["x"], state["t"]]).astype(jnp.float32)
+
+    return Walk()
+
+
+@pytest.mark.parametrize("host", ["process", "inline"])
+def test_issue69_a_users_own_jax_env_is_recorded_equal_to_its_own_steps(tmp_path, host):
+    """A factory returning any env of the gymnax interface (here one written without gymnax's base
+    class) is vmapped and jitted as gymnax's are: each recorded episode, played again in the env's
+    own jitted functions, is equal; both ends (the walk's, its time limit's) are recorded apart."""
+    import cloudpickle
+
+    out = tmp_path / "ds"
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # env processes cannot import this test module
+    try:
+        s = rollway.run(env=walk_env, agent="random", episodes=12, seed=5, out=out, envs_per_worker=4, host=host,
+                        progress=False)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert s.episodes == 12
+    ds = rollway.Dataset(out)
+    assert ds.metadata["env"]["id"] == "jax:Walk-v0" and ds.verify()["problems"] == []
+    env = walk_env()
+    ends = set()
+    for e in ds:
+        obs, rewards, end, info = replay_in(env, env.default_params, "jax", e.seed, e.actions)
+        np.testing.assert_array_equal(e.observations, obs, err_msg=f"seed {e.seed}")
+        np.testing.assert_array_equal(e.rewards, rewards)
+        assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == end
+        ends.add(end)
+    assert ends == {(True, False), (False, True)}, ends
+
+
+def test_issue69_gymnax_makes_pair_as_a_factory_steps_as_its_named_env():
+    """``lambda: gymnax.make(NAME)`` (an env and its params, as gymnax hands them) gives the same
+    fragments as ``"gymnax:NAME"``: one path for named and user-made JAX envs."""
+    import gymnax
+
+    frags = []
+    for env in (lambda: gymnax.make("CartPole-v1"), "gymnax:CartPole-v1"):
+        with rollway.Rollout(env, "random", num_envs=4, steps_per_fragment=40, seed=3, host="inline") as r:
+            frags.append(r.collect())
+    a, b = frags
+    assert a.dones.any()
+    for x, y in ((a.obs, b.obs), (a.actions, b.actions), (a.rewards, b.rewards), (a.dones, b.dones)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_issue69_a_jax_env_that_jax_cannot_trace_is_an_input_error_naming_the_fix():
+    with pytest.raises(rollway.InputError, match=r"jax:Walk-v0: its step_env cannot be traced by jax.jit \(TracerBoolConversionError.*jax.lax.cond instead of a Python `if`"):
+        rollway.Rollout(lambda: walk_env(traceable=False), "random", num_envs=2, host="inline")
+
+
+@pytest.mark.parametrize("env,opts", [("gymnax:CartPole-v1", ["--env-opt", "max_steps_in_episode=15"]),
+                                      ("test_batched:walk_env", [])])
+def test_issue69_the_command_line_records_jax_envs_equal_to_their_own_steps(tmp_path, env, opts):
+    """``rollway run --env gymnax:NAME`` and ``--env module:callable`` making a user's own JAX env:
+    each recorded episode equals the env's own jitted steps, as from Python."""
+    import os
+
+    from conftest import rollway_cli
+
+    out = tmp_path / "ds"
+    path = os.pathsep.join([os.path.dirname(os.path.abspath(__file__)), os.environ.get("PYTHONPATH", "")])
+    p = subprocess.run(rollway_cli() + ["run", "--env", env, *opts, "--agent", "random", "--episodes", "6", "--seed", "4",
+                                        "--out", str(out), "-q"],
+                       env=dict(os.environ, ROLLWAY_PYTHON=sys.executable, PYTHONPATH=path), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    ds = rollway.Dataset(out)
+    assert len(ds) == 6 and ds.verify()["problems"] == []
+    own = walk_env() if env.startswith("test_") else None
+    for e in ds:
+        if own is None:
+            obs, rewards, end, _ = replay("gymnax", "CartPole-v1", {"max_steps_in_episode": 15}, e.seed, e.actions)
+        else:
+            obs, rewards, end, _ = replay_in(own, own.default_params, "jax", e.seed, e.actions)
+        np.testing.assert_array_equal(e.observations, obs, err_msg=f"{env} seed {e.seed}")
+        np.testing.assert_array_equal(e.rewards, rewards)
+        assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == end

@@ -70,7 +70,8 @@ pub struct RunOptions {
     /// `MODULE.parallel_env(...)`: one env whose rows are its agents), a batched simulator stepping
     /// a block of envs a call (`vec:ID`: `gymnasium.make_vec`; `gymnax:NAME`, `craftax:NAME`: JAX
     /// envs; `vmas:SCENARIO`: VMAS's torch envs, agents as rows) or `module:callable` (a Python
-    /// function making a Gymnasium env, or taking `num_envs` and making a batched one); Python envs
+    /// function making a Gymnasium env or a JAX env of the gymnax interface, or taking `num_envs`
+    /// and making a batched one); Python envs
     /// run in worker processes using
     /// `$ROLLWAY_PYTHON` (default `python3`), which needs the rollway package. [default: PixelMine-v0]
     #[cfg_attr(feature = "clap", arg(long))]
