@@ -72,7 +72,8 @@ def shared_agent_spaces(name: str, agents: List[str], obs: List[Any], act: List[
         if differ:
             i = differ[0]
             raise ValueError(f"{name}: agent {agents[i]!r} has {kind} space {of[i]}, agent {agents[0]!r} {of[0]}: "
-                             "rollway runs agents that share their spaces (rows of one batch)")
+                             "rollway runs agents that share their spaces (rows of one batch): make them one, e.g. "
+                             "with SuperSuit's pad_observations_v0 and pad_action_space_v0 around the env")
     return obs[0], act[0]
 
 
@@ -173,21 +174,43 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
         return self._observe(obs, None, None, None, self.env.agents), self._info(infos)
 
     def step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]:
-        if self._flat_act:
-            each = iter(action)
-        else:
-            from gymnasium.vector.utils import iterate
-
-            each = iterate(self.action_space, action)
+        """One step: ``action`` is ``[K, ...]`` (a row per possible agent, those of agents not live
+        ignored) or, as PettingZoo's ``step`` takes it, a dict with an action for every live agent."""
         # The env's agents, read once before and once after the step (wrappers make each read cost).
-        live = set(self.env.agents)
-        actions = {a: act for a, act in zip(self.possible_agents, each) if a in live}
+        live = self.env.agents
+        actions = self._by_dict(action, live) if isinstance(action, dict) else self._by_row(action, set(live))
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         after = self.env.agents
         ended = not after
         truncated = ended and any(bool(t) for t in truncs.values())
         reward = float(sum(float(r) for r in rewards.values()))
         return self._observe(obs, rewards, terms, truncs, after), reward, ended and not truncated, truncated, self._info(infos)
+
+    def _by_row(self, action: Any, live: Any) -> Dict[str, Any]:
+        rows = len(action) if self._flat_act and hasattr(action, "__len__") else self.k
+        if rows != self.k:
+            raise ValueError(f"{self.name}: an action of {rows} rows; it needs one row per possible agent, {self.k} "
+                             f"({', '.join(map(repr, self.possible_agents))}), in that order (rows of agents that are "
+                             "not live are ignored)")
+        if self._flat_act:
+            each = iter(action)
+        else:
+            from gymnasium.vector.utils import iterate
+
+            each = iterate(self.action_space, action)
+        return {a: act for a, act in zip(self.possible_agents, each) if a in live}
+
+    def _by_dict(self, action: Dict[str, Any], live: List[str]) -> Dict[str, Any]:
+        missing = [a for a in live if a not in action]
+        if missing:
+            raise ValueError(f"{self.name}: the action dict has no action for live agent {missing[0]!r} (live now: "
+                             f"{', '.join(map(repr, live))}): give every agent in env.agents an action, or pass a row "
+                             "per possible agent")
+        stray = [a for a in action if a not in self._rows]
+        if stray:
+            raise ValueError(f"{self.name}: the action dict has an action for {stray[0]!r}, which is not among its "
+                             f"possible_agents {self.possible_agents}")
+        return {a: action[a] for a in live}
 
     def render(self) -> Any:
         return self.env.render()

@@ -169,6 +169,17 @@ def interrupt_once_committed(args, out, at_least=1, timeout=120):
     return subprocess.CompletedProcess(args, p.returncode, out_, err)
 
 
+def peer(module: str):
+    """``module``, a peer package that tests check rollway against (PettingZoo, JAX, VMAS, polars, …):
+    where it is not installed its tests are skipped, except where ROLLWAY_REQUIRE_PEERS (CI) makes a
+    missing peer a failure, so that a broken venv cannot turn a suite green by skipping."""
+    import importlib
+
+    if os.environ.get("ROLLWAY_REQUIRE_PEERS"):
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
 def chromium():
     """Headless Chromium's command (scripts/deps.sh test installs it), or None: then a test of a page
     in a browser is skipped, except where ROLLWAY_REQUIRE_PEERS makes a missing peer a failure."""

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 import rollway
+from conftest import peer
 
-jax = pytest.importorskip("jax")
-pytest.importorskip("gymnax")
-pytest.importorskip("craftax")
+jax = peer("jax")
+peer("gymnax")
+peer("craftax")
 
 from rollway.batched import key_of, make_sim  # noqa: E402
 

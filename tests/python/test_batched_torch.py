@@ -19,9 +19,10 @@ import pytest
 import torch
 
 import rollway
+from conftest import peer
 from rollway.batched_torch import vmas_seed
 
-vmas = pytest.importorskip("vmas")
+vmas = peer("vmas")
 
 LIMIT = 12  # balance cut at 12 steps: random episodes are cut (truncated) or drop the package (terminated)
 

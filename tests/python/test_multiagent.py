@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 import rollway
-from conftest import committed
+from conftest import committed, peer
 from rollway.multiagent import AgentRows
 
-pytest.importorskip("pettingzoo")
-pytest.importorskip("mpe2")
-pytest.importorskip("magent2")
+peer("pettingzoo")
+peer("mpe2")
+peer("magent2")
 
 # Each env small enough for a test: its own time limit short, pistonball with 4 pistons (each piston's
 # observation is a 457×120 RGB crop).
@@ -49,7 +49,7 @@ def replay_in_pettingzoo(module: str, params, episode):
     Returns what that loop saw, laid out as rollway records it."""
     env = pz_env(module, params)
     agents = env.possible_agents
-    obs, _ = env.reset(seed=episode.seed)
+    obs, info = env.reset(seed=episode.seed)
     zero = np.zeros(env.observation_space(agents[0]).shape, env.observation_space(agents[0]).dtype)
 
     def row(obs, rewards, terms, truncs):
@@ -59,15 +59,16 @@ def replay_in_pettingzoo(module: str, params, episode):
                 "agents/terminated": np.array([terms.get(a, False) for a in agents], np.int8),
                 "agents/truncated": np.array([truncs.get(a, False) for a in agents], np.int8)}
 
-    rows, env_rewards, ended = [row(obs, {}, {}, {})], [], []
+    rows, env_rewards, ended, infos = [row(obs, {}, {}, {})], [], [], [AgentRows._info(info)]
     for action in episode.actions:
         live = list(env.agents)
-        obs, rewards, terms, truncs, _ = env.step({a: action[i] for i, a in enumerate(agents) if a in live})
+        obs, rewards, terms, truncs, info = env.step({a: action[i] for i, a in enumerate(agents) if a in live})
         rows.append(row(obs, rewards, terms, truncs))
+        infos.append(AgentRows._info(info))
         env_rewards.append(sum(float(r) for r in rewards.values()))
         ended.append((not env.agents and not any(truncs.values()), not env.agents and any(truncs.values())))
     env.close()
-    return rows, np.array(env_rewards), ended
+    return rows, np.array(env_rewards), ended, infos
 
 
 @pytest.mark.parametrize("host", ["process", "inline"])
@@ -76,15 +77,15 @@ def test_issue68_recorded_episodes_equal_pettingzoos_own_loop_step_by_step(tmp_p
     module, params = ENVS[name]
     out = tmp_path / "ds"
     s = rollway.run(env=f"pz:{module}", agent="random", env_params=params, episodes=3, seed=68, out=out, host=host,
-                    progress=False)
+                    record_infos=True, progress=False)
     assert s.episodes == 3
     ds = rollway.Dataset(out)
     agents = pz_env(module, params).possible_agents
     k = len(agents)
     assert ds.agents == agents and ds.observation_space["obs"].shape[0] == k and ds.action_space.shape[0] == k
     for e in ds:
-        rows, env_rewards, ended = replay_in_pettingzoo(module, params, e)
-        assert len(rows) == e.length + 1
+        rows, env_rewards, ended, infos = replay_in_pettingzoo(module, params, e)
+        assert len(rows) == e.length + 1 and e.infos == infos
         for key in rows[0]:
             np.testing.assert_array_equal(e.observations[key], np.stack([r[key] for r in rows]), err_msg=f"{name} {key}")
         np.testing.assert_array_equal(e.rewards, env_rewards)
@@ -136,11 +137,12 @@ def test_issue68_an_env_process_gets_the_agents_rows_in_parts_read_in_place():
 
 def test_issue68_an_agent_that_joins_mid_episode_takes_its_row_when_it_appears(tmp_path):
     """An agent that appears mid-episode (and one that leaves) keeps its row: inactive and zeros before
-    it joins, active with its own observations and rewards while live, inactive after it leaves."""
+    it joins, active with its own observations, rewards and infos while live, inactive after it leaves."""
     # Defined here, not at module level: cloudpickle then sends it by value to the env processes.
     class Joining:
         """A ParallelEnv where agent "late" joins at step 3 and "early" leaves at step 5; the episode ends at 8.
-        Each agent observes [its age in steps, the env's step]; rewards are 1 for "early", 2 for "late"."""
+        Each agent observes [its age in steps, the env's step]; rewards are 1 for "early", 2 for "late";
+        "late" has an info, its age, while live."""
 
         possible_agents = ["early", "late"]
         metadata = {"name": "joining_v0"}
@@ -176,12 +178,12 @@ def test_issue68_an_agent_that_joins_mid_episode_takes_its_row_when_it_appears(t
                 self.agents.append("late")
                 self.born["late"] = 3
                 obs["late"] = np.array([0, 3], np.float32)
-            return obs, rewards, terms, truncs, {a: {} for a in self.agents}
+            return obs, rewards, terms, truncs, {a: ({"age": self.t - self.born[a]} if a == "late" else {}) for a in self.agents}
 
         def close(self):
             pass
 
-    rollway.run(env=Joining, agent="random", episodes=2, seed=1, out=tmp_path / "ds", progress=False)
+    rollway.run(env=Joining, agent="random", episodes=2, seed=1, out=tmp_path / "ds", record_infos=True, progress=False)
     ds = rollway.Dataset(tmp_path / "ds")
     assert ds.agents == ["early", "late"]
     for e in ds:
@@ -194,9 +196,11 @@ def test_issue68_an_agent_that_joins_mid_episode_takes_its_row_when_it_appears(t
         np.testing.assert_array_equal(reward[1:, 0], [1, 1, 1, 1, 1, 0, 0, 0])
         np.testing.assert_array_equal(reward[1:, 1], [0, 0, 0, 2, 2, 2, 2, 2])
         np.testing.assert_allclose(e.rewards, reward[1:].sum(1))
+        # Each step's infos by agent, the agents whose info is not empty: "late" from its join to the end.
+        assert e.infos == [{}] * 3 + [{"agents": {"late": {"age": age}}} for age in range(5)] + [{}]
 
 
-def test_issue68_agents_with_different_spaces_are_refused_naming_them():
+def test_issue68_agents_with_different_spaces_are_refused_naming_them(tmp_path):
     from gymnasium import spaces
 
     class Mixed:
@@ -210,12 +214,17 @@ def test_issue68_agents_with_different_spaces_are_refused_naming_them():
         def action_space(self, agent):
             return spaces.Discrete(2)
 
-    with pytest.raises(ValueError, match=r"agent 'b' has observation space Box\(0.0, 1.0, \(3,\), float32\), agent 'a'"):
+    with pytest.raises(ValueError, match=r"agent 'b' has observation space Box\(0.0, 1.0, \(3,\), float32\), agent 'a'.*"
+                                         r"SuperSuit's pad_observations_v0 and pad_action_space_v0"):
         AgentRows(Mixed())
+    # Through a run: an input error before any env steps, the same words, nothing recorded.
+    with pytest.raises(rollway.InputError, match=r"agent 'b' has observation space .*pad_observations_v0"):
+        rollway.run(env=Mixed, agent="random", episodes=1, out=tmp_path / "ds", host="inline", progress=False)
+    assert not (tmp_path / "ds" / "steps").exists() or not list((tmp_path / "ds" / "steps").iterdir())
 
 
 def test_issue68_a_turn_based_game_is_refused_with_why():
-    pytest.importorskip("pettingzoo.classic")
+    peer("pettingzoo.classic")
     with pytest.raises(rollway.RollwayError, match="turn-based"):
         rollway.run(env="pz:pettingzoo.classic.tictactoe_v3", agent="random", episodes=1, record=False, progress=False)
 
@@ -286,7 +295,7 @@ def test_issue68_the_multi_agent_ppo_example_learns_on_simple_spread():
     assert r["last_return"] > r["first_return"] + 1.0, r
 
 
-def test_issue68_an_agent_outside_possible_agents_fails_the_step_naming_it():
+def test_issue68_an_agent_outside_possible_agents_fails_the_step_naming_it(tmp_path):
     """An env that returns an observation for an agent it never listed in possible_agents has no row for
     it: the step fails naming the agent and the fix (the run gives that episode up; nothing half-recorded)."""
     from gymnasium import spaces
@@ -315,6 +324,14 @@ def test_issue68_an_agent_outside_possible_agents_fails_the_step_naming_it():
     env.reset(seed=1)
     with pytest.raises(ValueError, match=r"agent 'c', which is not among its possible_agents \['a', 'b'\].*possible_agents"):
         env.step(np.zeros(2, np.int64))
+    # Through a run that records: the run ends short naming the agent and the fix, and the dataset holds
+    # no episode at all (each failed attempt was dropped whole), and verifies.
+    out = tmp_path / "ds"
+    with pytest.raises(rollway.IncompleteRunError, match=r"retired after \d+ restarts in a row; the last: env stray: .*"
+                                                         r"agent 'c', which is not among its possible_agents"):
+        rollway.run(env=Stray, agent="random", episodes=3, seed=1, out=out, host="inline", progress=False)
+    ds = rollway.Dataset(out)
+    assert len(ds) == 0 and ds.verify()["problems"] == []
 
 
 def test_issue68_a_policy_with_too_few_agent_rows_is_an_input_error_naming_the_agents():
@@ -372,11 +389,12 @@ def test_issue68_the_loaders_windows_hold_every_agents_rows_of_one_episode(tmp_p
         np.testing.assert_array_equal(batch["actions"][w, :n], e.actions[start:start + n])
 
 
-def test_issue68_pyarrow_and_duckdb_read_each_agents_columns(tmp_path):
+def test_issue68_pyarrow_polars_and_duckdb_read_each_agents_columns(tmp_path):
     """The steps are plain Parquet: pyarrow reads each agent's rewards as a fixed-size list of K, and DuckDB
-    sums them per agent to the returns the index keeps."""
-    pa_parquet = pytest.importorskip("pyarrow.parquet")
-    duckdb = pytest.importorskip("duckdb")
+    and polars sum them per agent to the returns the index keeps."""
+    pa_parquet = peer("pyarrow.parquet")
+    duckdb = peer("duckdb")
+    pl = peer("polars")
     out = tmp_path / "ds"
     rollway.run(env="pz:mpe2.simple_spread_v3", agent="random", episodes=3, seed=6, out=out, progress=False)
     table = pa_parquet.read_table(str(out / "steps"))
@@ -388,6 +406,9 @@ def test_issue68_pyarrow_and_duckdb_read_each_agents_columns(tmp_path):
     ds = rollway.Dataset(out)
     expected = {e.id: float(e.observations["agents/reward"][:, 0].sum()) for e in ds}
     assert [(i, pytest.approx(expected[i])) for i, _ in rows] == rows
+    sums = (pl.scan_parquet(glob).group_by("episode_id").agg(pl.col("observations/agents/reward").arr.get(0).sum())
+            .sort("episode_id").collect().rows())
+    assert [(i, pytest.approx(v)) for i, v in rows] == sums
 
 
 def test_issue68_datacollector_records_agent_rows_and_minari_loads_their_export(tmp_path):
@@ -443,3 +464,62 @@ def test_issue68_agent_rows_pass_gymnasiums_own_env_checker(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its advice on unbounded Box spaces (rewards are unbounded)
         check_env(AgentRows(make_pz(module, params)), skip_render_check=True)
+
+
+def test_issue68_agent_rows_take_pettingzoos_action_dicts_and_name_a_missing_agent():
+    """AgentRows (what DataCollector(AgentRows(env)) records) takes a row per possible agent or, as
+    PettingZoo's own step does, a dict of the live agents' actions: both give the same episode. A dict
+    missing a live agent, one naming an agent the env does not have, or the wrong number of rows, is
+    refused naming the agent (or the count) and the fix; the env is not stepped."""
+    module, params = ENVS["simple_spread"]
+    by_rows, by_dict = AgentRows(pz_env(module, params)), AgentRows(pz_env(module, params))
+    a, _ = by_rows.reset(seed=7)
+    b, _ = by_dict.reset(seed=7)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        act = rng.integers(0, 5, by_rows.k)
+        a, ra, *_ = by_rows.step(act)
+        b, rb, *_ = by_dict.step({agent: act[i] for i, agent in enumerate(by_dict.possible_agents)})
+        np.testing.assert_array_equal(a["obs"], b["obs"])
+        assert ra == rb
+    with pytest.raises(ValueError, match=r"no action for live agent 'agent_2' \(live now: 'agent_0', 'agent_1', 'agent_2'\): "
+                                         r"give every agent in env.agents an action"):
+        by_dict.step({"agent_0": 1, "agent_1": 1})
+    with pytest.raises(ValueError, match=r"an action for 'agent_9', which is not among its possible_agents"):
+        by_dict.step({"agent_0": 1, "agent_1": 1, "agent_2": 1, "agent_9": 1})
+    with pytest.raises(ValueError, match=r"an action of 2 rows; it needs one row per possible agent, 3 \('agent_0', 'agent_1', 'agent_2'\)"):
+        by_rows.step(np.zeros(2, np.int64))
+    # Refused before stepping: the env's step count is where the last good step left it.
+    assert by_dict.env.unwrapped.steps == by_rows.env.unwrapped.steps == 5
+
+
+def test_issue68_an_aec_only_module_runs_through_pettingzoos_conversion_as_its_parallel_twin(tmp_path, monkeypatch):
+    """``pz:MODULE`` for a module with an AEC ``env()`` only: rollway steps PettingZoo's own
+    ``aec_to_parallel`` of it, which passes PettingZoo's ``parallel_api_test``, and the episodes it
+    records equal those of the module's parallel twin (simple_spread's AEC form, built by
+    PettingZoo's ``parallel_to_aec``: the same env, turn by turn)."""
+    import types
+
+    from pettingzoo.test import parallel_api_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    from rollway.multiagent import make_pz
+
+    module, params = ENVS["simple_spread"]
+    aec_only = types.ModuleType("aec_only_spread")
+    aec_only.env = lambda **kw: parallel_to_aec(pz_env(module, kw))
+    monkeypatch.setitem(sys.modules, "aec_only_spread", aec_only)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the API test warns of what simple_spread itself does
+        parallel_api_test(make_pz("aec_only_spread", params), num_cycles=30)
+    data = []
+    for env in ("pz:aec_only_spread", f"pz:{module}"):
+        out = tmp_path / env.replace(":", "_")
+        rollway.run(env=env, agent="random", env_params=params, episodes=3, seed=5, out=out, host="inline", progress=False)
+        data.append(sorted(rollway.Dataset(out), key=lambda e: e.seed))
+    for x, y in zip(*data):
+        assert x.seed == y.seed
+        np.testing.assert_array_equal(x.actions, y.actions)
+        np.testing.assert_array_equal(x.rewards, y.rewards)
+        for key in x.observations:
+            np.testing.assert_array_equal(x.observations[key], y.observations[key])

@@ -127,6 +127,8 @@ pub(crate) struct Worker {
     /// Restarts in a row: since the worker's last finished episode.
     restarts: u32,
     retired: bool,
+    /// The failure that cost the last restart: what a retired worker's message names as the cause.
+    last_failure: String,
     /// The observation check, when the run checks and the space has anything to check.
     obs_check: Option<RowCheck>,
     /// Warnings given (by `Problem::key`): each kind once.
@@ -157,7 +159,18 @@ impl Worker {
         let slots = ctx.blocks.iter().map(|b| (0..b.len()).map(|_| None).collect()).collect();
         let obs_check = Some(RowCheck::new(&ctx.obs_layout, Role::Observation)).filter(|c| cfg.check && !c.is_empty());
         let warned = HashSet::new();
-        Worker { envs, slots, restarts: 0, retired: false, obs_check, warned, ops: Vec::new(), results: Vec::new(), ctx }
+        Worker {
+            envs,
+            slots,
+            restarts: 0,
+            retired: false,
+            last_failure: String::new(),
+            obs_check,
+            warned,
+            ops: Vec::new(),
+            results: Vec::new(),
+            ctx,
+        }
     }
 
     /// Starts an episode in every slot and sends the blocks up; once (the blocks
@@ -187,7 +200,10 @@ impl Worker {
             for j in 0..b.len() {
                 if let Some(r) = self.slots[b.local][j].take() {
                     // Interrupted mid-episode: that attempt is spent; another worker retries.
-                    let msg = format!("worker {} retired after {} restarts", self.ctx.worker, self.restarts);
+                    let msg = format!(
+                        "worker {} retired after {} restarts in a row; the last: {}",
+                        self.ctx.worker, self.restarts, self.last_failure
+                    );
                     let next = self.after_failure(&mut b, r.p, msg, false);
                     if let Some(p) = next {
                         self.ctx.sched.requeue(p);
@@ -383,6 +399,7 @@ impl Worker {
         b.faults.push(Fault { episode: p.index, attempt: p.attempt, worker: Some(self.ctx.worker), error: msg.clone() });
         if restarted {
             b.restarts += 1;
+            self.last_failure.clone_from(&msg);
             self.restart();
         }
         if p.attempt >= self.ctx.cfg.max_attempts {
