@@ -288,3 +288,15 @@ def test_issue69_the_command_line_records_jax_envs_equal_to_their_own_steps(tmp_
         np.testing.assert_array_equal(e.observations, obs, err_msg=f"{env} seed {e.seed}")
         np.testing.assert_array_equal(e.rewards, rewards)
         assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == end
+
+
+def test_issue69_a_jax_steps_observations_reach_the_rows_without_a_copy_in_python():
+    """The copies a JAX step makes on its way to rollway's rows: none in Python (the block reads the
+    jitted call's output buffer in place, ``np.asarray`` of a CPU array being a view of it), then one,
+    into the rows, in Rust."""
+    from rollway.batched import JaxBlock
+
+    out = jax.jit(lambda x: x * 2.0)(jax.numpy.arange(12.0, dtype=jax.numpy.float32).reshape(3, 4))
+    rows = JaxBlock._bytes(out)
+    assert rows.shape == (3, 16) and rows.dtype == np.uint8
+    assert rows.__array_interface__["data"][0] == out.unsafe_buffer_pointer()
