@@ -26,6 +26,12 @@ its envs whatever the mask says, so rollway takes it only in ``SAME_STEP`` mode 
 after the first, and otherwise refuses it with the fix: ``vectorization_mode="sync"`` or
 ``"async"``.
 
+**EnvPool.** EnvPool's Gymnasium vector envs (``envpool.make(ID, env_type="gymnasium",
+num_envs=num_envs, seed=...)`` in a factory taking ``num_envs``) run the same way, in NEXT_STEP mode
+with masked resets. EnvPool fixes each env's seed when it is made (env i: ``seed + i``) and ignores
+a reset's seed, so rollway resets them unseeded: a run is reproducible from the factory's seed, while
+an episode's recorded seed does not restart that episode.
+
 **Copies.** The vector env's observations (one numpy array a leaf, ``[n, …]``) are viewed as bytes
 where they are already one contiguous array of the space's dtype, and copied once, into the rows;
 actions are numpy views of rollway's action rows.
@@ -65,10 +71,17 @@ def _mode(vec: Any) -> str:
 
 def _masks_resets(vec: Any) -> bool:
     """Whether ``reset(options={"reset_mask": m})`` resets only the envs of ``m`` (Gymnasium's own
-    two vector envs do; another class may reset every env)."""
+    two vector envs and EnvPool's do; another class may reset every env)."""
     from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-    return isinstance(getattr(vec, "unwrapped", vec), (SyncVectorEnv, AsyncVectorEnv))
+    return isinstance(getattr(vec, "unwrapped", vec), (SyncVectorEnv, AsyncVectorEnv)) or is_envpool(vec)
+
+
+def is_envpool(vec: Any) -> bool:
+    """Whether ``vec`` is one of EnvPool's Gymnasium vector envs (``envpool.make(..., env_type="gymnasium")``):
+    its spaces are one env's (``observation_space`` is ``single_observation_space``), its seeds are
+    fixed by ``envpool.make(seed=...)`` (env i: seed + i) and its ``reset`` ignores seeds."""
+    return any(c.__module__.split(".")[0] == "envpool" for c in type(getattr(vec, "unwrapped", vec)).__mro__)
 
 
 class VecSim:
@@ -127,9 +140,14 @@ class _SpecView:
 
     def __init__(self, vec: Any, obs: Any, act: Any) -> None:
         self.observation_space, self.action_space = obs, act
+        self.unwrapped = getattr(vec, "unwrapped", vec)  # named by its class where it has no spec
         self.metadata = getattr(vec, "metadata", None) or {}
+        from gymnasium.envs.registration import EnvSpec
+
         spec: Any = getattr(vec, "spec", None)
-        if isinstance(getattr(spec, "kwargs", None), dict):  # an EnvSpec (a dataclass)
+        if not isinstance(spec, EnvSpec):  # EnvPool's spec is its own kind: no Gymnasium spec then
+            spec = None
+        if spec is not None:
             vector_args = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers", "max_episode_steps")
             kwargs = {k: v for k, v in spec.kwargs.items() if k not in vector_args}
             # make_vec's own time limit is a make() argument, not the env's.
@@ -157,7 +175,7 @@ def _single_spaces(vec: Any, name: str) -> Tuple[Any, Any]:
         raise TypeError(f"{name} made a {type(vec).__name__} without single_observation_space / single_action_space")
     n = vec.num_envs
     for what, one, whole in (("observation", obs, vec.observation_space), ("action", act, vec.action_space)):
-        if whole != batch_space(one, n):
+        if whole != batch_space(one, n) and not (is_envpool(vec) and whole == one):  # EnvPool gives one env's
             raise ValueError(f"{name}: its {what}_space is not {n} copies of its single_{what}_space ({one}): the envs "
                              "of a batch differ in spaces, and rollway records one space for all; give each env the same "
                              "space (group the others into envs of their own)")
@@ -172,6 +190,7 @@ class VecBlock(SlotInfos):
 
         self.vec, self.n, self.name = vec, n, sim.name
         self.mode, self.masks = _mode(vec), _masks_resets(vec)
+        self.seeds_ignored = is_envpool(vec)  # its seeds are envpool.make's: a reset's seed would only warn
         self._acts = RowViews(sim.act_json)
         self._pack = batch_packer(sim.obs_json)
         self._row = leaves(sim.obs_json)[1]
@@ -203,7 +222,7 @@ class VecBlock(SlotInfos):
         free = (op == RESET_UNSEEDED) & self.ended if self.pending is not None else np.zeros(self.n, bool)
         need = resets & ~free
         if need.any():
-            seed_list = [int(s) if o == RESET else None for o, s in zip(op, seeds)]
+            seed_list: Any = None if self.seeds_ignored else [int(s) if o == RESET else None for o, s in zip(op, seeds)]
             masked = not need.all() and self.started
             if not masked:
                 # Every env's first reset is one call: a vector env's masked reset needs the others
@@ -212,6 +231,8 @@ class VecBlock(SlotInfos):
                 self.started = True
             elif self.masks:
                 obs, info = self.vec.reset(seed=seed_list, options={"reset_mask": need.copy()})
+                if self.seeds_ignored:  # EnvPool answers for the envs it reset only, in slot order
+                    obs, info = _spread(obs, need), _spread(info, need)
             else:
                 raise ValueError(f"{self.name}: a {type(self.vec).__name__} cannot reset some of its envs alone "
                                  "(options={'reset_mask': ...}), and these resets are seeded or come before the env's "
@@ -271,6 +292,18 @@ class VecBlock(SlotInfos):
 
     def close(self) -> None:
         self.vec.close()
+
+
+def _spread(x: Any, rows: np.ndarray) -> Any:
+    """Values for the envs of ``rows`` only (a mask; arrays, or dicts of them) laid out for every env,
+    zeros elsewhere."""
+    if isinstance(x, dict):
+        return {k: _spread(v, rows) for k, v in x.items()}
+    if isinstance(x, np.ndarray) and x.ndim and len(x) == rows.sum():
+        out = np.zeros((len(rows), *x.shape[1:]), x.dtype)
+        out[rows] = x
+        return out
+    return x
 
 
 def _filled(final: Any, done: np.ndarray) -> Any:

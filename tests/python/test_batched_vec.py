@@ -157,3 +157,46 @@ def test_issue69_vector_envs_rollway_cannot_step_are_input_errors_naming_the_fix
     with pytest.raises(rollway.InputError, match=message):
         with rollway.Rollout(factory, "random", num_envs=4, host="inline") as r:
             r.collect()
+
+
+def envpool_cartpole(num_envs: int = 1) -> Any:
+    """EnvPool's CartPole as a Gymnasium vector env, its seeds fixed here (env i: 7 + i)."""
+    import envpool
+
+    return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, seed=7)
+
+
+def test_issue69_envpools_vector_envs_give_the_fragments_of_envpools_own_loop():
+    """EnvPool's Gymnasium vector envs run as any VectorEnv (masked resets, NEXT_STEP): a Rollout's
+    fragment equals EnvPool's own loop over the same actions, env by env, where the env's own
+    autoreset spends a step on each reset that rollway makes with a masked reset instead. Not in CI:
+    EnvPool's import needs ~700 MB of its assets; bench/requirements.txt installs it."""
+    pytest.importorskip("envpool")
+    import warnings
+
+    n, steps = 4, 60
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with rollway.Rollout(envpool_cartpole, "random", num_envs=n, steps_per_fragment=steps, seed=3, workers=1,
+                             host="inline") as r:
+            frag = r.collect()
+    # rollway gives EnvPool no reset seeds, which it would ignore, warning on every reset.
+    assert not [w for w in warned if "seed" in str(w.message)], [str(w.message) for w in warned]
+    assert frag.dones.sum() >= n
+    final = {(int(t), int(i)): k for k, (t, i) in enumerate(zip(frag.finished["step"], frag.finished["env"]))}
+    own = envpool_cartpole(n)
+    obs, _ = own.reset()
+    np.testing.assert_array_equal(obs, frag.obs[0])
+    t, resetting = np.zeros(n, int), np.zeros(n, bool)
+    while (t < steps).any():
+        act = np.array([0 if resetting[i] or t[i] >= steps else frag.actions[t[i], i] for i in range(n)])
+        obs, reward, term, trunc, _ = own.step(act)
+        for i in np.flatnonzero(t < steps):
+            if resetting[i]:  # the env's own autoreset: the next episode's first observation
+                np.testing.assert_array_equal(obs[i], frag.obs[t[i], i])
+                resetting[i] = False
+                continue
+            done = bool(term[i] or trunc[i])
+            assert (done, float(reward[i])) == (bool(frag.dones[t[i], i]), float(frag.rewards[t[i], i]))
+            np.testing.assert_array_equal(obs[i], frag.final_obs[final[t[i], i]] if done else frag.obs[t[i] + 1, i])
+            t[i], resetting[i] = t[i] + 1, done
