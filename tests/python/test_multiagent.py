@@ -523,3 +523,21 @@ def test_issue68_an_aec_only_module_runs_through_pettingzoos_conversion_as_its_p
         np.testing.assert_array_equal(x.rewards, y.rewards)
         for key in x.observations:
             np.testing.assert_array_equal(x.observations[key], y.observations[key])
+
+
+def test_issue68_a_callable_returning_a_parallel_env_rolls_out_as_its_pz_id():
+    """A Rollout of ``lambda: MODULE.parallel_env(**params)`` gives the fragments of ``pz:MODULE`` with
+    those params: rollway wraps what the callable returns the same way."""
+    from mpe2 import simple_spread_v3
+
+    frags = []
+    for env, params in ((lambda: simple_spread_v3.parallel_env(max_cycles=10), {}),
+                        ("pz:mpe2.simple_spread_v3", {"max_cycles": 10})):
+        with rollway.Rollout(env, "random", num_envs=2, steps_per_fragment=24, seed=8, host="inline", env_params=params) as r:
+            frags.append(r.collect())
+    a, b = frags
+    assert a.dones.sum() == 4
+    for key in a.obs:
+        np.testing.assert_array_equal(a.obs[key], b.obs[key])
+    np.testing.assert_array_equal(a.actions, b.actions)
+    np.testing.assert_array_equal(a.rewards, b.rewards)
