@@ -94,25 +94,41 @@ def is_gymnax_env(made: Any) -> bool:
     return all(callable(getattr(made, m, None)) for m in methods) and hasattr(made, "default_params")
 
 
-def _check_jittable(env_id: str, env: Any, params: Any) -> None:
-    """Traces the env's ``reset_env`` and ``step_env`` abstractly (``jax.eval_shape``: no compile, no
-    step run), so an env that jax cannot jit fails here, naming the function and the fix, and not
-    deep inside the first round."""
+def action_dtype(space: Any) -> Any:
+    """The dtype a JAX env's actions take (of its Gymnasium space): int32 for Discrete, else float32."""
+    from gymnasium import spaces
+
+    return np.int32 if isinstance(space, spaces.Discrete) else np.float32
+
+
+def _check_jittable(env_id: str, env: Any, params: Any, action_space: Any) -> None:
+    """Traces the env's ``reset_env``, ``step_env`` and ``is_truncated`` abstractly (``jax.eval_shape``:
+    no compile, no step run), its params closed over as the block's functions close over them, so an
+    env that jax cannot jit fails here, naming the function and the fix, and not deep inside the
+    first round."""
     jax = _jax()
     key = jax.ShapeDtypeStruct((2,), np.uint32)
-    space = env.action_space(params)
-    shape = tuple(getattr(space, "shape", ()) or ())
-    action = jax.ShapeDtypeStruct(shape, np.float32 if type(space).__name__ == "Box" else np.int32)
-    for what, trace in (("reset_env", lambda: jax.eval_shape(env.reset_env, key, params)),
-                        ("step_env", lambda: jax.eval_shape(env.step_env, key, jax.eval_shape(env.reset_env, key, params)[1],
-                                                            action, params))):
+    action = jax.ShapeDtypeStruct(action_space.shape, action_dtype(action_space))
+    state = None
+    for what in ("reset_env", "step_env", "is_truncated"):
         try:
-            trace()
+            if what == "reset_env":
+                state = jax.eval_shape(lambda k: env.reset_env(k, params), key)[1]
+            elif what == "step_env":
+                state = jax.eval_shape(lambda k, s, a: env.step_env(k, s, a, params), key, state, action)[1]
+            elif callable(getattr(env, "is_truncated", None)):
+                jax.eval_shape(lambda s: env.is_truncated(s, params), state)
         except jax.errors.JAXTypeError as e:
             first = str(e).strip().splitlines()[0]
             raise ValueError(f"{env_id}: its {what} cannot be traced by jax.jit ({type(e).__name__}: {first}); rollway "
                              "vmaps and jits a JAX env's reset_env and step_env, so they must be pure JAX: jnp.where or "
                              "jax.lax.cond instead of a Python `if` on an array, no numpy on traced values") from None
+        except AttributeError as e:
+            if what != "is_truncated":
+                raise
+            raise ValueError(f"{env_id}: its is_truncated (gymnax's, reading state.time and params.max_steps_in_episode) "
+                             f"does not fit its state or params ({e}); rollway reads it to tell a time limit from a "
+                             "termination: override is_truncated in the env") from None
 
 
 def gymnasium_space(space: Any) -> Any:
@@ -147,9 +163,10 @@ class JaxSim:
             self.env, self.params = make_sim(kind, name, params)
         else:
             self.env, self.params = made
-            _check_jittable(self.id, *made)
         self.observation_space = gymnasium_space(self.env.observation_space(self.params))
         self.action_space = gymnasium_space(self.env.action_space(self.params))
+        if made is not None:  # a user's env: gymnax's and Craftax's own are known to trace
+            _check_jittable(self.id, self.env, self.params, self.action_space)
         if pixels == "uint8":
             self.env, self.observation_space = _Uint8Pixels(self.env), _uint8_space(self.id, self.observation_space)
         elif pixels != "float":
@@ -167,6 +184,10 @@ class JaxSim:
         an env (stepped with its ``default_params``) or gymnax.make's ``(env, params)``; its id is
         ``jax:`` and the env's name."""
         env, params = made if isinstance(made, tuple) else (made, made.default_params)
+        if not all(callable(getattr(type(env), m, None)) for m in ("reset_env", "step_env")):
+            raise ValueError(f"{target} made a {type(env).__name__}, which wraps a gymnax env (its reset_env and step_env "
+                             "are the inner env's): rollway vmaps and jits reset_env and step_env itself, so the "
+                             "wrapper's own reset and step would be skipped; give rollway the env itself")
         name = getattr(env, "name", None)
         return cls("jax", name if isinstance(name, str) and name else target, {}, (env, params))
 
@@ -234,7 +255,7 @@ class JaxBlock:
         jnp = jax.numpy
         self.n = n
         self._acts = RowViews(to_json(sim.action_space))
-        self._act_dtype = np.int32 if sim.action_space.shape == () else np.float32
+        self._act_dtype = action_dtype(sim.action_space)
         env, params = sim.env, sim.params
         # Slots start as copies of one reset (their first op resets each with its own key).
         obs1, state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)

@@ -170,6 +170,11 @@ def _single_spaces(vec: Any, name: str) -> Tuple[Any, Any]:
     """A vector env's one-env spaces; every env of the batch must share them."""
     from gymnasium.vector.utils import batch_space
 
+    if is_envpool(vec) and getattr(vec, "config", {}).get("batch_size", vec.num_envs) != vec.num_envs:
+        raise ValueError(f"{name} made an asynchronous EnvPool (batch_size {vec.config['batch_size']} of num_envs "
+                         f"{vec.num_envs}), whose steps answer for some envs only; rollway steps every env of a block a "
+                         "call: make it with batch_size=num_envs (EnvPool's default)")
+
     obs, act = getattr(vec, "single_observation_space", None), getattr(vec, "single_action_space", None)
     if obs is None or act is None:
         raise TypeError(f"{name} made a {type(vec).__name__} without single_observation_space / single_action_space")
@@ -231,8 +236,9 @@ class VecBlock(SlotInfos):
                 self.started = True
             elif self.masks:
                 obs, info = self.vec.reset(seed=seed_list, options={"reset_mask": need.copy()})
-                if self.seeds_ignored:  # EnvPool answers for the envs it reset only, in slot order
-                    obs, info = _spread(obs, need), _spread(info, need)
+                if self.seeds_ignored:  # EnvPool answers for the envs it reset only, each named by env_id
+                    at = np.asarray(info["env_id"])
+                    obs, info = _spread(obs, at, self.n), _spread(info, at, self.n)
             else:
                 raise ValueError(f"{self.name}: a {type(self.vec).__name__} cannot reset some of its envs alone "
                                  "(options={'reset_mask': ...}), and these resets are seeded or come before the env's "
@@ -294,14 +300,14 @@ class VecBlock(SlotInfos):
         self.vec.close()
 
 
-def _spread(x: Any, rows: np.ndarray) -> Any:
-    """Values for the envs of ``rows`` only (a mask; arrays, or dicts of them) laid out for every env,
-    zeros elsewhere."""
+def _spread(x: Any, at: np.ndarray, n: int) -> Any:
+    """Values for the envs ``at`` only (row k is env ``at[k]``'s; arrays, or dicts of them), laid out
+    for all ``n`` envs, zeros elsewhere."""
     if isinstance(x, dict):
-        return {k: _spread(v, rows) for k, v in x.items()}
-    if isinstance(x, np.ndarray) and x.ndim and len(x) == rows.sum():
-        out = np.zeros((len(rows), *x.shape[1:]), x.dtype)
-        out[rows] = x
+        return {k: _spread(v, at, n) for k, v in x.items()}
+    if isinstance(x, np.ndarray) and x.ndim and len(x) == len(at):
+        out = np.zeros((n, *x.shape[1:]), x.dtype)
+        out[at] = x
         return out
     return x
 

@@ -178,7 +178,9 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
         ignored) or, as PettingZoo's ``step`` takes it, a dict with an action for every live agent."""
         # The env's agents, read once before and once after the step (wrappers make each read cost).
         live = self.env.agents
-        actions = self._by_dict(action, live) if isinstance(action, dict) else self._by_row(action, set(live))
+        # A dict is by agent unless the agents' own actions are dicts (a Dict space's batch is one too).
+        by_agent = isinstance(action, dict) and not isinstance(self.action_space, gym.spaces.Dict)
+        actions = self._by_dict(action, live) if by_agent else self._by_row(action, set(live))
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         after = self.env.agents
         ended = not after
@@ -187,17 +189,16 @@ class AgentRows(gym.Env):  # type: ignore[type-arg]
         return self._observe(obs, rewards, terms, truncs, after), reward, ended and not truncated, truncated, self._info(infos)
 
     def _by_row(self, action: Any, live: Any) -> Dict[str, Any]:
-        rows = len(action) if self._flat_act and hasattr(action, "__len__") else self.k
-        if rows != self.k:
-            raise ValueError(f"{self.name}: an action of {rows} rows; it needs one row per possible agent, {self.k} "
-                             f"({', '.join(map(repr, self.possible_agents))}), in that order (rows of agents that are "
-                             "not live are ignored)")
         if self._flat_act:
-            each = iter(action)
+            each = list(action) if hasattr(action, "__len__") else [action]
         else:
             from gymnasium.vector.utils import iterate
 
-            each = iterate(self.action_space, action)
+            each = list(iterate(self.action_space, action))
+        if len(each) != self.k:
+            raise ValueError(f"{self.name}: an action of {len(each)} rows; it needs one row per possible agent, {self.k} "
+                             f"({', '.join(map(repr, self.possible_agents))}), in that order (rows of agents that are "
+                             "not live are ignored)")
         return {a: act for a, act in zip(self.possible_agents, each) if a in live}
 
     def _by_dict(self, action: Dict[str, Any], live: List[str]) -> Dict[str, Any]:

@@ -300,3 +300,38 @@ def test_issue69_a_jax_steps_observations_reach_the_rows_without_a_copy_in_pytho
     rows = JaxBlock._bytes(out)
     assert rows.shape == (3, 16) and rows.dtype == np.uint8
     assert rows.__array_interface__["data"][0] == out.unsafe_buffer_pointer()
+
+
+def test_issue69_a_gymnax_wrapper_or_an_is_truncated_that_does_not_fit_is_an_input_error_naming_the_fix():
+    """A gymnax wrapper (LogWrapper, …) forwards reset_env and step_env to its env, so its own reset and
+    step would be skipped: refused, naming the fix. A subclass of gymnax's Environment whose state has
+    no ``time`` inherits an is_truncated that cannot read it: refused before any round, naming the fix."""
+    import gymnax
+    from gymnax.environments.environment import Environment
+    from gymnax.wrappers.purerl import LogWrapper
+
+    with pytest.raises(rollway.InputError, match=r"LogWrapper, which wraps a gymnax env.*give rollway the env itself"):
+        rollway.Rollout(lambda: LogWrapper(gymnax.make("CartPole-v1")[0]), "random", num_envs=2, host="inline")
+
+    class Timeless(Environment):
+        walk = walk_env()
+        name = "Timeless-v0"
+        default_params = {"limit": 12}
+
+        def __getattr__(self, name):
+            return getattr(self.walk, name)
+
+        def observation_space(self, params):
+            return self.walk.observation_space(params)
+
+        def action_space(self, params):
+            return self.walk.action_space(params)
+
+        def reset_env(self, key, params):
+            return self.walk.reset_env(key, params)
+
+        def step_env(self, key, state, action, params):
+            return self.walk.step_env(key, state, action, params)
+
+    with pytest.raises(rollway.InputError, match=r"jax:Timeless-v0: its is_truncated .* override is_truncated in the env"):
+        rollway.Rollout(Timeless, "random", num_envs=2, host="inline")

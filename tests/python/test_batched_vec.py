@@ -166,25 +166,41 @@ def envpool_cartpole(num_envs: int = 1) -> Any:
     return envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, seed=7)
 
 
-def test_issue69_envpools_vector_envs_give_the_fragments_of_envpools_own_loop():
-    """EnvPool's Gymnasium vector envs run as any VectorEnv (masked resets, NEXT_STEP): a Rollout's
-    fragment equals EnvPool's own loop over the same actions, env by env, where the env's own
-    autoreset spends a step on each reset that rollway makes with a masked reset instead. Not in CI:
-    EnvPool's import needs ~700 MB of its assets; bench/requirements.txt installs it."""
-    pytest.importorskip("envpool")
-    import warnings
+class EnvPoolLike(gymnasium.vector.SyncVectorEnv):
+    """A stand-in with EnvPool's ways where rollway meets them, for CI (whose venv has no EnvPool): one
+    env's spaces given as the batch's, seeds fixed when made (env i: 7 + i) and a reset's seed refused,
+    a masked reset answered for the reset envs only, named by ``env_id`` (here in reverse order)."""
 
-    n, steps = 4, 60
-    with warnings.catch_warnings(record=True) as warned:
-        warnings.simplefilter("always")
-        with rollway.Rollout(envpool_cartpole, "random", num_envs=n, steps_per_fragment=steps, seed=3, workers=1,
-                             host="inline") as r:
-            frag = r.collect()
-    # rollway gives EnvPool no reset seeds, which it would ignore, warning on every reset.
-    assert not [w for w in warned if "seed" in str(w.message)], [str(w.message) for w in warned]
-    assert frag.dones.sum() >= n
+    __module__ = "envpool.stand_in"  # what rollway's is_envpool reads
+
+    def __init__(self, num_envs: int = 1) -> None:
+        super().__init__([lambda: gymnasium.make("CartPole-v1", max_episode_steps=LIMIT)] * num_envs)
+        super().reset(seed=[7 + i for i in range(num_envs)])
+        self.batch_action_space = self.action_space  # what SyncVectorEnv's own step iterates over
+        self.observation_space, self.action_space = self.single_observation_space, self.single_action_space
+
+    def step(self, actions: Any) -> Any:
+        self.action_space = self.batch_action_space
+        try:
+            return super().step(actions)
+        finally:
+            self.action_space = self.single_action_space
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        assert seed is None, "EnvPool's seeds are fixed when it is made"
+        mask = (options or {}).get("reset_mask")
+        if mask is None:
+            return super().reset(options={"reset_mask": np.ones(self.num_envs, bool)})
+        obs, _ = super().reset(options={"reset_mask": mask})
+        at = np.flatnonzero(mask)[::-1]
+        return obs[at], {"env_id": at.astype(np.int32)}
+
+
+def assert_fragment_is_own_loop(frag: Any, own: Any, steps: int) -> None:
+    """A Rollout's fragment against the vector env's own NEXT_STEP loop over the same actions, env by env:
+    the own loop spends a step on each reset that rollway made with a masked reset instead."""
+    n = own.num_envs
     final = {(int(t), int(i)): k for k, (t, i) in enumerate(zip(frag.finished["step"], frag.finished["env"]))}
-    own = envpool_cartpole(n)
     obs, _ = own.reset()
     np.testing.assert_array_equal(obs, frag.obs[0])
     t, resetting = np.zeros(n, int), np.zeros(n, bool)
@@ -200,3 +216,37 @@ def test_issue69_envpools_vector_envs_give_the_fragments_of_envpools_own_loop():
             assert (done, float(reward[i])) == (bool(frag.dones[t[i], i]), float(frag.rewards[t[i], i]))
             np.testing.assert_array_equal(obs[i], frag.final_obs[final[t[i], i]] if done else frag.obs[t[i] + 1, i])
             t[i], resetting[i] = t[i] + 1, done
+
+
+def test_issue69_envpools_ways_are_met_masked_resets_by_env_id_and_no_reset_seeds():
+    """Against the stand-in: a Rollout (resets in rounds of their own, masked, answered in reverse order)
+    gives the env's own loop, env by env; rollway never hands it a reset seed (the stand-in refuses one)."""
+    n, steps = 4, 60
+    with rollway.Rollout(EnvPoolLike, "random", num_envs=n, steps_per_fragment=steps, seed=3, workers=1,
+                         host="inline") as r:
+        frag = r.collect()
+    assert frag.dones.sum() >= n
+    assert_fragment_is_own_loop(frag, EnvPoolLike(n), steps)
+
+
+def test_issue69_envpools_vector_envs_give_the_fragments_of_envpools_own_loop(tmp_path):
+    """EnvPool's Gymnasium vector envs run as any VectorEnv (masked resets, NEXT_STEP): a Rollout's
+    fragment equals EnvPool's own loop over the same actions, env by env, and a run records them. Not
+    in CI: EnvPool's import needs ~700 MB of its assets; bench/requirements.txt installs it."""
+    pytest.importorskip("envpool")
+    import warnings
+
+    n, steps = 4, 60
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        with rollway.Rollout(envpool_cartpole, "random", num_envs=n, steps_per_fragment=steps, seed=3, workers=1,
+                             host="inline") as r:
+            frag = r.collect()
+        s = rollway.run(env=envpool_cartpole, agent="random", episodes=10, seed=1, out=tmp_path / "ds", envs_per_worker=4,
+                        host="inline", progress=False)
+    # rollway gives EnvPool no reset seeds, which it would ignore, warning on every reset.
+    assert not [w for w in warned if "seed" in str(w.message)], [str(w.message) for w in warned]
+    assert frag.dones.sum() >= n and s.episodes == 10
+    assert_fragment_is_own_loop(frag, envpool_cartpole(n), steps)
+    ds = rollway.Dataset(tmp_path / "ds")
+    assert ds.verify()["problems"] == [] and ds.metadata["env"]["id"] == "CartPoleGymnasiumEnvPool"

@@ -496,19 +496,21 @@ def test_issue68_agent_rows_take_pettingzoos_action_dicts_and_name_a_missing_age
 def test_issue68_an_aec_only_module_runs_through_pettingzoos_conversion_as_its_parallel_twin(tmp_path, monkeypatch):
     """``pz:MODULE`` for a module with an AEC ``env()`` only: rollway steps PettingZoo's own
     ``aec_to_parallel`` of it, which passes PettingZoo's ``parallel_api_test``, and the episodes it
-    records equal those of the module's parallel twin (simple_spread's AEC form, built by
-    PettingZoo's ``parallel_to_aec``: the same env, turn by turn)."""
+    records equal those of the module's parallel twin (simple_spread's own AEC env, stepped agent by
+    agent, against its own parallel env)."""
     import types
 
+    from mpe2 import simple_spread_v3
     from pettingzoo.test import parallel_api_test
-    from pettingzoo.utils.conversions import parallel_to_aec
+    from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
     from rollway.multiagent import make_pz
 
     module, params = ENVS["simple_spread"]
     aec_only = types.ModuleType("aec_only_spread")
-    aec_only.env = lambda **kw: parallel_to_aec(pz_env(module, kw))
+    aec_only.env = simple_spread_v3.env  # MPE's own AEC env, not a parallel one seen turn by turn
     monkeypatch.setitem(sys.modules, "aec_only_spread", aec_only)
+    assert isinstance(make_pz("aec_only_spread", params), aec_to_parallel_wrapper)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the API test warns of what simple_spread itself does
         parallel_api_test(make_pz("aec_only_spread", params), num_cycles=30)
@@ -541,3 +543,37 @@ def test_issue68_a_callable_returning_a_parallel_env_rolls_out_as_its_pz_id():
         np.testing.assert_array_equal(a.obs[key], b.obs[key])
     np.testing.assert_array_equal(a.actions, b.actions)
     np.testing.assert_array_equal(a.rewards, b.rewards)
+
+
+def test_issue68_agents_with_dict_actions_take_the_batched_dict_not_an_agent_dict():
+    """Agents whose own action is a Dict get a Dict of rows ({key: [K, ...]}); that dict is the agents'
+    rows, not PettingZoo's {agent: action}, and each agent gets its own row of every key."""
+    from gymnasium import spaces
+
+    class DictActs:
+        possible_agents = ["a", "b"]
+        metadata = {"name": "dict_acts"}
+
+        def __init__(self):
+            self.agents, self.seen = list(self.possible_agents), []
+
+        def observation_space(self, agent):
+            return spaces.Box(0, 1, (2,))
+
+        def action_space(self, agent):
+            return spaces.Dict({"move": spaces.Discrete(3), "speed": spaces.Box(0, 1, (1,))})
+
+        def reset(self, seed=None, options=None):
+            return {a: np.zeros(2, np.float32) for a in self.agents}, {}
+
+        def step(self, actions):
+            self.seen.append(actions)
+            zeros = {a: np.zeros(2, np.float32) for a in self.agents}
+            return zeros, {a: 0.0 for a in self.agents}, {a: False for a in self.agents}, {a: False for a in self.agents}, {}
+
+    env = AgentRows(DictActs())
+    env.reset(seed=1)
+    env.step({"move": np.array([2, 1]), "speed": np.array([[0.25], [0.5]], np.float32)})
+    got = env.env.seen[-1]
+    assert sorted(got) == ["a", "b"] and (int(got["a"]["move"]), int(got["b"]["move"])) == (2, 1)
+    assert float(got["b"]["speed"][0]) == 0.5
