@@ -322,3 +322,21 @@ def test_issue56_a_torch_policy_acts_in_every_actor_and_takes_the_published_stat
                 t = f.to("cpu")  # an actor's arrays are read-only views of Ray's store: copied, not shared
                 assert isinstance(t.obs, torch.Tensor) and torch.equal(t.extras["w"], torch.full((4, 2), float(v)))
                 assert (t.actor, t.node) == (f.actor, f.node)
+
+
+@pytest.mark.parametrize("env,params,needs", [("gymnax:CartPole-v1", {"max_steps_in_episode": 20}, "gymnax"),
+                                              ("pz:mpe2.simple_spread_v3", {"max_cycles": 10}, "mpe2")])
+def test_issue68_69_a_batched_or_multi_agent_env_rolls_out_on_ray_actors_with_versions(cluster, env, params, needs):
+    """A JAX env (each actor's envs one batch) and a PettingZoo env (agents as rows) on Ray rollout actors:
+    fragments from both actors, episodes ending inside them, and the version whose weights acted."""
+    pytest.importorskip(needs)
+    with rollway.ray.Rollout(env, "random", num_actors=2, num_envs=4, steps_per_fragment=24, env_params=params) as r:
+        seen, ended, deadline = set(), 0, time.monotonic() + 180
+        while len(seen) < 2 and time.monotonic() < deadline:
+            f = r.collect()
+            seen.add(f.actor)
+            ended += int(f.dones.sum())
+            assert f.dones.shape == (24, 4) and (f.version <= r.version).all()
+            r.publish()
+    assert seen == {0, 1} and ended > 0
+    assert gone_within(30), "close ends the actors"
