@@ -74,7 +74,7 @@ def _masks_resets(vec: Any) -> bool:
     two vector envs and EnvPool's do; another class may reset every env)."""
     from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-    return isinstance(getattr(vec, "unwrapped", vec), (SyncVectorEnv, AsyncVectorEnv)) or is_envpool(vec)
+    return isinstance(getattr(vec, "unwrapped", vec), (SyncVectorEnv, AsyncVectorEnv)) or isinstance(vec, _EnvPoolVec)
 
 
 def is_envpool(vec: Any) -> bool:
@@ -82,6 +82,41 @@ def is_envpool(vec: Any) -> bool:
     its spaces are one env's (``observation_space`` is ``single_observation_space``), its seeds are
     fixed by ``envpool.make(seed=...)`` (env i: seed + i) and its ``reset`` ignores seeds."""
     return any(c.__module__.split(".")[0] == "envpool" for c in type(getattr(vec, "unwrapped", vec)).__mro__)
+
+
+class _EnvPoolVec:
+    """One of EnvPool's vector envs as Gymnasium's own are where rollway meets them, so the rest of
+    this module has no case of its own for it: the batch's spaces (EnvPool gives one env's), a masked
+    reset answered for every env (EnvPool answers for the reset envs only, each named by ``env_id``;
+    the others get zeros, which rollway does not read), and no reset seeds (EnvPool's are fixed by
+    ``envpool.make``, env i: seed + i; one given would only be warned of and ignored)."""
+
+    def __init__(self, vec: Any, name: str) -> None:
+        from gymnasium.vector.utils import batch_space
+
+        n = vec.num_envs
+        if getattr(vec, "config", {}).get("batch_size", n) != n:
+            raise ValueError(f"{name} made an asynchronous EnvPool (batch_size {vec.config['batch_size']} of num_envs "
+                             f"{n}), whose steps answer for some envs only; rollway steps every env of a block a "
+                             "call: make it with batch_size=num_envs (EnvPool's default)")
+        self.vec, self.num_envs, self.metadata, self.spec = vec, n, getattr(vec, "metadata", None) or {}, None
+        self.unwrapped = getattr(vec, "unwrapped", vec)
+        self.single_observation_space, self.single_action_space = vec.single_observation_space, vec.single_action_space
+        self.observation_space = batch_space(vec.single_observation_space, n)
+        self.action_space = batch_space(vec.single_action_space, n)
+
+    def reset(self, *, seed: Any = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Any]:
+        obs, info = self.vec.reset(options=options)
+        if (options or {}).get("reset_mask") is None:
+            return obs, info
+        at = np.asarray(info["env_id"])
+        return _spread(obs, at, self.num_envs), _spread(info, at, self.num_envs)
+
+    def step(self, actions: Any) -> Tuple[Any, ...]:
+        return self.vec.step(actions)
+
+    def close(self) -> None:
+        self.vec.close()
 
 
 class VecSim:
@@ -108,7 +143,8 @@ class VecSim:
 
     def sized(self, n: int) -> Any:
         """The factory's vector env of ``n`` envs; one of another size is an error."""
-        return make_batch(self.make, n, self.name, "a VectorEnv", "as gymnasium.make_vec does")
+        vec = make_batch(self.make, n, self.name, "a VectorEnv", "as gymnasium.make_vec does")
+        return _EnvPoolVec(vec, self.name) if is_envpool(vec) else vec
 
     def block(self, n: int) -> "VecBlock":
         return VecBlock(self, self.sized(n), n)
@@ -142,12 +178,8 @@ class _SpecView:
         self.observation_space, self.action_space = obs, act
         self.unwrapped = getattr(vec, "unwrapped", vec)  # named by its class where it has no spec
         self.metadata = getattr(vec, "metadata", None) or {}
-        from gymnasium.envs.registration import EnvSpec
-
         spec: Any = getattr(vec, "spec", None)
-        if not isinstance(spec, EnvSpec):  # EnvPool's spec is its own kind: no Gymnasium spec then
-            spec = None
-        if spec is not None:
+        if isinstance(getattr(spec, "kwargs", None), dict):  # an EnvSpec (a dataclass)
             vector_args = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers", "max_episode_steps")
             kwargs = {k: v for k, v in spec.kwargs.items() if k not in vector_args}
             # make_vec's own time limit is a make() argument, not the env's.
@@ -170,17 +202,12 @@ def _single_spaces(vec: Any, name: str) -> Tuple[Any, Any]:
     """A vector env's one-env spaces; every env of the batch must share them."""
     from gymnasium.vector.utils import batch_space
 
-    if is_envpool(vec) and getattr(vec, "config", {}).get("batch_size", vec.num_envs) != vec.num_envs:
-        raise ValueError(f"{name} made an asynchronous EnvPool (batch_size {vec.config['batch_size']} of num_envs "
-                         f"{vec.num_envs}), whose steps answer for some envs only; rollway steps every env of a block a "
-                         "call: make it with batch_size=num_envs (EnvPool's default)")
-
     obs, act = getattr(vec, "single_observation_space", None), getattr(vec, "single_action_space", None)
     if obs is None or act is None:
         raise TypeError(f"{name} made a {type(vec).__name__} without single_observation_space / single_action_space")
     n = vec.num_envs
     for what, one, whole in (("observation", obs, vec.observation_space), ("action", act, vec.action_space)):
-        if whole != batch_space(one, n) and not (is_envpool(vec) and whole == one):  # EnvPool gives one env's
+        if whole != batch_space(one, n):
             raise ValueError(f"{name}: its {what}_space is not {n} copies of its single_{what}_space ({one}): the envs "
                              "of a batch differ in spaces, and rollway records one space for all; give each env the same "
                              "space (group the others into envs of their own)")
@@ -195,7 +222,6 @@ class VecBlock(SlotInfos):
 
         self.vec, self.n, self.name = vec, n, sim.name
         self.mode, self.masks = _mode(vec), _masks_resets(vec)
-        self.seeds_ignored = is_envpool(vec)  # its seeds are envpool.make's: a reset's seed would only warn
         self._acts = RowViews(sim.act_json)
         self._pack = batch_packer(sim.obs_json)
         self._row = leaves(sim.obs_json)[1]
@@ -227,7 +253,7 @@ class VecBlock(SlotInfos):
         free = (op == RESET_UNSEEDED) & self.ended if self.pending is not None else np.zeros(self.n, bool)
         need = resets & ~free
         if need.any():
-            seed_list: Any = None if self.seeds_ignored else [int(s) if o == RESET else None for o, s in zip(op, seeds)]
+            seed_list = [int(s) if o == RESET else None for o, s in zip(op, seeds)]
             masked = not need.all() and self.started
             if not masked:
                 # Every env's first reset is one call: a vector env's masked reset needs the others
@@ -236,9 +262,6 @@ class VecBlock(SlotInfos):
                 self.started = True
             elif self.masks:
                 obs, info = self.vec.reset(seed=seed_list, options={"reset_mask": need.copy()})
-                if self.seeds_ignored:  # EnvPool answers for the envs it reset only, each named by env_id
-                    at = np.asarray(info["env_id"])
-                    obs, info = _spread(obs, at, self.n), _spread(info, at, self.n)
             else:
                 raise ValueError(f"{self.name}: a {type(self.vec).__name__} cannot reset some of its envs alone "
                                  "(options={'reset_mask': ...}), and these resets are seeded or come before the env's "
