@@ -107,17 +107,10 @@ def _check_jittable(env_id: str, env: Any, params: Any, action_space: Any) -> No
     env that jax cannot jit fails here, naming the function and the fix, and not deep inside the
     first round."""
     jax = _jax()
-    key = jax.ShapeDtypeStruct((2,), np.uint32)
-    action = jax.ShapeDtypeStruct(action_space.shape, action_dtype(action_space))
-    state = None
-    for what in ("reset_env", "step_env", "is_truncated"):
+
+    def traced(what: str, fn: Any, *args: Any) -> Any:
         try:
-            if what == "reset_env":
-                state = jax.eval_shape(lambda k: env.reset_env(k, params), key)[1]
-            elif what == "step_env":
-                state = jax.eval_shape(lambda k, s, a: env.step_env(k, s, a, params), key, state, action)[1]
-            elif callable(getattr(env, "is_truncated", None)):
-                jax.eval_shape(lambda s: env.is_truncated(s, params), state)
+            return jax.eval_shape(fn, *args)
         except jax.errors.JAXTypeError as e:
             first = str(e).strip().splitlines()[0]
             raise ValueError(f"{env_id}: its {what} cannot be traced by jax.jit ({type(e).__name__}: {first}); rollway "
@@ -129,6 +122,13 @@ def _check_jittable(env_id: str, env: Any, params: Any, action_space: Any) -> No
             raise ValueError(f"{env_id}: its is_truncated (gymnax's, reading state.time and params.max_steps_in_episode) "
                              f"does not fit its state or params ({e}); rollway reads it to tell a time limit from a "
                              "termination: override is_truncated in the env") from None
+
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    action = jax.ShapeDtypeStruct(action_space.shape, action_dtype(action_space))
+    state = traced("reset_env", lambda k: env.reset_env(k, params), key)[1]
+    state = traced("step_env", lambda k, s, a: env.step_env(k, s, a, params), key, state, action)[1]
+    if callable(getattr(env, "is_truncated", None)):
+        traced("is_truncated", lambda s: env.is_truncated(s, params), state)
 
 
 def gymnasium_space(space: Any) -> Any:
