@@ -237,7 +237,13 @@ class Rollout:
     ``policy``, ``policy_params`` and ``steps``, these settings' old names, are taken
     with a ``DeprecationWarning`` until 0.2. ``workers``: threads (hosted envs: processes) the envs
     are split over (default one; for ``atari:`` envs one process per core); ``seed``: env seeds (same seed, same fragments, whatever the
-    workers); ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
+    workers); ``mode``: ``"sync"`` steps every worker's envs together, one policy call on all N a
+    step, so each step waits for the slowest worker; ``"async"`` lets each worker's envs run ahead,
+    the policy called on one worker's envs (a batch of N / ``workers``) as soon as they are back, as
+    EnvPool's async mode does: no env process waits for another within a fragment, at the cost of
+    ``workers`` policy calls a step. Built-in agents (each env its own random stream) make the same
+    fragments and the same recording in both modes; a policy that samples from one random stream
+    for its whole batch sees its calls in the order the workers come back. ``max_policy_lag``: see the module docs; ``max_restarts``: failures in a
     row one env may have; ``max_episode_steps``: truncates episodes at this length;
     ``step_timeout``: seconds a hosted env's step may take before its process is replaced.
     ``host``: where Python envs (``gym:ID``, callables) step: ``"inline"`` in the rollout's
@@ -300,6 +306,7 @@ class Rollout:
         steps_per_fragment: int = STEPS_PER_FRAGMENT,
         seed: int = 0,
         workers: Optional[int] = None,
+        mode: str = "sync",
         max_policy_lag: int = 0,
         max_restarts: int = 3,
         max_episode_steps: Optional[int] = None,
@@ -324,13 +331,15 @@ class Rollout:
         policy, agent_params, steps_per_fragment = _old_names(old_names, "Rollout", agent, agent_params, steps_per_fragment)
         if max_policy_lag < 0:
             raise _rollway.InputError(f"max_policy_lag must be 0 or more, got {max_policy_lag}")
+        if mode not in ("sync", "async"):
+            raise _rollway.InputError(f"mode must be \"sync\" or \"async\", got {mode!r}")
         if getattr(policy, "rollway_draws", 0):
             raise _rollway.InputError("a rollway.policy.draws policy is for rollway.run, whose batches vary; a rollout calls "
                                       "its policy on the same N envs every step: seed your framework's generator instead")
         self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
         env, pickle, settings = _request(env, dict(
             env_params=env_params, agent_params=agent_params, seed=seed, num_envs=num_envs, workers=workers,
-            steps_per_fragment=steps_per_fragment,
+            mode=mode, steps_per_fragment=steps_per_fragment,
             max_policy_lag=max_policy_lag, max_restarts=max_restarts, max_episode_steps=max_episode_steps,
             step_timeout=step_timeout, host=host, check=check, out=out, commit_every=commit_every,
             frame_media=frame_media, seed_each_episode=seed_each_episode, episode_ids=episode_ids, join=join, resume=bool(resume),

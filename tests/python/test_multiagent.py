@@ -577,3 +577,35 @@ def test_issue68_agents_with_dict_actions_take_the_batched_dict_not_an_agent_dic
     got = env.env.seen[-1]
     assert sorted(got) == ["a", "b"] and (int(got["a"]["move"]), int(got["b"]["move"])) == (2, 1)
     assert float(got["b"]["speed"][0]) == 0.5
+
+
+def test_issue68_env_processes_that_run_ahead_make_the_same_fragments_and_dataset_as_lockstep(tmp_path):
+    """mode="async": each env process's envs run ahead, acted on as soon as they are back. With
+    KAZ (agents die, episodes of every length) over two processes of uneven size, the fragments and
+    the recorded dataset equal lockstep's, byte for byte and episode for episode, in the same order."""
+    module, params = ENVS["knights_archers_zombies"]
+
+    def made(mode):
+        out = tmp_path / mode
+        with rollway.Rollout(f"pz:{module}", "random", num_envs=5, workers=2, steps_per_fragment=48, seed=4,
+                             env_params=params, host="process", mode=mode, out=out) as r:
+            frags = [r.collect() for _ in range(4)]
+        return frags, rollway.Dataset(out)
+
+    (sync, a), (ahead, b) = made("sync"), made("async")
+    assert [f.stats["batches"] for f in sync] == [48] * 4
+    assert [f.stats["batches"] for f in ahead] == [96] * 4, "a policy call per env process a step"
+    for x, y in zip(sync, ahead):
+        for key in x.obs:
+            np.testing.assert_array_equal(x.obs[key], y.obs[key])
+        for name in ("actions", "rewards", "terminated", "truncated", "first", "episode"):
+            np.testing.assert_array_equal(getattr(x, name), getattr(y, name))
+        for key in x.finished:
+            np.testing.assert_array_equal(x.finished[key], y.finished[key])
+    assert sum(len(f.finished["env"]) for f in sync) >= 3, "episodes ended"
+    assert [e["run_index"] for e in a.episodes] == [e["run_index"] for e in b.episodes]
+    assert b.verify()["problems"] == []
+    for i in range(len(a)):
+        np.testing.assert_array_equal(a[i].actions, b[i].actions)
+        for key in a[i].observations:
+            np.testing.assert_array_equal(a[i].observations[key], b[i].observations[key])

@@ -182,7 +182,8 @@ def test_bad_actions_and_extras_say_what_is_wrong():
 
 
 def test_bad_settings_are_input_errors():
-    for kw, word in [({"num_envs": 0}, "envs"), ({"num_envs": 2, "workers": 3}, "workers"), ({"steps_per_fragment": 0}, "steps")]:
+    for kw, word in [({"num_envs": 0}, "envs"), ({"num_envs": 2, "workers": 3}, "workers"), ({"steps_per_fragment": 0}, "steps"),
+                     ({"mode": "fast"}, "mode")]:
         with pytest.raises(rollway.InputError, match=word):
             rollway.Rollout("CartPole-v1", "random", **kw)
     with pytest.raises(rollway.InputError, match="unknown env"):

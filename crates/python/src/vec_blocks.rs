@@ -60,7 +60,7 @@ impl Blocks {
         // MuJoCo tasks rollway steps) get a thread per worker, as a rollout's do.
         let workers = if inline && !rollway_engine::steps_without_gil(name) { 1 } else { workers.clamp(1, n) };
         let options = BlockOptions { infos: InfoNeed::All, step_timeout: None, cut: None };
-        let envs = Envs::new(&factory, n, workers, &ol, &al, options).map_err(|e| failed(e.to_string()))?;
+        let envs = Envs::new(&factory, n, workers, &ol, &al, options, false).map_err(|e| failed(e.to_string()))?;
         Ok(Blocks { envs, spec, inline, name: name.into() })
     }
 

@@ -142,7 +142,7 @@ class Rollout:
     """Rollout actors on Ray feeding this process (see the module docs).
 
     ``env``, ``agent``, ``num_envs``, ``steps_per_fragment``, ``seed`` and the keyword arguments
-    (``workers``, ``host``, ``env_params``, ``agent_params``, ``max_episode_steps``, ``step_timeout``,
+    (``workers``, ``mode``, ``host``, ``env_params``, ``agent_params``, ``max_episode_steps``, ``step_timeout``,
     ``check``, ``seed_each_episode``) are :class:`rollway.Rollout`'s, for each actor (their old
     names ``policy``, ``policy_params`` and ``steps`` too, with a ``DeprecationWarning``, until 0.2).
     ``num_actors``: actors, each asking Ray for ``num_cpus_per_actor`` CPUs,

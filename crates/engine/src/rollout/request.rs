@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, InputContext, Result};
 use crate::host::{Host, INLINE_CANNOT_TIME_OUT};
 use crate::rollout::by_cost::by_cost;
+use crate::settings::ModeArg;
 
 /// A rollout, as asked for. Field names are the Python keyword arguments'.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +37,10 @@ pub struct RolloutRequest {
     /// for `atari:` envs, which get one process per core, and MuJoCo tasks rollway
     /// steps, one thread per core (see [`RolloutRequest::workers`]).
     pub workers: Option<usize>,
+    /// `sync`: each step, one policy call on all N envs, then every worker's envs step;
+    /// `async`: each worker's envs run ahead, acted on as soon as they are back (a
+    /// policy call per worker per step). See [`RolloutConfig::mode`].
+    pub mode: ModeArg,
     /// T: steps per fragment (a run's `steps` is its total target: another setting).
     #[serde(alias = "steps")]
     pub steps_per_fragment: usize,
@@ -94,6 +99,7 @@ impl Default for RolloutRequest {
             seed: d.seed,
             num_envs: d.envs,
             workers: None,
+            mode: ModeArg::Sync,
             steps_per_fragment: d.steps,
             max_policy_lag: d.max_policy_lag,
             max_restarts: d.max_restarts,
@@ -180,6 +186,7 @@ impl RolloutRequest {
             seed: self.seed,
             envs: self.num_envs,
             workers: self.workers(),
+            mode: if self.mode == ModeArg::Async { rollway_runner::Mode::Async } else { rollway_runner::Mode::Sync },
             steps: self.steps_per_fragment,
             max_policy_lag: self.max_policy_lag,
             max_restarts: self.max_restarts,

@@ -11,6 +11,10 @@
 //!
 //! A rollout's sampler drives it, and so does `rollway.make_vec` for envs hosted in
 //! Python (the binding fills each part's ops and calls [`Envs::round`]).
+//!
+//! A rollout that runs ahead (`Mode::Async`) steps part 0 on a thread too, so that
+//! the collecting thread is free to act on whichever part comes back first
+//! ([`Envs::send`], [`Envs::recv`]) while the others step.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -37,6 +41,8 @@ pub struct Part {
     pub ops: Vec<(usize, Op)>,
     /// Their results, in the same order.
     pub results: Vec<SlotResult>,
+    /// The fragment step its envs are at (a rollout's sampler keeps it).
+    pub t: usize,
 }
 
 impl Part {
@@ -67,13 +73,15 @@ pub struct Envs {
     #[allow(clippy::vec_box)]
     /// The parts, by index (between rounds).
     pub parts: Vec<Box<Part>>,
-    down: Vec<Sender<Box<Part>>>,
+    /// By part index: the thread that steps it (`None`: the caller's thread does).
+    down: Vec<Option<Sender<Box<Part>>>>,
     up: Option<Receiver<Box<Part>>>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Envs {
-    /// `n` slots over `workers` parts of near-equal size.
+    /// `n` slots over `workers` parts of near-equal size; part 0 stepped by the
+    /// caller's thread, unless `all_threaded` (or there is one part).
     pub fn new(
         factory: &Arc<dyn EnvFactory>,
         n: usize,
@@ -81,19 +89,22 @@ impl Envs {
         ol: &Arc<Layout>,
         al: &Arc<Layout>,
         options: BlockOptions,
+        all_threaded: bool,
     ) -> Result<Envs> {
         let mut parts = Vec::new();
         let mut offset = 0;
         for (index, k) in (0..workers).map(|i| n / workers + usize::from(i < n % workers)).enumerate() {
             let block = factory.block(k, options).unwrap_or_else(|| Box::new(Serial::new(factory.clone(), k, ol.clone(), al.clone())));
             let (obs, act) = (Rows::new(ol.row_bytes(), k), Rows::new(al.row_bytes(), k));
-            parts.push(Box::new(Part { index, offset, block, obs, act, ops: Vec::new(), results: Vec::new() }));
+            parts.push(Box::new(Part { index, offset, block, obs, act, ops: Vec::new(), results: Vec::new(), t: 0 }));
             offset += k;
         }
-        let mut envs = Envs { parts, down: Vec::new(), up: None, threads: Vec::new() };
-        if workers > 1 {
+        let mut envs = Envs { parts, down: vec![None], up: None, threads: Vec::new() };
+        let first = if all_threaded && workers > 1 { 0 } else { 1 };
+        if first < workers {
             let (up_tx, up) = unbounded();
-            for w in 1..workers {
+            envs.down.resize_with(workers, || None);
+            for w in first..workers {
                 let (tx, rx) = unbounded::<Box<Part>>();
                 let back = up_tx.clone();
                 let h = std::thread::Builder::new()
@@ -107,7 +118,7 @@ impl Envs {
                         }
                     })
                     .map_err(|e| Error::Worker { worker: w, message: e.to_string() })?;
-                envs.down.push(tx);
+                envs.down[w] = Some(tx);
                 envs.threads.push(h);
             }
             envs.up = Some(up);
@@ -115,26 +126,36 @@ impl Envs {
         Ok(envs)
     }
 
-    /// Runs every part's `ops`: parts `1..` on their threads, part 0 here meanwhile.
+    /// Hands `p` to its thread to run its `ops`; [`Envs::recv`] gets it back.
+    pub fn send(&self, p: Box<Part>) -> Result<()> {
+        let i = p.index;
+        let gone = || Error::Worker { worker: i, message: "thread ended unexpectedly".into() };
+        self.down[i].as_ref().ok_or_else(gone)?.send(p).map_err(|_| gone())
+    }
+
+    /// The next part that a thread finished running (in the order they finish).
+    pub fn recv(&self) -> Result<Box<Part>> {
+        let gone = || Error::Worker { worker: 0, message: "a rollout thread ended unexpectedly".into() };
+        self.up.as_ref().ok_or_else(gone)?.recv().map_err(|_| gone())
+    }
+
+    /// Runs every part's `ops`: parts with a thread on it, those here meanwhile.
     /// Parts without ops are not sent anywhere.
     pub fn round(&mut self) -> Result<()> {
-        let Some(up) = &self.up else {
-            self.parts[0].run();
-            return Ok(());
-        };
         let mut out = 0;
-        for i in (1..self.parts.len()).rev() {
-            if self.parts[i].ops.is_empty() {
-                self.parts[i].run();
+        for i in (0..self.parts.len()).rev() {
+            if self.parts[i].ops.is_empty() || self.down[self.parts[i].index].is_none() {
                 continue;
             }
             let p = self.parts.remove(i);
-            self.down[i - 1].send(p).map_err(|_| Error::Worker { worker: i, message: "thread ended unexpectedly".into() })?;
+            self.send(p)?;
             out += 1;
         }
-        self.parts[0].run();
+        for p in self.parts.iter_mut() {
+            p.run();
+        }
         for _ in 0..out {
-            let p = up.recv().map_err(|_| Error::Worker { worker: 0, message: "a rollout thread ended unexpectedly".into() })?;
+            let p = self.recv()?;
             self.parts.push(p);
         }
         self.parts.sort_unstable_by_key(|p| p.index);

@@ -138,27 +138,32 @@ impl ObsBuffers {
     /// last, one more for a rollout collecting ahead (lag 1).
     const SPARES: usize = 2;
 
-    /// An empty buffer of at least `bytes`: a spare when one is that large.
+    /// A buffer of `bytes` whose contents are to be overwritten: a spare when one is
+    /// that large (its stale bytes kept: zeroing them would be one more pass over
+    /// its pages), else a fresh zeroed one (untouched pages until written).
     pub fn take(&self, bytes: usize) -> Vec<u8> {
         let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match spare {
-            Some(v) if v.capacity() >= bytes => v,
-            _ => Vec::with_capacity(bytes),
+            Some(mut v) if v.capacity() >= bytes => {
+                v.resize(bytes, 0);
+                v
+            }
+            _ => vec![0; bytes],
         }
     }
 
-    /// Keeps `v` (emptied) for a later fragment, unless enough are kept already.
-    pub fn give(&self, mut v: Vec<u8>) {
+    /// Keeps `v` for a later fragment, unless enough are kept already.
+    pub fn give(&self, v: Vec<u8>) {
         let mut spares = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if spares.len() < Self::SPARES {
-            v.clear();
             spares.push(v);
         }
     }
 }
 
 impl Fragment {
-    /// An empty fragment sized for `steps` × `envs` with these row widths.
+    /// A fragment sized for `steps` × `envs` with these row widths, every row there to
+    /// be overwritten (at its `(t, slot)`, in whatever order the parts fill them).
     pub(crate) fn with_capacity(steps: usize, envs: usize, obs_row: usize, act_row: usize, buffers: &ObsBuffers) -> Fragment {
         let (tn, t1n) = (steps * envs, (steps + 1) * envs);
         Fragment {
@@ -166,15 +171,31 @@ impl Fragment {
             envs,
             obs: buffers.take(t1n * obs_row),
             obs_buffers: Some(buffers.clone()),
-            actions: Vec::with_capacity(tn * act_row),
+            actions: vec![0; tn * act_row],
             rewards: vec![0.0; tn],
             terminated: vec![false; tn],
             truncated: vec![false; tn],
-            first: Vec::with_capacity(t1n),
-            episode: Vec::with_capacity(t1n),
-            version: Vec::with_capacity(tn),
+            first: vec![false; t1n],
+            episode: vec![0; t1n],
+            version: vec![0; tn],
             ..Fragment::default()
         }
+    }
+
+    /// Puts `finished` (and their `final_obs` rows) in the order of their step, then
+    /// env: the order they ended in when every env steps in lockstep, and so the
+    /// same order whichever part ran ahead.
+    pub(crate) fn sort_finished(&mut self) {
+        let key = |e: &Finished| (e.step, e.env);
+        if self.finished.is_sorted_by_key(key) {
+            return;
+        }
+        let row = self.final_obs.len() / self.finished.len();
+        let mut order: Vec<usize> = (0..self.finished.len()).collect();
+        order.sort_unstable_by_key(|&i| key(&self.finished[i]));
+        let obs = order.iter().flat_map(|&i| self.final_obs[i * row..(i + 1) * row].iter().copied()).collect();
+        self.finished = order.iter().map(|&i| self.finished[i].clone()).collect();
+        self.final_obs = obs;
     }
 
     /// The smallest version of any step (`u64::MAX` for an empty fragment).
@@ -200,16 +221,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_buffer_given_back_is_taken_again_empty_and_the_spares_are_bounded() {
+    fn a_buffer_given_back_is_taken_again_at_the_size_asked_and_the_spares_are_bounded() {
         let buffers = ObsBuffers::default();
-        let mut a = buffers.take(64);
-        assert!(a.capacity() >= 64 && a.is_empty());
-        a.extend_from_slice(&[7; 64]);
+        let a = buffers.take(64);
+        assert_eq!(a, vec![0; 64], "a fresh buffer is zeroed");
         let at = a.as_ptr();
         buffers.give(a);
-        let again = buffers.take(64);
-        assert_eq!((again.as_ptr(), again.len()), (at, 0), "the same pages, emptied");
-        assert!(buffers.take(1 << 20).capacity() >= 1 << 20, "a larger need gets a larger buffer");
+        let again = buffers.take(48);
+        assert_eq!((again.as_ptr(), again.len()), (at, 48), "the same pages, at the size asked");
+        assert!(buffers.take(1 << 20).len() == 1 << 20, "a larger need gets a larger buffer");
         for _ in 0..5 {
             buffers.give(vec![0; 8]);
         }

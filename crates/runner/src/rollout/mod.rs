@@ -49,6 +49,7 @@
 //! at `k = 0`); per step, a policy call, an env round per part and a row copy into
 //! the fragment.
 
+mod ahead;
 mod engine;
 pub mod envs;
 mod fragment;
@@ -68,7 +69,7 @@ pub use lag::LagGate;
 pub use policy::{AgentPolicy, Extra, Policy, Update};
 pub use totals::RolloutTotals;
 
-use crate::{Error, Result};
+use crate::{Error, Mode, Result};
 
 /// How a rollout runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +81,13 @@ pub struct RolloutConfig {
     pub envs: usize,
     /// Threads (or, for hosted envs, processes) the envs are split over.
     pub workers: usize,
+    /// [`Mode::Sync`]: each step, one policy call on all N envs, then every part steps
+    /// (the slowest part paces the others). [`Mode::Async`]: each part runs ahead on its
+    /// own, the policy acting on one part's envs as soon as they are back (EnvPool's
+    /// async mode with a batch per worker), so no part waits for another within a
+    /// fragment; `workers` policy calls a step. The fragments are the same either way
+    /// for a policy that acts on each env alone (see `ahead`).
+    pub mode: Mode,
     /// T: steps per fragment.
     pub steps: usize,
     /// How many versions older than the learner's a delivered step may be.
@@ -132,6 +140,7 @@ impl Default for RolloutConfig {
             seed: 0,
             envs: 8,
             workers: 1,
+            mode: Mode::Sync,
             steps: 128,
             max_policy_lag: 0,
             max_restarts: 3,
@@ -240,5 +249,7 @@ impl Versions {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ahead;
 #[cfg(test)]
 mod tests_record;

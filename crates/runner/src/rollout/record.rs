@@ -1,7 +1,9 @@
 //! Recording a rollout's episodes while it trains (the replay buffer of seed 002):
 //! each slot's episode is built step by step beside the fragment, and handed to an
 //! [`Observer`] (a dataset writer, as a run's) when it ends, in the order episodes
-//! end, with the policy's extras and the version that chose each action as columns
+//! end (by fragment step, then slot: parts that run ahead hand theirs over once
+//! every part is past that step, in that order, so that the same rollout records
+//! the same dataset whichever part was quicker), with the policy's extras and the version that chose each action as columns
 //! of their own.
 //!
 //! An episode is exactly what the learner saw of it: the same observations, actions,
@@ -25,12 +27,14 @@ pub(crate) struct Recording {
     act_row: usize,
     /// The sink's buffers of committed episodes, which new episodes' observations reuse.
     recycle: Recycler,
+    /// Episodes ended and not yet handed over, with their fragment step and slot.
+    ended: Vec<(usize, usize, EpisodeResult)>,
 }
 
 impl Recording {
     pub fn new(sink: Box<dyn Observer + Send>, slots: usize, obs_row: usize, act_row: usize) -> Recording {
         let recycle = sink.recycler().unwrap_or_default();
-        Recording { sink, open: (0..slots).map(|_| None).collect(), obs_row, act_row, recycle }
+        Recording { sink, open: (0..slots).map(|_| None).collect(), obs_row, act_row, recycle, ended: Vec::new() }
     }
 
     /// Slot `g` started an episode (seeded with `seed`) at observation `obs`.
@@ -62,13 +66,29 @@ impl Recording {
         t.obs.extend_from_slice(obs);
     }
 
-    /// Slot `g`'s episode `id` ended with the env's final `info`: hands it to the
-    /// observer, whose error ends the rollout.
-    pub fn end(&mut self, g: usize, id: u64, worker: usize, info: Info) -> Result<()> {
-        let Some((seed, t)) = self.open[g].take() else { return Ok(()) };
+    /// Slot `g`'s episode `id` ended at fragment step `step` with the env's final
+    /// `info`: [`Recording::flush`] hands it to the observer.
+    pub fn end(&mut self, g: usize, id: u64, worker: usize, info: Info, step: usize) {
+        let Some((seed, t)) = self.open[g].take() else { return };
         let mut e = EpisodeResult::from_trajectory(id, seed, t);
         (e.worker, e.info) = (worker, info);
-        self.sink.on_episode(e).map_err(Error::Sink)
+        self.ended.push((step, g, e));
+    }
+
+    /// Hands the ended episodes to the observer, by step and then slot; its error ends the rollout.
+    pub fn flush(&mut self) -> Result<()> {
+        self.flush_before(usize::MAX)
+    }
+
+    /// [`Recording::flush`] of the episodes that ended before fragment step `step`:
+    /// once every part is past it, no other can end there.
+    pub fn flush_before(&mut self, step: usize) -> Result<()> {
+        self.ended.sort_unstable_by_key(|&(s, g, _)| (s, g));
+        let k = self.ended.partition_point(|&(s, _, _)| s < step);
+        for (_, _, e) in self.ended.drain(..k) {
+            self.sink.on_episode(e).map_err(Error::Sink)?;
+        }
+        Ok(())
     }
 
     /// Slot `g`'s episode was cut by a fault: it is not recorded.

@@ -11,7 +11,7 @@ use crate::{Observer, SinkError};
 
 /// Keeps what the rollout hands on, for the test to look at while it runs.
 #[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<EpisodeResult>>>);
+pub(super) struct Kept(pub(super) Arc<Mutex<Vec<EpisodeResult>>>);
 
 impl Observer for Kept {
     fn on_episode(&mut self, e: EpisodeResult) -> Result<(), SinkError> {
