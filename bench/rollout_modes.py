@@ -100,7 +100,7 @@ def main() -> None:
         for n in (int(x) for x in a.envs.split(",")):
             for name, us in policies.items():
                 got = {m: [] for m in ("sync", "async")}
-                for rep in range(a.reps):
+                for _ in range(a.reps):
                     for mode in got:
                         cmd = [sys.executable, __file__, "--one", f"{game}|{n}|{mode}|{us}", "--seconds", str(a.seconds)]
                         got[mode].append(json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True,

@@ -33,6 +33,8 @@ enum Phase {
 }
 
 /// Where a fragment's parts are while it is made: every part is in exactly one place.
+// Boxed: parts travel to their threads and back by pointer.
+#[allow(clippy::vec_box)]
 struct Flight {
     /// Back, waiting for the policy.
     ready: Vec<Box<Part>>,

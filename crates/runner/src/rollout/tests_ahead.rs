@@ -17,12 +17,12 @@ fn held(f: Fragment) -> (Held, Vec<Extra>, u64) {
     (h, f.extras, f.stats.env_faults)
 }
 
+/// The fragments; the recorded episodes (id, worker, steps); each fragment's policy calls.
+type Made = (Vec<(Held, Vec<Extra>, u64)>, Vec<(u64, usize, Option<Box<rollway_core::Trajectory>>)>, Vec<u64>);
+
 /// Five fragments of a recording rollout of `env` (7 envs over 3 workers: parts of 3, 2
 /// and 2) with the probe policy, publishing a version after each; and what it recorded.
-fn made(
-    env: &Arc<dyn EnvFactory>,
-    mode: Mode,
-) -> (Vec<(Held, Vec<Extra>, u64)>, Vec<(u64, usize, Option<Box<rollway_core::Trajectory>>)>, Vec<u64>) {
+fn made(env: &Arc<dyn EnvFactory>, mode: Mode) -> Made {
     let (policy, _, cell) = probe_weighted(None);
     let kept = Kept::default();
     let cfg = RolloutConfig { envs: 7, workers: 3, steps: 24, seed: 5, mode, ..Default::default() };
