@@ -7,7 +7,8 @@
   backend=Multiprocessing, num_workers=cores)``, its ``recv`` / ``send`` loop;
 - **rollway**: ``rollway.Rollout("pz:MODULE", "random", num_envs=N)``, fragments of 64 steps (4 for
   pistonball, whose observations are 3.3 MB an env step) (``host``
-  as it comes: auto), and the same recording every episode into a dataset (``out=``);
+  as it comes: auto), the same recording every episode into a dataset (``out=``), and the same with
+  the env processes running ahead (``mode="async"``);
 - **the dataset writer alone**: rows of the env's size, in episodes of its mean length, committed by
   rollway's writer with no env (``crates/store/examples/writer_ceiling.rs``): what recording can reach;
 - **the ceiling**: one plain PettingZoo loop per core, all at once, no framework ("bare loops").
@@ -114,7 +115,7 @@ def pufferlib_rate(game: str, n: int, seconds: float) -> float:
     return rate
 
 
-def rollway_rate(game: str, n: int, seconds: float, record: bool = False) -> float:
+def rollway_rate(game: str, n: int, seconds: float, record: bool = False, mode: str = "sync") -> float:
     import rollway
 
     module, params = GAMES[game]
@@ -122,7 +123,7 @@ def rollway_rate(game: str, n: int, seconds: float, record: bool = False) -> flo
     try:
         t = STEPS.get(game, T)
         with rollway.Rollout(f"pz:{module}", "random", num_envs=n, steps_per_fragment=t, seed=1, env_params=params,
-                             out=None if out is None else os.path.join(out, "ds")) as r:
+                             out=None if out is None else os.path.join(out, "ds"), mode=mode) as r:
             ended = 0
             while ended < WARMUP_EPISODES * n:
                 ended += int(r.collect().dones.sum())
@@ -183,6 +184,7 @@ SYSTEMS = {
     "PufferLib 3 (Multiprocessing, a worker per core)": pufferlib_rate,
     "rollway Rollout": rollway_rate,
     "rollway Rollout, recording every episode": lambda g, n, s: rollway_rate(g, n, s, record=True),
+    'rollway Rollout, env processes running ahead (mode="async")': lambda g, n, s: rollway_rate(g, n, s, mode="async"),
     "dataset writer alone (this env's rows, no env: recording's cap)": writer_rate,
 }
 
@@ -217,12 +219,13 @@ def main() -> None:
                     rates[s].append(fresh_process_rate(__file__, f"{game}|{s}", n, a.seconds, extra))
                     log(f"{game} N={n} rep {rep + 1}: {s} {rates[s][-1]:,.0f} agent steps/s")
             med[n] = {s: statistics.median(v) for s, v in rates.items()}
-        base = "rollway Rollout"
-        rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][base] / med[n][s]:.2f}×)" if s != base else fmt_rate(med[n][s])
+        base, ahead = "rollway Rollout", 'rollway Rollout, env processes running ahead (mode="async")'
+        rows = [[s, *(fmt_rate(med[n][s]) if s in (base, ahead) else
+                      f"{fmt_rate(med[n][s])} ({med[n][base] / med[n][s]:.2f}× / {med[n][ahead] / med[n][s]:.2f}×)"
                       for n in envs)] for s in SYSTEMS]
         rec = "rollway Rollout, recording every episode"
         sections += [f"**{game}** ({GAMES[game][0]}, {agents_of(game)} agents): agent steps/s, median of {a.reps}; "
-                     "in brackets rollway (not recording) / that system; recording / not recording: "
+                     "in brackets rollway in lockstep / that system, and running ahead / that system; recording / not recording: "
                      + ", ".join(f"{med[n][rec] / med[n][base]:.2f} at N = {n}" for n in envs), "",
                      *md_table(["", *(f"N = {n}" for n in envs)], rows, "l" + "r" * len(envs)), ""]
     packages = ", ".join(f"{m} {v}" for m, v in module_versions(

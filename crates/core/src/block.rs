@@ -82,4 +82,24 @@ pub trait EnvBlock: Send {
 
     /// The info of the latest op on `slot`, as far as the block's [`InfoNeed`] keeps them.
     fn info(&mut self, slot: usize) -> Info;
+
+    /// Whether the block's envs step elsewhere (an env process), so that a round can be
+    /// started ([`EnvBlock::start`]) and finished ([`EnvBlock::finish`]) apart: the
+    /// caller's thread starts several blocks' rounds and then reads each one's results,
+    /// with no thread per block in between (two fewer wake-ups a round).
+    fn steps_apart(&self) -> bool {
+        false
+    }
+
+    /// Starts a round of `ops` without waiting for it (a block that [`EnvBlock::steps_apart`]).
+    fn start(&mut self, ops: &[(usize, Op)], act: &Rows) {
+        let _ = (ops, act);
+    }
+
+    /// Waits for the round [`EnvBlock::start`] started with the same `ops` and reads its
+    /// results, as [`EnvBlock::run`] leaves them. `run` is `start` then `finish`.
+    fn finish(&mut self, ops: &[(usize, Op)], obs: &mut Rows, out: &mut Vec<SlotResult>) {
+        let _ = (ops, obs);
+        out.clear();
+    }
 }

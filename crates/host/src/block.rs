@@ -4,8 +4,13 @@
 //! (crashed, was killed, or ran past `step_timeout` and was killed by us). A death
 //! fails every op of the round it happened in, counted as one restart; the
 //! episodes of those slots start over from their seeds, in a fresh process.
+//!
+//! A round is started (ops and actions into the shared memory, one byte down the
+//! pipe) and finished (the reply read, results out of the shared memory) apart, so
+//! that one thread can start the rounds of several processes and then read them.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rollway_core::{BlockOptions, EnvBlock, Failure, Info, InfoNeed, Op, Rows, SlotResult, StepOutcome};
 
@@ -20,14 +25,16 @@ pub(crate) struct Hosted {
     options: BlockOptions,
     live: Option<(Process, Region)>,
     last_info: Vec<Info>,
+    /// The round started and not yet finished: when it was sent, or why it could not be.
+    round: Option<Result<Instant, String>>,
 }
 
 impl Hosted {
     pub fn new(target: Arc<Target>, n: usize, options: BlockOptions) -> Hosted {
-        Hosted { target, n, options, live: None, last_info: vec![Info::new(); n] }
+        Hosted { target, n, options, live: None, last_info: vec![Info::new(); n], round: None }
     }
 
-    fn start(&mut self) -> Result<(), String> {
+    fn spawn(&mut self) -> Result<(), String> {
         let (ab, ob) = self.target.row_bytes()?;
         let (region, path) = Region::create(self.n, ab, ob).map_err(|e| format!("creating the shared memory of an env block: {e}"))?;
         let infos = match self.options.infos {
@@ -51,10 +58,19 @@ impl Hosted {
 
 impl EnvBlock for Hosted {
     fn run(&mut self, ops: &[(usize, Op)], act: &Rows, obs: &mut Rows, out: &mut Vec<SlotResult>) {
-        out.clear();
+        self.start(ops, act);
+        self.finish(ops, obs, out);
+    }
+
+    fn steps_apart(&self) -> bool {
+        true
+    }
+
+    fn start(&mut self, ops: &[(usize, Op)], act: &Rows) {
         if self.live.is_none() {
-            if let Err(e) = self.start() {
-                return self.fail_all(ops, e, out);
+            if let Err(e) = self.spawn() {
+                self.round = Some(Err(e));
+                return;
             }
         }
         let (process, region) = self.live.as_mut().expect("started");
@@ -72,15 +88,29 @@ impl EnvBlock for Hosted {
                 Op::Reset(None) => region.ops_mut()[slot] = shm::RESET_UNSEEDED,
             }
         }
-        let reply = process.send(&[proto::ROUND]).and_then(|()| process.recv(self.options.step_timeout));
-        let frame = match reply {
+        let pid = process.id();
+        self.round = Some(process.send(&[proto::ROUND]).map(|()| Instant::now()).map_err(|gone| gone_why(gone, pid)));
+    }
+
+    fn finish(&mut self, ops: &[(usize, Op)], obs: &mut Rows, out: &mut Vec<SlotResult>) {
+        out.clear();
+        let sent = match self.round.take() {
+            Some(Ok(sent)) => sent,
+            Some(Err(why)) => return self.fail_all(ops, why, out),
+            None => return self.fail_all(ops, "a round finished that was not started".into(), out),
+        };
+        let (process, region) = self.live.as_mut().expect("started");
+        // The step timeout counts from the round's start, however late it is read.
+        let left = self.options.step_timeout.map(|t| t.saturating_sub(sent.elapsed()));
+        let frame = match process.recv(left) {
             Ok(frame) => frame,
             Err(gone) => {
-                let pid = process.id();
-                let why = match gone {
-                    Gone::Died(how) => format!("the env process (pid {pid}) died: {how}"),
-                    Gone::TimedOut(t) => format!("env steps took longer than step_timeout ({t:?}); the env process (pid {pid}) was killed"),
+                // Said as the limit set, not what was left of it when the reply was read.
+                let gone = match (gone, self.options.step_timeout) {
+                    (Gone::TimedOut(_), Some(limit)) => Gone::TimedOut(limit),
+                    (gone, _) => gone,
                 };
+                let why = gone_why(gone, process.id());
                 return self.fail_all(ops, why, out);
             }
         };
@@ -110,5 +140,13 @@ impl EnvBlock for Hosted {
 
     fn info(&mut self, slot: usize) -> Info {
         self.last_info[slot].clone()
+    }
+}
+
+/// Why a round's process is gone, for the slots' failures.
+fn gone_why(gone: Gone, pid: u32) -> String {
+    match gone {
+        Gone::Died(how) => format!("the env process (pid {pid}) died: {how}"),
+        Gone::TimedOut(t) => format!("env steps took longer than step_timeout ({t:?}); the env process (pid {pid}) was killed"),
     }
 }

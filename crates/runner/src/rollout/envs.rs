@@ -15,7 +15,14 @@
 //! A rollout that runs ahead (`Mode::Async`) steps part 0 on a thread too, so that
 //! the collecting thread is free to act on whichever part comes back first
 //! ([`Envs::send`], [`Envs::recv`]) while the others step.
+//!
+//! Parts whose envs step elsewhere (env processes: [`EnvBlock::steps_apart`]) skip
+//! the threads: the calling thread starts their rounds, then reads each in the order
+//! it started them. A thread in between cost two wake-ups a round (caller → thread →
+//! process and back), each waiting for a core the env processes were using; measured
+//! in bench/RESULTS.md (issue 68).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -56,6 +63,11 @@ impl Part {
         self.block.run(&self.ops, &self.act, &mut self.obs, &mut self.results);
     }
 
+    /// Whether this part is sent off to run (a thread's, or started apart), not run here.
+    fn goes_away(&self, threaded: bool) -> bool {
+        !self.ops.is_empty() && (threaded || self.block.steps_apart())
+    }
+
     /// Slots in this part.
     pub fn len(&self) -> usize {
         self.obs.len()
@@ -77,6 +89,8 @@ pub struct Envs {
     down: Vec<Option<Sender<Box<Part>>>>,
     up: Option<Receiver<Box<Part>>>,
     threads: Vec<JoinHandle<()>>,
+    /// Parts whose round was started apart, in the order they were started.
+    started: VecDeque<Box<Part>>,
 }
 
 impl Envs {
@@ -99,7 +113,7 @@ impl Envs {
             parts.push(Box::new(Part { index, offset, block, obs, act, ops: Vec::new(), results: Vec::new(), t: 0 }));
             offset += k;
         }
-        let mut envs = Envs { parts, down: vec![None], up: None, threads: Vec::new() };
+        let mut envs = Envs { parts, down: vec![None], up: None, threads: Vec::new(), started: VecDeque::new() };
         let first = if all_threaded && workers > 1 { 0 } else { 1 };
         if first < workers {
             let (up_tx, up) = unbounded();
@@ -126,35 +140,45 @@ impl Envs {
         Ok(envs)
     }
 
-    /// Hands `p` to its thread to run its `ops`; [`Envs::recv`] gets it back.
-    pub fn send(&self, p: Box<Part>) -> Result<()> {
+    /// Starts `p`'s `ops` apart, or hands it to its thread; [`Envs::recv`] gets it back.
+    pub fn send(&mut self, mut p: Box<Part>) -> Result<()> {
+        if p.block.steps_apart() {
+            p.block.start(&p.ops, &p.act);
+            self.started.push_back(p);
+            return Ok(());
+        }
         let i = p.index;
         let gone = || Error::Worker { worker: i, message: "thread ended unexpectedly".into() };
         self.down[i].as_ref().ok_or_else(gone)?.send(p).map_err(|_| gone())
     }
 
-    /// The next part that a thread finished running (in the order they finish).
-    pub fn recv(&self) -> Result<Box<Part>> {
+    /// A part sent off, its ops run: the first started apart, else the next a thread finished.
+    pub fn recv(&mut self) -> Result<Box<Part>> {
+        if let Some(mut p) = self.started.pop_front() {
+            let Part { block, ops, obs, results, .. } = &mut *p;
+            block.finish(ops, obs, results);
+            return Ok(p);
+        }
         let gone = || Error::Worker { worker: 0, message: "a rollout thread ended unexpectedly".into() };
         self.up.as_ref().ok_or_else(gone)?.recv().map_err(|_| gone())
     }
 
-    /// Runs every part's `ops`: parts with a thread on it, those here meanwhile.
+    /// Runs every part's `ops`: parts started apart or on a thread, those here meanwhile.
     /// Parts without ops are not sent anywhere.
     pub fn round(&mut self) -> Result<()> {
-        let mut out = 0;
+        let mut away = 0;
         for i in (0..self.parts.len()).rev() {
-            if self.parts[i].ops.is_empty() || self.down[self.parts[i].index].is_none() {
+            if !self.parts[i].goes_away(self.down[self.parts[i].index].is_some()) {
                 continue;
             }
             let p = self.parts.remove(i);
             self.send(p)?;
-            out += 1;
+            away += 1;
         }
         for p in self.parts.iter_mut() {
             p.run();
         }
-        for _ in 0..out {
+        for _ in 0..away {
             let p = self.recv()?;
             self.parts.push(p);
         }
