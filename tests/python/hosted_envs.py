@@ -218,3 +218,16 @@ class Gated(gym.Wrapper):
         while self.resets > self.free and not os.path.exists(self.gate):
             time.sleep(0.01)
         return self.env.reset(**kwargs)
+
+
+class SlowStart(gym.Wrapper):
+    """CartPole that takes `seconds` to make (a simulator loading its assets), noting in `log_dir`
+    when its making began and ended, by process."""
+
+    def __init__(self, seconds=1.2, log_dir=""):
+        began = time.time()
+        time.sleep(float(seconds))
+        super().__init__(gym.make("CartPole-v1"))
+        if log_dir:
+            with open(os.path.join(log_dir, f"{os.getpid()}-{began}"), "w") as f:
+                f.write(f"{began} {time.time()}")

@@ -246,6 +246,23 @@ def test_a_failing_hosted_env_costs_its_episode_and_the_rollout_goes_on(tmp_path
     assert faults >= len(os.listdir(marks)) > 0
 
 
+def test_env_processes_start_up_together_and_their_first_round_is_timed_from_their_hello(tmp_path):
+    """Each env process imports and makes its envs while the others do (one thread starts every
+    process's round, then reads each), and a step_timeout counts from the process's hello: making
+    an env that takes longer than the timeout is not a hung step."""
+    log = tmp_path / "made"
+    log.mkdir()
+    with rollway.Rollout("hosted_envs:SlowStart", "random", num_envs=2, workers=2, host="process", steps_per_fragment=8,
+                         step_timeout=1.0, env_params={"seconds": "1.2", "log_dir": str(log)}) as r:
+        f = r.collect()
+    assert f.stats["env_faults"] == 0, "the slow start was taken for a hung step"
+    # The first record is the process that read the env's spaces, alone; then the two env processes.
+    made = sorted(tuple(map(float, p.read_text().split())) for p in log.iterdir())
+    assert len(made) == 3, made
+    (a_began, a_ended), (b_began, _) = made[1], made[2]
+    assert b_began < a_ended, f"the env processes made their envs one after the other: {made}"
+
+
 def test_a_step_timeout_keeps_auto_in_env_processes_and_inline_refuses_it(tmp_path):
     """A hung env is cut at step_timeout under host="auto" (one worker, lag 0: inline otherwise, where
     nothing could stop it); host="inline" with a step_timeout is refused, by a rollout and a run alike."""

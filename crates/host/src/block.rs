@@ -27,13 +27,19 @@ pub(crate) struct Hosted {
     last_info: Vec<Info>,
     /// The round started and not yet finished: when it was sent, or why it could not be.
     round: Option<Result<Instant, String>>,
+    /// The process was launched and its hello is still to be read (before the round's reply).
+    greeting: bool,
+    /// The shared memory's name until the process has mapped it (removed when dropped).
+    shm_name: Option<tempfile::TempPath>,
 }
 
 impl Hosted {
     pub fn new(target: Arc<Target>, n: usize, options: BlockOptions) -> Hosted {
-        Hosted { target, n, options, live: None, last_info: vec![Info::new(); n], round: None }
+        Hosted { target, n, options, live: None, last_info: vec![Info::new(); n], round: None, greeting: false, shm_name: None }
     }
 
+    /// Launches the process: its hello is read when the first round finishes, so the
+    /// processes of several blocks start up at once.
     fn spawn(&mut self) -> Result<(), String> {
         let (ab, ob) = self.target.row_bytes()?;
         let (region, path) = Region::create(self.n, ab, ob).map_err(|e| format!("creating the shared memory of an env block: {e}"))?;
@@ -42,16 +48,27 @@ impl Hosted {
             InfoNeed::Final => "final",
             InfoNeed::All => "all",
         };
-        let (process, _hello) = self.target.open(self.n, Some(&path.to_string_lossy()), infos, self.options.cut)?;
-        // Mapped on both sides now: the name is no longer needed, and gone it cannot leak.
-        drop(path);
+        let process = self.target.launch(self.n, Some(&path.to_string_lossy()), infos, self.options.cut)?;
+        // The name goes once the process has mapped the region, which its hello says.
         self.live = Some((process, region));
+        self.greeting = true;
+        self.shm_name = Some(path);
         Ok(())
+    }
+
+    /// Reads the launched process's hello; its error fails the round.
+    fn greet(&mut self) -> Result<(), String> {
+        self.greeting = false;
+        let (process, _) = self.live.as_mut().expect("launched");
+        let greeted = self.target.greet(process).map(|_| ());
+        // Mapped on both sides now (or never to be): the name is no longer needed, and gone it cannot leak.
+        self.shm_name = None;
+        greeted
     }
 
     /// Fails every op of the round: the first counts as the restart.
     fn fail_all(&mut self, ops: &[(usize, Op)], error: String, out: &mut Vec<SlotResult>) {
-        self.live = None;
+        (self.live, self.greeting, self.shm_name) = (None, false, None);
         out.extend(ops.iter().enumerate().map(|(i, _)| Err(Failure { error: error.clone(), restarted: i == 0 })));
     }
 }
@@ -94,10 +111,17 @@ impl EnvBlock for Hosted {
 
     fn finish(&mut self, ops: &[(usize, Op)], obs: &mut Rows, out: &mut Vec<SlotResult>) {
         out.clear();
-        let sent = match self.round.take() {
-            Some(Ok(sent)) => sent,
-            Some(Err(why)) => return self.fail_all(ops, why, out),
-            None => return self.fail_all(ops, "a round finished that was not started".into(), out),
+        let Some(round) = self.round.take() else {
+            return self.fail_all(ops, "a round finished that was not started".into(), out);
+        };
+        // A new process's round counts from its hello: importing and making its envs is not a step.
+        let round = match self.greeting {
+            true => self.greet().and(round.map(|_| Instant::now())),
+            false => round,
+        };
+        let sent = match round {
+            Ok(sent) => sent,
+            Err(why) => return self.fail_all(ops, why, out),
         };
         let (process, region) = self.live.as_mut().expect("started");
         // The step timeout counts from the round's start, however late it is read.

@@ -40,6 +40,14 @@ impl Target {
 
     /// Starts a process for `n` slots and reads its hello.
     pub fn open(&self, n: usize, shm: Option<&str>, infos: &str, cut: Option<u64>) -> std::result::Result<(Process, Hello), String> {
+        let mut p = self.launch(n, shm, infos, cut)?;
+        let hello = self.greet(&mut p)?;
+        Ok((p, hello))
+    }
+
+    /// Starts a process for `n` slots and sends its setup, not waiting for it to import
+    /// and make its envs: several blocks' processes do that at once ([`Target::greet`] waits).
+    pub fn launch(&self, n: usize, shm: Option<&str>, infos: &str, cut: Option<u64>) -> std::result::Result<Process, String> {
         let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
         let setup = Setup {
             target: self.name.clone(),
@@ -50,18 +58,25 @@ impl Target {
             infos: infos.into(),
             cut,
         };
-        let what =
-            |gone| format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display());
-        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(what)?;
+        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(|g| self.not_started(g))?;
         if let Some(bytes) = &self.pickled {
-            p.send(bytes).map_err(what)?;
+            p.send(bytes).map_err(|g| self.not_started(g))?;
         }
-        let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(what)?;
+        Ok(p)
+    }
+
+    /// Reads a launched process's hello: its spec, or the error that kept it from making its envs.
+    pub fn greet(&self, p: &mut Process) -> std::result::Result<Hello, String> {
+        let frame = p.recv(Some(SETUP_TIMEOUT)).map_err(|g| self.not_started(g))?;
         let hello: Hello = serde_json::from_slice(&frame).map_err(|e| format!("malformed hello from the env process: {e}"))?;
         match hello.error {
             Some(e) => Err(e),
-            None => Ok((p, hello)),
+            None => Ok(hello),
         }
+    }
+
+    fn not_started(&self, gone: process::Gone) -> String {
+        format!("the env process did not start: {gone} (is the `rollway` package installed for {}?)", self.python.display())
     }
 
     pub fn spec(&self) -> Result<EnvSpec> {
