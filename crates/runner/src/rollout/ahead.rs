@@ -4,10 +4,12 @@
 //! Why: in lockstep every step waits for the slowest part, and then for the policy,
 //! while the other parts sit idle. With Python envs in env processes (a PettingZoo
 //! env's step is ~300 µs) the processes sat idle 10–19% of the time that way
-//! (bench/RESULTS.md, issue 68). Here the collecting thread acts on whichever part
-//! came back first, while the others step: the policy is called once per part per
-//! step, on that part's envs (a batch of N / workers), as EnvPool's async mode calls
-//! it on each ready batch. Parts meet only at the fragment's end.
+//! (bench/RESULTS.md, issue 68). Here the collecting thread acts on each part as soon
+//! as it is back (env processes' parts in the order their rounds were started, read in
+//! turn by this thread; threads' parts as they finish), while the others step: the
+//! policy is called once per part per step, on that part's envs (a batch of
+//! N / workers), as EnvPool's async mode calls it on each ready batch. Parts meet
+//! only at the fragment's end.
 //!
 //! Every row still lands at its own `(t, slot)`, each slot's episodes are numbered and
 //! seeded as in lockstep, and the ended episodes are sorted (`Fragment::sort_finished`,
