@@ -259,7 +259,7 @@ def test_env_processes_start_up_together_and_their_first_round_is_timed_from_the
     # The first record is the process that read the env's spaces, alone; then the two env processes.
     made = sorted(tuple(map(float, p.read_text().split())) for p in log.iterdir())
     assert len(made) == 3, made
-    (a_began, a_ended), (b_began, _) = made[1], made[2]
+    (_, a_ended), (b_began, _) = made[1], made[2]
     assert b_began < a_ended, f"the env processes made their envs one after the other: {made}"
 
 
