@@ -253,7 +253,7 @@ def test_env_processes_start_up_together_and_their_first_round_is_timed_from_the
     log = tmp_path / "made"
     log.mkdir()
     with rollway.Rollout("hosted_envs:SlowStart", "random", num_envs=2, workers=2, host="process", steps_per_fragment=8,
-                         step_timeout=1.0, env_params={"seconds": "1.2", "log_dir": str(log)}) as r:
+                         step_timeout=1.0, env_params={"seconds": "3", "log_dir": str(log)}) as r:
         f = r.collect()
     assert f.stats["env_faults"] == 0, "the slow start was taken for a hung step"
     # The first record is the process that read the env's spaces, alone; then the two env processes.
