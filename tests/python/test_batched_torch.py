@@ -55,13 +55,16 @@ def test_issue69_recorded_vmas_episodes_equal_vmas_own_loop(tmp_path, continuous
     out = tmp_path / "ds"
     params = {"max_steps": LIMIT, "continuous_actions": continuous}
     s = rollway.run(env="vmas:balance", env_params=params, agent="random", episodes=10, seed=4, out=out,
-                    envs_per_worker=4, workers=2, host=host, progress=False)
+                    envs_per_worker=4, workers=2, mode="async", host=host, progress=False)
     assert s.episodes == 10
     ds = rollway.Dataset(out)
     assert ds.verify()["problems"] == []
     assert ds.agents == ["agent_0", "agent_1", "agent_2"]
-    for e in ds:  # inline, the two workers' envs are one block (8 envs); in processes, 4 a process
-        replay("balance", e, params, batch=8 if host == "inline" else 4)
+    # Inline, the two workers' envs are one block (8 envs). In processes, async mode splits each
+    # worker's 4 envs into two blocks of 2 (one stepping while the agent acts on the other), a
+    # process each: VMAS batches of 2, whose last bits differ from a batch of 4's.
+    for e in ds:
+        replay("balance", e, params, batch=8 if host == "inline" else 2)
     assert any(bool(e.truncated[-1]) for e in ds)
 
 
