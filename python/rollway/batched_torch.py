@@ -27,8 +27,9 @@ from the process's own (``torch``, ``numpy`` and ``random`` are restored around 
 - a step is ``step([actions of agent k for every env])``; the observations an ending step returns
   are the episode's final ones;
 - the episodes equal VMAS's own loop run with as many envs as the block has, bit for bit: torch
-  computes a batch's first multiple-of-8 envs with vector kernels and the rest one by one, which
-  differ in the last bit (``tests/python/test_batched_torch.py``);
+  computes a batch's envs in vector groups (4 or 8 wide, by the op) and the rest one by one, which
+  differ in the last bit; measured, an episode of a block of 2 equals VMAS's loop at 1–3 envs, not
+  always at 4 or more (``tests/python/test_batched_torch.py``);
 - VMAS steps every env of a batch in each call, so an env that is not stepping in a round (its
   episode ended and it waits for its reset) is stepped too, with zero actions, and its rows of that
   call are not used. A scenario whose steps draw random numbers (noise) therefore draws for those
