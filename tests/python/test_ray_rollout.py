@@ -150,9 +150,10 @@ def test_issue34_stale_fragments_are_dropped_and_counted_never_delivered(cluster
     assert s["lag_histogram"] == {0: 6}
 
 
-def is_restarted(f: Any) -> bool:
-    """Whether fragment ``f`` comes from a restarted actor: its episode ids start at 1 << 32 per env."""
-    return bool(f.episode.min() >= (1 << 32) * 2 * f.envs)
+def is_restarted(f: Any, actors: int = 2) -> bool:
+    """Whether fragment ``f`` comes from a restarted actor: an actor's episode ids are
+    ``(base + j) × actors·N + a·N + i`` (rollway.ray's _RolloutActor), base 1 << 32 once restarted."""
+    return bool(f.episode.min() >= (1 << 32) * actors * f.envs)
 
 
 @pytest.mark.parametrize("how", ["sigkill", "ray.kill"])
