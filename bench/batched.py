@@ -10,6 +10,11 @@
 - **rollway Rollout**: ``rollway.Rollout("KIND:NAME", "random", num_envs=N, workers=1,
   host="inline")``, fragments of 32 steps (one block of N: one jitted call a round, resets only for
   the envs that start an episode);
+- **rollway Rollout, JaxPolicy**: ``rollway.Rollout("KIND:NAME", rollway.JaxPolicy.uniform(), num_envs=N)``:
+  random actions drawn in JAX, env and policy stepped T steps of every env in one jitted ``lax.scan``
+  (``rollway.batched_scan``), and the same recording every episode;
+- **JaxPolicy's scan alone**: that scan (``rollway.batched_scan.JaxScan``) called in a loop with no
+  engine, its outputs brought to the host as the rows rollway reads: the ceiling of that design;
 - **rollway recording**: the same Rollout recording every episode into a dataset (``out=``); a pixel
   env (a name with ``Pixels``) runs with ``env_params={"pixels": "uint8"}``, its frames recorded as
   H.264 video (``frame_media="h264"``);
@@ -111,18 +116,35 @@ def timed(step, n: int, seconds: float, warm_seconds: float, warm_calls: int = 3
     return k * n / (time.perf_counter() - t0)
 
 
-def rollway_rate(env: str, n: int, seconds: float, record: bool = False) -> float:
+def rollway_rate(env: str, n: int, seconds: float, record: bool = False, scan: bool = False) -> float:
     import rollway
 
     out = tempfile.mkdtemp(prefix="rollway-batched-") if record else None
     frames = {"env_params": {"pixels": "uint8"}, "frame_media": "h264" if record else None} if pixels(env) else {}
     try:
-        with rollway.Rollout(env, "random", num_envs=n, steps_per_fragment=T, seed=1, workers=1, host="inline",
+        agent, where = (rollway.JaxPolicy.uniform(), {}) if scan else ("random", {"workers": 1, "host": "inline"})
+        with rollway.Rollout(env, agent, num_envs=n, steps_per_fragment=T, seed=1, **where,
                              out=None if out is None else os.path.join(out, "ds"), **frames) as r:
             return timed(r.collect, n * T, seconds, warm_seconds=warmup(env))
     finally:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def scan_rate(env: str, n: int, seconds: float) -> float:
+    """The JaxPolicy's scan alone (``rollway.batched_scan.JaxScan``: env and random actions in one
+    jitted ``lax.scan``, its outputs brought to the host as the rows rollway reads, final
+    observations and infos included), with no engine: what a JaxPolicy Rollout can reach."""
+    import numpy as np
+
+    from rollway.batched import JaxSim
+    from rollway.batched_scan import JaxPolicy, JaxScan
+
+    kind, _, name = env.partition(":")
+    scan = JaxScan(JaxSim(kind, name, {}), JaxPolicy.uniform(), n)
+    scan.begin(np.arange(n, dtype=np.uint64).tobytes())
+    seeds = np.arange(T * n, dtype=np.uint64).tobytes()
+    return timed(lambda: scan.steps(T, seeds, True), n * T, seconds, warm_seconds=warmup(env))
 
 
 def writer_rate(env: str, n: int, seconds: float) -> Optional[float]:
@@ -194,10 +216,14 @@ SYSTEMS = {
     "own step + the fragment's copy of its observations": lambda env, n, s: own_rate(env, n, s, keep=True),
     "rollway Rollout": rollway_rate,
     "rollway Rollout, recording every episode": lambda env, n, s: rollway_rate(env, n, s, record=True),
+    "JaxPolicy's scan alone (env + random actions in one jitted lax.scan, rows to the host; no engine)": scan_rate,
+    "rollway Rollout, JaxPolicy (one jitted scan a fragment)": lambda env, n, s: rollway_rate(env, n, s, scan=True),
+    "rollway Rollout, JaxPolicy, recording every episode": lambda env, n, s: rollway_rate(env, n, s, record=True, scan=True),
     "dataset writer alone (this env's rows, no env: recording's cap)": writer_rate,
     "Minari DataCollector (one env)": minari_rate,
 }
 BASE = "rollway Rollout"
+RAW = "own step (auto-reset, jit + vmap): the raw rate"
 
 
 def main() -> None:
@@ -207,6 +233,8 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--out")
+    p.add_argument("--systems", nargs="+", help="only the systems whose names start with these (the raw rate and "
+                   "the Rollout are always run: the notes are ratios of them)")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -214,6 +242,8 @@ def main() -> None:
         env, system = a.one.split("|", 1)
         print(json.dumps(SYSTEMS[system](env, a.n, a.seconds)))
         return
+    keep = a.systems or list(SYSTEMS)
+    systems = [s for s in SYSTEMS if s in (RAW, BASE) or any(s.startswith(k) for k in keep)]
     load_start = os.getloadavg()
     sections = []
     for spec in a.envs:
@@ -221,27 +251,21 @@ def main() -> None:
         ns = [int(x) for x in counts.split(",")]
         med = {}
         for n in ns:
-            rates: dict = {s: [] for s in SYSTEMS}
+            rates: dict = {s: [] for s in systems}
             for rep in range(a.reps):
-                for s in SYSTEMS:
+                for s in systems:
                     if s.startswith("Minari") and n != ns[0]:
                         continue  # one env: measured once per env kind
                     rates[s].append(fresh_process_rate(__file__, f"{env}|{s}", n, a.seconds))
                     log(f"{env} N={n} rep {rep + 1}: {s} {fmt_rate(rates[s][-1])} steps/s")
             med[n] = {s: (statistics.median(v) if None not in v else None) for s, v in rates.items() if v}
-        minari = med[ns[0]]["Minari DataCollector (one env)"]
+        minari = "Minari DataCollector (one env)"
         for n in ns[1:]:
-            med[n]["Minari DataCollector (one env)"] = minari
-        rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][BASE] / med[n][s]:.2f}×)" if s != BASE and med[n][s]
-                      else fmt_rate(med[n][s]) for n in ns)] for s in SYSTEMS]
-        rec = "rollway Rollout, recording every episode"
-        raw = "own step (auto-reset, jit + vmap): the raw rate"
-        ceiling = "step_env only (no resets: the ceiling)"
-        copied = "own step + the fragment's copy of its observations"
-        notes = "; ".join(f"N = {n}: Rollout {med[n][BASE] / med[n][raw]:.2f}× the raw rate, {med[n][BASE] / med[n][ceiling]:.0%} "
-                          f"of the ceiling, {med[n][BASE] / med[n][copied]:.0%} of the raw rate with the fragment's copy; recording {med[n][rec] / med[n][raw]:.2f}× the raw rate, "
-                          f"{med[n][rec] / minari:.0f}× Minari" for n in ns)
-        sections += [f"**{env}**: env steps/s, median of {a.reps}; in brackets rollway Rollout / that system. {notes}.", "",
+            if minari in med[ns[0]]:
+                med[n][minari] = med[ns[0]][minari]
+        rows = [[s, *(f"{fmt_rate(med[n][s])} ({med[n][s] / med[n][RAW]:.2f}×)" if med[n].get(s) else "–" for n in ns)]
+                for s in systems]
+        sections += [f"**{env}**: env steps/s, median of {a.reps}; in brackets that system / the raw rate.", "",
                      *md_table(["", *(f"N = {n}" for n in ns)], rows, "l" + "r" * len(ns)), ""]
     packages = ", ".join(f"{m} {v}" for m, v in module_versions(
         ["rollway", "jax", "jaxlib", "gymnax", "craftax", "minari", "numpy"]).items())

@@ -43,6 +43,7 @@ from rollway._run import Summary, agents, envs, run
 from rollway.dataset import Dataset, Episode, import_lerobot, import_minari
 from rollway.loader import Loader
 from rollway.rollout import Fragment, Rollout
+from rollway.batched_scan import JaxPolicy
 from rollway import policy  # noqa: E402  (the module documents how policies are called)
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "Fragment",
     "IncompleteRunError",
     "InputError",
+    "JaxPolicy",
     "Loader",
     "RollwayError",
     "RollwayWarning",

@@ -327,9 +327,11 @@ def _flags(term: Any, trunc: Any) -> np.ndarray:
     return np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
 
 
-def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, Any]:
-    """A block's masked step, its step of every slot, and its reset of some slots (see the
-    module docs for the keys), to be jitted."""
+def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
+    """One slot's step, ``(state, key, action) -> (obs, state, key, k_auto, reward, terminated,
+    truncated, info)``, and its reset, ``(key, pending, pending_key, seeded, seed_key) -> (obs,
+    state, key)``, with the keys of the module docs: what a block vmaps (and a scan, in
+    :mod:`rollway.batched_scan`)."""
     jnp = jax.numpy
 
     def truncated(state: Any, done: Any) -> Any:
@@ -347,6 +349,23 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, An
         done = done | trunc
         return obs, state, key, k_auto, reward, done & ~trunc, trunc, info
 
+    def reset_slot(key: Any, pending: Any, pending_key: Any, seeded: Any, seed_key: Any) -> Tuple[Any, ...]:
+        # Seeded: a new stream from the seed. Unseeded: the auto-reset key the ending step left,
+        # or (an episode cut by rollway, not ended by the env) the next from the slot's stream.
+        key_next, k = jax.random.split(jnp.where(seeded, seed_key, key))
+        auto = ~seeded & pending
+        obs, state = env.reset_env(jnp.where(auto, pending_key, k), params)
+        return obs, state, jnp.where(auto, key, key_next)
+
+    return step_slot, reset_slot
+
+
+def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, Any]:
+    """A block's masked step, its step of every slot, and its reset of some slots (see the
+    module docs for the keys), to be jitted."""
+    jnp = jax.numpy
+    step_slot, reset_slot = slot_fns(jax, env, params, kind)
+
     def step_all(state: Any, keys: Any, actions: Any) -> Tuple[Any, ...]:
         obs, state, keys, k_auto, reward, term, trunc, info = jax.vmap(step_slot)(state, keys, actions)
         # The key the env's own auto-reset would have used is kept for the slot's next unseeded reset.
@@ -360,14 +379,6 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, An
 
         return (jax.tree.map(pick, new_state, state), pick(new_keys, keys), jnp.where(stepping, term | trunc, pending),
                 pick(k_auto, pending_keys), obs, jnp.where(stepping, reward, 0.0), term & stepping, trunc & stepping, info)
-
-    def reset_slot(key: Any, pending: Any, pending_key: Any, seeded: Any, seed_key: Any) -> Tuple[Any, ...]:
-        # Seeded: a new stream from the seed. Unseeded: the auto-reset key the ending step left,
-        # or (an episode cut by rollway, not ended by the env) the next from the slot's stream.
-        key_next, k = jax.random.split(jnp.where(seeded, seed_key, key))
-        auto = ~seeded & pending
-        obs, state = env.reset_env(jnp.where(auto, pending_key, k), params)
-        return obs, state, jnp.where(auto, key, key_next)
 
     def reset(state: Any, keys: Any, pending: Any, pending_keys: Any, at: Any, seeded: Any, seed_keys: Any) -> Tuple[Any, ...]:
         obs, new_state, new_keys = jax.vmap(reset_slot)(keys[at], pending[at], pending_keys[at], seeded, seed_keys)

@@ -337,6 +337,14 @@ class Rollout:
             raise _rollway.InputError("a rollway.policy.draws policy is for rollway.run, whose batches vary; a rollout calls "
                                       "its policy on the same N envs every step: seed your framework's generator instead")
         self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
+        from rollway.batched_scan import JaxPolicy, scan_for
+
+        if isinstance(policy, JaxPolicy):  # env and policy in one jitted call a fragment (rollway.batched_scan)
+            try:
+                policy = scan_for(env, env_params, policy, num_envs, workers, max_episode_steps)
+            except ValueError as e:
+                raise _rollway.InputError(str(e)) from None
+            host, workers, self._policy = "inline", None, policy
         env, pickle, settings = _request(env, dict(
             env_params=env_params, agent_params=agent_params, seed=seed, num_envs=num_envs, workers=workers,
             mode=mode, steps_per_fragment=steps_per_fragment,
@@ -437,6 +445,9 @@ class Rollout:
         from rollway._run import run
 
         acting = self._policy if policy is None else policy
+        if getattr(acting, "rollway_scan", False):
+            raise _rollway.InputError("evaluate(): a JaxPolicy acts inside the rollout's jitted scan; give evaluate a "
+                                      "Python policy (policy(obs, first, state) on numpy arrays)")
         if isinstance(acting, str):
             agent: Any = acting
         else:

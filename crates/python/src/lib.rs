@@ -28,6 +28,7 @@ mod pyenvs;
 mod rollout;
 mod rows;
 mod run;
+mod scan;
 mod slots;
 mod tblog;
 mod vec_blocks;

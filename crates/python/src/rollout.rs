@@ -25,7 +25,7 @@ use crate::inline_host::InlineEnvs;
 use crate::policy::{gather, scatter, Answer};
 
 /// Where the Python policy leaves the exception that ended the rollout.
-type Raised = Arc<Mutex<Option<PyErr>>>;
+pub(crate) type Raised = Arc<Mutex<Option<PyErr>>>;
 
 /// A Python policy in a rollout: `rollway.policy.Adapter.rollout` answers with the
 /// actions, the state and the extras.
@@ -163,6 +163,12 @@ impl RolloutHandle {
         let sources = RolloutSources { envs, env_pickle, python };
         let plan = py.detach(move || RolloutPlan::new(request, sources)).py()?;
         let raised: Raised = Arc::default();
+        if let Some(scan) = callable.as_ref().filter(|c| c.bind(py).hasattr("rollway_scan").unwrap_or(false)) {
+            // A JAX policy with a JAX env: whole fragments from one jitted call (`rollway.batched_scan`).
+            let (scan, adapter) = (crate::scan::PyScan { scan: scan.clone_ref(py), raised: raised.clone() }, Some(scan.clone_ref(py)));
+            let started = py.detach(move || plan.start_scan(Box::new(scan))).py()?;
+            return Ok(RolloutHandle { started: Some(started), adapter, raised, host_choice });
+        }
         let (policy, adapter): (Box<dyn Policy>, _) = match (plan.named_policy().py()?, callable) {
             (Some(p), _) => (p, None),
             (None, Some(callable)) => {
@@ -274,7 +280,7 @@ impl Drop for RolloutHandle {
 }
 
 /// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.
-fn stash(raised: &Raised, e: PyErr) -> Error {
+pub(crate) fn stash(raised: &Raised, e: PyErr) -> Error {
     let message = e.to_string();
     *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
     Error::Agent { agent: "policy".into(), message }

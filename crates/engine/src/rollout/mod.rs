@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rollway_core::{EnvFactory, EnvSpec, Params};
+use rollway_runner::rollout::scan::Scan;
 use rollway_runner::rollout::{AgentPolicy, Policy, Rollout, RolloutConfig};
 use rollway_store::DatasetWriter;
 
@@ -163,7 +164,25 @@ impl RolloutPlan {
     /// Creates (or joins, or with `resume` continues) the dataset the request records
     /// into, then starts the envs and the engine with `policy`. A dataset directory
     /// that already holds one is refused before anything is written, unless resumed.
-    pub fn start(mut self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
+    pub fn start(self, policy: Box<dyn Policy>) -> Result<StartedRollout> {
+        self.start_with(|cfg, envs, _, record| Rollout::recording(cfg, envs, policy, record))
+    }
+
+    /// [`RolloutPlan::start`] for fragments that `scan` makes whole, its policy inside
+    /// it (`rollway_runner::rollout::scan`): the envs the plan chose are not started.
+    pub fn start_scan(self, scan: Box<dyn Scan>) -> Result<StartedRollout> {
+        self.start_with(|cfg, _, spec, record| Rollout::scanning(cfg, spec, scan, record))
+    }
+
+    fn start_with(
+        mut self,
+        make: impl FnOnce(
+            RolloutConfig,
+            Arc<dyn EnvFactory>,
+            EnvSpec,
+            Option<Box<dyn rollway_runner::Observer + Send>>,
+        ) -> rollway_runner::Result<Rollout>,
+    ) -> Result<StartedRollout> {
         let opened = crate::rollout::replay::open(&self.request, &self.spec, self.slots())?;
         if let Some(r) = &opened.resumed {
             let (offset, n) = (self.request.episode_ids.map_or(0, |e| e.1) as usize, self.cfg.envs);
@@ -171,7 +190,7 @@ impl RolloutPlan {
         }
         let writer = opened.writer.map(Arc::new);
         let record = writer.clone().map(|w| Box::new(Recorder(w)) as Box<dyn rollway_runner::Observer + Send>);
-        let rollout = Rollout::recording(self.cfg, self.envs, policy, record).map_err(Error::Run)?;
+        let rollout = make(self.cfg, self.envs, self.spec.clone(), record).map_err(Error::Run)?;
         let owns_run = writer.is_some() && self.request.join.is_none();
         let summary = owns_run.then(|| serde_json::json!({ "kind": "rollout", "config": stored(&self.request) }));
         Ok(StartedRollout { rollout, writer, target: opened.target, summary, resumed: opened.resumed })

@@ -19,6 +19,7 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use rollway_core::{EnvFactory, EnvSpec};
 
 use super::sampler::Sampler;
+use super::scan::{Scan, Scanner};
 use super::{Fragment, LagGate, Policy, RolloutConfig, RolloutTotals, Update, Versions};
 use crate::{Error, Result};
 
@@ -55,10 +56,25 @@ impl Shared {
     }
 }
 
+/// What makes a fragment: envs stepped a round at a time, or a scan that makes it whole.
+enum Maker {
+    Rounds(Box<Sampler>),
+    Scan(Box<Scanner>),
+}
+
+impl Maker {
+    fn fragment(&mut self, versions: &super::Versions, stop: &AtomicBool) -> Result<Fragment> {
+        match self {
+            Maker::Rounds(s) => s.fragment(versions, stop),
+            Maker::Scan(s) => s.fragment(versions, stop),
+        }
+    }
+}
+
 /// Who makes the fragments.
 enum Driver {
     /// `max_policy_lag = 0`: the thread calling `collect`; `since` the last fragment's end.
-    Caller { sampler: Box<Sampler>, since: Instant },
+    Caller { sampler: Maker, since: Instant },
     /// `max_policy_lag ≥ 1`: a collecting thread, running ahead on permits.
     Thread { fragments: Receiver<Result<Fragment>>, thread: Option<JoinHandle<()>> },
 }
@@ -97,7 +113,25 @@ impl Rollout {
         cfg.validate()?;
         let spec = envs.spec()?;
         let cfg = Arc::new(cfg);
-        let mut sampler = Sampler::new(cfg.clone(), &envs, &spec, policy, record)?;
+        let sampler = Maker::Rounds(Box::new(Sampler::new(cfg.clone(), &envs, &spec, policy, record)?));
+        Rollout::driven(cfg, spec, sampler)
+    }
+
+    /// A rollout whose fragments `scan` makes whole (see [`super::scan`]), for an env of
+    /// `spec`, recording into `record` as [`Rollout::recording`] does.
+    pub fn scanning(
+        cfg: RolloutConfig,
+        spec: EnvSpec,
+        scan: Box<dyn Scan>,
+        record: Option<Box<dyn crate::Observer + Send>>,
+    ) -> Result<Rollout> {
+        cfg.validate()?;
+        let cfg = Arc::new(cfg);
+        let sampler = Maker::Scan(Box::new(Scanner::new(cfg.clone(), &spec, scan, record)?));
+        Rollout::driven(cfg, spec, sampler)
+    }
+
+    fn driven(cfg: Arc<RolloutConfig>, spec: EnvSpec, mut sampler: Maker) -> Result<Rollout> {
         let shared = Arc::new(Shared {
             versions: Versions::at(cfg.version),
             gate: Mutex::new(LagGate::new(cfg.max_policy_lag)),
@@ -105,7 +139,7 @@ impl Rollout {
             stop: AtomicBool::new(false),
         });
         if cfg.max_policy_lag == 0 {
-            let driver = Driver::Caller { sampler: Box::new(sampler), since: Instant::now() };
+            let driver = Driver::Caller { sampler, since: Instant::now() };
             return Ok(Rollout { cfg, spec, shared, driver, asked: false, ended: false, totals: RolloutTotals::default() });
         }
         let (tx, fragments) = unbounded();

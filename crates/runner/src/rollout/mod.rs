@@ -57,6 +57,7 @@ mod lag;
 mod policy;
 mod record;
 mod sampler;
+pub mod scan;
 mod totals;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -180,6 +181,12 @@ impl RolloutConfig {
         Ok(())
     }
 
+    /// The id of slot `g`'s `j`-th episode (see [`RolloutConfig::episode_ids`]).
+    pub(crate) fn episode_id(&self, g: usize, j: u64) -> u64 {
+        let ids = self.episode_ids.unwrap_or(EpisodeIds { base: 0, offset: 0, slots: self.envs as u64 });
+        (ids.base + j) * ids.slots + ids.offset + g as u64
+    }
+
     /// Checks what recording the episodes needs: each episode's own seed, which the
     /// dataset keeps to reproduce it.
     pub fn validate_recording(&self) -> Result<()> {
@@ -253,3 +260,5 @@ mod tests;
 mod tests_ahead;
 #[cfg(test)]
 mod tests_record;
+#[cfg(test)]
+mod tests_scan;

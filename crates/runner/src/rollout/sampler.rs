@@ -31,7 +31,7 @@ use rollway_core::{seed, ActBatch, AgentRng, BlockOptions, EnvFactory, EnvSpec, 
 use super::envs::{Envs, Part};
 use super::fragment::{Finished, Fragment, ObsBuffers};
 use super::record::Recording;
-use super::{EpisodeIds, Extra, Policy, RolloutConfig, Versions};
+use super::{Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
 
 /// The episode a slot is running.
@@ -418,13 +418,11 @@ impl Sampler {
 
     /// Sets `p`'s ops to reset those of `slots` (global) it holds, each starting its next episode.
     pub(super) fn begin_reset(&mut self, p: &mut Part, slots: &[usize]) {
-        let n = self.cfg.envs;
         p.ops.clear();
         let mine = p.offset..p.offset + p.len();
         for &g in slots.iter().filter(|&&g| mine.contains(&g)) {
             let s = &mut self.slots;
-            let ids = self.cfg.episode_ids.unwrap_or(EpisodeIds { base: 0, offset: 0, slots: n as u64 });
-            let id = (ids.base + s.started[g]) * ids.slots + ids.offset + g as u64;
+            let id = self.cfg.episode_id(g, s.started[g]);
             s.started[g] += 1;
             s.track[g] = Track { id, ret: 0.0, len: 0 };
             let continues = s.live[g] && !self.cfg.seed_each_episode;

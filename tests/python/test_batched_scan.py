@@ -1,0 +1,102 @@
+"""A JAX env with a JAX policy, a whole fragment in one jitted scan (issue 69: ``rollway.JaxPolicy``).
+
+The reference is rollway's own round-at-a-time rollout of the same env, acting alike (the same
+deterministic policy, in numpy there): every fragment must be equal, array by array, ids, seeds,
+final observations and infos included. Recorded episodes are also played again in the env's own
+functions (``test_batched.replay``), as the round-at-a-time rollout's are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rollway
+from conftest import peer
+
+jax = peer("jax")
+peer("gymnax")
+
+from test_batched import replay  # noqa: E402
+
+ENV, NA = "gymnax:Breakout-MinAtar", 3
+# Integer weights over Breakout's 0/1 cells: the action is exact in JAX and in numpy alike.
+W = (np.arange(400) * 7919 % 13).astype(np.int32)
+
+
+def jax_act(params, obs, key):
+    score = (obs.reshape(obs.shape[0], -1).astype(np.int32) * params["w"]).sum(1)
+    return {"actions": (score + params["shift"]) % NA, "score": score.astype(np.float32)}
+
+
+def numpy_act(obs, first, state):
+    score = (obs.reshape(obs.shape[0], -1).astype(np.int32) * W).sum(1)
+    return {"actions": score % NA, "score": score.astype(np.float32)}
+
+
+FIELDS = ("obs", "actions", "rewards", "terminated", "truncated", "first", "episode", "version", "final_obs")
+
+
+@pytest.mark.parametrize("seed_each_episode", [True, False])
+def test_issue69_a_jax_policy_makes_the_fragments_a_round_at_a_time_rollout_makes(seed_each_episode):
+    kw = dict(num_envs=6, steps_per_fragment=24, seed=5, seed_each_episode=seed_each_episode)
+    params = {"w": W, "shift": np.int32(0)}
+    with rollway.Rollout(ENV, rollway.JaxPolicy(jax_act, params), **kw) as scanned, \
+            rollway.Rollout(ENV, numpy_act, host="inline", **kw) as rounds:
+        ended = 0
+        for _ in range(3):
+            a, b = scanned.collect(), rounds.collect()
+            for field in FIELDS:
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+            for k in b.finished:
+                np.testing.assert_array_equal(a.finished[k], b.finished[k], err_msg=f"finished[{k}]")
+            np.testing.assert_array_equal(a.extras["score"], b.extras["score"])
+            assert a.final_info == b.final_info
+            ended += len(a.finished["env"])
+    assert ended > 10  # Breakout's episodes under this policy end within a fragment
+
+
+def test_issue69_a_jax_policys_recorded_episodes_equal_the_envs_own_steps(tmp_path):
+    out = tmp_path / "ds"
+    with rollway.Rollout(ENV, rollway.JaxPolicy.uniform(), num_envs=8, steps_per_fragment=32, seed=3, out=out) as r:
+        frags = [r.collect() for _ in range(2)]
+    assert all(f.actions.min() >= 0 and f.actions.max() < NA for f in frags)
+    assert len(np.unique(frags[0].actions)) == NA  # random, not one action
+    ds = rollway.Dataset(out)
+    assert ds.verify()["problems"] == []
+    assert len(ds) == sum(len(f.finished["env"]) for f in frags) > 8
+    for e in ds:
+        obs, rewards, (term, trunc), info = replay("gymnax", "Breakout-MinAtar", {}, e.seed, e.actions)
+        np.testing.assert_array_equal(e.observations, obs, err_msg=f"seed {e.seed}")
+        np.testing.assert_array_equal(e.rewards, rewards)
+        assert (bool(e.terminated[-1]), bool(e.truncated[-1])) == (term, trunc)
+        assert e.info == info
+
+
+def test_issue69_publish_hands_a_jax_policy_its_next_params_and_versions_the_steps():
+    params = {"w": np.zeros(400, np.int32), "shift": np.int32(1)}
+    with rollway.Rollout(ENV, rollway.JaxPolicy(jax_act, params), num_envs=4, steps_per_fragment=8) as r:
+        a = r.collect()
+        assert (a.actions == 1).all() and (a.version == 0).all()
+        r.publish({"w": np.zeros(400, np.int32), "shift": np.int32(2)})
+        b = r.collect()
+    assert (b.actions == 2).all() and (b.version == 1).all()
+
+
+@pytest.mark.parametrize("env,kw,says", [
+    ("CartPole-v1", {}, "acts on a JAX env"),
+    (ENV, {"workers": 2}, "workers=2"),
+    (ENV, {"max_episode_steps": 10}, "max_episode_steps"),
+])
+def test_issue69_a_jax_policy_where_it_cannot_act_is_an_input_error_naming_the_fix(env, kw, says):
+    with pytest.raises(rollway.InputError, match=says):
+        rollway.Rollout(env, rollway.JaxPolicy.uniform(), num_envs=2, **kw)
+
+
+def test_issue69_a_jax_policy_that_raises_ends_the_rollout_with_its_own_exception():
+    def bad(params, obs, key):
+        raise ZeroDivisionError("the policy's own")
+
+    with rollway.Rollout(ENV, rollway.JaxPolicy(bad), num_envs=2, steps_per_fragment=4) as r:
+        with pytest.raises(ZeroDivisionError, match="the policy's own"):
+            r.collect()
