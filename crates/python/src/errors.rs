@@ -22,6 +22,17 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use rollway_engine::target::{Choose, Replica};
 use rollway_engine::Source;
 
+/// Where a Python policy (or a rollout's scan) leaves the exception that ended the rollout,
+/// for `collect` to raise as it is.
+pub(crate) type Raised = std::sync::Arc<std::sync::Mutex<Option<PyErr>>>;
+
+/// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.
+pub(crate) fn stash(raised: &Raised, e: PyErr) -> rollway_core::Error {
+    let message = e.to_string();
+    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    rollway_core::Error::Agent { agent: "policy".into(), message }
+}
+
 static ROLLWAY_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INPUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();

@@ -10,7 +10,7 @@
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -20,12 +20,9 @@ use rollway_engine::{RolloutPlan, RolloutRequest, RolloutSources, StartedRollout
 use rollway_runner::rollout::{Extra, Fragment, Policy, Rollout, Update};
 
 use crate::arrays;
-use crate::errors::{input_error, ToPy};
+use crate::errors::{input_error, stash, Raised, ToPy};
 use crate::inline_host::InlineEnvs;
 use crate::policy::{gather, scatter, Answer};
-
-/// Where the Python policy leaves the exception that ended the rollout.
-pub(crate) type Raised = Arc<Mutex<Option<PyErr>>>;
 
 /// A Python policy in a rollout: `rollway.policy.Adapter.rollout` answers with the
 /// actions, the state and the extras.
@@ -277,13 +274,6 @@ impl Drop for RolloutHandle {
         // An error closing the dataset has nowhere to go here; `close` raises it.
         Python::attach(|py| drop(self.close(py)));
     }
-}
-
-/// Keeps the policy's exception for `collect` to raise as it is; the engine gets its text.
-pub(crate) fn stash(raised: &Raised, e: PyErr) -> Error {
-    let message = e.to_string();
-    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-    Error::Agent { agent: "policy".into(), message }
 }
 
 fn closed() -> PyErr {

@@ -12,7 +12,7 @@ use rollway_runner::rollout::Extra;
 /// The scan's own exception is kept for `collect` to raise as it is (see `rollout.rs`).
 pub(crate) struct PyScan {
     pub scan: Py<PyAny>,
-    pub raised: crate::rollout::Raised,
+    pub raised: crate::errors::Raised,
 }
 
 /// What `JaxScan.steps` answers: obs rows, final obs rows, actions, rewards, flags, extras, infos.
@@ -36,7 +36,7 @@ fn rows(a: &PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<Vec<u8>> {
 
 impl PyScan {
     fn fail(&self, e: PyErr) -> Error {
-        crate::rollout::stash(&self.raised, e)
+        crate::errors::stash(&self.raised, e)
     }
 }
 
