@@ -281,7 +281,7 @@ class JaxBlock:
             act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
             (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
              self.info_rows) = self._step_all(self.state, self.keys, act)
-            return self._bytes(obs), None, np.asarray(reward, np.float64), _flags(term, trunc)
+            return self._bytes(obs), None, np.asarray(reward, np.float64), flags_of(term, trunc)
         resets = np.flatnonzero((op == RESET) | (op == RESET_UNSEEDED))
         rows: Optional[np.ndarray] = None
         reset_obs: Any = None
@@ -305,7 +305,7 @@ class JaxBlock:
         out = np.array(self._bytes(obs))
         if rows is not None:
             out[rows] = self._bytes(reset_obs)[:len(resets)]
-        return out, None, np.asarray(reward, np.float64), _flags(term, trunc)
+        return out, None, np.asarray(reward, np.float64), flags_of(term, trunc)
 
     @staticmethod
     def _bytes(obs: Any) -> np.ndarray:
@@ -316,15 +316,22 @@ class JaxBlock:
     def infos(self, slots: List[int]) -> str:
         """The latest step's infos of ``slots`` as a JSON list (Craftax's achievements, …; gymnax's
         are empty), gathered column by column: one call a round, whatever the number of slots."""
-        columns = {k: np.asarray(v)[slots].tolist() for k, v in self.info_rows.items()}
-        return json.dumps([dict(zip(columns, row)) for row in zip(*columns.values())] if columns else [{}] * len(slots))
+        return infos_json(self.info_rows, slots)
 
     def close(self) -> None:
         self.state = None
 
 
-def _flags(term: Any, trunc: Any) -> np.ndarray:
+def flags_of(term: Any, trunc: Any) -> np.ndarray:
+    """The end flags rollway reads, by row: 1 terminated, 2 truncated."""
     return np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
+
+
+def infos_json(columns: Dict[str, Any], at: Any) -> str:
+    """The infos of rows ``at`` of ``columns`` (info leaves by name, a row per env step) as a JSON
+    list, in ``at``'s order, gathered column by column."""
+    picked = {k: np.asarray(v)[at].tolist() for k, v in columns.items()}
+    return json.dumps([dict(zip(picked, row)) for row in zip(*picked.values())] if picked else [{}] * len(at))
 
 
 def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:

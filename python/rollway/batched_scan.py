@@ -36,12 +36,11 @@ episodes end where the env's params say (``max_episode_steps`` is refused: set t
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from rollway.batched import JaxSim, action_dtype, key_of, slot_fns
+from rollway.batched import JaxSim, action_dtype, flags_of, infos_json, key_of, slot_fns
 
 
 class JaxPolicy:
@@ -68,10 +67,12 @@ class JaxPolicy:
 
 
 class _Uniform:
-    """:meth:`JaxPolicy.uniform`'s fn; the space is given by the scan that traces it."""
+    """:meth:`JaxPolicy.uniform`'s fn; the scan that traces it gives it the action space."""
 
     __name__ = "uniform"
-    space: Any = None
+
+    def __init__(self, space: Any = None) -> None:
+        self.space = space
 
     def __call__(self, params: Any, obs: Any, key: Any) -> Any:
         import jax
@@ -94,6 +95,12 @@ def _rows(a: Any, dtype: Any, row: int) -> np.ndarray:
     return out
 
 
+def _steps(a: Any) -> np.ndarray:
+    """A scan's output ``[T, N, ...]`` as ``[T × N, ...]`` rows, time-major (a view)."""
+    x = np.asarray(a)
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+
 class JaxScan:
     """``n`` slots of a :class:`~rollway.batched.JaxSim` and a :class:`JaxPolicy`, stepped T
     steps a call: what ``rollway.Rollout`` hands the engine for a JAX policy (the engine
@@ -109,8 +116,7 @@ class JaxScan:
         self.sim, self.n, self._jax = sim, n, jax
         self.fn, self.params = policy.fn, policy.params
         if isinstance(self.fn, _Uniform):
-            self.fn = _Uniform()
-            self.fn.space = sim.env.action_space(sim.params)
+            self.fn = _Uniform(sim.env.action_space(sim.params))
         views = RowViews(to_json(sim.observation_space)), RowViews(to_json(sim.action_space))
         for what, v in zip(("observation", "action"), views):
             if not v.one:
@@ -192,25 +198,16 @@ class JaxScan:
         self.state, self.keys, self.obs, self.policy_key, self._final, ends, outs = self._scan(steps, seeded)(
             self.state, self.keys, self.obs, self.policy_key, self.params, seed_keys, self._final)
         nxt, acts, reward, term, trunc, extras, info = outs
-        flags = (np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)).reshape(-1)
+        flags = flags_of(term, trunc).reshape(-1)
         ended = np.flatnonzero(flags)
         # Read (and copied by rollway) before the next call gives the buffer up.
         final = _rows(np.asarray(self._final)[:int(ends)], self._obs_dtype, self._obs_row)
         cols = [(name, np.asarray(v, np.float32).reshape(-1), list(np.shape(v)[2:])) for name, v in extras.items()]
-        return (_rows(np.asarray(nxt).reshape(tn, *np.shape(nxt)[2:]), self._obs_dtype, self._obs_row), final,
-                _rows(np.asarray(acts).reshape(tn, *np.shape(acts)[2:]), self._act_dtype, self._act_row),
-                np.asarray(reward).reshape(-1), flags, cols, _infos(info, ended, tn))
+        return (_rows(_steps(nxt), self._obs_dtype, self._obs_row), final, _rows(_steps(acts), self._act_dtype, self._act_row),
+                np.asarray(reward).reshape(-1), flags, cols, infos_json({k: _steps(v) for k, v in info.items()}, ended))
 
     def close(self) -> None:
         self.state = None
-
-
-def _infos(info: Dict[str, Any], ended: np.ndarray, tn: int) -> str:
-    """The infos of the steps at ``ended`` (flat ``t × N + i``) as a JSON list, column by column."""
-    columns = {k: np.asarray(v).reshape(tn, *np.shape(v)[2:])[ended].tolist() for k, v in info.items()}
-    if not columns:
-        return json.dumps([{}] * len(ended))
-    return json.dumps([dict(zip(columns, row)) for row in zip(*columns.values())])
 
 
 def scan_for(env: Any, env_params: Optional[Mapping[str, Any]], policy: JaxPolicy, n: int, workers: Optional[int],

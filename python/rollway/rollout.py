@@ -62,6 +62,7 @@ import numpy as np
 
 from rollway import _rollway
 from rollway._training_log import TrainingLog
+from rollway.batched_scan import JaxPolicy, scan_for
 from rollway.spaces import RowViews
 
 
@@ -337,8 +338,6 @@ class Rollout:
             raise _rollway.InputError("a rollway.policy.draws policy is for rollway.run, whose batches vary; a rollout calls "
                                       "its policy on the same N envs every step: seed your framework's generator instead")
         self._policy, self._env, self._env_params = policy, env, dict(env_params or {})
-        from rollway.batched_scan import JaxPolicy, scan_for
-
         if isinstance(policy, JaxPolicy):  # env and policy in one jitted call a fragment (rollway.batched_scan)
             try:
                 policy = scan_for(env, env_params, policy, num_envs, workers, max_episode_steps)

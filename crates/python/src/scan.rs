@@ -30,8 +30,12 @@ fn bytes_of(seeds: &[u64]) -> Vec<u8> {
     seeds.iter().flat_map(|s| s.to_le_bytes()).collect()
 }
 
+fn slice<'a>(a: &'a PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<&'a [u8]> {
+    a.as_slice().map_err(|_| crate::errors::input_error(format!("the scan's {what} are not one contiguous array")))
+}
+
 fn rows(a: &PyReadonlyArray2<'_, u8>, what: &str) -> PyResult<Vec<u8>> {
-    a.as_slice().map(<[u8]>::to_vec).map_err(|_| crate::errors::input_error(format!("the scan's {what} are not one contiguous array")))
+    slice(a, what).map(<[u8]>::to_vec)
 }
 
 impl PyScan {
@@ -61,7 +65,7 @@ impl Scan for PyScan {
                 .map(|(name, values, shape)| Ok(Extra { name, shape, values: values.as_slice()?.to_vec() }))
                 .collect::<PyResult<Vec<Extra>>>()?;
             // After the fragment's first N rows, the scanner's: one copy.
-            let src = obs.as_slice().map_err(|_| crate::errors::input_error("the scan's observations are not one contiguous array"))?;
+            let src = slice(&obs, "observations")?;
             let first = into.len() / (steps + 1);
             if first + src.len() != into.len() {
                 let msg = format!("the scan's observations: {} bytes for {} bytes of the fragment's rows", src.len(), into.len() - first);

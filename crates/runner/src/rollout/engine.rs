@@ -63,7 +63,7 @@ enum Maker {
 }
 
 impl Maker {
-    fn fragment(&mut self, versions: &super::Versions, stop: &AtomicBool) -> Result<Fragment> {
+    fn fragment(&mut self, versions: &Versions, stop: &AtomicBool) -> Result<Fragment> {
         match self {
             Maker::Rounds(s) => s.fragment(versions, stop),
             Maker::Scan(s) => s.fragment(versions, stop),

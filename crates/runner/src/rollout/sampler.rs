@@ -34,12 +34,12 @@ use super::record::Recording;
 use super::{Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
 
-/// The episode a slot is running.
+/// The episode a slot is running (here and in a scanned rollout's `Scanner`).
 #[derive(Clone, Copy, Default)]
-struct Track {
-    id: u64,
-    ret: f64,
-    len: u64,
+pub(super) struct Track {
+    pub id: u64,
+    pub ret: f64,
+    pub len: u64,
 }
 
 /// Per-slot agent state, indexed by global slot.

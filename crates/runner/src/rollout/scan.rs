@@ -27,6 +27,7 @@ use rollway_core::{seed, ActBatch, EnvSpec, Info, Layout};
 
 use super::fragment::{Finished, Fragment, ObsBuffers};
 use super::record::Recording;
+use super::sampler::Track;
 use super::{Extra, Policy, RolloutConfig, Versions};
 use crate::{Error, Result};
 
@@ -89,8 +90,8 @@ pub(crate) struct Scanner {
     scan: Box<dyn Scan>,
     obs_row: usize,
     act_row: usize,
-    /// Each slot's episode: id, return, length.
-    track: Vec<(u64, f64, u64)>,
+    /// Each slot's episode.
+    track: Vec<Track>,
     /// Episodes each slot has started.
     started: Vec<u64>,
     /// The observations of the next fragment's first row, and whether each starts an episode.
@@ -119,7 +120,7 @@ impl Scanner {
         let n = cfg.envs;
         let started = if cfg.episode_starts.is_empty() { vec![0; n] } else { cfg.episode_starts.clone() };
         let record = record.map(|o| Recording::new(o, n, obs_row, act_row));
-        let (track, first) = (vec![(0, 0.0, 0); n], vec![true; n]);
+        let (track, first) = (vec![Track::default(); n], vec![true; n]);
         let version = cfg.version;
         Ok(Scanner {
             cfg,
@@ -140,7 +141,7 @@ impl Scanner {
     fn next_episode(&mut self, g: usize) -> (u64, u64) {
         let id = self.cfg.episode_id(g, self.started[g]);
         self.started[g] += 1;
-        self.track[g] = (id, 0.0, 0);
+        self.track[g] = Track { id, ret: 0.0, len: 0 };
         (id, seed::episode_seed(self.cfg.seed, id))
     }
 
@@ -241,7 +242,7 @@ impl Scanner {
         for t in 0..=t_len {
             for g in 0..n {
                 let at = t * n + g;
-                (f.first[at], f.episode[at]) = (self.first[g], self.track[g].0);
+                (f.first[at], f.episode[at]) = (self.first[g], self.track[g].id);
                 if t == t_len {
                     continue;
                 }
@@ -250,23 +251,19 @@ impl Scanner {
                 }
                 let (reward, term, trunc) = (s.rewards[at] as f64, s.terminated[at], s.truncated[at]);
                 let tr = &mut self.track[g];
-                (tr.1, tr.2) = (tr.1 + reward, tr.2 + 1);
+                (tr.ret, tr.len) = (tr.ret + reward, tr.len + 1);
+                let Track { id: episode, ret, len: length } = *tr;
                 let next_row = &obs[(at + n) * ob..(at + n + 1) * ob];
                 self.first[g] = term || trunc;
-                if !(term || trunc) {
-                    if let Some(r) = self.record.as_mut() {
-                        r.step(g, reward, term, trunc, next_row);
+                // Where the step ended an episode, what it returned is that end's final row.
+                let end = (term || trunc).then(|| ends.next().expect("checked: a final info and row per end"));
+                if let Some(r) = self.record.as_mut() {
+                    r.step(g, reward, term, trunc, end.map_or(next_row, |(_, row)| row));
+                    if let Some((info, _)) = end {
+                        r.end(g, episode, 0, info.clone(), t);
                     }
-                    continue;
                 }
-                let (info, final_row) = ends.next().expect("checked: a final info and row per end");
-                let (episode, ret, length) = *tr;
-                if let Some(r) = self.record.as_mut() {
-                    r.step(g, reward, term, trunc, final_row);
-                }
-                if let Some(r) = self.record.as_mut() {
-                    r.end(g, episode, 0, info.clone(), t);
-                }
+                let Some((info, _)) = end else { continue };
                 f.finished.push(Finished { env: g, episode, ret, length, terminated: term, step: t, info: info.clone() });
                 let (_, seed) = self.next_episode(g);
                 if let Some(r) = self.record.as_mut() {
