@@ -11,7 +11,10 @@ Craftax (``env="craftax:Craftax-Classic-Symbolic-v1"``, ``craftax:Craftax-Symbol
 pytree with n rows. A round that steps every slot is one jitted, vmapped ``step_env`` over the
 block; a round of resets resets only the slots that start an episode (a Craftax world costs ~40
 steps to make), in a batch padded to a power of two so that few shapes are compiled. The state is
-donated to each call (updated in place). rollway writes the observations into its rows straight
+donated to each call (updated in place), and every state and observation leaves a jitted call
+strongly typed (:func:`strong`): the env's own ``reset`` makes some leaves weakly typed (Python
+scalars) that its ``step`` then makes strong, and jit compiles a function again for each; a Craftax
+step is ~10 s of XLA, twice. rollway writes the observations into its rows straight
 from the call's output: one copy a step, from JAX's buffer into the rows (``np.asarray`` of a CPU
 array shares its memory).
 
@@ -259,7 +262,7 @@ class JaxBlock:
         env, params = sim.env, sim.params
         # Slots start as copies of one reset (their first op resets each with its own key).
         obs1, state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)
-        self.state = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1)
+        self.state = strong(jax, jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1))
         self.keys = jnp.zeros((n, 2), jnp.uint32)
         self.pending = jnp.zeros(n, bool)
         self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
@@ -334,6 +337,17 @@ def infos_json(columns: Dict[str, Any], at: Any) -> str:
     return json.dumps([dict(zip(picked, row)) for row in zip(*picked.values())] if picked else [{}] * len(at))
 
 
+def strong(jax: Any, tree: Any) -> Any:
+    """``tree`` with every numeric leaf strongly typed (same dtype; keys as they are). A leaf's weak
+    type is part of what jit compiles for, and an env's ``reset`` leaves Python scalars weak where
+    its ``step`` makes them strong: one state type for every call, so each function compiles once."""
+    def one(x: Any) -> Any:
+        x = jax.numpy.asarray(x)
+        return x if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else jax.lax.convert_element_type(x, x.dtype)
+
+    return jax.tree.map(one, tree)
+
+
 def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
     """One slot's step, ``(state, key, action) -> (obs, state, key, k_auto, reward, terminated,
     truncated, info)``, and its reset, ``(key, pending, pending_key, seeded, seed_key) -> (obs,
@@ -354,6 +368,7 @@ def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
         obs, state, reward, done, info = env.step_env(k_step, state, action, params)
         trunc = truncated(state, done)
         done = done | trunc
+        obs, state = strong(jax, (obs, state))
         return obs, state, key, k_auto, reward, done & ~trunc, trunc, info
 
     def reset_slot(key: Any, pending: Any, pending_key: Any, seeded: Any, seed_key: Any) -> Tuple[Any, ...]:
@@ -361,7 +376,7 @@ def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
         # or (an episode cut by rollway, not ended by the env) the next from the slot's stream.
         key_next, k = jax.random.split(jnp.where(seeded, seed_key, key))
         auto = ~seeded & pending
-        obs, state = env.reset_env(jnp.where(auto, pending_key, k), params)
+        obs, state = strong(jax, env.reset_env(jnp.where(auto, pending_key, k), params))
         return obs, state, jnp.where(auto, key, key_next)
 
     return step_slot, reset_slot

@@ -53,6 +53,9 @@ def replay_in(env, env_params, kind: str, seed: int, actions: np.ndarray):
     step = jax.jit(jax.vmap(one))
     key, k = jax.random.split(jnp.asarray(key_of(seed)))
     obs, state = reset(k[None])
+    # Reset leaves some leaves weakly typed that step makes strong: the same values, strongly typed,
+    # so that jit compiles step once (a Craftax step is ~10 s of XLA).
+    state = jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), state)
     key = key[None]
     seen, rewards, done = [np.asarray(obs[0])], [], False
     for a in actions:

@@ -29,8 +29,12 @@
 //! Processes are reaped on every path: a block stops its process when dropped
 //! (asking first, killing after a grace period), a dead or timed-out one is
 //! reaped at once, a run that ends while an env hangs kills its processes
-//! ([`EnvFactory::interrupt`]), and every process dies with the worker thread
-//! that spawned it (`PR_SET_PDEATHSIG`), so a killed run leaves no orphans either.
+//! ([`EnvFactory::interrupt`]), and every process dies with the run's process
+//! (`PR_SET_PDEATHSIG`, from one forking thread), so a killed run leaves no
+//! orphans either.
+//!
+//! The process that reads a factory's spec (before any block) is kept and becomes
+//! the first block's: a run starts one process per block, not one more.
 
 mod block;
 mod process;

@@ -2,8 +2,14 @@
 //! `python -m rollway._host`, talked to through its stdin and stdout, and always
 //! reaped. The process is its own process group, so a Ctrl-C at the terminal
 //! reaches only the run (which then shuts its processes down in order), and it is
-//! killed by the kernel if the thread that spawned it goes away first, so neither
-//! a crash nor a kill of the run leaves an orphan stepping envs.
+//! killed by the kernel if the run's process goes away first, so neither a crash
+//! nor a kill of the run leaves an orphan stepping envs.
+//!
+//! The kernel's parent-death signal fires when the *thread* that forked a child
+//! ends, not its process, and a process may change hands between threads (the one
+//! that read a factory's spec becomes a block's, `target.rs`). So every env process
+//! is forked by one thread that lives as long as the run's process ([`spawn`]);
+//! a block's own process still goes when its block is dropped.
 #![allow(unsafe_code)] // measured to matter here; every block says why it is sound (SAFETY)
 
 use std::collections::HashSet;
@@ -12,7 +18,8 @@ use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags};
@@ -69,7 +76,7 @@ impl Process {
             cmd.pre_exec(|| rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL)).map_err(io::Error::from));
         }
         let mut child =
-            cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
+            spawn(cmd).map_err(|e| io::Error::new(e.kind(), format!("starting `{} -m rollway._host`: {e}", python.display())))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         live.lock().unwrap_or_else(|e| e.into_inner()).insert(child.id());
@@ -164,6 +171,38 @@ impl Drop for Process {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(2));
     }
+}
+
+type Spawn = (Command, Sender<io::Result<Child>>);
+
+/// Runs `cmd.spawn()` on the forking thread (see the module docs), started on first use
+/// and again in a forked copy of this process, which has no such thread.
+fn spawn(cmd: Command) -> io::Result<Child> {
+    static FORKER: OnceLock<Mutex<(u32, Sender<Spawn>)>> = OnceLock::new();
+    let start = || {
+        let (tx, rx) = mpsc::channel::<Spawn>();
+        std::thread::Builder::new().name("rollway-forker".into()).spawn(move || {
+            for (mut cmd, reply) in rx {
+                let _ = reply.send(cmd.spawn());
+            }
+        })?;
+        Ok::<_, io::Error>((std::process::id(), tx))
+    };
+    let forker = match FORKER.get() {
+        Some(f) => f,
+        None => {
+            let made = start()?;
+            FORKER.get_or_init(|| Mutex::new(made))
+        }
+    };
+    let mut forker = forker.lock().unwrap_or_else(|e| e.into_inner());
+    if forker.0 != std::process::id() {
+        *forker = start()?;
+    }
+    let (reply, child) = mpsc::channel();
+    forker.1.send((cmd, reply)).map_err(|_| io::Error::other("the env processes' forking thread is gone"))?;
+    drop(forker);
+    child.recv().map_err(|_| io::Error::other("the env processes' forking thread is gone"))?
 }
 
 /// "exit status 3", "killed by signal 9 (SIGKILL)".

@@ -62,7 +62,8 @@ pub struct Setup {
     pub params: BTreeMap<String, String>,
     /// True when the next frame holds the factory, pickled with cloudpickle.
     pub pickled: bool,
-    /// Env slots; 0 only reads the spec.
+    /// Env slots; 0 only reads the spec. A process that answered such a setup waits for
+    /// another: a block's, which it then serves (its factory is not sent again).
     pub n: usize,
     /// The shared region's file, when `n > 0`.
     pub shm: Option<String>,

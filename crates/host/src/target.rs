@@ -1,5 +1,10 @@
 //! What every process of one env factory hosts, how a process is started and
 //! greeted, and the spec they all share (read once, by a process of its own).
+//!
+//! The process that read the spec is kept, idle, as the factory's spare, and the
+//! first block launched takes it over: importing the env's modules and making its
+//! first env is most of a process's start (gymnax imports for ~4 s, Craftax makes
+//! its textures), and a run would otherwise pay it once more before its first round.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,12 +26,14 @@ pub(crate) struct Target {
     params: BTreeMap<String, String>,
     pickled: Option<Vec<u8>>,
     spec: Mutex<Option<EnvSpec>>,
+    /// The process that read the spec, waiting for a block's setup (see the module docs).
+    spare: Mutex<Option<Process>>,
     live: process::Live,
 }
 
 impl Target {
     pub fn new(name: String, python: PathBuf, params: BTreeMap<String, String>, pickled: Option<Vec<u8>>) -> Target {
-        Target { name, python, params, pickled, spec: Mutex::new(None), live: Default::default() }
+        Target { name, python, params, pickled, spec: Mutex::new(None), spare: Mutex::new(None), live: Default::default() }
     }
 
     pub fn name(&self) -> &str {
@@ -47,8 +54,8 @@ impl Target {
 
     /// Starts a process for `n` slots and sends its setup, not waiting for it to import
     /// and make its envs: several blocks' processes do that at once ([`Target::greet`] waits).
+    /// The spare, where there is one, is taken instead of a new process.
     pub fn launch(&self, n: usize, shm: Option<&str>, infos: &str, cut: Option<u64>) -> std::result::Result<Process, String> {
-        let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
         let setup = Setup {
             target: self.name.clone(),
             params: self.params.clone(),
@@ -58,7 +65,16 @@ impl Target {
             infos: infos.into(),
             cut,
         };
-        p.send(&serde_json::to_vec(&setup).expect("setups serialize")).map_err(|g| self.not_started(g))?;
+        let setup = serde_json::to_vec(&setup).expect("setups serialize");
+        let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut p) = spare {
+            // It has its factory already; one that died idle is replaced by a new process.
+            if p.send(&setup).is_ok() {
+                return Ok(p);
+            }
+        }
+        let mut p = Process::spawn(&self.python, &self.live).map_err(|e| e.to_string())?;
+        p.send(&setup).map_err(|g| self.not_started(g))?;
         if let Some(bytes) = &self.pickled {
             p.send(bytes).map_err(|g| self.not_started(g))?;
         }
@@ -85,10 +101,11 @@ impl Target {
             return Ok(s.clone());
         }
         let env_err = |message: String| Error::Env { env: self.name.clone(), message };
-        let (_, hello) = self.open(0, None, "none", None).map_err(env_err)?;
+        let (process, hello) = self.open(0, None, "none", None).map_err(env_err)?;
         let s = hello.spec.ok_or_else(|| env_err("the env process sent no spec".into()))?;
         let spec = s.to_spec(&self.name)?;
         *cached = Some(spec.clone());
+        *self.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(process);
         Ok(spec)
     }
 

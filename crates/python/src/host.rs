@@ -32,6 +32,10 @@ struct Host {
 }
 
 /// Serves one env block on this process's stdin and `reply_fd`, until told to quit.
+///
+/// A process asked for the spec alone (`n = 0`) keeps what it made and waits: the run
+/// may hand it a block's setup next (`rollway_host`'s spare), which it then serves
+/// without importing and making its env a second time.
 #[pyfunction]
 pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> PyResult<()> {
     // SAFETY: `rollway/_host.py` dup'ed the process's stdout to `reply_fd` for this
@@ -39,20 +43,32 @@ pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> P
     let mut out = unsafe { File::from_raw_fd(reply_fd) };
     let mut input = std::io::stdin().lock();
     let Some(frame) = proto::read_frame(&mut input)? else { return Ok(()) };
-    let setup: Setup = serde_json::from_slice(&frame).map_err(|e| crate::errors::input_error(format!("host setup: {e}")))?;
+    let mut setup = read_setup(&frame)?;
     let pickled = if setup.pickled { proto::read_frame(&mut input)?.unwrap_or_default() } else { Vec::new() };
     let hello = |out: &mut File, hello: Hello| proto::write_frame(out, &serde_json::to_vec(&hello).expect("hellos serialize"));
     let setup_json = serde_json::to_string(&setup).expect("setups serialize");
-    let made = prepare.call1((setup_json, PyBytes::new(py, &pickled))).and_then(|t| start(&setup, t));
-    let mut host = match made {
-        Ok((host, spec)) => {
-            hello(&mut out, Hello { spec: Some(spec), error: None })?;
-            match host {
-                Some(h) => h,
-                None => return Ok(()),
+    let prepared = match prepare.call1((setup_json, PyBytes::new(py, &pickled))) {
+        Ok(t) => t,
+        Err(e) => return Ok(hello(&mut out, Hello { spec: None, error: Some(e.to_string()) })?),
+    };
+    let mut host = loop {
+        match start(&setup, &prepared) {
+            Ok((host, spec)) => {
+                hello(&mut out, Hello { spec: Some(spec), error: None })?;
+                if let Some(h) = host {
+                    break h;
+                }
+            }
+            Err(e) => return Ok(hello(&mut out, Hello { spec: None, error: Some(e.to_string()) })?),
+        }
+        // The spec alone was asked for: a block's setup may follow (anything else ends it).
+        match proto::read_frame(&mut input) {
+            Ok(Some(frame)) if frame.first() == Some(&b'{') => setup = read_setup(&frame)?,
+            _ => {
+                let _ = prepared.cast::<PyTuple>()?.get_item(1)?.call_method0("close");
+                return Ok(());
             }
         }
-        Err(e) => return Ok(hello(&mut out, Hello { spec: None, error: Some(e.to_string()) })?),
     };
     loop {
         match proto::read_frame(&mut input) {
@@ -69,14 +85,17 @@ pub fn host_serve(py: Python<'_>, reply_fd: i32, prepare: Bound<'_, PyAny>) -> P
     Ok(())
 }
 
+fn read_setup(frame: &[u8]) -> PyResult<Setup> {
+    serde_json::from_slice(frame).map_err(|e| crate::errors::input_error(format!("host setup: {e}")))
+}
+
 /// The spec, and (for a block, `n > 0`) the host, from what `prepare` returned:
 /// `(make, first_env, spec_json, pack_obs, unpack_act, dump_info)`.
-fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJson)> {
-    let t = made.cast_into::<PyTuple>()?;
+fn start(setup: &Setup, made: &Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJson)> {
+    let t = made.cast::<PyTuple>()?;
     let spec: SpecJson =
         serde_json::from_str(&t.get_item(2)?.extract::<String>()?).map_err(|e| crate::errors::input_error(format!("env spec: {e}")))?;
     let Some(path) = setup.shm.as_deref().filter(|_| setup.n > 0) else {
-        let _ = t.get_item(1)?.call_method0("close");
         return Ok((None, spec));
     };
     let infos = match setup.infos.as_str() {
@@ -84,7 +103,7 @@ fn start(setup: &Setup, made: Bound<'_, PyAny>) -> PyResult<(Option<Host>, SpecJ
         "final" => InfoNeed::Final,
         _ => InfoNeed::None,
     };
-    let envs = slot_envs(&t, &spec, setup.n, (infos, setup.cut))?;
+    let envs = slot_envs(t, &spec, setup.n, (infos, setup.cut))?;
     let (ol, al) = envs.layouts();
     let region = Region::open(path.as_ref(), setup.n, al.row_bytes(), ol.row_bytes())?;
     Ok((Some(Host { envs, region }), spec))

@@ -5,8 +5,8 @@
 //! Either one block in the caller's thread (the in-process host: no pipe round
 //! trip, the GIL held while the envs step) or one env process per worker, each
 //! with a contiguous share of the slots, stepped at once. The threads live as long
-//! as the vector env: an env process is started by the thread that first steps its
-//! block and is killed when that thread ends (the host's parent-death signal).
+//! as the vector env; an env process goes when its block is dropped, or with this
+//! process (the host's parent-death signal).
 //!
 //! Autoreset is the vector env's (`vec_env.rs`): an ended env's unseeded reset is
 //! one more op, in the next round or a round of its own. A failed op is the
