@@ -216,6 +216,35 @@ def walk_env(traceable: bool = True):
     return Walk()
 
 
+def test_issue69_a_block_compiles_its_step_once_where_reset_leaves_weakly_typed_leaves():
+    """Craftax's reset leaves Python scalars in its state (weakly typed under jit) that its step makes
+    strong, and jit compiles a function once per type of its arguments: a block stepping what reset
+    made would compile its step twice (a Craftax step is ~10 s of XLA). The walk here does the same
+    with its step count. rollway's jitted calls hand every state back strongly typed: one compile."""
+    import jax.numpy as jnp
+    from rollway.batched import RESET, STEP, JaxSim
+
+    walk = type(walk_env())
+
+    class Weak(walk):
+        def reset_env(self, key, params):
+            obs, state = super().reset_env(key, params)
+            return obs, {"x": state["x"], "t": 0}
+
+        def step_env(self, key, state, action, params):
+            obs, state, reward, done, info = super().step_env(key, state, action, params)
+            return obs, {"x": state["x"], "t": state["t"].astype(jnp.int32)}, reward, done, info
+
+    n = 4
+    block = JaxSim.of(Weak(), "jax:Weak").block(n)
+    seeds = np.arange(n, dtype=np.uint64).tobytes()
+    block.round(np.full(n, RESET, np.uint8).tobytes(), seeds, np.zeros(n, np.int64).tobytes())
+    for right in (1, 0, 1):  # from -1, 0 or 1: right, left, right never reaches ±3
+        _, _, _, flags = block.round(np.full(n, STEP, np.uint8).tobytes(), seeds, np.full(n, right, np.int64).tobytes())
+        assert not flags.any()
+    assert block._step_all._cache_size() == 1
+
+
 @pytest.mark.parametrize("host", ["process", "inline"])
 def test_issue69_a_users_own_jax_env_is_recorded_equal_to_its_own_steps(tmp_path, host):
     """A factory returning any env of the gymnax interface (here one written without gymnax's base

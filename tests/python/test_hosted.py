@@ -141,6 +141,25 @@ def test_a_lambda_env_and_module_callable_with_params(tmp_path):
     assert s.resumed["next_index"] == 20 and len(rollway.Dataset(a)) == 30
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_process_that_read_the_spec_serves_the_first_block(tmp_path, workers):
+    """A run reads its env's spec in a process before any block starts, and that process then serves
+    the first block: one env process a block, not one more (importing a JAX env's modules alone
+    takes seconds). Each process makes its first env once, so the pids that made envs are the run's
+    processes."""
+    made = tmp_path / "pids"
+
+    def make():
+        with open(made, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return gym.make("CartPole-v1", max_episode_steps=20)
+
+    s = rollway.run(env=make, agent="random", episodes=8, workers=workers, envs_per_worker=2, mode="sync", host="process",
+                    out=tmp_path / "ds", progress=False)
+    assert s.episodes == 8
+    assert len(set(made.read_text().split())) == workers
+
+
 def test_issue15_text_spaces_are_hosted_and_recorded(tmp_path):
     """Text observations come back as the strings the env returned; random Text actions
     reach the env as strings of the action space."""
