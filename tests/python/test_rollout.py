@@ -252,15 +252,16 @@ def test_env_processes_start_up_together_and_their_first_round_is_timed_from_the
     an env that takes longer than the timeout is not a hung step."""
     log = tmp_path / "made"
     log.mkdir()
-    with rollway.Rollout("hosted_envs:SlowStart", "random", num_envs=2, workers=2, host="process", steps_per_fragment=8,
+    with rollway.Rollout("hosted_envs:SlowStart", "random", num_envs=3, workers=3, host="process", steps_per_fragment=8,
                          step_timeout=1.0, env_params={"seconds": "3", "log_dir": str(log)}) as r:
         f = r.collect()
     assert f.stats["env_faults"] == 0, "the slow start was taken for a hung step"
-    # The first record is the process that read the env's spaces, alone; then the two env processes.
+    # The first record is the process that read the env's spaces, alone, which then serves the first
+    # worker's envs; then the other two workers' processes, together.
     made = sorted(tuple(map(float, p.read_text().split())) for p in log.iterdir())
     assert len(made) == 3, made
-    (_, a_ended), (b_began, _) = made[1], made[2]
-    assert b_began < a_ended, f"the env processes made their envs one after the other: {made}"
+    (_, b_ended), (c_began, _) = made[1], made[2]
+    assert c_began < b_ended, f"the env processes made their envs one after the other: {made}"
 
 
 def test_a_step_timeout_keeps_auto_in_env_processes_and_inline_refuses_it(tmp_path):
