@@ -347,4 +347,5 @@ def test_issue68_69_a_batched_or_multi_agent_env_rolls_out_on_ray_actors_with_ve
             assert f.dones.shape == (24, 4) and (f.version <= r.version).all()
             r.publish()
     assert seen == {0, 1} and ended > 0
-    assert gone_within(30), "close ends the actors"
+    # Gone in 0.2 s on an idle machine; past 30 s once with the suite's four processes on two cores.
+    assert gone_within(60), "close ends the actors"
