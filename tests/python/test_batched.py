@@ -22,7 +22,7 @@ jax = peer("jax")
 peer("gymnax")
 peer("craftax")
 
-from rollway.batched import key_of, make_sim  # noqa: E402
+from rollway.batched import key_of, make_sim, strong  # noqa: E402
 
 CASES = {
     "cartpole": ("gymnax", "CartPole-v1", {"max_steps_in_episode": 15}),
@@ -55,7 +55,7 @@ def replay_in(env, env_params, kind: str, seed: int, actions: np.ndarray):
     obs, state = reset(k[None])
     # Reset leaves some leaves weakly typed that step makes strong: the same values, strongly typed,
     # so that jit compiles step once (a Craftax step is ~10 s of XLA).
-    state = jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), state)
+    state = strong(jax, state)
     key = key[None]
     seen, rewards, done = [np.asarray(obs[0])], [], False
     for a in actions:
