@@ -10,7 +10,8 @@ Craftax (``env="craftax:Craftax-Classic-Symbolic-v1"``, ``craftax:Craftax-Symbol
 **How a block steps.** A block of n env slots (a worker's share of the rollout's envs) is one state
 pytree with n rows. A round that steps every slot is one jitted, vmapped ``step_env`` over the
 block; a round of resets resets only the slots that start an episode (a Craftax world costs ~40
-steps to make), in a batch padded to a power of two so that few shapes are compiled. The state is
+steps to make), in a batch padded to a power of two so that few shapes are compiled; a round where
+only some slots step steps them all and puts the others' state back. The state is
 donated to each call (updated in place), and every state and observation leaves a jitted call
 strongly typed (:func:`strong`): the env's own ``reset`` makes some leaves weakly typed (Python
 scalars) that its ``step`` then makes strong, and jit compiles a function again for each; a Craftax
@@ -260,17 +261,32 @@ class JaxBlock:
         self._acts = RowViews(to_json(sim.action_space))
         self._act_dtype = action_dtype(sim.action_space)
         env, params = sim.env, sim.params
-        # Slots start as copies of one reset (their first op resets each with its own key).
-        obs1, state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)
-        self.state = strong(jax, jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1))
         self.keys = jnp.zeros((n, 2), jnp.uint32)
         self.pending = jnp.zeros(n, bool)
         self.pending_keys = jnp.zeros((n, 2), jnp.uint32)
         self.info_rows: Dict[str, Any] = {}
-        step, step_all, reset = _block_fns(jax, env, params, sim.kind)
+        step_all, keep, reset = _block_fns(jax, env, params, sim.kind)
         # The state is given up to each call (donated): it is updated in place, not copied.
-        self._step, self._step_all = jax.jit(step, donate_argnums=0), jax.jit(step_all, donate_argnums=0)
-        self._reset = jax.jit(reset, donate_argnums=0)
+        self._step_all, self._reset = jax.jit(step_all, donate_argnums=0), jax.jit(reset, donate_argnums=0)
+        # A round where only some slots step: all step, from a copy of the state, and the others get
+        # theirs back. Two programs of a few selects, not a second compile of the env's step.
+        self._copy, self._keep = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree)), jax.jit(keep, donate_argnums=(0, 1))
+        self.state = self._first_state(jax, env, params)
+
+    def _first_state(self, jax: Any, env: Any, params: Any) -> Any:
+        """Every slot's state before its first reset: a reset of each, by the block's own reset
+        program (a round that resets every slot compiles the same one). The env's reset run
+        eagerly instead costs a compile of each of its operations: ~8 s for a Craftax world."""
+        jnp, n = jax.numpy, self.n
+        shapes = jax.eval_shape(lambda k: env.reset_env(k, params)[1], jnp.zeros(2, jnp.uint32))
+        if any(jax.dtypes.issubdtype(s.dtype, jax.dtypes.prng_key) for s in jax.tree.leaves(shapes)):
+            # Keys as leaves of the state have no zeros to start from: one reset, eagerly, copied to each slot.
+            state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)[1]
+            return strong(jax, jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1))
+        zeros = jax.tree.map(lambda s: jnp.asarray(np.zeros((n, *s.shape), s.dtype)), shapes)
+        at = np.arange(1 << (n - 1).bit_length()) % n
+        seed_keys = np.zeros((len(at), 2), np.uint32)
+        return self._reset(zeros, self.keys, self.pending, self.pending_keys, at, np.ones(len(at), bool), seed_keys)[0]
 
     def round(self, ops: bytes, seeds: bytes, actions: bytes) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray, np.ndarray]:
         """One round: ``ops`` (uint8 by slot), ``seeds`` (uint64 by slot, read where the op is a
@@ -301,10 +317,13 @@ class JaxBlock:
             self.info_rows = {}
             zeros = np.zeros(self.n)
             return self._bytes(reset_obs)[:len(resets)], rows, zeros, zeros.astype(np.uint8)
-        # Some slots step while others reset (or idle): the masked step, then the reset rows over it.
+        # Some slots step while others reset (or idle): every slot steps, those that were not to get
+        # their state back, and the reset rows go over the step's.
         act = np.asarray(self._acts.view(actions, self.n), self._act_dtype)
-        (self.state, self.keys, self.pending, self.pending_keys, obs, reward, term, trunc,
-         self.info_rows) = self._step(self.state, self.keys, self.pending, self.pending_keys, stepping, act)
+        before = self._copy(self.state)
+        state, keys, done, k_auto, obs, reward, term, trunc, self.info_rows = self._step_all(self.state, self.keys, act)
+        self.state, self.keys, self.pending, self.pending_keys, reward, term, trunc = self._keep(
+            state, before, keys, self.keys, done, self.pending, k_auto, self.pending_keys, reward, term, trunc, stepping)
         out = np.array(self._bytes(obs))
         if rows is not None:
             out[rows] = self._bytes(reset_obs)[:len(resets)]
@@ -383,8 +402,8 @@ def slot_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any]:
 
 
 def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, Any]:
-    """A block's masked step, its step of every slot, and its reset of some slots (see the
-    module docs for the keys), to be jitted."""
+    """A block's step of every slot, what puts back the slots that were not to step, and its
+    reset of some slots (see the module docs for the keys), to be jitted."""
     jnp = jax.numpy
     step_slot, reset_slot = slot_fns(jax, env, params, kind)
 
@@ -393,18 +412,17 @@ def _block_fns(jax: Any, env: Any, params: Any, kind: str) -> Tuple[Any, Any, An
         # The key the env's own auto-reset would have used is kept for the slot's next unseeded reset.
         return state, keys, term | trunc, k_auto, obs, reward, term, trunc, info
 
-    def step(state: Any, keys: Any, pending: Any, pending_keys: Any, stepping: Any, actions: Any) -> Tuple[Any, ...]:
-        obs, new_state, new_keys, k_auto, reward, term, trunc, info = jax.vmap(step_slot)(state, keys, actions)
-
+    def keep(state: Any, before: Any, keys: Any, keys_before: Any, done: Any, pending: Any, k_auto: Any,
+             pending_keys: Any, reward: Any, term: Any, trunc: Any, stepping: Any) -> Tuple[Any, ...]:
         def pick(new: Any, old: Any) -> Any:
             return jnp.where(stepping.reshape(-1, *([1] * (new.ndim - 1))), new, old)
 
-        return (jax.tree.map(pick, new_state, state), pick(new_keys, keys), jnp.where(stepping, term | trunc, pending),
-                pick(k_auto, pending_keys), obs, jnp.where(stepping, reward, 0.0), term & stepping, trunc & stepping, info)
+        return (jax.tree.map(pick, state, before), pick(keys, keys_before), jnp.where(stepping, done, pending),
+                pick(k_auto, pending_keys), jnp.where(stepping, reward, 0.0), term & stepping, trunc & stepping)
 
     def reset(state: Any, keys: Any, pending: Any, pending_keys: Any, at: Any, seeded: Any, seed_keys: Any) -> Tuple[Any, ...]:
         obs, new_state, new_keys = jax.vmap(reset_slot)(keys[at], pending[at], pending_keys[at], seeded, seed_keys)
         state = jax.tree.map(lambda s, r: s.at[at].set(r), state, new_state)
         return state, keys.at[at].set(new_keys), pending.at[at].set(False), obs
 
-    return step, step_all, reset
+    return step_all, keep, reset

@@ -245,6 +245,49 @@ def test_issue69_a_block_compiles_its_step_once_where_reset_leaves_weakly_typed_
     assert block._step_all._cache_size() == 1
 
 
+def test_issue69_a_round_stepping_some_slots_runs_the_blocks_one_step_and_keeps_the_others():
+    """A round where some slots idle or reset while the others step runs the block's one compiled
+    step (the env's step is traced once: a Craftax step is ~10 s of XLA) and puts back the state of
+    the slots that were not to step. The first state comes from the block's own reset program: the
+    env's reset is only ever traced, never run op by op (~8 s of small compiles for Craftax)."""
+    from rollway.batched import IDLE, RESET, STEP, JaxSim
+
+    walk = type(walk_env())
+    calls = {"step": 0, "eager_resets": 0}
+
+    class Counted(walk):
+        def reset_env(self, key, params):
+            calls["eager_resets"] += not isinstance(key, jax.core.Tracer)
+            return super().reset_env(key, params)
+
+        def step_env(self, key, state, action, params):
+            calls["step"] += 1
+            return super().step_env(key, state, action, params)
+
+    n = 4
+    block = JaxSim.of(Counted(), "jax:Counted").block(n)
+    seeds = np.arange(n, dtype=np.uint64).tobytes()
+
+    def round_(ops, right):
+        obs, rows, _, flags = block.round(np.array(ops, np.uint8).tobytes(), seeds, np.full(n, right, np.int64).tobytes())
+        assert not flags.any()
+        return np.asarray(obs).view(np.float32).reshape(len(obs), 2), rows
+
+    start, _ = round_([RESET] * n, 0)
+    assert calls["eager_resets"] == 0
+    traced = calls["step"]
+    after, _ = round_([STEP] * n, 1)
+    np.testing.assert_array_equal(after, start + [1, 1])
+    assert calls["step"] == traced + 1
+    # Slot 1 idles and slot 3 starts again from its seed while slots 0 and 2 step left.
+    mixed, _ = round_([STEP, IDLE, STEP, RESET], 0)
+    np.testing.assert_array_equal(mixed[[0, 2]], start[[0, 2]] + [0, 2])
+    np.testing.assert_array_equal(mixed[3], start[3])
+    last, _ = round_([STEP] * n, 0)
+    np.testing.assert_array_equal(last, [start[0] + [-1, 3], start[1] + [0, 2], start[2] + [-1, 3], start[3] + [-1, 1]])
+    assert calls["step"] == traced + 1, "the mixed round compiled a step of its own"
+
+
 @pytest.mark.parametrize("host", ["process", "inline"])
 def test_issue69_a_users_own_jax_env_is_recorded_equal_to_its_own_steps(tmp_path, host):
     """A factory returning any env of the gymnax interface (here one written without gymnax's base
