@@ -7,6 +7,14 @@
 #   tests/run.sh          both parts (make test)
 #   tests/run.sh rust     the Rust workspace only (make test-rust)
 #   tests/run.sh python   the Python package only (make test-python)
+#   tests/run.sh build    the Rust build the tests run, and nothing else (no venv: CI runs it while
+#                         its venv downloads)
+#
+# $ROLLWAY_CLIPPY=1 (CI) lints as it builds: clippy's driver wraps rustc for the workspace's crates
+# (what `cargo clippy` does) with -D warnings, and every target is built, benches and examples too, as
+# `make lint-rust` checks them. The dependencies are compiled once, for the tests, instead of once more
+# in clippy's check mode; the wrapper is part of the crates' fingerprints, so every cargo call of a run
+# sets it alike (tests/run.sh does).
 #
 # $ROLLWAY_FEATURES (e.g. `tract`, as CI sets it) builds the cargo tests, the binary and the extension
 # with those optional features; tests of a feature that is not built check its refusal instead.
@@ -21,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
-case "$part" in all | rust | python) ;; *) echo "usage: tests/run.sh [rust|python]" >&2; exit 2 ;; esac
+case "$part" in all | rust | python | build) ;; *) echo "usage: tests/run.sh [rust|python|build]" >&2; exit 2 ;; esac
 
 times=()
 phase() { # phase NAME CMD…: runs CMD, noting its wall time
@@ -51,6 +59,19 @@ for f in ${ROLLWAY_FEATURES:-}; do
         *) echo "ROLLWAY_FEATURES: unknown feature $f (known: tract)" >&2; exit 2 ;;
     esac
 done
+
+targets=()
+if [ -n "${ROLLWAY_CLIPPY:-}" ]; then
+    driver="$(command -v clippy-driver)" || { echo "ROLLWAY_CLIPPY: no clippy-driver (rustup component add clippy)" >&2; exit 2; }
+    # `cargo clippy -- -D warnings` hands the driver its arguments so, split by this marker.
+    export RUSTC_WORKSPACE_WRAPPER="$driver" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+    targets=(--all-targets)
+fi
+build() { cargo test --release --workspace --locked "${features[@]}" "${targets[@]}" --no-run ${ROLLWAY_TIMINGS:+--timings}; }
+if [ "$part" = build ]; then
+    phase "rust: build" build
+    exit
+fi
 
 py="${ROLLWAY_PYTHON:-}"
 venv_pid=""
@@ -88,7 +109,7 @@ rust_tests() {
 
 if [ "$part" != python ]; then
     echo "== rust: cargo test ${features[*]}"
-    phase "rust: build" cargo test --release --workspace --locked "${features[@]}" --no-run ${ROLLWAY_TIMINGS:+--timings}
+    phase "rust: build" build
     wait_venv
     check "rust: run" rust_tests "${features[@]}"
 fi
