@@ -284,7 +284,7 @@ class JaxBlock:
             state1 = env.reset_env(jnp.zeros(2, jnp.uint32), params)[1]
             return strong(jax, jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), state1))
         zeros = jax.tree.map(lambda s: jnp.asarray(np.zeros((n, *s.shape), s.dtype)), shapes)
-        at = np.arange(1 << (n - 1).bit_length()) % n
+        at = _padded(np.arange(n))
         seed_keys = np.zeros((len(at), 2), np.uint32)
         return self._reset(zeros, self.keys, self.pending, self.pending_keys, at, np.ones(len(at), bool), seed_keys)[0]
 
@@ -305,10 +305,8 @@ class JaxBlock:
         rows: Optional[np.ndarray] = None
         reset_obs: Any = None
         if len(resets):
-            # Only the slots that reset are reset: a Craftax world costs ~40 steps to make. The
-            # batch is padded to a power of two (repeating a slot) so few shapes get compiled.
-            at = np.full(1 << (len(resets) - 1).bit_length(), resets[0])
-            at[:len(resets)] = resets
+            # Only the slots that reset are reset: a Craftax world costs ~40 steps to make.
+            at = _padded(resets)
             seed_keys = key_of(np.frombuffer(seeds, np.uint64)[at])
             self.state, self.keys, self.pending, reset_obs = self._reset(
                 self.state, self.keys, self.pending, self.pending_keys, at, op[at] == RESET, seed_keys)
@@ -342,6 +340,14 @@ class JaxBlock:
 
     def close(self) -> None:
         self.state = None
+
+
+def _padded(slots: np.ndarray) -> np.ndarray:
+    """``slots`` padded to a power of two by repeating the first: a reset batch of few shapes,
+    so that few are compiled (a padded row resets its slot again, alike)."""
+    at = np.full(1 << (len(slots) - 1).bit_length(), slots[0])
+    at[:len(slots)] = slots
+    return at
 
 
 def flags_of(term: Any, trunc: Any) -> np.ndarray:

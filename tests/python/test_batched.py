@@ -269,21 +269,21 @@ def test_issue69_a_round_stepping_some_slots_runs_the_blocks_one_step_and_keeps_
     seeds = np.arange(n, dtype=np.uint64).tobytes()
 
     def round_(ops, right):
-        obs, rows, _, flags = block.round(np.array(ops, np.uint8).tobytes(), seeds, np.full(n, right, np.int64).tobytes())
+        obs, _, _, flags = block.round(np.array(ops, np.uint8).tobytes(), seeds, np.full(n, right, np.int64).tobytes())
         assert not flags.any()
-        return np.asarray(obs).view(np.float32).reshape(len(obs), 2), rows
+        return np.asarray(obs).view(np.float32).reshape(len(obs), 2)
 
-    start, _ = round_([RESET] * n, 0)
+    start = round_([RESET] * n, 0)
     assert calls["eager_resets"] == 0
     traced = calls["step"]
-    after, _ = round_([STEP] * n, 1)
+    after = round_([STEP] * n, 1)
     np.testing.assert_array_equal(after, start + [1, 1])
     assert calls["step"] == traced + 1
     # Slot 1 idles and slot 3 starts again from its seed while slots 0 and 2 step left.
-    mixed, _ = round_([STEP, IDLE, STEP, RESET], 0)
+    mixed = round_([STEP, IDLE, STEP, RESET], 0)
     np.testing.assert_array_equal(mixed[[0, 2]], start[[0, 2]] + [0, 2])
     np.testing.assert_array_equal(mixed[3], start[3])
-    last, _ = round_([STEP] * n, 0)
+    last = round_([STEP] * n, 0)
     np.testing.assert_array_equal(last, [start[0] + [-1, 3], start[1] + [0, 2], start[2] + [-1, 3], start[3] + [-1, 1]])
     assert calls["step"] == traced + 1, "the mixed round compiled a step of its own"
 
