@@ -36,6 +36,7 @@ episodes end where the env's params say (``max_episode_steps`` is refused: set t
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -87,7 +88,9 @@ def _rows(a: Any, dtype: Any, row: int) -> np.ndarray:
     """``a`` (``[rows, ...]``) as uint8 rows of ``row`` bytes: a view of the array's own memory
     when its values fill the row, else a zero-padded copy (a row padded to rollway's alignment)."""
     x = np.ascontiguousarray(np.asarray(a), dtype)
-    flat = x.reshape(x.shape[0], -1).view(np.uint8)
+    # The row's size spelled out: a fragment where no episode ended has no final rows, and -1 is
+    # no size for none.
+    flat = x.reshape(x.shape[0], math.prod(x.shape[1:])).view(np.uint8)
     if flat.shape[1] == row:
         return flat
     out = np.zeros((x.shape[0], row), np.uint8)
@@ -126,6 +129,7 @@ class JaxScan:
         self._scans: Dict[Tuple[int, bool], Any] = {}
         self.state: Any = None
         self._final: Any = None
+        self._seen: Any = None
 
     def begin(self, seeds: bytes) -> np.ndarray:
         """Resets every slot from its seed (``uint64`` by slot); the first observations as rows."""
@@ -151,8 +155,8 @@ class JaxScan:
         step_slot, reset_slot = slot_fns(jax, self.sim.env, self.sim.params, self.sim.kind)
         fn, act_dtype = self.fn, action_dtype(self.sim.action_space)
 
-        def body(carry: Any, _: Any) -> Any:
-            state, keys, obs, pkey, started, params, seed_keys, final, ends = carry
+        def body(carry: Any, t: Any) -> Any:
+            state, keys, obs, pkey, started, params, seed_keys, final, ends, seen = carry
             pkey, k = jax.random.split(pkey)
             out = fn(params, obs, k)
             acts = out["actions"] if isinstance(out, dict) else out
@@ -172,16 +176,21 @@ class JaxScan:
             # [T, N] array of observations would be written whole for a few rows of it.
             at = jnp.where(done, ends + jnp.cumsum(done) - 1, final.shape[0])
             final = final.at[at].set(obs_st, mode="drop")
-            carry = (state, keys, nxt, pkey, started + done, params, seed_keys, final, ends + done.sum())
-            return carry, (nxt, acts, reward.astype(jnp.float32), term, trunc, extras, info)
+            seen = jax.lax.dynamic_update_index_in_dim(seen, nxt, t, 0)
+            carry = (state, keys, nxt, pkey, started + done, params, seed_keys, final, ends + done.sum(), seen)
+            return carry, (acts, reward.astype(jnp.float32), term, trunc, extras, info)
 
-        def scan(state: Any, keys: Any, obs: Any, pkey: Any, params: Any, seed_keys: Any, final: Any) -> Any:
-            carry = (state, keys, obs, pkey, jnp.zeros(n, jnp.int32), params, seed_keys, final, jnp.int32(0))
-            (state, keys, obs, pkey, _, _, _, final, ends), outs = jax.lax.scan(body, carry, None, length=steps)
-            return state, keys, obs, pkey, final, ends, outs
+        def scan(state: Any, keys: Any, obs: Any, pkey: Any, params: Any, seed_keys: Any, final: Any, seen: Any) -> Any:
+            carry = (state, keys, obs, pkey, jnp.zeros(n, jnp.int32), params, seed_keys, final, jnp.int32(0), seen)
+            (state, keys, obs, pkey, _, _, _, final, ends, seen), outs = jax.lax.scan(body, carry, jnp.arange(steps))
+            return state, keys, obs, pkey, final, ends, seen, outs
 
-        # The state and the final observations' buffer are given up to each call (reused in place).
-        self._scans[(steps, seeded)] = jax.jit(scan, donate_argnums=(0, 1, 6))
+        # The state and the buffers of the observations (every step's, and the final ones) are
+        # given up to each call and written in place. A fresh [T, N, ...] output each call was
+        # memory the allocator maps anew (past glibc's mmap threshold: from ~8 MB of observations
+        # a call), and its page faults cost more than the scan's own steps at N = 1024 (issue 69,
+        # bench/RESULTS.md).
+        self._scans[(steps, seeded)] = jax.jit(scan, donate_argnums=(0, 1, 6, 7))
         return self._scans[(steps, seeded)]
 
     def steps(self, steps: int, seeds: bytes, seeded: bool) -> Tuple[Any, ...]:
@@ -194,10 +203,12 @@ class JaxScan:
         seed_keys = key_of(np.frombuffer(seeds, np.uint64).reshape(-1, n)) if seeded else np.zeros((1, n, 2), np.uint32)
         tn = steps * n
         if self._final is None or self._final.shape[0] != tn:
-            self._final = self._jax.numpy.zeros((tn, *self.obs.shape[1:]), self.obs.dtype)
-        self.state, self.keys, self.obs, self.policy_key, self._final, ends, outs = self._scan(steps, seeded)(
-            self.state, self.keys, self.obs, self.policy_key, self.params, seed_keys, self._final)
-        nxt, acts, reward, term, trunc, extras, info = outs
+            jnp = self._jax.numpy
+            self._final = jnp.zeros((tn, *self.obs.shape[1:]), self.obs.dtype)
+            self._seen = jnp.zeros((steps, *self.obs.shape), self.obs.dtype)
+        self.state, self.keys, self.obs, self.policy_key, self._final, ends, self._seen, outs = self._scan(steps, seeded)(
+            self.state, self.keys, self.obs, self.policy_key, self.params, seed_keys, self._final, self._seen)
+        nxt, (acts, reward, term, trunc, extras, info) = self._seen, outs
         flags = flags_of(term, trunc).reshape(-1)
         ended = np.flatnonzero(flags)
         # Read (and copied by rollway) before the next call gives the buffer up.

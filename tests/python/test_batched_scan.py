@@ -83,6 +83,36 @@ def test_issue69_publish_hands_a_jax_policy_its_next_params_and_versions_the_ste
     assert (b.actions == 2).all() and (b.version == 1).all()
 
 
+def test_issue69_a_jax_policys_fragment_where_no_episode_ends_has_no_final_rows():
+    # CartPole's pole cannot fall within two steps of a reset: the first fragment ends nothing.
+    with rollway.Rollout("gymnax:CartPole-v1", rollway.JaxPolicy.uniform(), num_envs=2, steps_per_fragment=2) as r:
+        a = r.collect()
+        assert len(a.finished["env"]) == 0 and a.final_info == [] and not (a.terminated | a.truncated).any()
+        assert a.final_obs.shape == (0, 4)
+        frags = [r.collect() for _ in range(40)]
+    assert sum(len(f.finished["env"]) for f in frags) > 0  # and later ones end some, alike
+
+
+def test_issue69_a_jax_scan_writes_every_call_into_the_same_buffers():
+    # A fresh [T, N, ...] output a call is memory mapped anew, its pages faulted in as the scan
+    # writes them: at N = 1024 more than the steps cost (bench/RESULTS.md). The buffers are
+    # given up to each call and written in place.
+    from rollway.batched import JaxSim
+    from rollway.batched_scan import JaxScan
+
+    n, t = 4, 8
+    scan = JaxScan(JaxSim("gymnax", "Breakout-MinAtar", {}), rollway.JaxPolicy.uniform(), n)
+    scan.begin(np.arange(n, dtype=np.uint64).tobytes())
+    seeds = np.arange(t * n, dtype=np.uint64).tobytes()
+    seen = []
+    for _ in range(3):
+        obs = scan.steps(t, seeds, True)[0]
+        assert obs.shape == (t * n, 1600)
+        seen.append((scan._seen.unsafe_buffer_pointer(), scan._final.unsafe_buffer_pointer(), obs.ctypes.data))
+        del obs  # read (rollway copies it) before the next call writes there again
+    assert len(set(seen)) == 1, seen
+
+
 @pytest.mark.parametrize("env,kw,says", [
     ("CartPole-v1", {}, "acts on a JAX env"),
     (ENV, {"workers": 2}, "workers=2"),
