@@ -37,7 +37,6 @@ with the player alive is a truncation.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -269,8 +268,10 @@ class JaxBlock:
         # The state is given up to each call (donated): it is updated in place, not copied.
         self._step_all, self._reset = jax.jit(step_all, donate_argnums=0), jax.jit(reset, donate_argnums=0)
         # A round where only some slots step: all step, from a copy of the state, and the others get
-        # theirs back. Two programs of a few selects, not a second compile of the env's step.
-        self._copy, self._keep = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree)), jax.jit(keep, donate_argnums=(0, 1))
+        # theirs back. Two programs of a few selects, not a second compile of the env's step. Only the
+        # stepped state is given up: the one state out is written over it (the copy has no output to
+        # be, and JAX warns of a donation it cannot use).
+        self._copy, self._keep = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree)), jax.jit(keep, donate_argnums=0)
         self.state = self._first_state(jax, env, params)
 
     def _first_state(self, jax: Any, env: Any, params: Any) -> Any:
@@ -333,10 +334,10 @@ class JaxBlock:
         a = np.asarray(obs)
         return a.reshape(a.shape[0], -1).view(np.uint8)
 
-    def infos(self, slots: List[int]) -> str:
-        """The latest step's infos of ``slots`` as a JSON list (Craftax's achievements, …; gymnax's
-        are empty), gathered column by column: one call a round, whatever the number of slots."""
-        return infos_json(self.info_rows, slots)
+    def infos(self, slots: List[int]) -> Dict[str, np.ndarray]:
+        """The latest step's infos of ``slots`` as columns (:func:`info_columns`; Craftax's
+        achievements, gymnax's ``discount``, …): one call a round, whatever the number of slots."""
+        return info_columns(self.info_rows, slots)
 
     def close(self) -> None:
         self.state = None
@@ -355,11 +356,15 @@ def flags_of(term: Any, trunc: Any) -> np.ndarray:
     return np.asarray(term).astype(np.uint8) | (np.asarray(trunc).astype(np.uint8) << 1)
 
 
-def infos_json(columns: Dict[str, Any], at: Any) -> str:
-    """The infos of rows ``at`` of ``columns`` (info leaves by name, a row per env step) as a JSON
-    list, in ``at``'s order, gathered column by column."""
-    picked = {k: np.asarray(v)[at].tolist() for k, v in columns.items()}
-    return json.dumps([dict(zip(picked, row)) for row in zip(*picked.values())] if picked else [{}] * len(at))
+def info_columns(columns: Dict[str, Any], at: Any) -> Dict[str, np.ndarray]:
+    """The infos of rows ``at`` of ``columns`` (info leaves by name, a row per env step), in
+    ``at``'s order, as rollway reads them without a dict a row: each leaf an array ``[len(at),
+    ...]`` of bool, int64 or float64 (a leaf of more dimensions is a list in each info)."""
+    def plain(a: np.ndarray) -> np.ndarray:
+        kind = a.dtype.kind
+        return np.ascontiguousarray(a, np.bool_ if kind == "b" else np.int64 if kind in "iu" else np.float64)
+
+    return {k: plain(np.asarray(v)[at]) for k, v in columns.items()}
 
 
 def strong(jax: Any, tree: Any) -> Any:

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from rollway.batched import JaxSim, action_dtype, flags_of, infos_json, key_of, slot_fns
+from rollway.batched import JaxSim, action_dtype, flags_of, info_columns, key_of, slot_fns
 
 
 class JaxPolicy:
@@ -198,7 +198,7 @@ class JaxScan:
         episodes' seeds, in order (read when ``seeded``). Returns the rows the engine reads
         (``rollway_runner``'s ``Scanned``): observations ``[T × N]``, the final observations of
         the steps that ended an episode, actions, rewards, flags (1 terminated, 2 truncated),
-        extras and those steps' infos as a JSON list."""
+        extras and those steps' infos (:func:`~rollway.batched.info_columns`)."""
         n = self.n
         seed_keys = key_of(np.frombuffer(seeds, np.uint64).reshape(-1, n)) if seeded else np.zeros((1, n, 2), np.uint32)
         tn = steps * n
@@ -215,7 +215,7 @@ class JaxScan:
         final = _rows(np.asarray(self._final)[:int(ends)], self._obs_dtype, self._obs_row)
         cols = [(name, np.asarray(v, np.float32).reshape(-1), list(np.shape(v)[2:])) for name, v in extras.items()]
         return (_rows(_steps(nxt), self._obs_dtype, self._obs_row), final, _rows(_steps(acts), self._act_dtype, self._act_row),
-                np.asarray(reward).reshape(-1), flags, cols, infos_json({k: _steps(v) for k, v in info.items()}, ended))
+                np.asarray(reward).reshape(-1), flags, cols, info_columns({k: _steps(v) for k, v in info.items()}, ended))
 
     def close(self) -> None:
         self.state = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -286,6 +287,21 @@ def test_issue69_a_round_stepping_some_slots_runs_the_blocks_one_step_and_keeps_
     last = round_([STEP] * n, 0)
     np.testing.assert_array_equal(last, [start[0] + [-1, 3], start[1] + [0, 2], start[2] + [-1, 3], start[3] + [-1, 1]])
     assert calls["step"] == traced + 1, "the mixed round compiled a step of its own"
+
+
+def test_issue69_a_round_stepping_some_slots_gives_jax_nothing_to_warn_of():
+    """JAX warns (a UserWarning in the user's run) of a buffer given up to a call that it could
+    not use: the mixed round gives up only the state it writes over."""
+    from rollway.batched import IDLE, RESET, STEP, JaxSim
+
+    n = 4
+    block = JaxSim("gymnax", "Breakout-MinAtar", {}).block(n)
+    seeds, acts = np.arange(n, dtype=np.uint64).tobytes(), np.zeros(n, np.int64).tobytes()
+    block.round(np.full(n, RESET, np.uint8).tobytes(), seeds, acts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obs, rows, _, _ = block.round(np.array([STEP, IDLE, STEP, RESET], np.uint8).tobytes(), seeds, acts)
+    assert len(obs) == n and rows is None  # a row a slot, the reset row over the step's
 
 
 @pytest.mark.parametrize("host", ["process", "inline"])

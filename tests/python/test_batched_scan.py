@@ -17,7 +17,7 @@ from conftest import peer
 jax = peer("jax")
 peer("gymnax")
 
-from test_batched import replay  # noqa: E402
+from test_batched import replay, walk_env  # noqa: E402
 
 ENV, NA = "gymnax:Breakout-MinAtar", 3
 # Integer weights over Breakout's 0/1 cells: the action is exact in JAX and in numpy alike.
@@ -111,6 +111,41 @@ def test_issue69_a_jax_scan_writes_every_call_into_the_same_buffers():
         seen.append((scan._seen.unsafe_buffer_pointer(), scan._final.unsafe_buffer_pointer(), obs.ctypes.data))
         del obs  # read (rollway copies it) before the next call writes there again
     assert len(set(seen)) == 1, seen
+
+
+def walk_with_infos(nan_at_end: bool = False):
+    """test_batched's walk, whose step's info holds a leaf of each kind: ints of two
+    dimensions, a bool, a float (NaN where an episode ends, with ``nan_at_end``)."""
+    import jax.numpy as jnp
+
+    class Walk(type(walk_env())):
+        def step_env(self, key, state, action, params):
+            obs, state, reward, done, _ = super().step_env(key, state, action, params)
+            info = {"at": jnp.stack([state["x"], state["t"]]).astype(jnp.int32), "far": jnp.abs(state["x"]) >= 2,
+                    "half": jnp.where(done & nan_at_end, jnp.nan, state["x"] / 2.0).astype(jnp.float32)}
+            return obs, state, reward, done, info
+
+    return Walk()
+
+
+def test_issue69_a_jax_envs_infos_reach_the_fragment_as_its_own_values():
+    # Both ways a JAX env's infos come (a scan's, a block's round) give each leaf's values: ints,
+    # bools, floats, and a leaf of more dimensions as a list.
+    kw = dict(num_envs=4, steps_per_fragment=16, seed=2)
+    with rollway.Rollout(walk_with_infos, rollway.JaxPolicy(lambda p, obs, key: (obs[:, 1] % 2).astype(np.int32)), **kw) as a, \
+            rollway.Rollout(walk_with_infos, lambda obs, first, state: (obs[:, 1] % 2).astype(np.int64), host="inline", **kw) as b:
+        fa, fb = a.collect(), b.collect()
+    assert fa.final_info == fb.final_info and len(fa.final_info) > 0
+    for info, obs in zip(fa.final_info, fa.final_obs):
+        x, t = int(obs[0]), int(obs[1])
+        assert info == {"at": [x, t], "far": abs(x) >= 2, "half": x / 2.0}
+
+
+def test_issue69_a_nan_in_a_jax_envs_info_is_an_input_error_naming_its_key():
+    with rollway.Rollout(lambda: walk_with_infos(nan_at_end=True), rollway.JaxPolicy.uniform(), num_envs=4,
+                         steps_per_fragment=16) as r:
+        with pytest.raises(rollway.InputError, match=r'info\["half"\]: NaN cannot be recorded'):
+            r.collect()
 
 
 @pytest.mark.parametrize("env,kw,says", [

@@ -108,15 +108,10 @@ impl BatchEnvs {
     /// call or malformed answer fails those steps.
     fn fill_infos(&self, py: Python<'_>, wanted: &[(usize, usize)], out: &mut [OpResult]) {
         let slots: Vec<usize> = wanted.iter().map(|&(_, slot)| slot).collect();
-        let text = self.block.bind(py).call_method1(pyo3::intern!(py, "infos"), (slots,)).and_then(|t| t.extract::<String>());
-        let infos = text.map_err(|e| e.to_string()).and_then(|text| {
-            let infos: Vec<Info> =
-                serde_json::from_str(&text).map_err(|e| format!("env {}: infos are not a JSON list of objects: {e}", self.id))?;
-            match infos.len() == wanted.len() {
-                true => Ok(infos),
-                false => Err(format!("env {}: {} infos answered for {} slots", self.id, infos.len(), wanted.len())),
-            }
-        });
+        let answer = self.block.bind(py).call_method1(pyo3::intern!(py, "infos"), (slots,));
+        let infos = answer
+            .map_err(|e| e.to_string())
+            .and_then(|a| crate::info_columns::infos_of(&a, wanted.len()).map_err(|e| format!("env {}: {e}", self.id)));
         match infos {
             Ok(infos) => {
                 for (&(i, _), info) in wanted.iter().zip(infos) {

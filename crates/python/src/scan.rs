@@ -5,7 +5,7 @@
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rollway_core::{Error, Info};
+use rollway_core::Error;
 use rollway_runner::rollout::scan::{Scan, Scanned};
 use rollway_runner::rollout::Extra;
 
@@ -23,7 +23,7 @@ type Answer<'py> = (
     PyReadonlyArray1<'py, f32>,
     PyReadonlyArray1<'py, u8>,
     Vec<(String, PyReadonlyArray1<'py, f32>, Vec<usize>)>,
-    String,
+    Bound<'py, PyAny>,
 );
 
 fn bytes_of(seeds: &[u64]) -> Vec<u8> {
@@ -58,8 +58,8 @@ impl Scan for PyScan {
             let answer = self.scan.bind(py).call_method1("steps", (steps, PyBytes::new(py, &bytes_of(seeds)), seeded))?;
             let (obs, final_obs, actions, rewards, flags, extras, infos): Answer<'_> = answer.extract()?;
             let flags = flags.as_slice()?;
-            let infos: Vec<Info> = serde_json::from_str(&infos)
-                .map_err(|e| crate::errors::input_error(format!("the scan's infos are not a JSON list of objects: {e}")))?;
+            let ended = flags.iter().filter(|&&f| f != 0).count();
+            let infos = crate::info_columns::infos_of(&infos, ended).map_err(|e| crate::errors::input_error(format!("the scan's {e}")))?;
             let extras = extras
                 .into_iter()
                 .map(|(name, values, shape)| Ok(Extra { name, shape, values: values.as_slice()?.to_vec() }))
