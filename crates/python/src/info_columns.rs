@@ -113,7 +113,7 @@ fn fill(infos: &mut [Info], name: &str, column: &Bound<'_, PyAny>) -> Result<(),
 /// One row's value: a scalar, or nested lists for a leaf of more dimensions.
 fn nested<T: Copy>(x: &ArrayViewD<'_, T>, value: &impl Fn(T) -> Result<Json, String>) -> Result<Json, String> {
     match x.ndim() {
-        0 => value(*x.first().expect("a 0-d view holds one value")),
+        0 => x.first().map_or_else(|| Err("no value".to_string()), |v| value(*v)),
         _ => x.outer_iter().map(|r| nested(&r, value)).collect::<Result<Vec<Json>, String>>().map(Json::Array),
     }
 }
