@@ -360,11 +360,21 @@ def info_columns(columns: Dict[str, Any], at: Any) -> Dict[str, np.ndarray]:
     """The infos of rows ``at`` of ``columns`` (info leaves by name, a row per env step), in
     ``at``'s order, as rollway reads them without a dict a row: each leaf an array ``[len(at),
     ...]`` of bool, int64 or float64 (a leaf of more dimensions is a list in each info)."""
-    def plain(a: np.ndarray) -> np.ndarray:
-        kind = a.dtype.kind
-        return np.ascontiguousarray(a, np.bool_ if kind == "b" else np.int64 if kind in "iu" else np.float64)
+    def plain(k: str, a: np.ndarray) -> np.ndarray:
+        # The values the leaf holds, exactly: JAX's narrow ints (ml_dtypes' int4, …) stay ints, its
+        # small floats (bfloat16, …) become float64, and what has no such form is refused by name.
+        kind, name = a.dtype.kind, a.dtype.name
+        if kind == "b":
+            return np.ascontiguousarray(a, np.bool_)
+        fits = kind == "u" and (a.dtype.itemsize < 8 or a.size == 0 or int(a.max()) <= np.iinfo(np.int64).max)
+        if kind == "i" or fits or (kind == "V" and "int" in name):
+            return np.ascontiguousarray(a, np.int64)
+        if kind == "f" or (kind == "V" and "float" in name):
+            return np.ascontiguousarray(a, np.float64)
+        raise TypeError(f"info[{k!r}]: an array of {a.dtype} cannot be recorded (infos hold bools, integers up to "
+                        "int64 and floats)")
 
-    return {k: plain(np.asarray(v)[at]) for k, v in columns.items()}
+    return {k: plain(k, np.asarray(v)[at]) for k, v in columns.items()}
 
 
 def strong(jax: Any, tree: Any) -> Any:

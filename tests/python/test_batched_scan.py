@@ -141,6 +141,22 @@ def test_issue69_a_jax_envs_infos_reach_the_fragment_as_its_own_values():
         assert info == {"at": [x, t], "far": abs(x) >= 2, "half": x / 2.0}
 
 
+def test_issue69_info_columns_keep_each_leafs_values_and_refuse_what_has_no_json_form():
+    import ml_dtypes
+    from rollway.batched import info_columns
+
+    at = [2, 0]
+    cols = info_columns({"u8": np.arange(3, dtype=np.uint8), "i4": np.arange(3).astype(ml_dtypes.int4),
+                         "bf": np.array([0.5, 1.5, 2.5], ml_dtypes.bfloat16), "b": np.array([1, 0, 1], bool),
+                         "u64": np.arange(3, dtype=np.uint64)}, at)
+    assert {k: (v.dtype.name, v.tolist()) for k, v in cols.items()} == {
+        "u8": ("int64", [2, 0]), "i4": ("int64", [2, 0]), "bf": ("float64", [2.5, 0.5]), "b": ("bool", [True, True]),
+        "u64": ("int64", [2, 0])}
+    for bad in (np.full(3, 2**64 - 1, np.uint64), np.array([1 + 2j] * 3)):
+        with pytest.raises(TypeError, match=f"info\\['x'\\]: an array of {bad.dtype} cannot be recorded"):
+            info_columns({"x": bad}, at)
+
+
 def test_issue69_a_nan_in_a_jax_envs_info_is_an_input_error_naming_its_key():
     with rollway.Rollout(lambda: walk_with_infos(nan_at_end=True), rollway.JaxPolicy.uniform(), num_envs=4,
                          steps_per_fragment=16) as r:

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 
 use ndarray::{ArrayViewD, Axis};
-use numpy::{PyArrayDyn, PyArrayMethods};
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use rollway_core::{DType, Info};
@@ -86,6 +86,11 @@ fn fill(infos: &mut [Info], name: &str, column: &Bound<'_, PyAny>) -> Result<(),
         a: &Bound<'_, PyArrayDyn<T>>,
         value: impl Fn(T) -> Result<Json, String>,
     ) -> Result<(), String> {
+        // rust-numpy reads a view of up to 32 dimensions, by strides a whole number of items:
+        // anything else is refused here, not read wrongly (rollway's own columns are contiguous).
+        if a.ndim() > 32 || !a.is_contiguous() {
+            return Err(format!("a column must be a contiguous array of at most 32 dimensions ({} here)", a.ndim()));
+        }
         let a = a.try_readonly().map_err(|e| e.to_string())?;
         let view = a.as_array();
         if view.ndim() == 0 || view.len_of(Axis(0)) != infos.len() {
