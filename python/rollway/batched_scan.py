@@ -187,8 +187,8 @@ class JaxScan:
 
         # The state and the buffers of the observations (every step's, and the final ones) are
         # given up to each call and written in place. A fresh [T, N, ...] output each call was
-        # memory the allocator maps anew (past glibc's mmap threshold: from ~8 MB of observations
-        # a call), and its page faults cost more than the scan's own steps at N = 1024 (issue 69,
+        # memory the allocator mapped anew (52 MB at N = 1024, past glibc's largest mmap
+        # threshold), and its page faults cost more than the scan's own steps (issue 69,
         # bench/RESULTS.md).
         self._scans[(steps, seeded)] = jax.jit(scan, donate_argnums=(0, 1, 6, 7))
         return self._scans[(steps, seeded)]

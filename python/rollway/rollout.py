@@ -111,7 +111,7 @@ class Fragment:
     """
 
     __slots__ = ("steps", "envs", "obs", "actions", "rewards", "terminated", "truncated", "first",
-                 "episode", "version", "state", "extras", "finished", "final_obs", "_final_info", "_final_info_json", "stats", "_stagings")
+                 "episode", "version", "state", "extras", "finished", "final_obs", "_final_info", "stats", "_stagings")
     rewards: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
@@ -132,20 +132,19 @@ class Fragment:
         self.obs: Any = obs.view(raw["obs"], t + 1, n)
         self.actions: Any = act.view(raw["actions"], t, n)
         self.final_obs: Any = obs.view(raw["final_obs"], len(raw["finished"]["env"]))
-        # Parsed when first read: a learner that never reads them does not pay for thousands of
-        # dicts a fragment (a JAX env's short episodes at large N).
-        self._final_info_json: Optional[str] = raw["final_info"]
-        self._final_info: Optional[List[Dict[str, Any]]] = None
+        # The engine's JSON text, parsed when first read: a learner that never reads them does not
+        # pay for thousands of dicts a fragment (a JAX env's short episodes at large N).
+        self._final_info: Union[str, List[Dict[str, Any]]] = raw["final_info"]
         for k in ("rewards", "terminated", "truncated", "first", "episode", "version", "state", "extras", "finished", "stats"):
             setattr(self, k, raw[k])
 
     @property
     def final_info(self) -> List[Dict[str, Any]]:
         """The info each finished episode's last step returned (see the class docs)."""
-        if self._final_info is None:
-            self._final_info = json.loads(self._final_info_json or "[]")
-            self._final_info_json = None
-        return self._final_info
+        info = self._final_info
+        if isinstance(info, str):
+            info = self._final_info = json.loads(info)
+        return info
 
     @property
     def dones(self) -> np.ndarray:
