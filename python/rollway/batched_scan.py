@@ -22,11 +22,13 @@ env's own loop from its seed); the policy gets a key of its own each step, from 
 started at the rollout's first episode's seed. :meth:`JaxPolicy.uniform` draws random actions
 in JAX: not the draws of the ``"random"`` agent, which acts from Rust.
 
-**When it pays.** Every step resets every env inside the call (under ``vmap`` both branches of
-an episode's end are computed), as the env's own auto-resetting step does: right for envs whose
-reset costs about a step (gymnax's), wrong for Craftax, whose world costs ~40 steps to make and
-which a round-at-a-time rollout resets only where an episode ended. Measured in
-bench/RESULTS.md (issue 69).
+**Resets.** The env's own auto-resetting step resets every env at every step (under ``vmap``
+both sides of an episode's end are computed): right for gymnax's envs, whose reset costs about
+a step, ruinous for Craftax, whose world costs ~40 steps to make. The scan times, at its start,
+a reset of every slot together against a few slots reset one at a time (a loop inside the call,
+as many turns as episodes ended), and takes the cheaper for the episodes that end a step,
+judged again on each call's own count: Craftax's scan resets only the ended slots, gymnax's
+every slot. Both ways make the same episodes. Measured in bench/RESULTS.md (issue 69).
 
 **What it does not do.** The policy acts inside the call, so ``workers=1`` (one block),
 ``host`` and ``mode`` do not apply; an error in the call ends the rollout (no per-env faults);
@@ -37,6 +39,7 @@ episodes end where the env's params say (``max_episode_steps`` is refused: set t
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -84,6 +87,56 @@ class _Uniform:
         return jax.random.uniform(key, (n, *space.shape), minval=space.low, maxval=space.high)
 
 
+def _reset_all(jax: Any, reset_slot: Any, seeded: bool) -> Callable[..., Any]:
+    """``(state, keys, obs, done, k_auto, seed_key) -> (state, keys, obs)`` with every slot
+    reset and the ended ones kept: both sides of an episode's end computed, as the env's own
+    auto-resetting step does under ``vmap``."""
+    jnp = jax.numpy
+
+    def reset_all(state: Any, keys: Any, obs: Any, done: Any, k_auto: Any, seed_key: Any) -> Any:
+        obs_re, state_re, keys_re = jax.vmap(reset_slot)(keys, done, k_auto, seeded & done, seed_key)
+
+        def pick(new: Any, old: Any) -> Any:
+            return jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+
+        return jax.tree.map(pick, state_re, state), pick(keys_re, keys), pick(obs_re, obs)
+
+    return reset_all
+
+
+def _reset_each(jax: Any, reset_slot: Any, seeded: bool) -> Callable[..., Any]:
+    """``(state, keys, obs, done, k_auto, seed_key) -> (state, keys, obs)`` with the slots where
+    ``done`` reset one at a time, in a loop of as many turns as there are: the others cost
+    nothing (the slots' keys as :func:`~rollway.batched.slot_fns`' reset takes them)."""
+    jnp = jax.numpy
+
+    def reset_each(state: Any, keys: Any, obs: Any, done: Any, k_auto: Any, seed_key: Any) -> Any:
+        at = jnp.nonzero(done, size=done.shape[0], fill_value=0)[0]
+
+        def one(i: Any, c: Any) -> Any:
+            state, keys, obs = c
+            j = at[i]
+            o, s, k = reset_slot(keys[j], True, k_auto[j], seeded, seed_key[j])
+            return jax.tree.map(lambda a, b: a.at[j].set(b), state, s), keys.at[j].set(k), obs.at[j].set(o)
+
+        return jax.lax.fori_loop(0, done.sum(), one, (state, keys, obs))
+
+    return reset_each
+
+
+def _best_time(jax: Any, call: Callable[[], Any], budget: float = 0.01, tries: int = 3) -> float:
+    """The least of up to ``tries`` timings of ``call`` (its result waited for): one only when
+    a call takes longer than ``budget`` seconds."""
+    best = math.inf
+    for _ in range(tries):
+        t = time.perf_counter()
+        jax.block_until_ready(call())
+        best = min(best, time.perf_counter() - t)
+        if best > budget:
+            break
+    return best
+
+
 def _rows(a: Any, dtype: Any, row: int) -> np.ndarray:
     """``a`` (``[rows, ...]``) as uint8 rows of ``row`` bytes: a view of the array's own memory
     when its values fill the row, else a zero-padded copy (a row padded to rollway's alignment)."""
@@ -111,6 +164,10 @@ class JaxScan:
 
     rollway_scan = True
 
+    #: Up to how many ended slots a step's resets one at a time cost no more than every slot's
+    #: together: measured at :meth:`begin` unless set (the tests set it, to take each way).
+    one_limit: Optional[int] = None
+
     def __init__(self, sim: JaxSim, policy: JaxPolicy, n: int) -> None:
         from rollway.spaces import RowViews, to_json
 
@@ -126,10 +183,11 @@ class JaxScan:
                 raise ValueError(f"{sim.id}: a JaxPolicy takes spaces of one array; the {what} space is {v.leaves}")
         self._obs_dtype, self._obs_row = views[0].leaves[0].dtype, views[0].row
         self._act_dtype, self._act_row = views[1].leaves[0].dtype, views[1].row
-        self._scans: Dict[Tuple[int, bool], Any] = {}
+        self._scans: Dict[Tuple[int, bool, bool], Any] = {}
         self.state: Any = None
         self._final: Any = None
         self._seen: Any = None
+        self.one_at_a_time = False
 
     def begin(self, seeds: bytes) -> np.ndarray:
         """Resets every slot from its seed (``uint64`` by slot); the first observations as rows."""
@@ -137,23 +195,53 @@ class JaxScan:
         keys = key_of(np.frombuffer(seeds, np.uint64))
         _, reset_slot = slot_fns(jax, self.sim.env, self.sim.params, self.sim.kind)
         no = np.zeros(self.n, bool)
-        obs, self.state, self.keys = jax.jit(jax.vmap(reset_slot))(keys, no, keys, ~no, keys)
+        reset_all = jax.jit(jax.vmap(reset_slot)).lower(keys, no, keys, ~no, keys).compile()
+        all_s = _best_time(jax, lambda: reset_all(keys, no, keys, ~no, keys))
+        obs, self.state, self.keys = reset_all(keys, no, keys, ~no, keys)
+        if self.one_limit is None:
+            self.one_limit = self._measure_one_limit(reset_slot, obs, keys, all_s)
+        # Until the ends are counted: as if an eighth of the slots ended every step.
+        self.one_at_a_time = self.n / 8 < self.one_limit
         # The policy's own stream, from the first episode's seed (and apart from the envs' keys).
         self.policy_key = jax.random.fold_in(keys[0], 0x706F6C)
         self.obs = obs
         return _rows(obs, self._obs_dtype, self._obs_row)
 
+    def _measure_one_limit(self, reset_slot: Any, obs: Any, keys: Any, all_s: float) -> int:
+        """How many slots reset one at a time cost no more than every slot reset together
+        (``all_s`` seconds, measured), timed on a few slots. Craftax's world costs ~40 steps to
+        make and vectorizes little: one slot's costs about an N-th of all of them. gymnax's
+        reset costs about a step, and N of them fused cost a few one at a time."""
+        jax, m = self._jax, min(self.n, 8)
+        done = np.arange(self.n) < m
+        each = jax.jit(_reset_each(jax, reset_slot, False)).lower(self.state, self.keys, obs, done, keys, keys).compile()
+        one_s = _best_time(jax, lambda: each(self.state, self.keys, obs, done, keys, keys)) / m
+        return int(all_s / max(one_s, 1e-9))
+
     def load(self, params: Any) -> None:
         """The next version's params (``Rollout.publish(weights)``)."""
         self.params = params
 
+    def _choose(self, ends_per_step: float) -> None:
+        """Resets one at a time while a step's ended slots cost less so than all of them
+        (``one_limit``), judged on the last call's ends: a quarter's margin either way, so that
+        a rate near the limit does not compile the other scan back and forth."""
+        limit = self.one_limit or 0
+        if self.one_at_a_time and ends_per_step > limit / 0.75:
+            self.one_at_a_time = False
+        elif not self.one_at_a_time and ends_per_step < 0.75 * limit:
+            self.one_at_a_time = True
+
     def _scan(self, steps: int, seeded: bool) -> Any:
-        if (steps, seeded) in self._scans:
-            return self._scans[(steps, seeded)]
+        one = self.one_at_a_time
+        if (steps, seeded, one) in self._scans:
+            return self._scans[(steps, seeded, one)]
         jax, n = self._jax, self.n
         jnp = jax.numpy
         step_slot, reset_slot = slot_fns(jax, self.sim.env, self.sim.params, self.sim.kind)
         fn, act_dtype = self.fn, action_dtype(self.sim.action_space)
+
+        reset = (_reset_each if one else _reset_all)(jax, reset_slot, seeded)
 
         def body(carry: Any, t: Any) -> Any:
             state, keys, obs, pkey, started, params, seed_keys, final, ends, seen = carry
@@ -166,12 +254,7 @@ class JaxScan:
             done = term | trunc
             # Each slot that ended starts its next episode from the next of its seeds (or its own stream).
             seed_key = seed_keys[jnp.minimum(started, seed_keys.shape[0] - 1), jnp.arange(n)]
-            obs_re, state_re, keys_re = jax.vmap(reset_slot)(keys, done, k_auto, jnp.full(n, seeded) & done, seed_key)
-
-            def pick(new: Any, old: Any) -> Any:
-                return jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
-
-            state, keys, nxt = jax.tree.map(pick, state_re, state), pick(keys_re, keys), pick(obs_re, obs_st)
+            state, keys, nxt = reset(state, keys, obs_st, done, k_auto, seed_key)
             # The final observations are packed, in (t, i) order, where they ended: a second
             # [T, N] array of observations would be written whole for a few rows of it.
             at = jnp.where(done, ends + jnp.cumsum(done) - 1, final.shape[0])
@@ -190,8 +273,8 @@ class JaxScan:
         # memory the allocator mapped anew (52 MB at N = 1024, past glibc's largest mmap
         # threshold), and its page faults cost more than the scan's own steps (issue 69,
         # bench/RESULTS.md).
-        self._scans[(steps, seeded)] = jax.jit(scan, donate_argnums=(0, 1, 6, 7))
-        return self._scans[(steps, seeded)]
+        self._scans[(steps, seeded, one)] = jax.jit(scan, donate_argnums=(0, 1, 6, 7))
+        return self._scans[(steps, seeded, one)]
 
     def steps(self, steps: int, seeds: bytes, seeded: bool) -> Tuple[Any, ...]:
         """``steps`` steps of every slot; ``seeds`` (``uint64`` ``[steps, n]``): each slot's next
@@ -209,6 +292,7 @@ class JaxScan:
         self.state, self.keys, self.obs, self.policy_key, self._final, ends, self._seen, outs = self._scan(steps, seeded)(
             self.state, self.keys, self.obs, self.policy_key, self.params, seed_keys, self._final, self._seen)
         nxt, (acts, reward, term, trunc, extras, info) = self._seen, outs
+        self._choose(int(ends) / steps)
         flags = flags_of(term, trunc).reshape(-1)
         ended = np.flatnonzero(flags)
         # Read (and copied by rollway) before the next call gives the buffer up.

@@ -37,8 +37,12 @@ def numpy_act(obs, first, state):
 FIELDS = ("obs", "actions", "rewards", "terminated", "truncated", "first", "episode", "version", "final_obs")
 
 
+# The scan resets every slot together (0) or the ended ones one at a time (a limit never reached):
+# what it measures at its start picks one, and both must make the same fragments.
+@pytest.mark.parametrize("one_limit", [0, 10**9], ids=["all-together", "one-at-a-time"])
 @pytest.mark.parametrize("seed_each_episode", [True, False])
-def test_issue69_a_jax_policy_makes_the_fragments_a_round_at_a_time_rollout_makes(seed_each_episode):
+def test_issue69_a_jax_policy_makes_the_fragments_a_round_at_a_time_rollout_makes(seed_each_episode, one_limit, monkeypatch):
+    monkeypatch.setattr("rollway.batched_scan.JaxScan.one_limit", one_limit)
     kw = dict(num_envs=6, steps_per_fragment=24, seed=5, seed_each_episode=seed_each_episode)
     params = {"w": W, "shift": np.int32(0)}
     with rollway.Rollout(ENV, rollway.JaxPolicy(jax_act, params), **kw) as scanned, \
