@@ -25,7 +25,11 @@ Parts (``--parts``, all by default, in this order):
   does not fit the device's carry beside rollway's): same seed, same agent steps; steps/s, the time
   outside the policy and the update, the mean return of the last fifth;
 - ``shared``: two rollouts with CNN policies on the one device, in two processes at once, each on half
-  the cores, against one such rollout alone: each one's steps/s (what sharing the device costs).
+  the cores, against one such rollout alone: each one's steps/s (what sharing the device costs);
+- ``craftax``: PPO on Craftax-Classic-Symbolic (``rollway.examples.ppo_craftax``, issue 69), policy and
+  learner on the device, the env a JAX batch on the device JAX chose: steps/s and the achievements
+  unlocked an episode, first and last. Skipped, saying so, where JAX or Craftax is not installed
+  (jaxlib's wheel alone is larger than the device's carry).
 
     python bench/gpu.py --cpu --out /tmp/gpu.json        # rehearsal here (about 5 minutes on 2 cores)
     bash bench/gpu.sh                                    # on the device machine: writes $OUT/gpu.json
@@ -50,7 +54,7 @@ sys.path[:0] = [os.path.join(HERE, "..", "tests", "python"), HERE]
 from benchlib import timed_steps  # noqa: E402
 
 GAME = "Pong-v5"
-PARTS = ["checks", "inference", "batching", "scaling", "ppo", "shared"]
+PARTS = ["checks", "inference", "batching", "scaling", "ppo", "shared", "craftax"]
 
 
 def log(msg: str) -> None:
@@ -278,6 +282,23 @@ def shared(args: argparse.Namespace) -> Dict[str, Any]:
     return out
 
 
+def craftax(args: argparse.Namespace) -> Dict[str, Any]:
+    try:
+        import craftax as _  # noqa: F401
+        import jax
+    except ImportError as e:
+        log(f"craftax: skipped, {e.name} is not installed here")
+        return {"skipped": f"{e.name} is not installed"}
+    from rollway.examples import ppo_craftax
+
+    dev = device_of(args)
+    r = ppo_craftax.train(args.craftax_steps, args.craftax_envs, 64, args.craftax_width, device=dev, log=False)
+    r.update(device=dev, jax_device=str(jax.devices()[0]), envs=args.craftax_envs, width=args.craftax_width)
+    log(f"craftax: {r['steps_per_s']:,.0f} env steps/s, achievements an episode {r['first_achievements']:.2f} -> "
+        f"{r['last_achievements']:.2f}")
+    return r
+
+
 def spawn(extra: List[str], args: argparse.Namespace) -> "subprocess.Popen[str]":
     return subprocess.Popen([sys.executable, os.path.abspath(__file__), *passed(args), *extra], stdout=subprocess.PIPE, text=True)
 
@@ -316,6 +337,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ppo-steps", type=int, help="agent steps per PPO run (default 200,000; --cpu 4,096)")
     p.add_argument("--ppo-envs", type=int, help="envs of the PPO runs (default 64; --cpu 8)")
     p.add_argument("--shared-s", type=float, help="seconds each shared-device rollout runs (default 20; --cpu 5)")
+    p.add_argument("--craftax-steps", type=int, help="env steps of the Craftax PPO run (default 1,048,576; --cpu 16,384)")
+    p.add_argument("--craftax-envs", type=int, help="its envs, one JAX batch (default 1024, as PureJaxRL; --cpu 64)")
+    p.add_argument("--craftax-width", type=int, help="its layers' units (default 512, as PureJaxRL; --cpu 64)")
     p.add_argument("--ppo-one", help=argparse.SUPPRESS)
     p.add_argument("--shared-one", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -327,6 +351,9 @@ def main() -> None:
     args.ppo_steps = args.ppo_steps or (4_096 if small else 200_000)
     args.ppo_envs = args.ppo_envs or (8 if small else 64)
     args.shared_s = args.shared_s or (5.0 if small else 20.0)
+    args.craftax_steps = args.craftax_steps or (16_384 if small else 1_048_576)
+    args.craftax_envs = args.craftax_envs or (64 if small else 1024)
+    args.craftax_width = args.craftax_width or (64 if small else 512)
     args.batches = [32, 128, 512] if small else [32, 64, 128, 256, 512, 1024, 2048]
     args.cores = [1, 2] if small else [1, 2, 4, 8, 16]
     args.inference_s, args.scaling_s = (1.0, 3.0) if small else (1.5, 5.0)
@@ -338,7 +365,8 @@ def main() -> None:
         print(json.dumps(shared_one(args)))
         return
     parts: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {
-        "checks": checks, "inference": inference, "batching": batching, "scaling": scaling, "ppo": ppo, "shared": shared}
+        "checks": checks, "inference": inference, "batching": batching, "scaling": scaling, "ppo": ppo, "shared": shared,
+        "craftax": craftax}
     report: Dict[str, Any] = {"machine": machine(), "rehearsal_on_cpu": bool(args.cpu), "seconds": {}}
     start = time.perf_counter()
     for name in args.parts.split(","):
