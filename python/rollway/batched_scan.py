@@ -173,7 +173,7 @@ class JaxScan:
         self.sim, self.n, self._jax = sim, n, jax
         self.fn, self.params = policy.fn, policy.params
         if isinstance(self.fn, _Uniform):
-            self.fn = _Uniform(sim.env.action_space(sim.params))
+            self.fn = _Uniform(sim.action_space)  # the space of the env as rollway hosts it: sim.env may be a wrapper
         views = RowViews(to_json(sim.observation_space)), RowViews(to_json(sim.action_space))
         for what, v in zip(("observation", "action"), views):
             if not v.one:

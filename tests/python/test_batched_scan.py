@@ -87,6 +87,16 @@ def test_issue69_publish_hands_a_jax_policy_its_next_params_and_versions_the_ste
     assert (b.actions == 2).all() and (b.version == 1).all()
 
 
+def test_issue69_a_uniform_jax_policy_acts_on_an_env_whose_pixels_rollway_makes_uint8():
+    # pixels="uint8" wraps the env (Craftax's images as frames); the uniform policy's space is the
+    # hosted env's, not the wrapper's (which has none).
+    with rollway.Rollout(ENV, rollway.JaxPolicy.uniform(), num_envs=4, steps_per_fragment=8, seed=2,
+                         env_params={"pixels": "uint8"}) as r:
+        f = r.collect()
+    assert f.obs.dtype == np.uint8 and set(np.unique(f.obs)) == {0, 255}
+    assert f.actions.min() >= 0 and f.actions.max() < NA
+
+
 def test_issue69_a_jax_policys_fragment_where_no_episode_ends_has_no_final_rows():
     # CartPole's pole cannot fall within two steps of a reset: the first fragment ends nothing.
     with rollway.Rollout("gymnax:CartPole-v1", rollway.JaxPolicy.uniform(), num_envs=2, steps_per_fragment=2) as r:
