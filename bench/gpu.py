@@ -27,11 +27,12 @@ Parts (``--parts``, all by default, in this order):
 - ``shared``: two rollouts with CNN policies on the one device, in two processes at once, each on half
   the cores, against one such rollout alone: each one's steps/s (what sharing the device costs);
 - ``craftax``: PPO on Craftax-Classic-Symbolic (``rollway.examples.ppo_craftax``, issue 69), policy and
-  learner on the device, the env a JAX batch on the device JAX chose: steps/s and the achievements
-  unlocked an episode, first and last. Skipped, saying so, where JAX or Craftax is not installed
+  learner on the device, the envs one JAX batch on JAX's default device: steps/s and the achievements
+  unlocked an episode over the first and the last 10 updates (they overlap below 20 updates: the
+  rehearsal's 4 compare the same ones). Skipped, saying so, where JAX or Craftax is not installed
   (jaxlib's wheel alone is larger than the device's carry).
 
-    python bench/gpu.py --cpu --out /tmp/gpu.json        # rehearsal here (about 5 minutes on 2 cores)
+    python bench/gpu.py --cpu --out /tmp/gpu.json        # rehearsal here (about 6 minutes on 2 cores)
     bash bench/gpu.sh                                    # on the device machine: writes $OUT/gpu.json
 """
 
@@ -287,8 +288,8 @@ def craftax(args: argparse.Namespace) -> Dict[str, Any]:
         import craftax as _  # noqa: F401
         import jax
     except ImportError as e:
-        log(f"craftax: skipped, {e.name} is not installed here")
-        return {"skipped": f"{e.name} is not installed"}
+        log(f"craftax: skipped, {e.name or e} is not installed here")
+        return {"skipped": f"{e.name or e} is not installed"}
     from rollway.examples import ppo_craftax
 
     dev = device_of(args)

@@ -26,9 +26,10 @@ in JAX: not the draws of the ``"random"`` agent, which acts from Rust.
 both sides of an episode's end are computed): right for gymnax's envs, whose reset costs about
 a step, ruinous for Craftax, whose world costs ~40 steps to make. The scan times, at its start,
 a reset of every slot together against a few slots reset one at a time (a loop inside the call,
-as many turns as episodes ended), and takes the cheaper for the episodes that end a step,
-judged again on each call's own count: Craftax's scan resets only the ended slots, gymnax's
-every slot. Both ways make the same episodes. Measured in bench/RESULTS.md (issue 69).
+one turn per ended episode), and takes the cheaper for the episodes that end per step, judged
+again on each call's own count. In the runs measured, Craftax's scan resets only the ended
+slots and Breakout-MinAtar's every slot; an env whose episodes are long may choose otherwise.
+Both ways make the same episodes. Measured in bench/RESULTS.md (issue 69).
 
 **What it does not do.** The policy acts inside the call, so ``workers=1`` (one block),
 ``host`` and ``mode`` do not apply; an error in the call ends the rollout (no per-env faults);
@@ -106,9 +107,11 @@ def _reset_all(jax: Any, reset_slot: Any, seeded: bool) -> Callable[..., Any]:
 
 def _reset_each(jax: Any, reset_slot: Any, seeded: bool) -> Callable[..., Any]:
     """``(state, keys, obs, done, k_auto, seed_key) -> (state, keys, obs)`` with the slots where
-    ``done`` reset one at a time, in a loop of as many turns as there are: the others cost
-    nothing (the slots' keys as :func:`~rollway.batched.slot_fns`' reset takes them)."""
+    ``done`` reset one at a time, a loop of one turn per ended slot: the others cost a pass over
+    ``done`` (the slots' keys as :func:`~rollway.batched.slot_fns`' reset takes them)."""
     jnp = jax.numpy
+    # Arrays, not Python bools: the reset negates them (``~`` on a bool is deprecated).
+    pending, seeded_ = jnp.asarray(True), jnp.asarray(seeded)
 
     def reset_each(state: Any, keys: Any, obs: Any, done: Any, k_auto: Any, seed_key: Any) -> Any:
         at = jnp.nonzero(done, size=done.shape[0], fill_value=0)[0]
@@ -116,7 +119,7 @@ def _reset_each(jax: Any, reset_slot: Any, seeded: bool) -> Callable[..., Any]:
         def one(i: Any, c: Any) -> Any:
             state, keys, obs = c
             j = at[i]
-            o, s, k = reset_slot(keys[j], True, k_auto[j], seeded, seed_key[j])
+            o, s, k = reset_slot(keys[j], pending, k_auto[j], seeded_, seed_key[j])
             return jax.tree.map(lambda a, b: a.at[j].set(b), state, s), keys.at[j].set(k), obs.at[j].set(o)
 
         return jax.lax.fori_loop(0, done.sum(), one, (state, keys, obs))
@@ -161,7 +164,7 @@ class JaxScan:
 
     rollway_scan = True
 
-    #: Up to how many ended slots a step's resets one at a time cost no more than every slot's
+    #: The most ended slots a step can reset one at a time for no more than resetting every slot
     #: together: measured at :meth:`begin` unless set (the tests set it, to take each way).
     one_limit: Optional[int] = None
 
@@ -196,8 +199,9 @@ class JaxScan:
         t = time.perf_counter()
         obs, self.state, self.keys = jax.block_until_ready(reset_all(keys, no, keys, ~no, keys))
         all_s = time.perf_counter() - t
-        if all_s < 0.05:  # cheap: timed again, the first run's setup left out
-            all_s = min(all_s, _least_time(jax, lambda: reset_all(keys, no, keys, ~no, keys)))
+        if all_s < 1.0:  # timed again, the first run's setup left out as on the other side
+            tries = 3 if all_s < 0.05 else 1
+            all_s = min(all_s, _least_time(jax, lambda: reset_all(keys, no, keys, ~no, keys), tries))
         if self.one_limit is None:
             self.one_limit = self._measure_one_limit(reset_slot, obs, keys, all_s)
         # Until the ends are counted: as if an eighth of the slots ended every step.
@@ -210,13 +214,14 @@ class JaxScan:
     def _measure_one_limit(self, reset_slot: Any, obs: Any, keys: Any, all_s: float) -> int:
         """How many slots reset one at a time cost no more than every slot reset together
         (``all_s`` seconds, measured), timed on a few slots. Craftax's world costs ~40 steps to
-        make and vectorizes little: one slot's costs about an N-th of all of them. gymnax's
-        reset costs about a step, and all N of them fused cost what a few cost one at a time."""
+        make and vectorizes little: one slot's reset costs about 1/N of resetting all of them.
+        gymnax's reset costs about a step, and all N of them fused cost what a few cost one at a
+        time."""
         jax, m = self._jax, min(self.n, 4)
         done = np.arange(self.n) < m
         each = jax.jit(_reset_each(jax, reset_slot, False)).lower(self.state, self.keys, obs, done, keys, keys).compile()
-        # Not timed: a first run sets up what later ones reuse (Craftax, N = 512: 640 ms for
-        # eight slots, then 1.1 ms a slot).
+        # Not timed: a first run sets up what later ones reuse (measured with eight slots of
+        # Craftax at N = 512: 640 ms, then 1.1 ms a slot).
         jax.block_until_ready(each(self.state, self.keys, obs, done, keys, keys))
         one_s = _least_time(jax, lambda: each(self.state, self.keys, obs, done, keys, keys)) / m
         return int(all_s / max(one_s, 1e-9))
@@ -226,11 +231,12 @@ class JaxScan:
         self.params = params
 
     def _choose(self, ends_per_step: float) -> None:
-        """Resets the ended slots one at a time while so many cost less than every slot reset
-        together (``one_limit``), judged on the last call's ends: a quarter's margin either way,
-        so that a rate near the limit does not compile the other scan back and forth."""
+        """Chooses how the next call resets: the ended slots one at a time while the ends per
+        step are fewer than ``one_limit`` (resetting them so costs less than resetting every
+        slot together), judged on the last call's ends, with a quarter's margin either way so
+        that a rate near the limit does not compile the other scan back and forth."""
         limit = self.one_limit or 0
-        if self.one_at_a_time and ends_per_step > limit / 0.75:
+        if self.one_at_a_time and ends_per_step > 1.25 * limit:
             self.one_at_a_time = False
         elif not self.one_at_a_time and ends_per_step < 0.75 * limit:
             self.one_at_a_time = True

@@ -142,6 +142,46 @@ def walk_with_infos(nan_at_end: bool = False):
     return Walk()
 
 
+def test_issue69_a_jax_scan_that_changes_how_it_resets_between_calls_makes_the_same_steps():
+    # A call's ends can make the scan compile the other way for the next (JaxScan._choose): the
+    # steps must not change with it.
+    from rollway.batched import JaxSim
+    from rollway.batched_scan import JaxScan
+
+    n, t = 6, 12
+
+    def run(ways):
+        scan = JaxScan(JaxSim("gymnax", "Breakout-MinAtar", {}), rollway.JaxPolicy(jax_act, {"w": W, "shift": np.int32(0)}), n)
+        scan.one_limit = 0
+        scan.begin(np.arange(n, dtype=np.uint64).tobytes())
+        seeds = np.arange(t * n, dtype=np.uint64).tobytes()
+        out = []
+        for one in ways:
+            scan.one_at_a_time = one
+            out.append([np.array(x) for x in scan.steps(t, seeds, True)[:5]])  # copied: the next call reuses the buffers
+        return {k[2] for k in scan._scans}, out
+
+    ways, switched = run([True, False, True])
+    assert ways == {True, False}
+    ways, kept = run([False, False, False])
+    assert ways == {False}
+    for a, b in zip(switched, kept):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert (kept[0][4] != 0).sum() > 3  # episodes ended, so resets happened each way
+
+
+def test_issue69_a_jax_scan_changes_how_it_resets_only_past_a_quarters_margin():
+    from rollway.batched import JaxSim
+    from rollway.batched_scan import JaxScan
+
+    scan = JaxScan(JaxSim("gymnax", "Breakout-MinAtar", {}), rollway.JaxPolicy.uniform(), 4)
+    scan.one_limit, scan.one_at_a_time = 8, True
+    for ends_per_step, one in [(9.0, True), (10.5, False), (7.0, False), (5.5, True)]:
+        scan._choose(ends_per_step)
+        assert scan.one_at_a_time is one, ends_per_step
+
+
 def test_issue69_a_jax_envs_infos_reach_the_fragment_as_its_own_values():
     # Both ways a JAX env's infos come (a scan's, a block's round) give each leaf's values: ints,
     # bools, floats, and a leaf of more dimensions as a list.
