@@ -81,3 +81,45 @@ def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_th
     for i in table.column("episode_id").to_pylist():
         rows[i] = rows.get(i, 0) + 1
     assert rows == {e["id"]: e["length"] + 1 for e in ds.episodes}
+
+
+READER = r"""
+import sys
+import rollway
+print(len(rollway.Dataset(sys.argv[1]).episodes))
+"""
+
+
+def test_issue54_a_reader_racing_a_shards_publish_finds_it_at_its_final_key(s3_store, tmp_path, reap):
+    """A reader looks for a committed shard's file at its final key, then at its staged one. A writer
+    that publishes between the two looks (a copy to the final key, then the staged one deleted)
+    left the reader finding neither, and it called the dataset corrupt (seen in
+    test_store_stress's follower). The test holds the reader between its two looks
+    (``pull-staged``) while the writer, held until then after its commit (``member-publish``),
+    publishes."""
+    url = f"s3://{BUCKET}/race/run"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(driver)
+    assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    member = subprocess.Popen([sys.executable, "-c", MEMBER, url, "0:0:8:m"], env=dict(os.environ, ROLLWAY_PAUSE=f"member-publish:{pause}"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(member)
+    _wait_for(pause / "member-publish.paused", member, "the member committed its shard")
+    reader = subprocess.Popen([sys.executable, "-c", READER, url],
+                              env=dict(os.environ, ROLLWAY_PAUSE=f"pull-staged:{pause}", ROLLWAY_CACHE_DIR=str(tmp_path / "cache")),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(reader)
+    _wait_for(pause / "pull-staged.paused", reader, "the reader missed the file at its final key")
+    (pause / "member-publish.go").touch()
+    _, err = member.communicate(timeout=120)
+    assert member.returncode == 0, err
+    (pause / "pull-staged.go").touch()  # the staged copy is gone now, the final one there
+    out, err = reader.communicate(timeout=120)
+    assert reader.returncode == 0, err
+    assert int(out.strip()) == JOB["episodes"]
+    driver.stdin.write("\n")
+    driver.stdin.flush()
+    assert "finished" in driver.communicate(timeout=120)[0]
