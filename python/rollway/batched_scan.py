@@ -301,11 +301,12 @@ class JaxScan:
         self.state, self.keys, self.obs, self.policy_key, self._final, ends, self._seen, outs = self._scan(steps, seeded)(
             self.state, self.keys, self.obs, self.policy_key, self.params, seed_keys, self._final, self._seen)
         nxt, (acts, reward, term, trunc, extras, info) = self._seen, outs
-        self._choose(int(ends) / steps)
+        ends = int(ends)
+        self._choose(ends / steps)
         flags = flags_of(term, trunc).reshape(-1)
         ended = np.flatnonzero(flags)
         # Read (and copied by rollway) before the next call gives the buffer up.
-        final = _rows(np.asarray(self._final)[:int(ends)], self._obs_dtype, self._obs_row)
+        final = _rows(np.asarray(self._final)[:ends], self._obs_dtype, self._obs_row)
         cols = [(name, np.asarray(v, np.float32).reshape(-1), list(np.shape(v)[2:])) for name, v in extras.items()]
         return (_rows(_steps(nxt), self._obs_dtype, self._obs_row), final, _rows(_steps(acts), self._act_dtype, self._act_row),
                 np.asarray(reward).reshape(-1), flags, cols, info_columns({k: _steps(v) for k, v in info.items()}, ended))

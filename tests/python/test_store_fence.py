@@ -35,23 +35,29 @@ def _wait_for(path, proc, what):
     assert path.exists(), f"{what}: {proc.communicate(timeout=30) if proc.poll() is not None else 'timed out'}"
 
 
+def _driver_and_held_member(url, part, point, tmp_path, reap):
+    """A driver holding a new run of ``JOB`` at ``url``, and a member running ``part`` of it, held
+    at failpoint ``point`` (``ROLLWAY_PAUSE``) until the test creates ``pause / f"{point}.go"``."""
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(driver)
+    assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    member = subprocess.Popen([sys.executable, "-c", MEMBER, url, part], env=dict(os.environ, ROLLWAY_PAUSE=f"{point}:{pause}"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reap(member)
+    _wait_for(pause / f"{point}.paused", member, f"the member reached {point}")
+    return driver, member, pause
+
+
 def test_issue54_a_member_stalled_past_its_drivers_death_cannot_commit_beside_the_resumed_driver(s3_store, tmp_path, reap):
     import pyarrow.dataset as pads
     import pyarrow.fs as pafs
 
     url = f"s3://{BUCKET}/fence/run"
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    reap(driver)
-    assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
     # The member runs every episode of the run and stops between its lease check and its commit.
-    pause = tmp_path / "pause"
-    pause.mkdir()
-    env = dict(os.environ, ROLLWAY_PAUSE=f"member-commit:{pause}")
-    member = subprocess.Popen([sys.executable, "-c", MEMBER, url, "0:0:8:stalled"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    reap(member)
-    _wait_for(pause / "member-commit.paused", member, "the member reached its commit")
+    driver, member, pause = _driver_and_held_member(url, "0:0:8:stalled", "member-commit", tmp_path, reap)
     driver.kill()
     driver.wait()
 
@@ -98,16 +104,7 @@ def test_issue54_a_reader_racing_a_shards_publish_finds_it_at_its_final_key(s3_s
     (``pull-staged``) while the writer, held until then after its commit (``member-publish``),
     publishes."""
     url = f"s3://{BUCKET}/race/run"
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, url, "new", json.dumps(JOB)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    reap(driver)
-    assert driver.stdout.readline().strip() == "ready", driver.communicate(timeout=30)
-    pause = tmp_path / "pause"
-    pause.mkdir()
-    member = subprocess.Popen([sys.executable, "-c", MEMBER, url, "0:0:8:m"], env=dict(os.environ, ROLLWAY_PAUSE=f"member-publish:{pause}"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    reap(member)
-    _wait_for(pause / "member-publish.paused", member, "the member committed its shard")
+    driver, member, pause = _driver_and_held_member(url, "0:0:8:m", "member-publish", tmp_path, reap)
     reader = subprocess.Popen([sys.executable, "-c", READER, url],
                               env=dict(os.environ, ROLLWAY_PAUSE=f"pull-staged:{pause}", ROLLWAY_CACHE_DIR=str(tmp_path / "cache")),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
